@@ -1,0 +1,160 @@
+#include "frontend/Parser.h"
+
+#include "HspmdLexer.h"
+#include "frontend/AstBuilderImpl.h"
+
+#include <antlr4-runtime.h>
+
+namespace hspmd::frontend {
+
+namespace {
+using grammar::HspmdLexer;
+
+// Describes a token for a message: 'foo', end of file.
+std::string describeToken(antlr4::Token *token) {
+  if (!token || token->getType() == antlr4::Token::EOF)
+    return "end of file";
+  std::string text = token->getText();
+  if (text.size() > 24)
+    text = text.substr(0, 21) + "...";
+  return "'" + text + "'";
+}
+
+// "a name", "an integer" ... for the expected-token part of a message.
+std::string expectedSummary(const antlr4::misc::IntervalSet &expected, const antlr4::dfa::Vocabulary &vocab) {
+  std::vector<std::string> items;
+  bool name = false, number = false, open = false;
+  for (size_t type : expected.toList()) {
+    if (type == HspmdLexer::IDENT) {
+      name = true;
+      continue;
+    }
+    std::string literal = vocab.getLiteralName(type);
+    // Plan words double as names; when a name is expected, do not list them one by one.
+    if (literal.size() > 2 && std::isalpha(static_cast<unsigned char>(literal[1])) && expected.contains(static_cast<size_t>(HspmdLexer::IDENT)) &&
+        literal != "'true'" && literal != "'false'")
+      continue;
+    if (type == HspmdLexer::INT || type == HspmdLexer::FLOAT)
+      number = true;
+    if (literal == "'('")
+      open = true;
+    if (type == antlr4::Token::EOF)
+      items.push_back("end of file");
+    else if (type == HspmdLexer::INT)
+      items.push_back("an integer");
+    else if (type == HspmdLexer::FLOAT)
+      items.push_back("a number");
+    else if (type == HspmdLexer::STRING)
+      items.push_back("a string");
+    else if (!literal.empty())
+      items.push_back(literal);
+  }
+  if (name && number && open)
+    return "an expression";
+  if (name)
+    items.insert(items.begin(), "a name");
+  // "end of file" reads best last.
+  auto eof = std::find(items.begin(), items.end(), "end of file");
+  if (eof != items.end()) {
+    items.erase(eof);
+    items.push_back("end of file");
+  }
+  if (items.empty() || items.size() > 5)
+    return "";
+  std::string text;
+  for (size_t i = 0; i < items.size(); ++i)
+    text += (i == 0 ? "" : i + 1 == items.size() ? " or " : ", ") + items[i];
+  return text;
+}
+
+class SyntaxErrorListener : public antlr4::BaseErrorListener {
+public:
+  SyntaxErrorListener(std::string fileName, DiagnosticEngine &diags) : fileName_(std::move(fileName)), diags_(diags) {}
+  bool failed = false;
+
+  void syntaxError(antlr4::Recognizer *recognizer, antlr4::Token *offending, size_t line, size_t column,
+                   const std::string &message, std::exception_ptr) override {
+    // ANTLR's own text ("mismatched input ...") is replaced by ours, built from the
+    // offending token and the tokens the parser expected at that point.
+    if (failed)
+      return; // only the first error: the rest are usually consequences
+    failed = true;
+    ir::Location at{fileName_, static_cast<uint32_t>(line), static_cast<uint32_t>(column + 1), 1};
+    auto *parser = dynamic_cast<antlr4::Parser *>(recognizer);
+    if (!parser) {
+      // "token recognition error at: '$'"
+      auto quote = message.find(": '");
+      std::string text = quote == std::string::npos ? message : message.substr(quote + 3);
+      if (!text.empty() && text.back() == '\'')
+        text.pop_back();
+      if (!text.empty() && text[0] == '"')
+        diags_.error(at, "unterminated string");
+      else
+        diags_.error(at, "unexpected character '" + text.substr(0, 1) + "'");
+      return;
+    }
+    if (offending && offending->getType() != antlr4::Token::EOF)
+      at.length = static_cast<uint32_t>(std::max<size_t>(1, offending->getText().size()));
+    std::string text = "unexpected " + describeToken(offending);
+    std::string expected = expectedSummary(parser->getExpectedTokens(), parser->getVocabulary());
+    if (!expected.empty())
+      text += "; expected " + expected;
+    diags_.error(at, text);
+  }
+
+private:
+  std::string fileName_;
+  DiagnosticEngine &diags_;
+};
+
+// ANTLR's recursive descent would overflow the stack on absurdly nested input; refuse it
+// before parsing. Returns false after reporting.
+bool checkNesting(const std::string &fileName, const std::string &text, DiagnosticEngine &diags) {
+  constexpr int kMaxDepth = 200;
+  int depth = 0, minusRun = 0;
+  uint32_t line = 1, col = 0;
+  for (char c : text) {
+    ++col;
+    if (c == '\n')
+      ++line, col = 0;
+    if (c == '(' || c == '[' || c == '{')
+      ++depth;
+    else if (c == ')' || c == ']' || c == '}')
+      --depth;
+    if (c == '-')
+      ++minusRun;
+    else if (!std::isspace(static_cast<unsigned char>(c)))
+      minusRun = 0;
+    if (depth > kMaxDepth || minusRun > kMaxDepth) {
+      diags.error(ir::Location{fileName, line, col, 1},
+                  "expression nested too deeply (more than " + std::to_string(kMaxDepth) + " levels)");
+      return false;
+    }
+  }
+  return true;
+}
+} // namespace
+
+std::unique_ptr<FileAst> parseFile(const std::string &fileName, const std::string &text, DiagnosticEngine &diags) {
+  if (!checkNesting(fileName, text, diags))
+    return nullptr;
+  antlr4::ANTLRInputStream input(text);
+  grammar::HspmdLexer lexer(&input);
+  SyntaxErrorListener listener(fileName, diags);
+  lexer.removeErrorListeners();
+  lexer.addErrorListener(&listener);
+  antlr4::CommonTokenStream tokens(&lexer);
+  grammar::HspmdParser parser(&tokens);
+  parser.removeErrorListeners();
+  parser.addErrorListener(&listener);
+  grammar::HspmdParser::FileContext *tree = parser.file();
+  if (listener.failed)
+    return nullptr;
+  AstBuilder builder(fileName, diags);
+  auto ast = builder.build(tree);
+  if (builder.failed())
+    return nullptr;
+  return ast;
+}
+
+} // namespace hspmd::frontend

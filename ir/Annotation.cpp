@@ -1,0 +1,208 @@
+#include "ir/Annotation.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+
+namespace hspmd::ir {
+
+std::vector<int> Annotation::devices() const {
+  std::vector<int> all;
+  for (const auto &subgroup : subgroups)
+    all.insert(all.end(), subgroup.devices.begin(), subgroup.devices.end());
+  return all;
+}
+
+bool Annotation::contains(int device) const {
+  for (const auto &subgroup : subgroups)
+    if (std::find(subgroup.devices.begin(), subgroup.devices.end(), device) != subgroup.devices.end())
+      return true;
+  return false;
+}
+
+int64_t Box::numElements() const {
+  int64_t total = 1;
+  for (size_t i = 0; i < lo.size(); ++i)
+    total *= std::max<int64_t>(0, hi[i] - lo[i]);
+  return total;
+}
+
+std::pair<int64_t, int64_t> chunkRange(int64_t size, int count, int index) {
+  const int64_t chunk = (size + count - 1) / count;
+  const int64_t begin = std::min(size, chunk * index);
+  return {begin, std::min(size, begin + chunk)};
+}
+
+std::vector<int64_t> resolveHeteroSizes(const HeteroPlacement &hetero, size_t subgroups,
+                                        int64_t size) {
+  std::vector<int64_t> sizes(subgroups);
+  if (hetero.sizes.empty()) {
+    for (size_t g = 0; g < subgroups; ++g) {
+      auto [begin, end] = chunkRange(size, static_cast<int>(subgroups), static_cast<int>(g));
+      sizes[g] = end - begin;
+    }
+    return sizes;
+  }
+  if (!hetero.ratio)
+    return hetero.sizes;
+  const int64_t total = std::accumulate(hetero.sizes.begin(), hetero.sizes.end(), int64_t{0});
+  int64_t assigned = 0;
+  for (size_t g = 0; g < subgroups; ++g)
+    assigned += sizes[g] = size * hetero.sizes[g] / total;
+  for (size_t g = 0; assigned < size; g = (g + 1) % subgroups, ++assigned)
+    ++sizes[g];
+  return sizes;
+}
+
+static int axisProduct(const LocalAnnotation &local, AxisKind kind) {
+  int product = 1;
+  for (const auto &axis : local.axes)
+    if (axis.kind == kind)
+      product *= axis.count;
+  return product;
+}
+
+std::vector<OwnedPiece> ownedRegion(const Annotation &annotation, std::span<const int64_t> shape,
+                                    int device) {
+  OwnedPiece piece;
+  piece.box.lo.assign(shape.size(), 0);
+  piece.box.hi.assign(shape.begin(), shape.end());
+  const auto &subgroups = annotation.subgroups;
+  const auto &hetero = annotation.hetero;
+  for (size_t g = 0; g < subgroups.size(); ++g) {
+    const auto &devices = subgroups[g].devices;
+    auto found = std::find(devices.begin(), devices.end(), device);
+    if (found == devices.end())
+      continue;
+    int replicaOffset = 0, partialOffset = 0;
+    if (hetero.kind == HeteroKind::Split) {
+      auto sizes = resolveHeteroSizes(hetero, subgroups.size(), shape[hetero.dim]);
+      int64_t offset = std::accumulate(sizes.begin(), sizes.begin() + static_cast<long>(g), int64_t{0});
+      piece.box.lo[hetero.dim] = offset;
+      piece.box.hi[hetero.dim] = offset + sizes[g];
+    }
+    for (size_t h = 0; h < g; ++h) {
+      if (hetero.kind == HeteroKind::Dup)
+        replicaOffset += axisProduct(subgroups[h], AxisKind::Dup);
+      if (hetero.kind == HeteroKind::Partial)
+        partialOffset += axisProduct(subgroups[h], AxisKind::Partial);
+    }
+    // Mixed-radix coordinates of the device in its group, outermost axis first.
+    const auto &axes = subgroups[g].axes;
+    std::vector<int> coords(axes.size());
+    int index = static_cast<int>(found - devices.begin());
+    for (size_t a = axes.size(); a-- > 0;) {
+      coords[a] = index % axes[a].count;
+      index /= axes[a].count;
+    }
+    int replica = 0, partial = 0;
+    for (size_t a = 0; a < axes.size(); ++a) {
+      const MeshAxis &axis = axes[a];
+      if (axis.kind == AxisKind::Split) {
+        int64_t lo = piece.box.lo[axis.dim], hi = piece.box.hi[axis.dim];
+        auto [begin, end] = chunkRange(hi - lo, axis.count, coords[a]);
+        piece.box.lo[axis.dim] = lo + begin;
+        piece.box.hi[axis.dim] = lo + end;
+      } else if (axis.kind == AxisKind::Dup) {
+        replica = replica * axis.count + coords[a];
+      } else {
+        partial = partial * axis.count + coords[a];
+      }
+    }
+    piece.replica = replicaOffset + replica;
+    piece.partial = partialOffset + partial;
+    return {piece};
+  }
+  return {};
+}
+
+static AnnotationError error(AnnotationError::Part part, int subgroup, int item, std::string message) {
+  return AnnotationError{part, subgroup, item, std::move(message)};
+}
+
+std::optional<AnnotationError> checkAnnotation(const Annotation &annotation) {
+  using Part = AnnotationError::Part;
+  if (annotation.subgroups.empty())
+    return error(Part::Whole, 0, 0, "an annotation needs at least one device group");
+  std::map<int, int> seen; // device -> subgroup where first listed
+  for (size_t g = 0; g < annotation.subgroups.size(); ++g) {
+    const auto &local = annotation.subgroups[g];
+    const int sg = static_cast<int>(g);
+    if (local.devices.empty())
+      return error(Part::Subgroup, sg, 0, "a device group must not be empty");
+    for (size_t i = 0; i < local.devices.size(); ++i) {
+      const int device = local.devices[i];
+      if (device < 0)
+        return error(Part::Device, sg, static_cast<int>(i), "device ids must not be negative");
+      auto [it, inserted] = seen.emplace(device, sg);
+      if (!inserted)
+        return error(Part::Device, sg, static_cast<int>(i),
+                     "device " + std::to_string(device) + " is listed twice" +
+                         (it->second == sg ? std::string(" in one device group")
+                                           : " (subgroups must be disjoint)"));
+    }
+    if (local.axes.empty())
+      return error(Part::Subgroup, sg, 0, "a device group needs at least one mesh axis");
+    int64_t product = 1;
+    for (size_t a = 0; a < local.axes.size(); ++a) {
+      if (local.axes[a].count < 1)
+        return error(Part::Axis, sg, static_cast<int>(a), "a mesh axis count must be at least 1");
+      product *= local.axes[a].count;
+    }
+    if (product != static_cast<int64_t>(local.devices.size())) {
+      std::string counts;
+      for (const auto &axis : local.axes)
+        counts += (counts.empty() ? "" : " x ") + std::to_string(axis.count);
+      return error(Part::Subgroup, sg, 0,
+                   "mesh axis counts " + counts + " multiply to " + std::to_string(product) +
+                       ", but the group has " + std::to_string(local.devices.size()) + " devices");
+    }
+  }
+  const auto &hetero = annotation.hetero;
+  if (hetero.kind == HeteroKind::Split && !hetero.sizes.empty()) {
+    if (hetero.sizes.size() != annotation.subgroups.size())
+      return error(Part::Hetero, 0, 0,
+                   std::to_string(hetero.sizes.size()) + " sizes given for " +
+                       std::to_string(annotation.subgroups.size()) + " subgroups");
+    for (int64_t size : hetero.sizes) {
+      if (size < 0 || (hetero.ratio && size == 0))
+        return error(Part::Hetero, 0, 0,
+                     hetero.ratio ? "ratios must be positive" : "sizes must not be negative");
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<AnnotationError> checkAnnotation(const Annotation &annotation,
+                                               std::span<const int64_t> shape) {
+  using Part = AnnotationError::Part;
+  if (auto problem = checkAnnotation(annotation))
+    return problem;
+  const int rank = static_cast<int>(shape.size());
+  auto rankMessage = [&](int dim) {
+    return "split dimension " + std::to_string(dim) + " is out of range for a tensor of rank " +
+           std::to_string(rank);
+  };
+  for (size_t g = 0; g < annotation.subgroups.size(); ++g) {
+    const auto &axes = annotation.subgroups[g].axes;
+    for (size_t a = 0; a < axes.size(); ++a)
+      if (axes[a].kind == AxisKind::Split && (axes[a].dim < 0 || axes[a].dim >= rank))
+        return error(Part::Axis, static_cast<int>(g), static_cast<int>(a), rankMessage(axes[a].dim));
+  }
+  const auto &hetero = annotation.hetero;
+  if (hetero.kind != HeteroKind::Split)
+    return std::nullopt;
+  if (hetero.dim < 0 || hetero.dim >= rank)
+    return error(Part::Hetero, 0, 0, rankMessage(hetero.dim));
+  const int64_t size = shape[hetero.dim];
+  if (!hetero.ratio && !hetero.sizes.empty() && size >= 0) {
+    int64_t total = std::accumulate(hetero.sizes.begin(), hetero.sizes.end(), int64_t{0});
+    if (total != size)
+      return error(Part::Hetero, 0, 0,
+                   "sizes sum to " + std::to_string(total) + ", but dimension " +
+                       std::to_string(hetero.dim) + " has size " + std::to_string(size));
+  }
+  return std::nullopt;
+}
+
+} // namespace hspmd::ir

@@ -1,0 +1,65 @@
+// Ops.h - the registry of built-in operations: names, arity, attributes and shape rules.
+//
+// The frontend builds ops through inferResultTypes() and the verifier re-runs it, so a shape
+// rule lives in exactly one place. Sharding and gradient rules for the same ops live in
+// passes/ (one table per concern), keyed by OpKind.
+#pragma once
+
+#include "ir/Type.h"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace hspmd::ir {
+
+enum class OpKind {
+  Param, Input, Constant,
+  MatMul, Add, Sub, Mul, Div, Neg, Gelu, Silu, Relu,
+  Softmax, RmsNorm, LayerNorm, Embedding,
+  Reshape, Transpose, Unbind, Split, Concat, Slice, Sum, Mean,
+  Attention, CrossEntropy,
+};
+
+/// Attribute values: integers, floats, booleans, strings and lists of (symbolic) integers.
+using AttrValue = std::variant<int64_t, double, bool, std::string, std::vector<SymExpr>>;
+using AttrMap = std::map<std::string, AttrValue>;
+
+std::string printAttrValue(const AttrValue &value);
+
+struct OpInfo {
+  OpKind kind;
+  std::string_view name;
+  int minOperands;
+  int maxOperands; // -1: any number
+  /// The op's result type is written in the IR rather than inferred (param, input, constant).
+  bool explicitType;
+};
+
+const OpInfo &opInfo(OpKind kind);
+std::optional<OpKind> opKindFromName(std::string_view name);
+const std::vector<OpInfo> &allOps();
+
+/// Result types of an op, or an error message naming the mismatch.
+struct TypeResult {
+  std::vector<TensorType> types;
+  std::string error;
+  bool ok() const { return error.empty(); }
+};
+
+TypeResult inferResultTypes(OpKind kind, const std::vector<TensorType> &operands,
+                            const AttrMap &attrs);
+
+/// Helpers for reading attributes that the shape rules and later passes share.
+int64_t intAttr(const AttrMap &attrs, const std::string &name, int64_t fallback = 0);
+double floatAttr(const AttrMap &attrs, const std::string &name, double fallback = 0);
+bool boolAttr(const AttrMap &attrs, const std::string &name, bool fallback = false);
+std::vector<SymExpr> listAttr(const AttrMap &attrs, const std::string &name);
+
+/// Numpy-style broadcast of two shapes; nullopt when they do not broadcast.
+std::optional<Shape> broadcastShapes(const Shape &a, const Shape &b);
+
+} // namespace hspmd::ir

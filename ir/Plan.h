@@ -1,0 +1,63 @@
+// Plan.h - an elaborated annotation plan: the strategy sugar with names resolved and
+// integers evaluated, plus the raw annotations pinned to graph values. Produced by the
+// frontend; passes/ lowers it into per-value annotations.
+#pragma once
+
+#include "ir/Annotation.h"
+#include "ir/Location.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace hspmd::ir {
+
+/// A `cp [...]` or `hp [...]` entry: a device (or device group) and its share.
+struct ShareSpec {
+  std::vector<int> devices;
+  int64_t value = 0;
+  Location loc;
+};
+
+struct StageSpec {
+  std::vector<int> devices;
+  int tp = 1;
+  std::vector<ShareSpec> cp, hp;
+  std::string stack;                // the stacked layer the stage runs, e.g. "blocks"
+  int layerBegin = 0, layerEnd = 0; // [begin, end) of that stack
+  std::vector<std::string> extraParams; // `with ...`, expanded to parameter names
+  bool zero = false, recompute = false;
+  Location loc;
+};
+
+struct PipelineSpec {
+  std::string name;
+  int64_t share = 1;        // relative share of the global batch
+  int64_t microbatches = 1;
+  std::vector<StageSpec> stages;
+  Location loc;
+};
+
+/// A user annotation (`annotate`) or pinned reshard (`reshard`) on one graph value.
+struct PinnedAnnotation {
+  std::string value; // the value's name in the graph
+  Annotation annotation;
+  Location loc;
+};
+
+struct PlanSpec {
+  std::string name;
+  std::string model;
+  Location loc;
+  std::string clusterPath; // resolved against the plan file's folder; "" when not given
+  std::map<std::string, int64_t> bindings;
+  std::string optimizer = "adamw";
+  std::map<std::string, double> optimizerArgs;
+  std::string schedule = "1f1b";
+  bool zero = false, recompute = false;
+  std::vector<PipelineSpec> pipelines;
+  std::vector<PinnedAnnotation> annotations, reshards;
+};
+
+} // namespace hspmd::ir

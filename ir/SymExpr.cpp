@@ -1,0 +1,230 @@
+#include "ir/SymExpr.h"
+
+#include "ir/TextLexer.h"
+
+#include <algorithm>
+
+namespace hspmd::ir {
+
+SymExpr::SymExpr(int64_t constant) { addTerm({}, constant); }
+
+SymExpr SymExpr::symbol(const std::string &name) {
+  SymExpr result;
+  result.addTerm({{name, 1}}, 1);
+  return result;
+}
+
+void SymExpr::addTerm(const Monomial &monomial, int64_t coefficient) {
+  if (coefficient == 0)
+    return;
+  int64_t &slot = terms_[monomial];
+  slot += coefficient;
+  if (slot == 0)
+    terms_.erase(monomial);
+}
+
+bool SymExpr::isConstant() const {
+  return terms_.empty() || (terms_.size() == 1 && terms_.begin()->first.empty());
+}
+
+std::optional<int64_t> SymExpr::constant() const {
+  if (terms_.empty())
+    return 0;
+  if (isConstant())
+    return terms_.begin()->second;
+  return std::nullopt;
+}
+
+std::vector<std::string> SymExpr::symbols() const {
+  std::vector<std::string> names;
+  for (const auto &[monomial, coefficient] : terms_)
+    for (const auto &[name, exponent] : monomial)
+      if (std::find(names.begin(), names.end(), name) == names.end())
+        names.push_back(name);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+SymExpr SymExpr::operator+(const SymExpr &other) const {
+  SymExpr result = *this;
+  for (const auto &[monomial, coefficient] : other.terms_)
+    result.addTerm(monomial, coefficient);
+  return result;
+}
+
+SymExpr SymExpr::operator-(const SymExpr &other) const { return *this + other * SymExpr(-1); }
+
+static SymExpr::Monomial multiplyMonomials(const SymExpr::Monomial &a, const SymExpr::Monomial &b) {
+  std::map<std::string, int> exponents;
+  for (const auto &[name, exponent] : a)
+    exponents[name] += exponent;
+  for (const auto &[name, exponent] : b)
+    exponents[name] += exponent;
+  return {exponents.begin(), exponents.end()};
+}
+
+SymExpr SymExpr::operator*(const SymExpr &other) const {
+  SymExpr result;
+  for (const auto &[ma, ca] : terms_)
+    for (const auto &[mb, cb] : other.terms_)
+      result.addTerm(multiplyMonomials(ma, mb), ca * cb);
+  return result;
+}
+
+std::optional<SymExpr> SymExpr::divide(const SymExpr &divisor) const {
+  if (divisor.terms_.size() != 1)
+    return std::nullopt;
+  const auto &[dm, dc] = *divisor.terms_.begin();
+  SymExpr result;
+  for (const auto &[monomial, coefficient] : terms_) {
+    if (coefficient % dc != 0)
+      return std::nullopt;
+    std::map<std::string, int> exponents(monomial.begin(), monomial.end());
+    for (const auto &[name, exponent] : dm) {
+      auto it = exponents.find(name);
+      if (it == exponents.end() || it->second < exponent)
+        return std::nullopt;
+      if ((it->second -= exponent) == 0)
+        exponents.erase(it);
+    }
+    result.addTerm({exponents.begin(), exponents.end()}, coefficient / dc);
+  }
+  return result;
+}
+
+SymExpr SymExpr::substitute(const std::map<std::string, int64_t> &values) const {
+  SymExpr result;
+  for (const auto &[monomial, coefficient] : terms_) {
+    SymExpr term(coefficient);
+    for (const auto &[name, exponent] : monomial) {
+      auto it = values.find(name);
+      for (int i = 0; i < exponent; ++i)
+        term = term * (it == values.end() ? SymExpr::symbol(name) : SymExpr(it->second));
+    }
+    result = result + term;
+  }
+  return result;
+}
+
+static int degree(const SymExpr::Monomial &monomial) {
+  int total = 0;
+  for (const auto &[name, exponent] : monomial)
+    total += exponent;
+  return total;
+}
+
+std::string SymExpr::str() const {
+  if (terms_.empty())
+    return "0";
+  std::vector<std::pair<Monomial, int64_t>> ordered(terms_.begin(), terms_.end());
+  std::stable_sort(ordered.begin(), ordered.end(),
+                   [](const auto &a, const auto &b) { return degree(a.first) > degree(b.first); });
+  std::string text;
+  for (size_t i = 0; i < ordered.size(); ++i) {
+    auto [monomial, coefficient] = ordered[i];
+    if (i > 0) {
+      text += coefficient < 0 ? " - " : " + ";
+      coefficient = coefficient < 0 ? -coefficient : coefficient;
+    } else if (coefficient < 0 && !monomial.empty()) {
+      text += "-";
+      coefficient = -coefficient;
+    }
+    std::string factors;
+    for (const auto &[name, exponent] : monomial)
+      for (int e = 0; e < exponent; ++e)
+        factors += (factors.empty() ? "" : "*") + name;
+    if (monomial.empty())
+      text += std::to_string(coefficient);
+    else if (coefficient == 1)
+      text += factors;
+    else
+      text += std::to_string(coefficient) + "*" + factors;
+  }
+  return text;
+}
+
+namespace {
+// expr := term (('+' | '-') term)* ; term := factor (('*' | '/') factor)* ;
+// factor := INT | IDENT | '-' factor | '(' expr ')'
+struct SymParser {
+  TextLexer &lexer;
+  std::string error;
+  Token errorAt; // the token the error is about
+
+  std::optional<SymExpr> parseExpr() {
+    auto lhs = parseTerm();
+    while (lhs && (lexer.peek().is("+") || lexer.peek().is("-"))) {
+      bool plus = lexer.next().is("+");
+      auto rhs = parseTerm();
+      if (!rhs)
+        return std::nullopt;
+      lhs = plus ? *lhs + *rhs : *lhs - *rhs;
+    }
+    return lhs;
+  }
+  std::optional<SymExpr> parseTerm() {
+    auto lhs = parseFactor();
+    while (lhs && (lexer.peek().is("*") || lexer.peek().is("/"))) {
+      bool times = lexer.next().is("*");
+      auto rhs = parseFactor();
+      if (!rhs)
+        return std::nullopt;
+      if (times) {
+        lhs = *lhs * *rhs;
+      } else {
+        lhs = lhs->divide(*rhs);
+        if (!lhs)
+          error = "division is not exact", errorAt = lexer.peek();
+      }
+    }
+    return lhs;
+  }
+  std::optional<SymExpr> parseFactor() {
+    Token token = lexer.next();
+    if (token.kind == TokenKind::Int)
+      return SymExpr(token.intValue);
+    if (token.kind == TokenKind::Ident)
+      return SymExpr::symbol(token.text);
+    if (token.is("-")) {
+      auto inner = parseFactor();
+      return inner ? std::optional<SymExpr>(SymExpr(0) - *inner) : std::nullopt;
+    }
+    if (token.is("(")) {
+      auto inner = parseExpr();
+      if (inner && !lexer.peek().is(")")) {
+        error = "expected ')'", errorAt = lexer.peek();
+        return std::nullopt;
+      }
+      lexer.next();
+      return inner;
+    }
+    error = "expected a dimension, found " + token.describe(), errorAt = token;
+    return std::nullopt;
+  }
+};
+} // namespace
+
+std::optional<SymExpr> parseSymExpr(TextLexer &lexer, std::string *error, Token *errorAt) {
+  SymParser parser{lexer, {}, {}};
+  auto result = parser.parseExpr();
+  if (!result && error)
+    *error = parser.error;
+  if (!result && errorAt)
+    *errorAt = parser.errorAt;
+  return result;
+}
+
+std::optional<SymExpr> parseSymExpr(const std::string &text, std::string *error) {
+  TextLexer lexer(text);
+  SymParser parser{lexer, {}, {}};
+  auto result = parser.parseExpr();
+  if (result && lexer.peek().kind != TokenKind::End) {
+    parser.error = "unexpected " + lexer.peek().describe();
+    result.reset();
+  }
+  if (!result && error)
+    *error = parser.error;
+  return result;
+}
+
+} // namespace hspmd::ir

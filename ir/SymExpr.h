@@ -1,0 +1,60 @@
+// SymExpr.h - integer polynomials over named symbols, used for tensor dimensions.
+//
+// A dimension is either a constant (128) or an expression in the model's symbolic sizes
+// (B, S, 3*B*S). Expressions are kept in a canonical form, so equality is structural:
+// (B*S)*3 == 3*S*B. Division is exact or refused.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace hspmd::ir {
+
+class SymExpr {
+public:
+  /// A product of symbols with exponents, sorted by symbol name: B*S*S is {(B,1),(S,2)}.
+  using Monomial = std::vector<std::pair<std::string, int>>;
+
+  SymExpr() = default;
+  SymExpr(int64_t constant); // NOLINT: implicit on purpose, dims are mostly constants
+  static SymExpr symbol(const std::string &name);
+
+  bool isConstant() const;
+  /// The value when the expression has no symbols.
+  std::optional<int64_t> constant() const;
+  std::vector<std::string> symbols() const;
+
+  SymExpr operator+(const SymExpr &other) const;
+  SymExpr operator-(const SymExpr &other) const;
+  SymExpr operator*(const SymExpr &other) const;
+  /// Exact division: by a constant that divides every coefficient, or by a single term
+  /// that divides every term. Returns nullopt otherwise.
+  std::optional<SymExpr> divide(const SymExpr &divisor) const;
+  /// Replaces the named symbols by constants; the others stay symbolic.
+  SymExpr substitute(const std::map<std::string, int64_t> &values) const;
+
+  bool operator==(const SymExpr &other) const { return terms_ == other.terms_; }
+  bool operator!=(const SymExpr &other) const { return !(*this == other); }
+
+  /// Canonical text: highest-degree terms first, e.g. "3*B*S + 2".
+  std::string str() const;
+
+private:
+  std::map<Monomial, int64_t> terms_; // no zero coefficients stored
+  void addTerm(const Monomial &monomial, int64_t coefficient);
+};
+
+class TextLexer;
+struct Token;
+/// Parses one dimension expression at the lexer's position (see parseSymExpr below);
+/// on failure `errorAt` receives the token the error is about.
+std::optional<SymExpr> parseSymExpr(TextLexer &lexer, std::string *error, Token *errorAt = nullptr);
+/// Parses the text produced by SymExpr::str() (and any + - * / expression of integers and
+/// symbols with parentheses). Returns nullopt and sets `error` on failure.
+std::optional<SymExpr> parseSymExpr(const std::string &text, std::string *error);
+
+} // namespace hspmd::ir

@@ -1,0 +1,62 @@
+#include "ir/Type.h"
+
+namespace hspmd::ir {
+
+namespace {
+struct DTypeInfo {
+  DType dtype;
+  std::string_view name;
+  int bytes;
+  bool isFloat;
+};
+constexpr DTypeInfo kDTypes[] = {
+    {DType::F32, "f32", 4, true},  {DType::BF16, "bf16", 2, true}, {DType::F16, "f16", 2, true},
+    {DType::I32, "i32", 4, false}, {DType::I64, "i64", 8, false},
+};
+const DTypeInfo &info(DType dtype) {
+  for (const auto &entry : kDTypes)
+    if (entry.dtype == dtype)
+      return entry;
+  return kDTypes[0];
+}
+} // namespace
+
+std::string_view dtypeName(DType dtype) { return info(dtype).name; }
+int dtypeBytes(DType dtype) { return info(dtype).bytes; }
+bool isFloat(DType dtype) { return info(dtype).isFloat; }
+
+std::optional<DType> dtypeFromName(std::string_view name) {
+  for (const auto &entry : kDTypes)
+    if (entry.name == name)
+      return entry.dtype;
+  return std::nullopt;
+}
+
+std::string shapeStr(const Shape &shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    text += (i ? ", " : "") + shape[i].str();
+  return text + "]";
+}
+
+SymExpr TensorType::numElements() const {
+  SymExpr total(1);
+  for (const auto &dim : shape)
+    total = total * dim;
+  return total;
+}
+
+std::string TensorType::str() const { return std::string(dtypeName(dtype)) + shapeStr(shape); }
+
+std::optional<std::vector<int64_t>> concreteShape(const Shape &shape) {
+  std::vector<int64_t> sizes;
+  for (const auto &dim : shape) {
+    auto value = dim.constant();
+    if (!value)
+      return std::nullopt;
+    sizes.push_back(*value);
+  }
+  return sizes;
+}
+
+} // namespace hspmd::ir

@@ -1,0 +1,42 @@
+// Type.h - element types and tensor types with (symbolic) shapes.
+#pragma once
+
+#include "ir/SymExpr.h"
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace hspmd::ir {
+
+enum class DType { F32, BF16, F16, I32, I64 };
+
+std::string_view dtypeName(DType dtype);
+std::optional<DType> dtypeFromName(std::string_view name);
+int dtypeBytes(DType dtype);
+bool isFloat(DType dtype);
+
+using Shape = std::vector<SymExpr>;
+
+/// "[B, S, 128]"
+std::string shapeStr(const Shape &shape);
+
+struct TensorType {
+  DType dtype = DType::F32;
+  Shape shape;
+
+  int rank() const { return static_cast<int>(shape.size()); }
+  /// The product of all dimensions (1 for a scalar).
+  SymExpr numElements() const;
+  /// "f32[B, S, 128]"
+  std::string str() const;
+  bool operator==(const TensorType &other) const {
+    return dtype == other.dtype && shape == other.shape;
+  }
+};
+
+/// Concrete sizes when every dimension is a constant.
+std::optional<std::vector<int64_t>> concreteShape(const Shape &shape);
+
+} // namespace hspmd::ir

@@ -1,0 +1,152 @@
+#include "planner/Cluster.h"
+
+#include <toml++/toml.h>
+
+namespace hspmd::planner {
+
+namespace {
+ir::Location where(const std::string &path, const toml::source_region &region) {
+  return ir::Location{path, static_cast<uint32_t>(region.begin.line), static_cast<uint32_t>(region.begin.column), 1};
+}
+
+std::optional<toml::table> parseToml(const std::string &path, std::vector<ClusterError> &errors) {
+  try {
+    return toml::parse_file(path);
+  } catch (const toml::parse_error &error) {
+    ir::Location loc = where(path, error.source());
+    if (!loc.isKnown())
+      loc = ir::Location{path, 0, 0, 1};
+    errors.push_back({loc, std::string(error.description())});
+    return std::nullopt;
+  }
+}
+
+bool readNumber(const std::string &path, const toml::table &table, const char *key, double &out,
+                std::vector<ClusterError> &errors, const toml::source_region &owner) {
+  const toml::node *node = table.get(key);
+  if (!node) {
+    errors.push_back({where(path, owner), std::string("missing key '") + key + "'"});
+    return false;
+  }
+  auto value = node->value<double>();
+  if (!value || *value <= 0) {
+    errors.push_back({where(path, node->source()), std::string("'") + key + "' must be a positive number"});
+    return false;
+  }
+  out = *value;
+  return true;
+}
+
+bool readTypes(const std::string &path, const toml::table &root, std::map<std::string, DeviceType> &types,
+               std::vector<ClusterError> &errors) {
+  const toml::node *node = root.get("types");
+  if (!node)
+    return true;
+  const toml::table *table = node->as_table();
+  if (!table) {
+    errors.push_back({where(path, node->source()), "'types' must be a table of device types"});
+    return false;
+  }
+  bool ok = true;
+  for (const auto &[key, value] : *table) {
+    const toml::table *spec = value.as_table();
+    std::string name(key.str());
+    if (!spec) {
+      errors.push_back({where(path, value.source()), "device type '" + name + "' must be a table"});
+      ok = false;
+      continue;
+    }
+    DeviceType type;
+    type.name = name;
+    ok &= readNumber(path, *spec, "bf16_tflops", type.bf16Tflops, errors, spec->source());
+    ok &= readNumber(path, *spec, "memory_gib", type.memoryGiB, errors, spec->source());
+    ok &= readNumber(path, *spec, "hbm_gbps", type.hbmGBps, errors, spec->source());
+    ok &= readNumber(path, *spec, "intra_node_gbps", type.intraNodeGBps, errors, spec->source());
+    types[name] = type;
+  }
+  return ok;
+}
+} // namespace
+
+std::optional<std::map<std::string, DeviceType>> loadDeviceTypes(const std::string &path,
+                                                                 std::vector<ClusterError> &errors) {
+  auto root = parseToml(path, errors);
+  if (!root)
+    return std::nullopt;
+  std::map<std::string, DeviceType> types;
+  if (!root->get("types")) {
+    errors.push_back({ir::Location{path, 1, 1, 1}, "a device types file needs [types.NAME] tables"});
+    return std::nullopt;
+  }
+  if (!readTypes(path, *root, types, errors))
+    return std::nullopt;
+  return types;
+}
+
+std::optional<Cluster> loadCluster(const std::string &path, const std::string &deviceTypesPath,
+                                   std::vector<ClusterError> &errors) {
+  auto root = parseToml(path, errors);
+  if (!root)
+    return std::nullopt;
+  Cluster cluster;
+  if (!deviceTypesPath.empty()) {
+    auto types = loadDeviceTypes(deviceTypesPath, errors);
+    if (!types)
+      return std::nullopt;
+    cluster.types = *types;
+  }
+  if (!readTypes(path, *root, cluster.types, errors))
+    return std::nullopt;
+  cluster.name = root->get("name") ? root->get("name")->value_or(std::string()) : "";
+  if (!readNumber(path, *root, "inter_node_gbps", cluster.interNodeGBps, errors, root->source()))
+    return std::nullopt;
+  const toml::array *nodes = root->get("nodes") ? root->get("nodes")->as_array() : nullptr;
+  if (!nodes || nodes->empty()) {
+    errors.push_back({ir::Location{path, 1, 1, 1}, "a cluster file needs at least one [[nodes]] entry"});
+    return std::nullopt;
+  }
+  for (const toml::node &entry : *nodes) {
+    const toml::table *table = entry.as_table();
+    if (!table) {
+      errors.push_back({where(path, entry.source()), "each node must be a table"});
+      return std::nullopt;
+    }
+    Node node;
+    node.name = table->get("name") ? table->get("name")->value_or(std::string()) : "";
+    const toml::node *type = table->get("type");
+    if (!type || !type->is_string()) {
+      errors.push_back({where(path, table->source()), "a node needs a 'type' string"});
+      return std::nullopt;
+    }
+    node.type = type->value_or(std::string());
+    if (!cluster.types.count(node.type)) {
+      errors.push_back({where(path, type->source()), "unknown device type '" + node.type + "'"});
+      return std::nullopt;
+    }
+    const toml::node *count = table->get("devices");
+    auto devices = count ? count->value<int64_t>() : std::nullopt;
+    if (!devices || *devices < 1 || *devices > 4096) {
+      errors.push_back({where(path, count ? count->source() : table->source()),
+                        "a node needs 'devices', a count between 1 and 4096"});
+      return std::nullopt;
+    }
+    node.devices = static_cast<int>(*devices);
+    if (node.name.empty())
+      node.name = "node" + std::to_string(cluster.nodes.size());
+    for (int i = 0; i < node.devices; ++i)
+      cluster.devices.push_back(Device{static_cast<int>(cluster.devices.size()), static_cast<int>(cluster.nodes.size()), node.type});
+    cluster.nodes.push_back(node);
+  }
+  return cluster;
+}
+
+bool checkTomlFile(const std::string &path, const std::string &deviceTypesPath, std::vector<ClusterError> &errors) {
+  auto root = parseToml(path, errors);
+  if (!root)
+    return false;
+  if (root->get("nodes"))
+    return loadCluster(path, deviceTypesPath, errors).has_value();
+  return loadDeviceTypes(path, errors).has_value();
+}
+
+} // namespace hspmd::planner

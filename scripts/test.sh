@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The whole test suite: the normal build and its tests, the same tests under
+# AddressSanitizer + UndefinedBehaviorSanitizer, and the parser fuzzer for a bounded time.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+start=$(date +%s)
+
+echo "== build (RelWithDebInfo, warnings are errors)"
+scripts/build.sh build
+echo "== tests"
+ctest --test-dir build --output-on-failure -j "$(nproc)"
+
+echo "== build and tests under ASan+UBSan (clang, with the libFuzzer target)"
+CC=clang CXX=clang++ scripts/build.sh build-asan -DHSPMD_SANITIZE=address,undefined -DHSPMD_FUZZ=ON -DHSPMD_BENCH=OFF
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --test-dir build-asan --output-on-failure -j "$(nproc)" -E fuzz
+
+echo "== fuzzing the parser and elaborator for ${HSPMD_FUZZ_SECONDS:-60} s"
+scripts/fuzz.sh build-asan "${HSPMD_FUZZ_SECONDS:-60}"
+
+echo "== test suite finished in $(( $(date +%s) - start )) s"

@@ -1,0 +1,75 @@
+#include "planner/Cluster.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+using namespace hspmd::planner;
+
+namespace {
+
+std::string writeTemp(const std::string &name, const std::string &text) {
+  auto path = std::filesystem::temp_directory_path() / name;
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+TEST(Cluster, ExampleClustersLoad) {
+  std::vector<ClusterError> errors;
+  auto cluster = loadCluster("examples/clusters/h800x16_h20x32.toml", "stdlib/devices.toml", errors);
+  ASSERT_TRUE(cluster) << (errors.empty() ? "" : errors[0].message);
+  EXPECT_EQ(cluster->devices.size(), 48u);
+  EXPECT_EQ(cluster->nodes.size(), 6u);
+  EXPECT_EQ(cluster->devices[15].type, "H800");
+  EXPECT_EQ(cluster->devices[16].type, "H20");
+  EXPECT_EQ(cluster->devices[16].node, 2);
+  EXPECT_EQ(cluster->typeOf(47).memoryGiB, 96.0);
+  EXPECT_EQ(cluster->interNodeGBps, 50.0);
+}
+
+TEST(Cluster, InlineTypesAndErrorsWithLocations) {
+  std::vector<ClusterError> errors;
+  auto inlineTypes = writeTemp("hspmd_inline.toml", "inter_node_gbps = 10.0\n[[nodes]]\ntype = \"X\"\ndevices = 2\n"
+                                                   "[types.X]\nbf16_tflops = 1.0\nmemory_gib = 2.0\nhbm_gbps = 3.0\nintra_node_gbps = 4.0\n");
+  auto cluster = loadCluster(inlineTypes, "stdlib/devices.toml", errors);
+  ASSERT_TRUE(cluster);
+  EXPECT_EQ(cluster->typeOf(1).hbmGBps, 3.0);
+
+  auto unknownType = writeTemp("hspmd_unknown.toml", "inter_node_gbps = 10.0\n[[nodes]]\ntype = \"Z80\"\ndevices = 2\n");
+  errors.clear();
+  EXPECT_FALSE(loadCluster(unknownType, "stdlib/devices.toml", errors));
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].loc.line, 3u);
+  EXPECT_EQ(errors[0].message, "unknown device type 'Z80'");
+
+  auto badCount = writeTemp("hspmd_count.toml", "inter_node_gbps = 10.0\n[[nodes]]\ntype = \"H100\"\ndevices = 0\n");
+  errors.clear();
+  EXPECT_FALSE(loadCluster(badCount, "stdlib/devices.toml", errors));
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].loc.line, 4u);
+  EXPECT_EQ(errors[0].message, "a node needs 'devices', a count between 1 and 4096");
+
+  auto syntax = writeTemp("hspmd_syntax.toml", "inter_node_gbps = = 1\n");
+  errors.clear();
+  EXPECT_FALSE(loadCluster(syntax, "stdlib/devices.toml", errors));
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].loc.line, 1u);
+
+  auto missingKey = writeTemp("hspmd_types.toml", "[types.Y]\nbf16_tflops = 1.0\nmemory_gib = 2.0\nhbm_gbps = 3.0\n");
+  errors.clear();
+  EXPECT_FALSE(checkTomlFile(missingKey, "", errors));
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].message, "missing key 'intra_node_gbps'");
+}
+
+TEST(Cluster, DeviceTypesFileIsComplete) {
+  std::vector<ClusterError> errors;
+  auto types = loadDeviceTypes("stdlib/devices.toml", errors);
+  ASSERT_TRUE(types);
+  for (const char *name : {"H100", "H800", "H20", "A100", "cpu"})
+    EXPECT_TRUE(types->count(name)) << name;
+  EXPECT_GT(types->at("H800").bf16Tflops, 6 * types->at("H20").bf16Tflops);
+}
+
+} // namespace

@@ -1,0 +1,87 @@
+// Every example in docs/ is run: ```hspmd blocks must check cleanly, ```hspmd-error blocks
+// must fail with the message given in their first line (`// error: ...`), and each line of
+// an ```annotation block must parse and print back unchanged.
+#include "TestSupport.h"
+#include "ir/AnnotationText.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Block {
+  std::string file, kind, text;
+  int line = 0;
+};
+
+std::vector<Block> docBlocks() {
+  std::vector<Block> blocks;
+  for (const auto &entry : fs::directory_iterator("docs")) {
+    if (entry.path().extension() != ".md")
+      continue;
+    std::ifstream in(entry.path());
+    std::string line;
+    int number = 0;
+    Block *open = nullptr;
+    while (std::getline(in, line)) {
+      ++number;
+      if (!open && line.rfind("```", 0) == 0 && line.size() > 3) {
+        blocks.push_back(Block{entry.path().string(), line.substr(3), "", number + 1});
+        open = &blocks.back();
+      } else if (open && line.rfind("```", 0) == 0) {
+        open = nullptr;
+      } else if (open) {
+        open->text += line + "\n";
+      }
+    }
+  }
+  return blocks;
+}
+
+TEST(Docs, EveryExampleRuns) {
+  int checked = 0;
+  for (const Block &block : docBlocks()) {
+    const std::string where = block.file + ":" + std::to_string(block.line);
+    if (block.kind == "hspmd" || block.kind == "hspmd-error") {
+      hspmd::testing::Compiled c;
+      // Named inside docs/ so that relative imports resolve from there.
+      const std::string name = "docs/example-" + std::to_string(block.line) + ".hspmd";
+      const auto *ast = c.compilation.loadText(name, block.text);
+      if (ast)
+        c.compilation.checkFile(*ast);
+      auto messages = c.messages(name);
+      if (block.kind == "hspmd") {
+        EXPECT_EQ(c.diags.errorCount(), 0) << where << "\n" << ::testing::PrintToString(messages);
+      } else {
+        std::string first = block.text.substr(0, block.text.find('\n'));
+        ASSERT_EQ(first.rfind("// error: ", 0), 0u) << where << ": an hspmd-error block starts with // error: ...";
+        ASSERT_FALSE(messages.empty()) << where << ": expected an error";
+        // "// error: 5:14: message" states the diagnostic "5:14: error: message".
+        std::string stated = first.substr(10);
+        size_t afterColumn = stated.find(": ", stated.find(':') + 1);
+        ASSERT_NE(afterColumn, std::string::npos) << where;
+        EXPECT_EQ(messages[0], stated.substr(0, afterColumn) + ": error: " + stated.substr(afterColumn + 2)) << where;
+      }
+      ++checked;
+    } else if (block.kind == "annotation") {
+      std::istringstream lines(block.text);
+      for (std::string line; std::getline(lines, line);) {
+        if (line.empty() || line.rfind("//", 0) == 0)
+          continue;
+        hspmd::ir::TextError error;
+        auto annotation = hspmd::ir::parseAnnotation(line, &error);
+        ASSERT_TRUE(annotation) << where << ": " << line << ": " << error.str();
+        EXPECT_EQ(hspmd::ir::printAnnotation(*annotation), line) << where << ": not in canonical form";
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GE(checked, 20);
+}
+
+} // namespace

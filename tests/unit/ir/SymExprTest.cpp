@@ -1,0 +1,73 @@
+#include "ir/SymExpr.h"
+
+#include <gtest/gtest.h>
+
+using hspmd::ir::parseSymExpr;
+using hspmd::ir::SymExpr;
+
+namespace {
+
+SymExpr sym(const char *name) { return SymExpr::symbol(name); }
+
+TEST(SymExpr, ConstantsFold) {
+  EXPECT_EQ((SymExpr(3) * SymExpr(4) + SymExpr(2)).constant(), 14);
+  EXPECT_TRUE(SymExpr(7).isConstant());
+  EXPECT_FALSE(sym("B").isConstant());
+  EXPECT_EQ(SymExpr().constant(), 0);
+}
+
+TEST(SymExpr, CanonicalFormMakesProductsCommute) {
+  SymExpr a = sym("B") * sym("S") * SymExpr(3);
+  SymExpr b = SymExpr(3) * sym("S") * sym("B");
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(a.str(), "3*B*S");
+  EXPECT_EQ((sym("S") - sym("S")).str(), "0");
+}
+
+TEST(SymExpr, PrintsHighestDegreeFirst) {
+  SymExpr e = SymExpr(2) + sym("B") * sym("S") * SymExpr(3) - sym("B");
+  EXPECT_EQ(e.str(), "3*B*S - B + 2");
+  EXPECT_EQ((SymExpr(0) - sym("B")).str(), "-B");
+  EXPECT_EQ((sym("S") * sym("S")).str(), "S*S");
+}
+
+TEST(SymExpr, ExactDivisionOnly) {
+  SymExpr e = SymExpr(6) * sym("B") * sym("S");
+  EXPECT_EQ(e.divide(SymExpr(3))->str(), "2*B*S");
+  EXPECT_EQ(e.divide(sym("S"))->str(), "6*B");
+  EXPECT_EQ(e.divide(SymExpr(2) * sym("B"))->str(), "3*S");
+  EXPECT_FALSE(e.divide(SymExpr(4)).has_value());
+  EXPECT_FALSE(e.divide(sym("H")).has_value());
+  EXPECT_FALSE(SymExpr(10).divide(SymExpr(3)).has_value());
+  EXPECT_FALSE(e.divide(sym("B") + SymExpr(1)).has_value());
+}
+
+TEST(SymExpr, SubstituteBindsSomeSymbols) {
+  SymExpr e = SymExpr(3) * sym("B") * sym("S") + sym("B");
+  EXPECT_EQ(e.substitute({{"B", 2}}).str(), "6*S + 2");
+  EXPECT_EQ(e.substitute({{"B", 2}, {"S", 10}}).constant(), 62);
+  EXPECT_EQ(e.symbols(), (std::vector<std::string>{"B", "S"}));
+}
+
+TEST(SymExpr, ParsesWhatItPrints) {
+  for (const char *text : {"0", "17", "B", "3*B*S", "3*B*S - B + 2", "-B", "S*S + 4*S - 7"}) {
+    std::string error;
+    auto parsed = parseSymExpr(text, &error);
+    ASSERT_TRUE(parsed) << text << ": " << error;
+    EXPECT_EQ(parsed->str(), text);
+  }
+  EXPECT_EQ(parseSymExpr("(B + 1) * 2", nullptr)->str(), "2*B + 2");
+  EXPECT_EQ(parseSymExpr("4 * B / 2", nullptr)->str(), "2*B");
+}
+
+TEST(SymExpr, ParseErrorsSayWhy) {
+  std::string error;
+  EXPECT_FALSE(parseSymExpr("B +", &error));
+  EXPECT_EQ(error, "expected a dimension, found end of input");
+  EXPECT_FALSE(parseSymExpr("B / 3", &error));
+  EXPECT_EQ(error, "division is not exact");
+  EXPECT_FALSE(parseSymExpr("(B", &error));
+  EXPECT_EQ(error, "expected ')'");
+}
+
+} // namespace

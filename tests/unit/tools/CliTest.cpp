@@ -1,0 +1,94 @@
+// hspmc as a user runs it: exit codes, output and --help.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <string>
+#include <sys/wait.h>
+
+namespace {
+
+struct CliRun {
+  int code;
+  std::string output; // stdout and stderr
+};
+
+CliRun hspmc(const std::string &args) {
+  std::string command = std::string(HSPMC_PATH) + " " + args + " 2>&1";
+  FILE *pipe = popen(command.c_str(), "r");
+  std::string output;
+  std::array<char, 4096> buffer;
+  while (size_t n = fread(buffer.data(), 1, buffer.size(), pipe))
+    output.append(buffer.data(), n);
+  int status = pclose(pipe);
+  return CliRun{WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+TEST(Cli, CheckAcceptsEveryStdlibAndExampleFile) {
+  CliRun run = hspmc("check $(find stdlib examples -name '*.hspmd' -o -name '*.toml' | sort)");
+  EXPECT_EQ(run.code, 0) << run.output;
+  EXPECT_NE(run.output.find("ok: "), std::string::npos);
+}
+
+TEST(Cli, CheckReportsErrorsWithExitOne) {
+  CliRun run = hspmc("check tests/diagnostics/shape_matmul_mismatch.hspmd");
+  EXPECT_EQ(run.code, 1);
+  EXPECT_EQ(run.output, "tests/diagnostics/shape_matmul_mismatch.hspmd:5:14: error: matmul: contracted dimensions "
+                        "differ: f32[B, S, 8] @ f32[4, 4] (8 vs 4)\n"
+                        "      return x @ w\n"
+                        "               ^\n");
+}
+
+TEST(Cli, CheckJsonOutput) {
+  CliRun run = hspmc("check --format json tests/diagnostics/name_unknown.hspmd");
+  EXPECT_EQ(run.code, 1);
+  EXPECT_NE(run.output.find("\"message\": \"unknown name 'y'\""), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("\"ok\": false"), std::string::npos);
+  EXPECT_NE(run.output.find("\"line\": 4"), std::string::npos);
+}
+
+TEST(Cli, MissingFileIsAUserError) {
+  CliRun run = hspmc("check no/such/file.hspmd");
+  EXPECT_EQ(run.code, 1);
+  EXPECT_EQ(run.output, "no/such/file.hspmd: error: cannot read 'no/such/file.hspmd'\n");
+}
+
+TEST(Cli, UsageErrorsExitTwo) {
+  EXPECT_EQ(hspmc("").code, 2);
+  EXPECT_EQ(hspmc("frobnicate").code, 2);
+  EXPECT_EQ(hspmc("check").code, 2);
+  EXPECT_EQ(hspmc("check --format xml examples/gpt/tiny_gpt.hspmd").code, 2);
+}
+
+TEST(Cli, VersionAndHelp) {
+  CliRun version = hspmc("--version");
+  EXPECT_EQ(version.code, 0);
+  EXPECT_EQ(version.output.rfind("hspmc ", 0), 0u);
+  for (const char *sub : {"", "check ", "dump-ir "}) {
+    CliRun help = hspmc(std::string(sub) + "--help");
+    EXPECT_EQ(help.code, 0) << sub;
+    EXPECT_NE(help.output.find("Usage"), std::string::npos) << sub;
+  }
+}
+
+TEST(Cli, DumpIrOf32BModelHas64Blocks) {
+  CliRun run = hspmc("dump-ir examples/llama/llama32b.hspmd");
+  ASSERT_EQ(run.code, 0) << run.output.substr(0, 2000);
+  EXPECT_NE(run.output.find("%blocks[63].mlp.w1 = param {init = \"normal\", std = 0.02} : f32[5120, 27648]"),
+            std::string::npos);
+  EXPECT_EQ(run.output.find("%blocks[64]."), std::string::npos);
+  EXPECT_EQ(run.output.rfind("graph Llama32B {\n  symbols B, S\n", 0), 0u);
+}
+
+TEST(Cli, DumpIrUnderAPlan) {
+  CliRun run = hspmc("dump-ir examples/gpt/tiny_gpt.hspmd --plan examples/gpt/plans/raw_annotations.hspmd");
+  ASSERT_EQ(run.code, 0) << run.output;
+  EXPECT_NE(run.output.find("%tokens = input : i32[8, 64] <{ [0, 1]: R | [2, 3]: R } split0 [6, 2]>"),
+            std::string::npos)
+      << run.output.substr(0, 3000);
+  CliRun bad = hspmc("dump-ir examples/gpt/tiny_gpt.hspmd --plan examples/gpt/tiny_gpt.hspmd");
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_EQ(bad.output, "examples/gpt/tiny_gpt.hspmd: error: 'examples/gpt/tiny_gpt.hspmd' holds no plan\n");
+}
+
+} // namespace
