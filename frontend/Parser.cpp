@@ -5,6 +5,8 @@
 
 #include <antlr4-runtime.h>
 
+#include <cstdio>
+
 namespace hspmd::frontend {
 
 namespace {
@@ -133,11 +135,48 @@ bool checkNesting(const std::string &fileName, const std::string &text, Diagnost
   }
   return true;
 }
+// ANTLR decodes UTF-8 and throws on malformed bytes; find them first and say where.
+bool checkUtf8(const std::string &fileName, const std::string &text, DiagnosticEngine &diags) {
+  uint32_t line = 1, col = 1;
+  for (size_t i = 0; i < text.size();) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    size_t length = byte < 0x80 ? 1 : (byte >> 5) == 0x6 ? 2 : (byte >> 4) == 0xE ? 3 : (byte >> 3) == 0x1E ? 4 : 0;
+    bool ok = length > 0 && i + length <= text.size();
+    for (size_t k = 1; ok && k < length; ++k)
+      ok = (static_cast<unsigned char>(text[i + k]) >> 6) == 0x2;
+    if (!ok) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "0x%02x", byte);
+      diags.error(ir::Location{fileName, line, col, 1}, std::string("invalid UTF-8 (byte ") + hex + ")");
+      return false;
+    }
+    if (byte == '\n')
+      ++line, col = 1;
+    else
+      ++col;
+    i += length;
+  }
+  return true;
+}
 } // namespace
 
+static std::unique_ptr<FileAst> parseChecked(const std::string &fileName, const std::string &text,
+                                             DiagnosticEngine &diags);
+
 std::unique_ptr<FileAst> parseFile(const std::string &fileName, const std::string &text, DiagnosticEngine &diags) {
-  if (!checkNesting(fileName, text, diags))
+  if (!checkUtf8(fileName, text, diags) || !checkNesting(fileName, text, diags))
     return nullptr;
+  try {
+    return parseChecked(fileName, text, diags);
+  } catch (const std::exception &error) {
+    // The runtime should not throw on checked input; if it does, say so instead of crashing.
+    diags.error(ir::Location{fileName, 0, 0, 1}, std::string("internal error while parsing: ") + error.what());
+    return nullptr;
+  }
+}
+
+static std::unique_ptr<FileAst> parseChecked(const std::string &fileName, const std::string &text,
+                                             DiagnosticEngine &diags) {
   antlr4::ANTLRInputStream input(text);
   grammar::HspmdLexer lexer(&input);
   SyntaxErrorListener listener(fileName, diags);

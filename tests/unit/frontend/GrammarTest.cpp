@@ -108,4 +108,17 @@ plan p for M(layers = 2) {
   EXPECT_EQ(ast->plans[0]->reshards[0].path.str(), "blocks[1].forward.x");
 }
 
+TEST(Grammar, MalformedBytesAreReportedNotThrown) {
+  frontend::CollectingSink sink;
+  frontend::DiagnosticEngine diags(sink);
+  // Found by the fuzzer: ANTLR throws on invalid UTF-8.
+  EXPECT_FALSE(frontend::parseFile("m.hspmd", "layer L(d: int) {\n  param w = one\xf3[d]\n}\n", diags));
+  ASSERT_EQ(sink.diagnostics.size(), 1u);
+  EXPECT_EQ(frontend::diagnosticHeader(sink.diagnostics[0]), "m.hspmd:2:16: error: invalid UTF-8 (byte 0xf3)");
+  sink.diagnostics.clear();
+  // Valid multi-byte characters are fine in comments.
+  EXPECT_TRUE(frontend::parseFile("m.hspmd", "// \xc3\xa9t\xc3\xa9\nlayer L(d: int) {\n}\n", diags));
+  EXPECT_TRUE(sink.diagnostics.empty());
+}
+
 } // namespace
