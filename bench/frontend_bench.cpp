@@ -21,7 +21,9 @@ struct Timing {
   double total() const { return parse + elaborate + verify; }
 };
 
-double seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+double seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
 
 Timing runOnce(int layers, size_t *ops) {
   frontend::SourceManager sources;

@@ -13,7 +13,9 @@ Location AstBuilder::loc(antlr4::Token *token) const {
                   static_cast<uint32_t>(std::max<size_t>(1, token->getText().size()))};
 }
 
-Location AstBuilder::loc(antlr4::ParserRuleContext *ctx) const { return loc(ctx->getStart()); }
+Location AstBuilder::loc(antlr4::ParserRuleContext *ctx) const {
+  return loc(ctx->getStart());
+}
 
 Location AstBuilder::span(antlr4::ParserRuleContext *ctx) const {
   Location at = loc(ctx->getStart());
@@ -23,7 +25,9 @@ Location AstBuilder::span(antlr4::ParserRuleContext *ctx) const {
   return at;
 }
 
-std::string AstBuilder::identText(P::IdentContext *ctx) { return ctx ? ctx->getText() : std::string(); }
+std::string AstBuilder::identText(P::IdentContext *ctx) {
+  return ctx ? ctx->getText() : std::string();
+}
 
 std::string AstBuilder::unquote(const std::string &literal) {
   std::string out;
@@ -174,8 +178,8 @@ std::vector<Arg> AstBuilder::buildArgs(P::CallArgsContext *ctx) {
   if (!ctx)
     return args;
   for (auto *arg : ctx->arg())
-    args.push_back(Arg{arg->name ? identText(arg->name) : "", buildExpr(arg->expr()),
-                       arg->name ? loc(arg->name) : loc(arg)});
+    args.push_back(
+        Arg{arg->name ? identText(arg->name) : "", buildExpr(arg->expr()), arg->name ? loc(arg->name) : loc(arg)});
   return args;
 }
 

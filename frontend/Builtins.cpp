@@ -44,7 +44,9 @@ const std::map<std::string, BuiltinSpec> &builtinSpecs() {
 }
 } // namespace
 
-bool Elaborator::isBuiltin(const std::string &name) { return builtinSpecs().count(name) > 0; }
+bool Elaborator::isBuiltin(const std::string &name) {
+  return builtinSpecs().count(name) > 0;
+}
 
 EValue Elaborator::callBuiltin(const std::string &name, const std::vector<ArgValue> &args, const Location &at) {
   const BuiltinSpec &spec = builtinSpecs().at(name);
@@ -78,7 +80,7 @@ EValue Elaborator::callBuiltin(const std::string &name, const std::vector<ArgVal
       dim += rank;
     if (dim < 0 || dim >= rank)
       fail(bound[i] ? bound[i]->valueLoc : at, "dimension " + std::to_string(dim < 0 ? dim - rank : dim) +
-                                              " is out of range for a tensor of rank " + std::to_string(rank));
+                                                   " is out of range for a tensor of rank " + std::to_string(rank));
     return dim;
   };
   auto floatArg = [&](size_t i, double fallback) {
@@ -137,7 +139,8 @@ EValue Elaborator::callBuiltin(const std::string &name, const std::vector<ArgVal
           known = known * shape[i];
       auto rest = x->type.numElements().divide(known);
       if (!rest)
-        fail(bound[1]->valueLoc, "cannot infer the -1 dimension: " + x->type.numElements().str() + " elements are not a multiple of " + known.str());
+        fail(bound[1]->valueLoc, "cannot infer the -1 dimension: " + x->type.numElements().str() +
+                                     " elements are not a multiple of " + known.str());
       shape[inferred] = *rest;
     }
     return makeOp(ir::OpKind::Reshape, {x}, {{"shape", shape}}, at);
@@ -199,7 +202,8 @@ EValue Elaborator::callBuiltin(const std::string &name, const std::vector<ArgVal
   if (name == "attention") {
     ir::Value *q = tensor(0);
     ir::AttrMap attrs{{"causal", boolArg(3, false)}};
-    double headDim = q->type.rank() == 4 && q->type.shape[3].constant() ? static_cast<double>(*q->type.shape[3].constant()) : 1;
+    double headDim =
+        q->type.rank() == 4 && q->type.shape[3].constant() ? static_cast<double>(*q->type.shape[3].constant()) : 1;
     attrs["scale"] = floatArg(4, 1.0 / std::sqrt(headDim));
     return makeOp(ir::OpKind::Attention, {q, tensor(1), tensor(2)}, attrs, at);
   }

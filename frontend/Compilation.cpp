@@ -25,7 +25,9 @@ Compilation::Compilation(SourceManager &sources, DiagnosticEngine &diags, std::s
 
 Compilation::~Compilation() = default;
 
-const FileAst *Compilation::load(const std::string &path) { return loadAt(path, 0); }
+const FileAst *Compilation::load(const std::string &path) {
+  return loadAt(path, 0);
+}
 
 const FileAst *Compilation::loadText(const std::string &name, std::string text) {
   const std::string &stored = sources_.addBuffer(name, std::move(text));
@@ -90,7 +92,8 @@ const FileAst *Compilation::addFile(std::unique_ptr<FileAst> file, int depth) {
   for (const auto &module : ast->modules) {
     auto [it, inserted] = modules_.emplace(module->name, module.get());
     if (!inserted) {
-      diags_.error(module->loc, "'" + module->name + "' is already defined").note(it->second->loc, "first defined here");
+      diags_.error(module->loc, "'" + module->name + "' is already defined")
+          .note(it->second->loc, "first defined here");
       ok = false;
     } else if (Elaborator::isBuiltin(module->name)) {
       diags_.error(module->loc, "'" + module->name + "' is the name of a built-in function");

@@ -105,7 +105,8 @@ void Elaborator::bindModuleParams(Instance &instance, const std::vector<ArgValue
         fail(arg.loc, kind + " '" + decl.name + "' takes " + std::to_string(decl.params.size()) + " arguments");
       ++positional;
     } else {
-      auto it = std::find_if(decl.params.begin(), decl.params.end(), [&](const ModuleParam &p) { return p.name == arg.name; });
+      auto it = std::find_if(decl.params.begin(), decl.params.end(),
+                             [&](const ModuleParam &p) { return p.name == arg.name; });
       if (it == decl.params.end())
         fail(arg.loc, kind + " '" + decl.name + "' has no parameter '" + arg.name + "'");
       index = static_cast<size_t>(it - decl.params.begin());
@@ -203,8 +204,9 @@ void Elaborator::createParam(Instance &instance, const ParamDecl &decl) {
   for (const Arg &arg : decl.initArgs) {
     const auto &allowed = init->second;
     if (arg.name.empty() || std::find(allowed.begin(), allowed.end(), arg.name) == allowed.end())
-      fail(arg.loc, "initializer '" + decl.init + "' takes " +
-                        (allowed.empty() ? std::string("no arguments") : "named arguments " + allowed[0] + ", " + allowed[1]));
+      fail(arg.loc,
+           "initializer '" + decl.init + "' takes " +
+               (allowed.empty() ? std::string("no arguments") : "named arguments " + allowed[0] + ", " + allowed[1]));
     attrs[arg.name] = expectFloat(eval(*arg.value, instance.scope), arg.value->loc, "'" + arg.name + "'");
   }
   if (instance.scope.names.count(decl.name))
@@ -217,9 +219,7 @@ void Elaborator::bindSignature(Scope &scope, const TypeExpr &type, ir::Value *va
                                const Location &at, bool declareSymbols, const std::map<std::string, int64_t> &) {
   const ir::TensorType &actual = value->type;
   auto mismatch = [&](const std::string &detail) {
-    compilation_.diags()
-        .error(at, what + " has type " + actual.str() + ", " + detail)
-        .note(type.loc, "declared here");
+    compilation_.diags().error(at, what + " has type " + actual.str() + ", " + detail).note(type.loc, "declared here");
     throw ElaborationAbort{};
   };
   if (type.dtype != ir::dtypeName(actual.dtype))
@@ -279,7 +279,8 @@ EValue Elaborator::callFn(Instance *self, const FnDecl &fn, const std::vector<Ar
     } else if (param.type.dtype == "bool" && std::holds_alternative<bool>(value)) {
       scope.names[param.name] = value;
     } else {
-      fail(given[i]->valueLoc, "argument '" + param.name + "' must be " + param.type.dtype + ", got " + describe(value));
+      fail(given[i]->valueLoc,
+           "argument '" + param.name + "' must be " + param.type.dtype + ", got " + describe(value));
     }
   }
   const std::string prefix = joinPath(self->path, fn.name) + ".";

@@ -27,8 +27,8 @@ struct BoundFn {
 struct BuiltinRef {
   std::string name;
 };
-using EValue = std::variant<std::monostate, ir::SymExpr, double, bool, std::string, ir::Value *, Instance *,
-                            Stack *, BoundFn, BuiltinRef, std::shared_ptr<EList>>;
+using EValue = std::variant<std::monostate, ir::SymExpr, double, bool, std::string, ir::Value *, Instance *, Stack *,
+                            BoundFn, BuiltinRef, std::shared_ptr<EList>>;
 struct EList {
   std::vector<EValue> items;
 };
@@ -91,8 +91,8 @@ private:
   void elaborateMember(Instance &instance, const Member &member);
   void createParam(Instance &instance, const ParamDecl &decl);
   EValue callFn(Instance *self, const FnDecl &fn, const std::vector<ArgValue> &args, const Location &at);
-  void bindSignature(Scope &scope, const TypeExpr &type, ir::Value *value, const std::string &what,
-                     const Location &at, bool declareSymbols, const std::map<std::string, int64_t> &bindings);
+  void bindSignature(Scope &scope, const TypeExpr &type, ir::Value *value, const std::string &what, const Location &at,
+                     bool declareSymbols, const std::map<std::string, int64_t> &bindings);
   EValue call(const EValue &callee, const std::vector<ArgValue> &args, const Location &at);
 
   // Expressions.cpp

@@ -52,8 +52,8 @@ ir::Value *Elaborator::expectTensor(const EValue &value, const Location &at, con
   fail(at, what + " must be a tensor, got " + describe(value));
 }
 
-std::vector<ir::Value *> Elaborator::makeMultiOp(ir::OpKind kind, std::vector<ir::Value *> operands,
-                                                 ir::AttrMap attrs, const Location &at) {
+std::vector<ir::Value *> Elaborator::makeMultiOp(ir::OpKind kind, std::vector<ir::Value *> operands, ir::AttrMap attrs,
+                                                 const Location &at) {
   std::vector<ir::TensorType> types;
   for (ir::Value *operand : operands)
     types.push_back(operand->type);
@@ -77,8 +77,8 @@ ir::Value *Elaborator::scalarConstant(double value, ir::DType dtype, const Locat
 std::vector<ArgValue> Elaborator::evalArgs(const Expr &call, Scope &scope) {
   std::vector<ArgValue> args;
   for (size_t i = 1; i < call.children.size(); ++i)
-    args.push_back(ArgValue{call.argNames[i - 1], eval(*call.children[i], scope), call.argLocs[i - 1],
-                            call.children[i]->loc});
+    args.push_back(
+        ArgValue{call.argNames[i - 1], eval(*call.children[i], scope), call.argLocs[i - 1], call.children[i]->loc});
   return args;
 }
 
@@ -154,8 +154,8 @@ EValue Elaborator::evalMember(const Expr &expr, Scope &scope) {
     int rank = (*tensor)->type.rank();
     if (rank < 2)
       fail(expr.loc, "'.T' needs a tensor of rank 2 or more, got " + (*tensor)->type.str());
-    return makeOp(ir::OpKind::Transpose, {*tensor},
-                  {{"dim0", int64_t{rank - 2}}, {"dim1", int64_t{rank - 1}}}, expr.loc);
+    return makeOp(ir::OpKind::Transpose, {*tensor}, {{"dim0", int64_t{rank - 2}}, {"dim1", int64_t{rank - 1}}},
+                  expr.loc);
   }
   fail(expr.loc, describe(base) + " has no member '" + expr.text + "'");
 }
@@ -193,7 +193,8 @@ EValue Elaborator::evalIndex(const Expr &expr, Scope &scope) {
       fail(expr.loc, "index is out of range for " + describe(base));
     return (*list)->items[index];
   }
-  fail(expr.loc, "cannot index " + describe(base) + (std::holds_alternative<ir::Value *>(base) ? "; use slice(...)" : ""));
+  fail(expr.loc,
+       "cannot index " + describe(base) + (std::holds_alternative<ir::Value *>(base) ? "; use slice(...)" : ""));
 }
 
 EValue Elaborator::evalBinary(const Expr &expr, Scope &scope) {
@@ -242,7 +243,10 @@ EValue Elaborator::evalBinary(const Expr &expr, Scope &scope) {
   ir::DType dtype = lt ? (*lt)->type.dtype : (*rt)->type.dtype;
   ir::Value *a = lt ? *lt : scalarConstant(expectFloat(lhs, expr.loc, "a scalar"), dtype, expr.children[0]->loc);
   ir::Value *b = rt ? *rt : scalarConstant(expectFloat(rhs, expr.loc, "a scalar"), dtype, expr.children[1]->loc);
-  ir::OpKind kind = op == "+" ? ir::OpKind::Add : op == "-" ? ir::OpKind::Sub : op == "*" ? ir::OpKind::Mul : ir::OpKind::Div;
+  ir::OpKind kind = op == "+"   ? ir::OpKind::Add
+                    : op == "-" ? ir::OpKind::Sub
+                    : op == "*" ? ir::OpKind::Mul
+                                : ir::OpKind::Div;
   return makeOp(kind, {a, b}, {}, expr.loc);
 }
 

@@ -33,8 +33,8 @@ std::string expectedSummary(const antlr4::misc::IntervalSet &expected, const ant
     }
     std::string literal = vocab.getLiteralName(type);
     // Plan words double as names; when a name is expected, do not list them one by one.
-    if (literal.size() > 2 && std::isalpha(static_cast<unsigned char>(literal[1])) && expected.contains(static_cast<size_t>(HspmdLexer::IDENT)) &&
-        literal != "'true'" && literal != "'false'")
+    if (literal.size() > 2 && std::isalpha(static_cast<unsigned char>(literal[1])) &&
+        expected.contains(static_cast<size_t>(HspmdLexer::IDENT)) && literal != "'true'" && literal != "'false'")
       continue;
     if (type == HspmdLexer::INT || type == HspmdLexer::FLOAT)
       number = true;

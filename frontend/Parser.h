@@ -10,7 +10,6 @@ namespace hspmd::frontend {
 
 /// Parses `text` (named `fileName` in diagnostics). Syntax errors are reported in human
 /// words, only the first one per file; returns null when the file has errors.
-std::unique_ptr<FileAst> parseFile(const std::string &fileName, const std::string &text,
-                                   DiagnosticEngine &diags);
+std::unique_ptr<FileAst> parseFile(const std::string &fileName, const std::string &text, DiagnosticEngine &diags);
 
 } // namespace hspmd::frontend

@@ -171,8 +171,8 @@ std::vector<int> AstBuilder::buildDeviceList(P::DeviceListContext *ctx, std::vec
     if (!lo || !hi)
       continue;
     if (*hi <= *lo) {
-      error(span(item), "empty device range " + std::to_string(*lo) + ".." + std::to_string(*hi) +
-                            " (the end is excluded)");
+      error(span(item),
+            "empty device range " + std::to_string(*lo) + ".." + std::to_string(*hi) + " (the end is excluded)");
       continue;
     }
     if (*hi > (1 << 20)) {

@@ -283,8 +283,8 @@ std::optional<Compilation::ElaboratedPlan> Compilation::elaboratePlan(const Plan
       for (const auto &dim : value->type.shape)
         sizes.push_back(dim.constant().value_or(-1));
       if (auto problem = ir::checkAnnotation(line.annotation.annotation, sizes)) {
-        diags_.error(line.annotation.map.locate(*problem), problem->message + " (for '" + value->name + "' of type " +
-                                                               value->type.str() + ")");
+        diags_.error(line.annotation.map.locate(*problem),
+                     problem->message + " (for '" + value->name + "' of type " + value->type.str() + ")");
         return;
       }
       into.push_back(ir::PinnedAnnotation{value->name, line.annotation.annotation, line.annotation.loc});

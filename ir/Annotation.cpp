@@ -33,8 +33,7 @@ std::pair<int64_t, int64_t> chunkRange(int64_t size, int count, int index) {
   return {begin, std::min(size, begin + chunk)};
 }
 
-std::vector<int64_t> resolveHeteroSizes(const HeteroPlacement &hetero, size_t subgroups,
-                                        int64_t size) {
+std::vector<int64_t> resolveHeteroSizes(const HeteroPlacement &hetero, size_t subgroups, int64_t size) {
   std::vector<int64_t> sizes(subgroups);
   if (hetero.sizes.empty()) {
     for (size_t g = 0; g < subgroups; ++g) {
@@ -62,8 +61,7 @@ static int axisProduct(const LocalAnnotation &local, AxisKind kind) {
   return product;
 }
 
-std::vector<OwnedPiece> ownedRegion(const Annotation &annotation, std::span<const int64_t> shape,
-                                    int device) {
+std::vector<OwnedPiece> ownedRegion(const Annotation &annotation, std::span<const int64_t> shape, int device) {
   OwnedPiece piece;
   piece.box.lo.assign(shape.size(), 0);
   piece.box.hi.assign(shape.begin(), shape.end());
@@ -138,8 +136,7 @@ std::optional<AnnotationError> checkAnnotation(const Annotation &annotation) {
       if (!inserted)
         return error(Part::Device, sg, static_cast<int>(i),
                      "device " + std::to_string(device) + " is listed twice" +
-                         (it->second == sg ? std::string(" in one device group")
-                                           : " (subgroups must be disjoint)"));
+                         (it->second == sg ? std::string(" in one device group") : " (subgroups must be disjoint)"));
     }
     if (local.axes.empty())
       return error(Part::Subgroup, sg, 0, "a device group needs at least one mesh axis");
@@ -154,8 +151,8 @@ std::optional<AnnotationError> checkAnnotation(const Annotation &annotation) {
       for (const auto &axis : local.axes)
         counts += (counts.empty() ? "" : " x ") + std::to_string(axis.count);
       return error(Part::Subgroup, sg, 0,
-                   "mesh axis counts " + counts + " multiply to " + std::to_string(product) +
-                       ", but the group has " + std::to_string(local.devices.size()) + " devices");
+                   "mesh axis counts " + counts + " multiply to " + std::to_string(product) + ", but the group has " +
+                       std::to_string(local.devices.size()) + " devices");
     }
   }
   const auto &hetero = annotation.hetero;
@@ -166,22 +163,19 @@ std::optional<AnnotationError> checkAnnotation(const Annotation &annotation) {
                        std::to_string(annotation.subgroups.size()) + " subgroups");
     for (int64_t size : hetero.sizes) {
       if (size < 0 || (hetero.ratio && size == 0))
-        return error(Part::Hetero, 0, 0,
-                     hetero.ratio ? "ratios must be positive" : "sizes must not be negative");
+        return error(Part::Hetero, 0, 0, hetero.ratio ? "ratios must be positive" : "sizes must not be negative");
     }
   }
   return std::nullopt;
 }
 
-std::optional<AnnotationError> checkAnnotation(const Annotation &annotation,
-                                               std::span<const int64_t> shape) {
+std::optional<AnnotationError> checkAnnotation(const Annotation &annotation, std::span<const int64_t> shape) {
   using Part = AnnotationError::Part;
   if (auto problem = checkAnnotation(annotation))
     return problem;
   const int rank = static_cast<int>(shape.size());
   auto rankMessage = [&](int dim) {
-    return "split dimension " + std::to_string(dim) + " is out of range for a tensor of rank " +
-           std::to_string(rank);
+    return "split dimension " + std::to_string(dim) + " is out of range for a tensor of rank " + std::to_string(rank);
   };
   for (size_t g = 0; g < annotation.subgroups.size(); ++g) {
     const auto &axes = annotation.subgroups[g].axes;
@@ -199,8 +193,8 @@ std::optional<AnnotationError> checkAnnotation(const Annotation &annotation,
     int64_t total = std::accumulate(hetero.sizes.begin(), hetero.sizes.end(), int64_t{0});
     if (total != size)
       return error(Part::Hetero, 0, 0,
-                   "sizes sum to " + std::to_string(total) + ", but dimension " +
-                       std::to_string(hetero.dim) + " has size " + std::to_string(size));
+                   "sizes sum to " + std::to_string(total) + ", but dimension " + std::to_string(hetero.dim) +
+                       " has size " + std::to_string(size));
   }
   return std::nullopt;
 }

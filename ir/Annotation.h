@@ -80,13 +80,11 @@ std::pair<int64_t, int64_t> chunkRange(int64_t size, int count, int index);
 /// Resolves a hetero split's sizes against the dimension's concrete size: explicit sizes
 /// are returned as they are; ratios r_i give floor(size * r_i / sum(r)), and the units
 /// left over go one each to the first subgroups; no sizes means chunked pieces.
-std::vector<int64_t> resolveHeteroSizes(const HeteroPlacement &hetero, size_t subgroups,
-                                        int64_t size);
+std::vector<int64_t> resolveHeteroSizes(const HeteroPlacement &hetero, size_t subgroups, int64_t size);
 
 /// The pieces of a tensor of `shape` that `device` owns: empty when the device is not in
 /// the annotation, one piece otherwise. The annotation must be valid for the shape.
-std::vector<OwnedPiece> ownedRegion(const Annotation &annotation, std::span<const int64_t> shape,
-                                    int device);
+std::vector<OwnedPiece> ownedRegion(const Annotation &annotation, std::span<const int64_t> shape, int device);
 
 /// Where a problem was found, so callers can point at the right source text.
 struct AnnotationError {
@@ -102,7 +100,6 @@ struct AnnotationError {
 std::optional<AnnotationError> checkAnnotation(const Annotation &annotation);
 /// Checks it against a tensor: split dims within the rank, and, where a dimension is known
 /// (`shape[i] >= 0`), explicit hetero split sizes that sum to it.
-std::optional<AnnotationError> checkAnnotation(const Annotation &annotation,
-                                               std::span<const int64_t> shape);
+std::optional<AnnotationError> checkAnnotation(const Annotation &annotation, std::span<const int64_t> shape);
 
 } // namespace hspmd::ir

@@ -29,9 +29,7 @@ std::string printLocalAnnotation(const LocalAnnotation &local) {
     const MeshAxis &axis = local.axes[a];
     if (a > 0)
       text += " x ";
-    text += axis.kind == AxisKind::Split ? "S" + std::to_string(axis.dim)
-            : axis.kind == AxisKind::Dup ? "R"
-                                         : "P";
+    text += axis.kind == AxisKind::Split ? "S" + std::to_string(axis.dim) : axis.kind == AxisKind::Dup ? "R" : "P";
     if (local.axes.size() > 1)
       text += "*" + std::to_string(axis.count);
   }
@@ -134,8 +132,7 @@ int fillAxisCounts(LocalAnnotation &local, std::string *error) {
 
 const Location &AnnotationSourceMap::locate(const AnnotationError &error) const {
   auto pick = [&](const std::vector<std::vector<Location>> &table) -> const Location & {
-    if (error.subgroup < static_cast<int>(table.size()) &&
-        error.item < static_cast<int>(table[error.subgroup].size()))
+    if (error.subgroup < static_cast<int>(table.size()) && error.item < static_cast<int>(table[error.subgroup].size()))
       return table[error.subgroup][error.item];
     return whole;
   };
@@ -250,8 +247,7 @@ struct AnnotationParser {
     Token word = lexer.next();
     map.hetero = here(word);
     if (word.kind != TokenKind::Ident)
-      return fail(word, "expected a placement (dup, partial or split<dim>) after '}', found " +
-                            word.describe());
+      return fail(word, "expected a placement (dup, partial or split<dim>) after '}', found " + word.describe());
     std::string message;
     auto placement = parseHeteroWord(word.text, &message);
     if (!placement)
@@ -304,8 +300,8 @@ struct AnnotationParser {
 };
 } // namespace
 
-std::optional<Annotation> parseAnnotation(TextLexer &lexer, TextError *error,
-                                          AnnotationSourceMap *map, const std::string &file) {
+std::optional<Annotation> parseAnnotation(TextLexer &lexer, TextError *error, AnnotationSourceMap *map,
+                                          const std::string &file) {
   AnnotationParser parser{lexer, error, {}, file};
   auto result = parser.parse();
   if (map)

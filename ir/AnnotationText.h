@@ -53,8 +53,7 @@ struct TextError {
 
 /// Parses an annotation starting at the lexer's current token and stops after it. Runs
 /// checkAnnotation(). `file` names the text in the returned source map.
-std::optional<Annotation> parseAnnotation(TextLexer &lexer, TextError *error,
-                                          AnnotationSourceMap *map = nullptr,
+std::optional<Annotation> parseAnnotation(TextLexer &lexer, TextError *error, AnnotationSourceMap *map = nullptr,
                                           const std::string &file = "");
 /// Parses a whole string holding one annotation.
 std::optional<Annotation> parseAnnotation(const std::string &text, TextError *error);

@@ -20,8 +20,8 @@ std::string Graph::uniqueName(const std::string &base) {
   }
 }
 
-Op *Graph::createOp(OpKind kind, std::vector<Value *> operands, std::vector<TensorType> resultTypes,
-                    AttrMap attrs, Location loc, const std::vector<std::string> &names) {
+Op *Graph::createOp(OpKind kind, std::vector<Value *> operands, std::vector<TensorType> resultTypes, AttrMap attrs,
+                    Location loc, const std::vector<std::string> &names) {
   auto op = std::make_unique<Op>();
   op->id = static_cast<int>(ops_.size());
   op->kind = kind;
@@ -106,8 +106,8 @@ bool verifyGraph(const Graph &graph, const VerifyReport &report) {
       } else {
         for (size_t i = 0; i < inferred.types.size(); ++i)
           if (!(inferred.types[i] == op->results[i]->type))
-            problem(op->loc, "%" + op->results[i]->name + " has type " + op->results[i]->type.str() +
-                                 ", but " + std::string(info.name) + " gives " + inferred.types[i].str());
+            problem(op->loc, "%" + op->results[i]->name + " has type " + op->results[i]->type.str() + ", but " +
+                                 std::string(info.name) + " gives " + inferred.types[i].str());
       }
     }
     for (const Value *result : op->results) {
@@ -120,8 +120,8 @@ bool verifyGraph(const Graph &graph, const VerifyReport &report) {
       for (const auto &annotation : result->annotations)
         if (annotation)
           if (auto bad = checkAnnotation(*annotation, sizes))
-            problem(op->loc, "annotation " + printAnnotation(*annotation) + " of %" + result->name +
-                                 ": " + bad->message);
+            problem(op->loc,
+                    "annotation " + printAnnotation(*annotation) + " of %" + result->name + ": " + bad->message);
     }
   }
   for (const Value *output : graph.outputs)

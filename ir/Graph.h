@@ -25,8 +25,8 @@ struct Value {
   int id = 0;
   std::string name;
   TensorType type;
-  Op *def = nullptr; // the op that produces it
-  int index = 0;     // which of def's results
+  Op *def = nullptr;                                  // the op that produces it
+  int index = 0;                                      // which of def's results
   std::vector<std::optional<Annotation>> annotations; // one slot per plan
 };
 
@@ -49,8 +49,8 @@ public:
   const std::string &name() const { return name_; }
 
   /// Appends an op. Results get `names` where given (made unique), else a number.
-  Op *createOp(OpKind kind, std::vector<Value *> operands, std::vector<TensorType> resultTypes,
-               AttrMap attrs, Location loc, const std::vector<std::string> &names = {});
+  Op *createOp(OpKind kind, std::vector<Value *> operands, std::vector<TensorType> resultTypes, AttrMap attrs,
+               Location loc, const std::vector<std::string> &names = {});
   /// Gives a value a new name, made unique with a ".1", ".2" ... suffix when taken.
   void rename(Value *value, const std::string &name);
   Value *findValue(const std::string &name) const;

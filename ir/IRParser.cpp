@@ -130,8 +130,8 @@ private:
         return false;
     } while (lexer_.peek().is(",") && (lexer_.next(), true));
     if (types.size() != names.size())
-      return fail(nameTokens.front(), std::to_string(names.size()) + " results named but " +
-                                          std::to_string(types.size()) + " types given"),
+      return fail(nameTokens.front(),
+                  std::to_string(names.size()) + " results named but " + std::to_string(types.size()) + " types given"),
              false;
     Location loc;
     if (lexer_.peek().isIdent("loc") && !parseLocation(loc))
@@ -171,8 +171,7 @@ private:
     } else if (token.kind == TokenKind::Float) {
       value = negative ? -token.floatValue : token.floatValue;
     } else if (!negative && (token.isIdent("inf") || token.isIdent("nan"))) {
-      value = token.isIdent("inf") ? std::numeric_limits<double>::infinity()
-                                   : std::numeric_limits<double>::quiet_NaN();
+      value = token.isIdent("inf") ? std::numeric_limits<double>::infinity() : std::numeric_limits<double>::quiet_NaN();
     } else if (negative && token.isIdent("inf")) {
       value = -std::numeric_limits<double>::infinity();
     } else if (!negative && (token.isIdent("true") || token.isIdent("false"))) {
@@ -211,8 +210,7 @@ private:
     Token dtype = lexer_.next();
     auto parsed = dtype.kind == TokenKind::Ident ? dtypeFromName(dtype.text) : std::nullopt;
     if (!parsed)
-      return fail(dtype, "expected an element type (f32, bf16, f16, i32, i64), found " + dtype.describe()),
-             false;
+      return fail(dtype, "expected an element type (f32, bf16, f16, i32, i64), found " + dtype.describe()), false;
     type.dtype = *parsed;
     return expect("[") && parseDims(type.shape);
   }

@@ -36,13 +36,21 @@ const std::vector<OpInfo> kOps = {
     {OpKind::CrossEntropy, "cross_entropy", 2, 2, false},
 };
 
-TypeResult fail(std::string message) { return TypeResult{{}, std::move(message)}; }
-TypeResult one(TensorType type) { return TypeResult{{std::move(type)}, {}}; }
+TypeResult fail(std::string message) {
+  return TypeResult{{}, std::move(message)};
+}
+TypeResult one(TensorType type) {
+  return TypeResult{{std::move(type)}, {}};
+}
 
-std::string dimText(const SymExpr &dim) { return dim.str(); }
+std::string dimText(const SymExpr &dim) {
+  return dim.str();
+}
 
 // Checks that `dim` indexes a tensor of `rank`; negative dims were resolved by the frontend.
-bool dimInRange(int64_t dim, int rank) { return dim >= 0 && dim < rank; }
+bool dimInRange(int64_t dim, int rank) {
+  return dim >= 0 && dim < rank;
+}
 
 TypeResult inferElementwise(const std::vector<TensorType> &in) {
   if (in.size() == 1)
@@ -51,8 +59,7 @@ TypeResult inferElementwise(const std::vector<TensorType> &in) {
     return fail("element types differ: " + in[0].str() + " and " + in[1].str());
   auto shape = broadcastShapes(in[0].shape, in[1].shape);
   if (!shape)
-    return fail("shapes " + shapeStr(in[0].shape) + " and " + shapeStr(in[1].shape) +
-                " do not broadcast");
+    return fail("shapes " + shapeStr(in[0].shape) + " and " + shapeStr(in[1].shape) + " do not broadcast");
   return one(TensorType{in[0].dtype, *shape});
 }
 
@@ -64,8 +71,8 @@ TypeResult inferMatMul(const std::vector<TensorType> &in) {
     return fail("element types differ: " + a.str() + " and " + b.str());
   const SymExpr &k1 = a.shape[a.rank() - 1], &k2 = b.shape[b.rank() - 2];
   if (k1 != k2)
-    return fail("contracted dimensions differ: " + a.str() + " @ " + b.str() + " (" + dimText(k1) +
-                " vs " + dimText(k2) + ")");
+    return fail("contracted dimensions differ: " + a.str() + " @ " + b.str() + " (" + dimText(k1) + " vs " +
+                dimText(k2) + ")");
   Shape batchA(a.shape.begin(), a.shape.end() - 2), batchB(b.shape.begin(), b.shape.end() - 2);
   auto batch = broadcastShapes(batchA, batchB);
   if (!batch)
@@ -99,16 +106,16 @@ TypeResult inferEmbedding(const std::vector<TensorType> &in) {
 TypeResult inferReshape(const TensorType &x, const AttrMap &attrs) {
   Shape shape = listAttr(attrs, "shape");
   if (x.numElements() != TensorType{x.dtype, shape}.numElements())
-    return fail("cannot reshape " + x.str() + " (" + x.numElements().str() + " elements) to " +
-                shapeStr(shape) + " (" + TensorType{x.dtype, shape}.numElements().str() + " elements)");
+    return fail("cannot reshape " + x.str() + " (" + x.numElements().str() + " elements) to " + shapeStr(shape) + " (" +
+                TensorType{x.dtype, shape}.numElements().str() + " elements)");
   return one(TensorType{x.dtype, shape});
 }
 
 TypeResult inferTranspose(const TensorType &x, const AttrMap &attrs) {
   int64_t d0 = intAttr(attrs, "dim0"), d1 = intAttr(attrs, "dim1");
   if (!dimInRange(d0, x.rank()) || !dimInRange(d1, x.rank()))
-    return fail("transpose dimensions " + std::to_string(d0) + " and " + std::to_string(d1) +
-                " are out of range for " + x.str());
+    return fail("transpose dimensions " + std::to_string(d0) + " and " + std::to_string(d1) + " are out of range for " +
+                x.str());
   TensorType out = x;
   std::swap(out.shape[d0], out.shape[d1]);
   return one(out);
@@ -136,8 +143,8 @@ TypeResult inferUnbindOrSplit(OpKind kind, const TensorType &x, const AttrMap &a
     total = total + size;
   }
   if (result.types.empty() || total != x.shape[dim])
-    return fail("split sizes sum to " + total.str() + ", but dimension " + std::to_string(dim) +
-                " of " + x.str() + " has size " + dimText(x.shape[dim]));
+    return fail("split sizes sum to " + total.str() + ", but dimension " + std::to_string(dim) + " of " + x.str() +
+                " has size " + dimText(x.shape[dim]));
   return result;
 }
 
@@ -164,8 +171,8 @@ TypeResult inferSlice(const TensorType &x, const AttrMap &attrs) {
     return fail("dimension " + std::to_string(dim) + " is out of range for " + x.str());
   auto size = x.shape[dim].constant();
   if (start < 0 || end < start || (size && end > *size))
-    return fail("slice [" + std::to_string(start) + ", " + std::to_string(end) +
-                ") is out of range for dimension " + std::to_string(dim) + " of " + x.str());
+    return fail("slice [" + std::to_string(start) + ", " + std::to_string(end) + ") is out of range for dimension " +
+                std::to_string(dim) + " of " + x.str());
   TensorType out = x;
   out.shape[dim] = SymExpr(end - start);
   return one(out);
@@ -193,8 +200,8 @@ TypeResult inferReduce(const TensorType &x, const AttrMap &attrs) {
 TypeResult inferAttention(const std::vector<TensorType> &in) {
   const TensorType &q = in[0], &k = in[1], &v = in[2];
   if (q.rank() != 4 || k.rank() != 4 || v.rank() != 4)
-    return fail("attention takes [batch, seq, heads, head_dim] tensors, got " + q.str() + ", " +
-                k.str() + ", " + v.str());
+    return fail("attention takes [batch, seq, heads, head_dim] tensors, got " + q.str() + ", " + k.str() + ", " +
+                v.str());
   if (k.shape != v.shape && (k.shape[0] != v.shape[0] || k.shape[1] != v.shape[1] || k.shape[2] != v.shape[2]))
     return fail("keys and values disagree: " + k.str() + " and " + v.str());
   if (q.shape[0] != k.shape[0] || q.shape[3] != k.shape[3])
@@ -211,8 +218,7 @@ TypeResult inferAttention(const std::vector<TensorType> &in) {
 TypeResult inferCrossEntropy(const std::vector<TensorType> &in) {
   const TensorType &logits = in[0], &targets = in[1];
   if (!isFloat(logits.dtype) || isFloat(targets.dtype))
-    return fail("cross_entropy takes float logits and integer targets, got " + logits.str() + " and " +
-                targets.str());
+    return fail("cross_entropy takes float logits and integer targets, got " + logits.str() + " and " + targets.str());
   Shape expected(logits.shape.begin(), logits.shape.end() - (logits.rank() > 0 ? 1 : 0));
   if (logits.rank() < 1 || targets.shape != expected)
     return fail("targets " + targets.str() + " do not match logits " + logits.str());
@@ -220,9 +226,13 @@ TypeResult inferCrossEntropy(const std::vector<TensorType> &in) {
 }
 } // namespace
 
-const std::vector<OpInfo> &allOps() { return kOps; }
+const std::vector<OpInfo> &allOps() {
+  return kOps;
+}
 
-const OpInfo &opInfo(OpKind kind) { return kOps[static_cast<size_t>(kind)]; }
+const OpInfo &opInfo(OpKind kind) {
+  return kOps[static_cast<size_t>(kind)];
+}
 
 std::optional<OpKind> opKindFromName(std::string_view name) {
   for (const auto &info : kOps)
@@ -299,8 +309,7 @@ TypeResult inferResultTypes(OpKind kind, const std::vector<TensorType> &in, cons
   const int count = static_cast<int>(in.size());
   if (count < info.minOperands || (info.maxOperands >= 0 && count > info.maxOperands))
     return fail(std::string(info.name) + " takes " + std::to_string(info.minOperands) +
-                (info.maxOperands == info.minOperands ? "" : " or more") + " operands, got " +
-                std::to_string(count));
+                (info.maxOperands == info.minOperands ? "" : " or more") + " operands, got " + std::to_string(count));
   switch (kind) {
   case OpKind::Param:
   case OpKind::Input:

@@ -17,11 +17,32 @@
 namespace hspmd::ir {
 
 enum class OpKind {
-  Param, Input, Constant,
-  MatMul, Add, Sub, Mul, Div, Neg, Gelu, Silu, Relu,
-  Softmax, RmsNorm, LayerNorm, Embedding,
-  Reshape, Transpose, Unbind, Split, Concat, Slice, Sum, Mean,
-  Attention, CrossEntropy,
+  Param,
+  Input,
+  Constant,
+  MatMul,
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Neg,
+  Gelu,
+  Silu,
+  Relu,
+  Softmax,
+  RmsNorm,
+  LayerNorm,
+  Embedding,
+  Reshape,
+  Transpose,
+  Unbind,
+  Split,
+  Concat,
+  Slice,
+  Sum,
+  Mean,
+  Attention,
+  CrossEntropy,
 };
 
 /// Attribute values: integers, floats, booleans, strings and lists of (symbolic) integers.
@@ -50,8 +71,7 @@ struct TypeResult {
   bool ok() const { return error.empty(); }
 };
 
-TypeResult inferResultTypes(OpKind kind, const std::vector<TensorType> &operands,
-                            const AttrMap &attrs);
+TypeResult inferResultTypes(OpKind kind, const std::vector<TensorType> &operands, const AttrMap &attrs);
 
 /// Helpers for reading attributes that the shape rules and later passes share.
 int64_t intAttr(const AttrMap &attrs, const std::string &name, int64_t fallback = 0);

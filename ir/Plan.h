@@ -24,8 +24,8 @@ struct StageSpec {
   std::vector<int> devices;
   int tp = 1;
   std::vector<ShareSpec> cp, hp;
-  std::string stack;                // the stacked layer the stage runs, e.g. "blocks"
-  int layerBegin = 0, layerEnd = 0; // [begin, end) of that stack
+  std::string stack;                    // the stacked layer the stage runs, e.g. "blocks"
+  int layerBegin = 0, layerEnd = 0;     // [begin, end) of that stack
   std::vector<std::string> extraParams; // `with ...`, expanded to parameter names
   bool zero = false, recompute = false;
   Location loc;
@@ -33,7 +33,7 @@ struct StageSpec {
 
 struct PipelineSpec {
   std::string name;
-  int64_t share = 1;        // relative share of the global batch
+  int64_t share = 1; // relative share of the global batch
   int64_t microbatches = 1;
   std::vector<StageSpec> stages;
   Location loc;

@@ -51,8 +51,8 @@ std::string printOp(const Op &op) {
   for (size_t i = 0; i < op.results.size(); ++i)
     text += (i ? ", " : "") + printResultType(*op.results[i]);
   if (op.loc.isKnown())
-    text += " loc(" + quoteString(op.loc.file) + ":" + std::to_string(op.loc.line) + ":" +
-            std::to_string(op.loc.col) + ")";
+    text +=
+        " loc(" + quoteString(op.loc.file) + ":" + std::to_string(op.loc.line) + ":" + std::to_string(op.loc.col) + ")";
   return text;
 }
 

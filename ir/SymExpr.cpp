@@ -6,7 +6,9 @@
 
 namespace hspmd::ir {
 
-SymExpr::SymExpr(int64_t constant) { addTerm({}, constant); }
+SymExpr::SymExpr(int64_t constant) {
+  addTerm({}, constant);
+}
 
 SymExpr SymExpr::symbol(const std::string &name) {
   SymExpr result;
@@ -52,7 +54,9 @@ SymExpr SymExpr::operator+(const SymExpr &other) const {
   return result;
 }
 
-SymExpr SymExpr::operator-(const SymExpr &other) const { return *this + other * SymExpr(-1); }
+SymExpr SymExpr::operator-(const SymExpr &other) const {
+  return *this + other * SymExpr(-1);
+}
 
 static SymExpr::Monomial multiplyMonomials(const SymExpr::Monomial &a, const SymExpr::Monomial &b) {
   std::map<std::string, int> exponents;

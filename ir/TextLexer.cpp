@@ -37,7 +37,9 @@ std::string quoteString(const std::string &text) {
   return out + "\"";
 }
 
-TextLexer::TextLexer(std::string text) : text_(std::move(text)) { current_ = lex(); }
+TextLexer::TextLexer(std::string text) : text_(std::move(text)) {
+  current_ = lex();
+}
 
 Token TextLexer::next() {
   Token token = current_;
@@ -75,9 +77,7 @@ Token TextLexer::lex() {
   }
   const char c = text_[pos_];
   const size_t start = pos_;
-  auto isDigit = [&](size_t i) {
-    return i < text_.size() && std::isdigit(static_cast<unsigned char>(text_[i]));
-  };
+  auto isDigit = [&](size_t i) { return i < text_.size() && std::isdigit(static_cast<unsigned char>(text_[i])); };
   if (isDigit(pos_)) {
     while (isDigit(pos_))
       ++pos_;
@@ -114,8 +114,7 @@ Token TextLexer::lex() {
     return token;
   }
   if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
-    while (pos_ < text_.size() &&
-           (std::isalnum(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '_'))
+    while (pos_ < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '_'))
       ++pos_;
     token.kind = TokenKind::Ident;
     token.text = text_.substr(start, pos_ - start);

@@ -21,9 +21,15 @@ const DTypeInfo &info(DType dtype) {
 }
 } // namespace
 
-std::string_view dtypeName(DType dtype) { return info(dtype).name; }
-int dtypeBytes(DType dtype) { return info(dtype).bytes; }
-bool isFloat(DType dtype) { return info(dtype).isFloat; }
+std::string_view dtypeName(DType dtype) {
+  return info(dtype).name;
+}
+int dtypeBytes(DType dtype) {
+  return info(dtype).bytes;
+}
+bool isFloat(DType dtype) {
+  return info(dtype).isFloat;
+}
 
 std::optional<DType> dtypeFromName(std::string_view name) {
   for (const auto &entry : kDTypes)
@@ -46,7 +52,9 @@ SymExpr TensorType::numElements() const {
   return total;
 }
 
-std::string TensorType::str() const { return std::string(dtypeName(dtype)) + shapeStr(shape); }
+std::string TensorType::str() const {
+  return std::string(dtypeName(dtype)) + shapeStr(shape);
+}
 
 std::optional<std::vector<int64_t>> concreteShape(const Shape &shape) {
   std::vector<int64_t> sizes;

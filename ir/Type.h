@@ -31,9 +31,7 @@ struct TensorType {
   SymExpr numElements() const;
   /// "f32[B, S, 128]"
   std::string str() const;
-  bool operator==(const TensorType &other) const {
-    return dtype == other.dtype && shape == other.shape;
-  }
+  bool operator==(const TensorType &other) const { return dtype == other.dtype && shape == other.shape; }
 };
 
 /// Concrete sizes when every dimension is a constant.

@@ -134,7 +134,8 @@ std::optional<Cluster> loadCluster(const std::string &path, const std::string &d
     if (node.name.empty())
       node.name = "node" + std::to_string(cluster.nodes.size());
     for (int i = 0; i < node.devices; ++i)
-      cluster.devices.push_back(Device{static_cast<int>(cluster.devices.size()), static_cast<int>(cluster.nodes.size()), node.type});
+      cluster.devices.push_back(
+          Device{static_cast<int>(cluster.devices.size()), static_cast<int>(cluster.nodes.size()), node.type});
     cluster.nodes.push_back(node);
   }
   return cluster;

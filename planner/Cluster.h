@@ -24,7 +24,7 @@ namespace hspmd::planner {
 
 struct DeviceType {
   std::string name;
-  double bf16Tflops = 0;    // dense bf16 peak
+  double bf16Tflops = 0; // dense bf16 peak
   double memoryGiB = 0;
   double hbmGBps = 0;
   double intraNodeGBps = 0; // NVLink / PCIe bandwidth between devices of one node

@@ -1,14 +1,23 @@
 #!/usr/bin/env bash
 # The main demo: builds hspmd, checks every model, plan and cluster file, and prints the
-# IR of the tiny GPT under a heterogeneous four-device plan.
+# IR of the tiny GPT under a plan with raw HSPMD annotations, and the 32B model's last block.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/build.sh build
 hspmc=build/tools/hspmc/hspmc
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+
 echo "== hspmc check (every file under stdlib/ and examples/)"
 find stdlib examples -name '*.hspmd' -o -name '*.toml' | sort | xargs "$hspmc" check
-echo "== hspmc dump-ir examples/gpt/tiny_gpt.hspmd --plan examples/gpt/plans/raw_annotations.hspmd (first 40 lines)"
-"$hspmc" dump-ir examples/gpt/tiny_gpt.hspmd --plan examples/gpt/plans/raw_annotations.hspmd | head -n 40
-echo "== the 32B model: blocks and parameters"
-"$hspmc" dump-ir examples/llama/llama32b.hspmd | grep -o '%blocks\[[0-9]*\]\.attn\.wq = param[^<]*' | tail -n 2
+
+echo "== hspmc dump-ir examples/gpt/tiny_gpt.hspmd --plan examples/gpt/plans/raw_annotations.hspmd (excerpt)"
+"$hspmc" dump-ir examples/gpt/tiny_gpt.hspmd --plan examples/gpt/plans/raw_annotations.hspmd >"$out/tiny.ir"
+grep -E '^graph|plans|%blocks\[0\]\.(wqkv|wo) |%tokens|%targets|blocks\[0\]\.forward\.(q|a|h) ' "$out/tiny.ir"
+echo "  ... $(wc -l <"$out/tiny.ir") lines in all"
+
+echo "== the 32B model (examples/llama/llama32b.hspmd): parameters of its last block"
+"$hspmc" dump-ir examples/llama/llama32b.hspmd >"$out/32b.ir"
+grep -E '^  %blocks\[63\]\.[a-z_.0-9]+ = param' "$out/32b.ir" | sed 's/ loc(.*//'
+echo "  $(grep -c ' = param' "$out/32b.ir") parameters, $(grep -c '^  %' "$out/32b.ir") ops"

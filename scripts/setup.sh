@@ -3,7 +3,7 @@
 set -euo pipefail
 
 packages=(
-  cmake ninja-build g++ clang libclang-rt-14-dev llvm
+  cmake ninja-build g++ clang clang-format libclang-rt-14-dev llvm git
   antlr4 libantlr4-runtime-dev
   libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libboost-graph-dev
   libgtest-dev libgmock-dev

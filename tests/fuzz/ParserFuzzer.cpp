@@ -15,8 +15,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   DiagnosticEngine diags(sink);
   Compilation compilation(sources, diags, HSPMD_STDLIB_DIR);
   // Named inside the source tree so that `import "nn"` and relative imports resolve.
-  const FileAst *ast =
-      compilation.loadText(HSPMD_SOURCE_DIR "/examples/fuzz-input.hspmd", std::string(reinterpret_cast<const char *>(data), size));
+  const FileAst *ast = compilation.loadText(HSPMD_SOURCE_DIR "/examples/fuzz-input.hspmd",
+                                            std::string(reinterpret_cast<const char *>(data), size));
   if (ast)
     compilation.checkFile(*ast);
   for (const auto &diagnostic : sink.diagnostics)

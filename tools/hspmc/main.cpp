@@ -131,7 +131,8 @@ int main(int argc, char **argv) {
   app.set_version_flag("--version", std::string("hspmc ") + HSPMD_VERSION);
   app.require_subcommand(1);
 
-  auto *check = app.add_subcommand("check", "Parse and elaborate .hspmd files (models and plans) and cluster .toml files");
+  auto *check =
+      app.add_subcommand("check", "Parse and elaborate .hspmd files (models and plans) and cluster .toml files");
   std::vector<std::string> checkFiles;
   std::string checkFormat = "text";
   check->add_option("files", checkFiles, "Files to check")->required();

@@ -30,13 +30,15 @@ TEST(Cluster, ExampleClustersLoad) {
 
 TEST(Cluster, InlineTypesAndErrorsWithLocations) {
   std::vector<ClusterError> errors;
-  auto inlineTypes = writeTemp("hspmd_inline.toml", "inter_node_gbps = 10.0\n[[nodes]]\ntype = \"X\"\ndevices = 2\n"
-                                                   "[types.X]\nbf16_tflops = 1.0\nmemory_gib = 2.0\nhbm_gbps = 3.0\nintra_node_gbps = 4.0\n");
+  auto inlineTypes = writeTemp(
+      "hspmd_inline.toml", "inter_node_gbps = 10.0\n[[nodes]]\ntype = \"X\"\ndevices = 2\n"
+                           "[types.X]\nbf16_tflops = 1.0\nmemory_gib = 2.0\nhbm_gbps = 3.0\nintra_node_gbps = 4.0\n");
   auto cluster = loadCluster(inlineTypes, "stdlib/devices.toml", errors);
   ASSERT_TRUE(cluster);
   EXPECT_EQ(cluster->typeOf(1).hbmGBps, 3.0);
 
-  auto unknownType = writeTemp("hspmd_unknown.toml", "inter_node_gbps = 10.0\n[[nodes]]\ntype = \"Z80\"\ndevices = 2\n");
+  auto unknownType =
+      writeTemp("hspmd_unknown.toml", "inter_node_gbps = 10.0\n[[nodes]]\ntype = \"Z80\"\ndevices = 2\n");
   errors.clear();
   EXPECT_FALSE(loadCluster(unknownType, "stdlib/devices.toml", errors));
   ASSERT_EQ(errors.size(), 1u);

@@ -48,6 +48,8 @@ INSTANTIATE_TEST_SUITE_P(Files, DiagnosticCorpus, ::testing::ValuesIn(corpus()),
                            return fs::path(param.param).stem().string();
                          });
 
-TEST(DiagnosticCorpusSize, HasAtLeastFortyCases) { EXPECT_GE(corpus().size(), 40u); }
+TEST(DiagnosticCorpusSize, HasAtLeastFortyCases) {
+  EXPECT_GE(corpus().size(), 40u);
+}
 
 } // namespace

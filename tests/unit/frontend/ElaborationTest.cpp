@@ -202,12 +202,13 @@ TEST(Elaboration, AliasArgumentsAreOverriddenByPlans) {
   Compiled c;
   // Imports resolve against the importing file's folder, here the working folder.
   const frontend::FileAst *ast = c.compilation.loadText(
-      "t.hspmd", "import \"examples/gpt/tiny_gpt.hspmd\"\nplan p for TinyGPT(layers = 2, d = 32) {\n  bind S = 16\n}\n");
+      "t.hspmd",
+      "import \"examples/gpt/tiny_gpt.hspmd\"\nplan p for TinyGPT(layers = 2, d = 32) {\n  bind S = 16\n}\n");
   ASSERT_TRUE(ast);
   auto elaborated = c.compilation.elaboratePlan(*ast->plans.at(0));
   ASSERT_TRUE(elaborated) << ::testing::PrintToString(c.messages("t.hspmd"));
   const ir::Graph &graph = *elaborated->graph;
-  EXPECT_EQ(typeOf(graph, "wte"), "f32[256, 32]");        // d overridden, vocab from the alias
+  EXPECT_EQ(typeOf(graph, "wte"), "f32[256, 32]");          // d overridden, vocab from the alias
   EXPECT_EQ(typeOf(graph, "blocks[0].w1"), "f32[32, 256]"); // ffn = 256 from the alias
   EXPECT_TRUE(graph.findValue("blocks[1].wqkv"));
   EXPECT_FALSE(graph.findValue("blocks[2].wqkv"));

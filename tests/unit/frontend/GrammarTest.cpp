@@ -71,9 +71,9 @@ TEST(Grammar, AnnotationsParseTheSameInPlansAndInTheIR) {
 }
 
 TEST(Grammar, HandWrittenFormsAgree) {
-  for (const char *text : {"[0..4]: S1*4", "[0, 1, 2,3]:S0", "{ [0..4]: S1*4 | [4..6]: S1*2 } dup",
-                           "{[0,1]:R*2|[2]:R} split0 [12, 4]", "{ [0,1]: R | [2,3]: R } split0 ratio [3, 1]",
-                           "[0..8]: R*2 x S1*4", "{ [0]: P | [1]: P } partial"}) {
+  for (const char *text :
+       {"[0..4]: S1*4", "[0, 1, 2,3]:S0", "{ [0..4]: S1*4 | [4..6]: S1*2 } dup", "{[0,1]:R*2|[2]:R} split0 [12, 4]",
+        "{ [0,1]: R | [2,3]: R } split0 ratio [3, 1]", "[0..8]: R*2 x S1*4", "{ [0]: P | [1]: P } partial"}) {
     std::string grammarError;
     ir::TextError textError;
     auto fromGrammar = viaGrammar(text, &grammarError);
@@ -99,7 +99,8 @@ plan p for M(layers = 2) {
   }
   schedule gpipe
   reshard blocks[1].forward.x to { [0]: R | [1]: R } split0
-})", diags);
+})",
+                                 diags);
   ASSERT_TRUE(ast) << (sink.diagnostics.empty() ? "" : sink.diagnostics[0].message);
   EXPECT_EQ(ast->modules[0]->params[0].name, "layers");
   EXPECT_EQ(ast->plans[0]->pipelines[0].name, "with");

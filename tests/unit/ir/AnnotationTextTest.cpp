@@ -30,9 +30,9 @@ TEST(AnnotationText, CanonicalPrinting) {
 }
 
 TEST(AnnotationText, PrintParsePrintIsIdentity) {
-  for (const char *text : {"[0..4]: S0", "[0..8]: R*2 x S1*4", "{ [0..4]: S1 | [4, 5]: S1 } dup",
-                           "{ [0, 1]: R | [2]: R } split0 [12, 4]", "[3, 1, 2]: P*3",
-                           "{ [0, 1]: S0*2 x P*1 | [5]: R } partial"}) {
+  for (const char *text :
+       {"[0..4]: S0", "[0..8]: R*2 x S1*4", "{ [0..4]: S1 | [4, 5]: S1 } dup", "{ [0, 1]: R | [2]: R } split0 [12, 4]",
+        "[3, 1, 2]: P*3", "{ [0, 1]: S0*2 x P*1 | [5]: R } partial"}) {
     std::string once = roundTrip(text);
     EXPECT_EQ(roundTrip(once), once);
   }
@@ -41,14 +41,19 @@ TEST(AnnotationText, PrintParsePrintIsIdentity) {
 TEST(AnnotationText, ErrorsPointAtTheirColumn) {
   EXPECT_EQ(roundTrip("[0..4] S0"), "error 1:8: expected ':' after the device list, found 'S0'");
   EXPECT_EQ(roundTrip("[0..4]: T0"), "error 1:9: unknown mesh axis 'T0'; expected S<dim>, R or P");
-  EXPECT_EQ(roundTrip("[0..4]: R*2 x S1*3"), "error 1:1: mesh axis counts 2 x 3 multiply to 6, but the group has 4 devices");
-  EXPECT_EQ(roundTrip("[0..4]: R x S1*2"), "error 1:9: each mesh axis needs a count (as in 'S1*2') when a group has several axes");
-  EXPECT_EQ(roundTrip("{ [0, 1]: S0 | [1]: R } dup"), "error 1:17: device 1 is listed twice (subgroups must be disjoint)");
+  EXPECT_EQ(roundTrip("[0..4]: R*2 x S1*3"),
+            "error 1:1: mesh axis counts 2 x 3 multiply to 6, but the group has 4 devices");
+  EXPECT_EQ(roundTrip("[0..4]: R x S1*2"),
+            "error 1:9: each mesh axis needs a count (as in 'S1*2') when a group has several axes");
+  EXPECT_EQ(roundTrip("{ [0, 1]: S0 | [1]: R } dup"),
+            "error 1:17: device 1 is listed twice (subgroups must be disjoint)");
   EXPECT_EQ(roundTrip("[2, 2]: R"), "error 1:5: device 2 is listed twice in one device group");
   EXPECT_EQ(roundTrip("{ [0]: R | [1]: R } split0 [1, 2, 3]"), "error 1:21: 3 sizes given for 2 subgroups");
-  EXPECT_EQ(roundTrip("{ [0]: R | [1]: R }"), "error 1:20: expected a placement (dup, partial or split<dim>) after '}', found end of input");
+  EXPECT_EQ(roundTrip("{ [0]: R | [1]: R }"),
+            "error 1:20: expected a placement (dup, partial or split<dim>) after '}', found end of input");
   EXPECT_EQ(roundTrip("{ [0]: R | [1]: R } dup [1, 2]"), "error 1:25: only a split placement takes sizes");
-  EXPECT_EQ(roundTrip("{ [0]: R | [1]: R } spilt0"), "error 1:21: unknown placement 'spilt0'; expected dup, partial or split<dim>");
+  EXPECT_EQ(roundTrip("{ [0]: R | [1]: R } spilt0"),
+            "error 1:21: unknown placement 'spilt0'; expected dup, partial or split<dim>");
   EXPECT_EQ(roundTrip("[4..2]: R"), "error 1:2: empty device range 4..2 (the end is excluded)");
   EXPECT_EQ(roundTrip("[0..4]: S0 junk"), "error 1:12: unexpected 'junk' after the annotation");
   EXPECT_EQ(roundTrip("[0..4]: S0*0"), "error 1:9: a mesh axis count must be at least 1");

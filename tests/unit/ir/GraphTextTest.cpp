@@ -43,10 +43,12 @@ TEST(GraphText, HandWrittenGraphRoundTrips) {
 
 TEST(GraphText, FloatsKeepTheirExactValue) {
   ParseError error;
-  auto graph = parseGraph("graph G {\n  %c = constant {value = 0.1} : f32[]\n  %d = constant {value = 3.0} : f32[]\n}\n", &error);
+  auto graph = parseGraph(
+      "graph G {\n  %c = constant {value = 0.1} : f32[]\n  %d = constant {value = 3.0} : f32[]\n}\n", &error);
   ASSERT_TRUE(graph) << error.str();
   EXPECT_EQ(floatAttr(graph->findValue("c")->def->attrs, "value"), 0.1);
-  EXPECT_EQ(printGraph(*graph), "graph G {\n  %c = constant {value = 0.1} : f32[]\n  %d = constant {value = 3.0} : f32[]\n}\n");
+  EXPECT_EQ(printGraph(*graph),
+            "graph G {\n  %c = constant {value = 0.1} : f32[]\n  %d = constant {value = 3.0} : f32[]\n}\n");
 }
 
 struct BadIR {
@@ -62,7 +64,8 @@ TEST(GraphText, ParseErrorsHaveLineAndColumn) {
       {"graph G {\n  %a = input : f33[4]\n}", "2:16: expected an element type (f32, bf16, f16, i32, i64), found 'f33'"},
       {"graph G {\n  %a = input : f32[4]\n  %a = input : f32[4]\n}", "3:3: value %a is defined twice"},
       {"graph G {\n  %a = input : f32[4] <[0, 1]: S0>\n}", "2:23: 1 annotations given, but the graph has 0 plans"},
-      {"graph G {\n  plans 1\n  %a = input : f32[4] <[0, 1]: S0*3>\n}", "3:24: mesh axis counts 3 multiply to 3, but the group has 2 devices"},
+      {"graph G {\n  plans 1\n  %a = input : f32[4] <[0, 1]: S0*3>\n}",
+       "3:24: mesh axis counts 3 multiply to 3, but the group has 2 devices"},
       {"graph G {\n  %a = input : f32[4]\n  return %b\n}", "3:10: expected a defined value after 'return', found '%b'"},
       {"graph G {\n  %a = input : f32[4]\n} extra", "3:3: unexpected 'extra' after the graph"},
       {"graph G {\n  %a = input {k = } : f32[4]\n}", "2:19: expected an attribute value, found '}'"},

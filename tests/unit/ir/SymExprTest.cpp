@@ -7,7 +7,9 @@ using hspmd::ir::SymExpr;
 
 namespace {
 
-SymExpr sym(const char *name) { return SymExpr::symbol(name); }
+SymExpr sym(const char *name) {
+  return SymExpr::symbol(name);
+}
 
 TEST(SymExpr, ConstantsFold) {
   EXPECT_EQ((SymExpr(3) * SymExpr(4) + SymExpr(2)).constant(), 14);

@@ -20,17 +20,21 @@ std::vector<std::string> verify(const std::string &text) {
 }
 
 TEST(Verifier, AcceptsAConsistentGraph) {
-  EXPECT_TRUE(verify("graph G {\n  %a = input : f32[4, 8]\n  %b = param : f32[8, 2]\n  %c = matmul %a, %b : f32[4, 2]\n}").empty());
+  EXPECT_TRUE(
+      verify("graph G {\n  %a = input : f32[4, 8]\n  %b = param : f32[8, 2]\n  %c = matmul %a, %b : f32[4, 2]\n}")
+          .empty());
 }
 
 TEST(Verifier, WrongResultType) {
-  EXPECT_EQ(verify("graph G {\n  %a = input : f32[4, 8]\n  %b = param : f32[8, 2]\n  %c = matmul %a, %b : f32[4, 3] loc(\"m\":3:1)\n}"),
+  EXPECT_EQ(verify("graph G {\n  %a = input : f32[4, 8]\n  %b = param : f32[8, 2]\n  %c = matmul %a, %b : f32[4, 3] "
+                   "loc(\"m\":3:1)\n}"),
             (std::vector<std::string>{"3: %c has type f32[4, 3], but matmul gives f32[4, 2]"}));
 }
 
 TEST(Verifier, ShapeRuleViolation) {
-  EXPECT_EQ(verify("graph G {\n  %a = input : f32[4, 8]\n  %b = param : f32[7, 2]\n  %c = matmul %a, %b : f32[4, 2]\n}"),
-            (std::vector<std::string>{"matmul: contracted dimensions differ: f32[4, 8] @ f32[7, 2] (8 vs 7)"}));
+  EXPECT_EQ(
+      verify("graph G {\n  %a = input : f32[4, 8]\n  %b = param : f32[7, 2]\n  %c = matmul %a, %b : f32[4, 2]\n}"),
+      (std::vector<std::string>{"matmul: contracted dimensions differ: f32[4, 8] @ f32[7, 2] (8 vs 7)"}));
 }
 
 TEST(Verifier, WrongArity) {
@@ -47,9 +51,11 @@ TEST(Verifier, WrongResultCount) {
 
 TEST(Verifier, AnnotationInvalidForItsValue) {
   EXPECT_EQ(verify("graph G {\n  plans 1\n  %a = input : f32[4] <{ [0]: R | [1]: R } split0 [1, 2]>\n}"),
-            (std::vector<std::string>{"annotation { [0]: R | [1]: R } split0 [1, 2] of %a: sizes sum to 3, but dimension 0 has size 4"}));
+            (std::vector<std::string>{
+                "annotation { [0]: R | [1]: R } split0 [1, 2] of %a: sizes sum to 3, but dimension 0 has size 4"}));
   EXPECT_EQ(verify("graph G {\n  plans 1\n  %a = input : f32[4] <[0, 1]: S1>\n}"),
-            (std::vector<std::string>{"annotation [0, 1]: S1 of %a: split dimension 1 is out of range for a tensor of rank 1"}));
+            (std::vector<std::string>{
+                "annotation [0, 1]: S1 of %a: split dimension 1 is out of range for a tensor of rank 1"}));
 }
 
 TEST(Verifier, UseBeforeDefinitionInABuiltGraph) {
