@@ -69,6 +69,32 @@ std::string expectedSummary(const antlr4::misc::IntervalSet &expected, const ant
   return text;
 }
 
+// When the parser fails at the very start of a construct, name the construct with an
+// example instead of listing tokens: "expected an annotation such as '[0..4]: S0'".
+std::string phraseForRule(antlr4::Parser *parser, antlr4::Token *offending) {
+  using P = grammar::HspmdParser;
+  for (antlr4::ParserRuleContext *ctx = parser->getContext(); ctx;
+       ctx = dynamic_cast<antlr4::ParserRuleContext *>(ctx->parent)) {
+    if (ctx->getStart() != offending)
+      return "";
+    switch (ctx->getRuleIndex()) {
+    case P::RuleAnnotation:
+      return "an annotation such as '[0..4]: S0'";
+    case P::RuleDeviceList:
+      return "a device list such as '[0, 1]'";
+    case P::RuleMeshAxis:
+      return "a mesh axis (S<dim>, R or P)";
+    case P::RuleTypeExpr:
+      return "a type such as 'f32[B, S, d]'";
+    case P::RuleValuePath:
+      return "a path such as 'blocks[0:4]' or 'wte'";
+    default:
+      break;
+    }
+  }
+  return "";
+}
+
 class SyntaxErrorListener : public antlr4::BaseErrorListener {
 public:
   SyntaxErrorListener(std::string fileName, DiagnosticEngine &diags) : fileName_(std::move(fileName)), diags_(diags) {}
@@ -98,7 +124,9 @@ public:
     if (offending && offending->getType() != antlr4::Token::EOF)
       at.length = static_cast<uint32_t>(std::max<size_t>(1, offending->getText().size()));
     std::string text = "unexpected " + describeToken(offending);
-    std::string expected = expectedSummary(parser->getExpectedTokens(), parser->getVocabulary());
+    std::string expected = phraseForRule(parser, offending);
+    if (expected.empty())
+      expected = expectedSummary(parser->getExpectedTokens(), parser->getVocabulary());
     if (!expected.empty())
       text += "; expected " + expected;
     diags_.error(at, text);

@@ -76,6 +76,20 @@ case("syntax_nested_too_deeply", "model M(d: int = 1) {\n  let x = " + "(" * 250
 case("syntax_stage_clause", plan("  pipeline a {\n    stage devices [0] tp two\n  }"),
      [(6, 26, "error", "unexpected 'two'; expected an integer")])
 
+case("syntax_annotation_expected", plan("  annotate wte = devices"),
+     [(5, 18, "error", "unexpected 'devices'; expected an annotation such as '[0..4]: S0'")])
+
+case("syntax_type_expected", """
+layer L(d: int) {
+  fn forward(x: 42) -> f32[B, d] {
+    return x
+  }
+}
+""", [(2, 17, "error", "unexpected '42'; expected a type such as 'f32[B, S, d]'")])
+
+case("syntax_stage_layers_path", plan("  pipeline a {\n    stage devices [0] layers [0:2]\n  }"),
+     [(6, 30, "error", "unexpected '['; expected a path such as 'blocks[0:4]' or 'wte'")])
+
 # ---------------------------------------------------------------- names
 case("name_unknown", """
 model M(d: int = 4) {
