@@ -84,7 +84,7 @@ TEST(Elaboration, NamesFollowInstancePathsAndLets) {
   auto graph = elaborateFile(c, "examples/gpt/tiny_gpt.hspmd", "TinyGPT");
   ASSERT_TRUE(graph);
   EXPECT_EQ(typeOf(*graph, "blocks[2].forward.h"), "f32[B, S, 64]");
-  EXPECT_EQ(typeOf(*graph, "blocks[2].forward.qkv"), "f32[B, S, 3, 4, 16]");
+  EXPECT_EQ(typeOf(*graph, "blocks[2].forward.qkv"), "f32[B, S, 4, 3, 16]");
   EXPECT_EQ(typeOf(*graph, "blocks[0].forward.v"), "f32[B, S, 4, 16]");
   EXPECT_EQ(typeOf(*graph, "forward.x"), "f32[B, S, 64]");
   // Every op carries a source location.
