@@ -18,7 +18,8 @@ std::string diagnosticHeader(const Diagnostic &diagnostic) {
   std::string where = diagnostic.loc.isKnown()      ? diagnostic.loc.str() + ": "
                       : diagnostic.loc.file.empty() ? std::string()
                                                     : diagnostic.loc.file + ": ";
-  return where + std::string(severityName(diagnostic.severity)) + ": " + diagnostic.message;
+  return where + std::string(severityName(diagnostic.severity)) + ": " + diagnostic.message +
+         (diagnostic.code.empty() ? "" : " [" + diagnostic.code + "]");
 }
 
 static void renderOne(std::string &out, const Diagnostic &diagnostic, const SourceManager *sources) {

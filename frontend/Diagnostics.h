@@ -25,6 +25,7 @@ struct Diagnostic {
   ir::Location loc;
   std::string message;
   std::vector<Diagnostic> notes;
+  std::string code = {}; // a lint code ("HS107", docs/lint.md), shown after the message
 };
 
 std::string_view severityName(Severity severity);

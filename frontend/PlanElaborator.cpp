@@ -172,6 +172,8 @@ std::optional<Compilation::ElaboratedPlan> Compilation::elaboratePlan(const Plan
   }
   if (!plan.schedule.empty())
     spec.schedule = plan.schedule;
+  spec.clusterLoc = plan.clusterLoc;
+  spec.scheduleLoc = plan.scheduleLoc;
   spec.zero = plan.zero;
   spec.recompute = plan.recompute;
 
@@ -205,6 +207,8 @@ std::optional<Compilation::ElaboratedPlan> Compilation::elaboratePlan(const Plan
     out.name = pipeline.name.empty() ? "pipeline" + std::to_string(spec.pipelines.size()) : pipeline.name;
     out.loc = pipeline.loc;
     out.share = positiveInt(pipeline.share, 1, "'share'");
+    out.shareLoc = pipeline.share ? pipeline.share->loc : pipeline.loc;
+    out.microbatchesLoc = pipeline.microbatches ? pipeline.microbatches->loc : pipeline.loc;
     out.microbatches = positiveInt(pipeline.microbatches, 1, "'microbatches'");
     if (pipeline.stages.empty())
       diags_.error(pipeline.loc, "pipeline '" + out.name + "' has no stages");
@@ -212,6 +216,11 @@ std::optional<Compilation::ElaboratedPlan> Compilation::elaboratePlan(const Plan
       ir::StageSpec s;
       s.loc = stage.loc;
       s.devices = stage.devices;
+      s.devicesLoc = stage.devicesLoc;
+      s.tpLoc = stage.tpLoc;
+      s.cpLoc = stage.cpLoc;
+      s.hpLoc = stage.hpLoc;
+      s.layersLoc = stage.layers ? stage.layers->loc : stage.loc;
       s.zero = stage.zero || plan.zero;
       s.recompute = stage.recompute || plan.recompute;
       if (s.devices.empty())
@@ -253,6 +262,7 @@ std::optional<Compilation::ElaboratedPlan> Compilation::elaboratePlan(const Plan
         for (const ir::Value *param : graph.params())
           if (matchSegments(with, param->name, /*prefix=*/true)) {
             s.extraParams.push_back(param->name);
+            s.extraParamLocs.push_back(with.loc);
             ++found;
           }
         if (!found)

@@ -2,6 +2,7 @@
 
 #include "ir/AnnotationText.h"
 
+#include <algorithm>
 #include <set>
 
 namespace hspmd::ir {
@@ -43,6 +44,25 @@ Op *Graph::createOp(OpKind kind, std::vector<Value *> operands, std::vector<Tens
   }
   ops_.push_back(std::move(op));
   return ops_.back().get();
+}
+
+Op *Graph::insertOpBefore(const Op *before, OpKind kind, std::vector<Value *> operands,
+                          std::vector<TensorType> resultTypes, AttrMap attrs, Location loc,
+                          const std::vector<std::string> &names) {
+  createOp(kind, std::move(operands), std::move(resultTypes), std::move(attrs), std::move(loc), names);
+  std::unique_ptr<Op> op = std::move(ops_.back());
+  ops_.pop_back();
+  auto at = std::find_if(ops_.begin(), ops_.end(), [&](const auto &o) { return o.get() == before; });
+  Op *inserted = ops_.insert(at, std::move(op))->get();
+  for (size_t i = 0; i < ops_.size(); ++i)
+    ops_[i]->id = static_cast<int>(i);
+  return inserted;
+}
+
+void Graph::replaceOperand(Op *user, const Value *old, Value *replacement) {
+  for (Value *&operand : user->operands)
+    if (operand == old)
+      operand = replacement;
 }
 
 void Graph::rename(Value *value, const std::string &name) {

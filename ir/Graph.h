@@ -51,6 +51,12 @@ public:
   /// Appends an op. Results get `names` where given (made unique), else a number.
   Op *createOp(OpKind kind, std::vector<Value *> operands, std::vector<TensorType> resultTypes, AttrMap attrs,
                Location loc, const std::vector<std::string> &names = {});
+  /// Inserts an op right before `before` (same contract as createOp). Op ids are positions
+  /// in the graph and are renumbered.
+  Op *insertOpBefore(const Op *before, OpKind kind, std::vector<Value *> operands, std::vector<TensorType> resultTypes,
+                     AttrMap attrs, Location loc, const std::vector<std::string> &names = {});
+  /// Makes `user` read `replacement` wherever it read `old`.
+  static void replaceOperand(Op *user, const Value *old, Value *replacement);
   /// Gives a value a new name, made unique with a ".1", ".2" ... suffix when taken.
   void rename(Value *value, const std::string &name);
   Value *findValue(const std::string &name) const;

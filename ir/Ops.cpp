@@ -34,6 +34,7 @@ const std::vector<OpInfo> kOps = {
     {OpKind::Mean, "mean", 1, 1, false},
     {OpKind::Attention, "attention", 3, 3, false},
     {OpKind::CrossEntropy, "cross_entropy", 2, 2, false},
+    {OpKind::Reshard, "reshard", 1, 1, false},
 };
 
 TypeResult fail(std::string message) {
@@ -353,6 +354,8 @@ TypeResult inferResultTypes(OpKind kind, const std::vector<TensorType> &in, cons
     return inferAttention(in);
   case OpKind::CrossEntropy:
     return inferCrossEntropy(in);
+  case OpKind::Reshard:
+    return one(in[0]);
   }
   return fail("unknown op");
 }

@@ -43,6 +43,8 @@ enum class OpKind {
   Mean,
   Attention,
   CrossEntropy,
+  // Changes a value's annotation (inserted by deduce-annotations; an identity on data).
+  Reshard,
 };
 
 /// Attribute values: integers, floats, booleans, strings and lists of (symbolic) integers.

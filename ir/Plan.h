@@ -28,7 +28,8 @@ struct StageSpec {
   int layerBegin = 0, layerEnd = 0;     // [begin, end) of that stack
   std::vector<std::string> extraParams; // `with ...`, expanded to parameter names
   bool zero = false, recompute = false;
-  Location loc;
+  Location loc, devicesLoc, tpLoc, cpLoc, hpLoc, layersLoc;
+  std::vector<Location> extraParamLocs; // one per extraParams entry
 };
 
 struct PipelineSpec {
@@ -36,7 +37,7 @@ struct PipelineSpec {
   int64_t share = 1; // relative share of the global batch
   int64_t microbatches = 1;
   std::vector<StageSpec> stages;
-  Location loc;
+  Location loc, shareLoc, microbatchesLoc;
 };
 
 /// A user annotation (`annotate`) or pinned reshard (`reshard`) on one graph value.
@@ -58,6 +59,7 @@ struct PlanSpec {
   bool zero = false, recompute = false;
   std::vector<PipelineSpec> pipelines;
   std::vector<PinnedAnnotation> annotations, reshards;
+  Location clusterLoc, scheduleLoc;
 };
 
 } // namespace hspmd::ir

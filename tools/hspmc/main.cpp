@@ -6,6 +6,7 @@
 //
 // Exit codes: 0 success, 1 user errors (diagnostics printed), 2 usage errors.
 #include "frontend/Compilation.h"
+#include "passes/Pipeline.h"
 #include "planner/Cluster.h"
 
 #include <CLI/CLI.hpp>
@@ -14,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 
 #ifndef HSPMD_VERSION
 #define HSPMD_VERSION "0.0.0"
@@ -86,42 +88,118 @@ int runCheck(const std::vector<std::string> &files, bool json) {
   return code;
 }
 
-int runDumpIr(const std::string &file, const std::string &planFile, const std::string &modelName) {
+// The model of FILE under the plans of `planFiles` (or FILE's own plan): one graph for all
+// plans, which must agree on the model's arguments and symbol bindings.
+struct Build {
+  std::unique_ptr<ir::Graph> graph;
+  std::vector<ir::PlanSpec> plans;
+};
+
+std::optional<Build> elaborateBuild(Compilation &compilation, const std::string &file,
+                                    const std::vector<std::string> &planFiles, const std::string &modelName) {
+  DiagnosticEngine &diags = compilation.diags();
+  const frontend::FileAst *ast = compilation.load(file);
+  if (!ast)
+    return std::nullopt;
+  std::vector<const frontend::PlanDecl *> decls;
+  for (const std::string &planFile : planFiles) {
+    const frontend::FileAst *planAst = compilation.load(planFile);
+    if (!planAst)
+      return std::nullopt;
+    if (planAst->plans.empty()) {
+      diags.error(ir::Location{planFile, 0, 0, 1}, "'" + planFile + "' holds no plan");
+      return std::nullopt;
+    }
+    decls.push_back(planAst->plans.back().get());
+  }
+  if (decls.empty() && modelName.empty() && !ast->plans.empty() &&
+      std::none_of(ast->modules.begin(), ast->modules.end(), [](const auto &m) { return m->isModel; }))
+    decls.push_back(ast->plans.back().get());
+  Build build;
+  if (decls.empty()) {
+    const frontend::ModuleDecl *model = nullptr;
+    if (!modelName.empty()) {
+      model = compilation.findModule(modelName);
+      if (!model || !model->isModel) {
+        diags.error(ir::Location{file, 0, 0, 1}, "no model named '" + modelName + "'");
+        return std::nullopt;
+      }
+    } else {
+      for (const auto &module : ast->modules)
+        if (module->isModel)
+          model = module.get();
+      if (!model) {
+        diags.error(ir::Location{file, 0, 0, 1}, "'" + file + "' defines no model (use --model NAME)");
+        return std::nullopt;
+      }
+    }
+    build.graph = compilation.elaborate(*model);
+    return build.graph ? std::optional<Build>(std::move(build)) : std::nullopt;
+  }
+  std::string firstText;
+  for (const frontend::PlanDecl *decl : decls) {
+    auto elaborated = compilation.elaboratePlan(*decl);
+    if (!elaborated)
+      return std::nullopt;
+    elaborated->graph->setNumPlans(0);
+    std::string text = ir::printGraph(*elaborated->graph);
+    if (!build.graph) {
+      build.graph = std::move(elaborated->graph);
+      firstText = text;
+    } else if (text != firstText) {
+      diags.error(decl->loc, "plan '" + decl->name + "' elaborates the model differently from plan '" +
+                                 build.plans[0].name +
+                                 "': plans of one build need the same model arguments and bindings");
+      return std::nullopt;
+    }
+    build.plans.push_back(std::move(elaborated->spec));
+  }
+  return build;
+}
+
+void reportProblem(DiagnosticEngine &diags, const passes::Problem &problem) {
+  frontend::Diagnostic diagnostic{problem.severity == passes::Severity::Error     ? frontend::Severity::Error
+                                  : problem.severity == passes::Severity::Warning ? frontend::Severity::Warning
+                                                                                  : frontend::Severity::Note,
+                                  problem.loc,
+                                  problem.message,
+                                  {},
+                                  problem.code};
+  if (!problem.note.empty())
+    diagnostic.notes.push_back(frontend::Diagnostic{frontend::Severity::Note, problem.noteLoc, problem.note, {}});
+  diags.emit(diagnostic);
+}
+
+int runDumpIr(const std::string &file, const std::vector<std::string> &planFiles, const std::string &modelName,
+              const std::string &after, bool timePasses) {
   SourceManager sources;
   CollectingSink sink;
   DiagnosticEngine diags(sink);
   Compilation compilation(sources, diags);
-  const frontend::FileAst *ast = compilation.load(file);
-  const frontend::FileAst *planAst = ast && !planFile.empty() ? compilation.load(planFile) : ast;
-  std::unique_ptr<ir::Graph> graph;
-  if (ast && planAst) {
-    const frontend::PlanDecl *plan = planAst->plans.empty() ? nullptr : planAst->plans.back().get();
-    if (!planFile.empty() && !plan) {
-      diags.error(ir::Location{planFile, 0, 0, 1}, "'" + planFile + "' holds no plan");
-    } else if (plan && modelName.empty()) {
-      if (auto elaborated = compilation.elaboratePlan(*plan))
-        graph = std::move(elaborated->graph);
+  auto build = elaborateBuild(compilation, file, planFiles, modelName);
+  std::ostringstream dump, timing;
+  if (build && (!after.empty() || timePasses)) {
+    if (build->plans.empty()) {
+      diags.error(ir::Location{file, 0, 0, 1}, "--after and --time-passes need a plan (--plan PLAN)");
     } else {
-      const frontend::ModuleDecl *model = nullptr;
-      if (!modelName.empty()) {
-        model = compilation.findModule(modelName);
-        if (!model || !model->isModel)
-          diags.error(ir::Location{file, 0, 0, 1}, "no model named '" + modelName + "'");
-      } else {
-        for (const auto &module : ast->modules)
-          if (module->isModel)
-            model = module.get();
-        if (!model)
-          diags.error(ir::Location{file, 0, 0, 1}, "'" + file + "' defines no model (use --model NAME)");
-      }
-      if (model && model->isModel)
-        graph = compilation.elaborate(*model);
+      passes::PipelineOptions options{after, &dump, timePasses ? &timing : nullptr};
+      passes::runPipeline(*build->graph, build->plans, options,
+                          [&](const passes::Problem &problem) { reportProblem(diags, problem); });
     }
+  } else if (build && !build->plans.empty()) {
+    // Without --after: the elaborated graph with the plan's own `annotate` lines.
+    build->graph->setNumPlans(1);
+    for (const auto &pinned : build->plans[0].annotations)
+      build->graph->findValue(pinned.value)->annotations[0] = pinned.annotation;
+    dump << ir::printGraph(*build->graph);
+  } else if (build) {
+    dump << ir::printGraph(*build->graph);
   }
   int code = finish(sink, sources, false, diags.errorCount());
-  if (code == 0 && graph)
-    std::cout << ir::printGraph(*graph);
-  return graph ? code : 1;
+  std::cerr << timing.str();
+  if (code == 0)
+    std::cout << dump.str();
+  return build ? code : 1;
 }
 
 } // namespace
@@ -139,10 +217,15 @@ int main(int argc, char **argv) {
   check->add_option("--format", checkFormat, "Output format")->check(CLI::IsMember({"text", "json"}));
 
   auto *dump = app.add_subcommand("dump-ir", "Print the textual IR of a model, optionally under a plan");
-  std::string dumpFile, dumpPlan, dumpModel;
+  std::string dumpFile, dumpModel, dumpAfter;
+  std::vector<std::string> dumpPlans;
+  bool timePasses = false;
   dump->add_option("file", dumpFile, "A .hspmd file with the model (or a plan that imports it)")->required();
-  dump->add_option("--plan", dumpPlan, "A plan file: binds the model's arguments and symbols, adds its annotations");
+  dump->add_option("--plan", dumpPlans,
+                   "A plan file (repeat for several plans): binds the model's arguments and symbols");
   dump->add_option("--model", dumpModel, "Which model of FILE (default: the last one defined in it)");
+  dump->add_option("--after", dumpAfter, "Print the IR after this pass")->check(CLI::IsMember(passes::passNames()));
+  dump->add_flag("--time-passes", timePasses, "Print the time each pass takes (stderr)");
 
   try {
     app.parse(argc, argv);
@@ -155,6 +238,6 @@ int main(int argc, char **argv) {
   if (check->parsed())
     return runCheck(checkFiles, checkFormat == "json");
   if (dump->parsed())
-    return runDumpIr(dumpFile, dumpPlan, dumpModel);
+    return runDumpIr(dumpFile, dumpPlans, dumpModel, dumpAfter, timePasses);
   return 2;
 }

@@ -1,0 +1,564 @@
+// DeduceAnnotations.cpp - deduce-annotations.
+//
+// Ops are visited in program order. For each op:
+//  1. its cells: from lower-plan's placement, or (raw plans) those of its most spread
+//     annotated operand; an op whose operands are all still undecided waits for its first
+//     consumer and takes that consumer's cells;
+//  2. each operand is aligned to the cells: kept, restricted to the cells when it is a copy
+//     held more widely, or moved there (a pipeline hop, or a layout change);
+//  3. the hetero placement, then each mesh axis of each cell, is decided by the op's sharding
+//     rule: every candidate meaning (duplicate, partial, split of one factor) is priced in
+//     bytes moved to bring the operands to it, and the cheapest wins; ties go to splitting
+//     the largest factor of an undecided parameter (tensor parallelism: column-parallel
+//     before row-parallel, vocabulary-parallel embeddings), then to pass-through splits, then
+//     partial sums, then copies;
+//  4. operands that must change get a `reshard` op before the op; an undecided leaf is
+//     decided by its first consumer (the backward step of the propagation);
+//  5. results get their annotations; a pinned result gets a reshard to its pin.
+// User annotations are never changed: a leaf the plan annotates keeps its annotation and is
+// resharded where needed. A second run over a deduced graph changes nothing (tested).
+#include "passes/DeduceAnnotations.h"
+
+#include "ir/AnnotationText.h"
+#include "passes/Layout.h"
+
+#include <algorithm>
+#include <set>
+
+namespace hspmd::passes {
+
+namespace {
+
+using Kind = Meaning::Kind;
+
+struct Candidate {
+  Meaning meaning;      // what the op does on this axis
+  int keepPartial = -1; // OneOperand partial: the operand that keeps its partial sums
+  std::vector<Meaning> required;
+  std::vector<Meaning> results;
+  double cost = 0;
+  int64_t freeFactorSize = 0;
+  int kindRank = 3;
+};
+
+bool better(const Candidate &a, const Candidate &b) {
+  if (a.cost != b.cost)
+    return a.cost < b.cost;
+  if (a.freeFactorSize != b.freeFactorSize)
+    return a.freeFactorSize > b.freeFactorSize;
+  if (a.kindRank != b.kindRank)
+    return a.kindRank < b.kindRank;
+  return a.meaning.factor < b.meaning.factor;
+}
+
+class Deducer {
+public:
+  Deducer(ir::Graph &graph, LoweredPlan &plan, const ReportFn &report)
+      : graph_(graph), plan_(plan), report_(report), index_(plan.index) {}
+
+  void run() {
+    if (graph_.numPlans <= index_)
+      graph_.setNumPlans(index_ + 1);
+    for (const auto &[value, annotation] : plan_.fixed)
+      set(const_cast<ir::Value *>(value), annotation);
+    for (const auto &[op, cells] : plan_.placement)
+      for (const Cell &cell : cells)
+        allDevices_.insert(cell.devices.begin(), cell.devices.end());
+    for (const auto &[value, annotation] : plan_.fixed)
+      for (int device : annotation.devices())
+        allDevices_.insert(device);
+    std::vector<ir::Op *> order;
+    for (const auto &op : graph_.ops())
+      order.push_back(op.get());
+    for (ir::Op *op : order)
+      visit(*op);
+    finish();
+  }
+
+private:
+  ir::Graph &graph_;
+  LoweredPlan &plan_;
+  const ReportFn &report_;
+  const int index_;
+  std::set<const ir::Op *> pending_;
+  std::set<int> allDevices_;
+  std::map<std::pair<const ir::Value *, std::string>, ir::Value *> reshardCache_;
+
+  bool known(const ir::Value *value) const { return value->annotations[index_].has_value(); }
+  const ir::Annotation &annotationOf(const ir::Value *value) const { return *value->annotations[index_]; }
+  void set(ir::Value *value, const ir::Annotation &annotation) { value->annotations[index_] = annotation; }
+  bool isFreeLeaf(const ir::Value *value) const { return !known(value) && plan_.flexible.count(value); }
+
+  void visit(ir::Op &op) {
+    if (op.kind == ir::OpKind::Param || op.kind == ir::OpKind::Input || op.kind == ir::OpKind::Constant)
+      return; // leaves are fixed already, or decided by their first consumer
+    if (op.kind == ir::OpKind::Reshard && ir::intAttr(op.attrs, "plan", -1) != index_) {
+      set(op.result(), annotationOf(op.operands[0])); // another plan's reshard: identity here
+      return;
+    }
+    std::optional<std::vector<Cell>> cells = cellsFor(op);
+    if (!cells) {
+      pending_.insert(&op);
+      return;
+    }
+    decide(op, *cells);
+  }
+
+  std::optional<std::vector<Cell>> cellsFor(const ir::Op &op) {
+    if (auto it = plan_.placement.find(&op); it != plan_.placement.end())
+      return it->second;
+    const ir::Value *reference = nullptr;
+    for (const ir::Value *operand : op.operands) {
+      if (!known(operand))
+        continue;
+      const ir::Annotation &a = annotationOf(operand);
+      if (!reference || a.subgroups.size() > annotationOf(reference).subgroups.size() ||
+          (a.subgroups.size() == annotationOf(reference).subgroups.size() &&
+           a.devices().size() > annotationOf(reference).devices().size()))
+        reference = operand;
+    }
+    if (!reference)
+      return std::nullopt;
+    return cellsOf(annotationOf(reference));
+  }
+
+  // Restricts a copy held on more cells to the op's cells; nullopt when it cannot.
+  static std::optional<ir::Annotation> restrictTo(const ir::Annotation &a, const std::vector<Cell> &cells) {
+    if (cellsOf(a) == cells)
+      return a;
+    if (a.hetero.kind != ir::HeteroKind::Dup && a.subgroups.size() > 1)
+      return std::nullopt;
+    ir::Annotation restricted;
+    auto have = cellsOf(a);
+    for (const Cell &cell : cells) {
+      auto it = std::find(have.begin(), have.end(), cell);
+      if (it == have.end())
+        return std::nullopt;
+      restricted.subgroups.push_back(a.subgroups[it - have.begin()]);
+    }
+    return restricted;
+  }
+
+  // The same meanings on other devices (a pipeline hop, or a layout move).
+  static ir::Annotation moveTo(const ir::Annotation &a, const std::vector<Cell> &cells) {
+    ir::Annotation moved;
+    for (size_t g = 0; g < cells.size(); ++g) {
+      ir::LocalAnnotation local{cells[g].devices, {}};
+      bool same = g < a.subgroups.size() && cellsOf(a)[g].mesh == cells[g].mesh;
+      for (size_t axis = 0; axis < cells[g].mesh.size(); ++axis)
+        local.axes.push_back(same ? a.subgroups[g].axes[axis]
+                                  : ir::MeshAxis{ir::AxisKind::Dup, 0, cells[g].mesh[axis]});
+      moved.subgroups.push_back(local);
+    }
+    if (a.subgroups.size() == cells.size() && cells.size() > 1)
+      moved.hetero = a.hetero;
+    return moved;
+  }
+
+  struct Operand {
+    ir::Value *value = nullptr;
+    ir::Annotation current; // on the op's cells (what the op would read without a reshard)
+    bool moved = false;
+    bool free = false;
+    std::vector<std::vector<bool>> freeAxis; // [cell][axis], when free
+    bool freeHetero = false;
+    OperandView view;
+  };
+
+  Operand prepare(ir::Value *value, const std::vector<Cell> &cells, const OpShardingRule &rule, int index) {
+    Operand operand;
+    operand.value = value;
+    if (!known(value) && value->def && pending_.count(value->def))
+      decide(*value->def, cells); // an op that waited for its first consumer
+    if (isFreeLeaf(value)) {
+      const FlexibleLeaf &leaf = plan_.flexible.at(value);
+      operand.free = true;
+      operand.freeHetero = leaf.freeCells;
+      auto restricted = leaf.freeCells ? std::nullopt : restrictTo(leaf.skeleton, cells);
+      if (restricted) {
+        operand.current = *restricted;
+        auto skeletonCells = cellsOf(leaf.skeleton);
+        for (const Cell &cell : cells)
+          operand.freeAxis.push_back(
+              leaf.freeAxis[std::find(skeletonCells.begin(), skeletonCells.end(), cell) - skeletonCells.begin()]);
+      } else {
+        // Undecided on these cells: everything is open; a parameter held elsewhere is then
+        // moved here with whatever is chosen.
+        operand.current = moveTo(ir::Annotation{}, cells);
+        for (const Cell &cell : cells)
+          operand.freeAxis.push_back(std::vector<bool>(cell.mesh.size(), true));
+        operand.moved = !leaf.freeCells;
+        operand.freeHetero = true;
+      }
+    } else {
+      if (!known(value))
+        set(value, allDevicesDup(value)); // cannot happen for a well-formed graph
+      auto restricted = restrictTo(annotationOf(value), cells);
+      operand.current = restricted ? *restricted : moveTo(annotationOf(value), cells);
+      operand.moved = !restricted;
+    }
+    operand.view = viewOf(rule, index, *value, operand.current);
+    if (operand.free) {
+      for (size_t g = 0; g < cells.size(); ++g)
+        for (size_t a = 0; a < cells[g].mesh.size(); ++a)
+          if (operand.freeAxis[g][a])
+            operand.view.axes[g][a] = Meaning{Kind::Free};
+      if (operand.freeHetero)
+        operand.view.hetero = Meaning{Kind::Free};
+    }
+    return operand;
+  }
+
+  ir::Annotation allDevicesDup(const ir::Value *) const {
+    ir::Annotation a;
+    std::vector<int> devices(allDevices_.begin(), allDevices_.end());
+    if (devices.empty())
+      devices.push_back(0);
+    a.subgroups.push_back({devices, {{ir::AxisKind::Dup, 0, static_cast<int>(devices.size())}}});
+    return a;
+  }
+
+  // Candidates for one axis (or the hetero level) given each operand's meaning there.
+  std::vector<Candidate> candidates(const ir::Op &op, const OpShardingRule &rule, const std::vector<Meaning> &m,
+                                    const std::vector<double> &bytes, int count, bool hetero) {
+    std::vector<Candidate> list;
+    std::set<int> factors;
+    std::map<int, Meaning> splitAs; // factor -> the meaning an operand splits it with (hetero sizes)
+    for (size_t o = 0; o < m.size(); ++o) {
+      if (m[o].kind == Kind::Split) {
+        factors.insert(m[o].factor);
+        splitAs.emplace(m[o].factor, m[o]);
+      } else if (m[o].kind == Kind::Free && !hetero) {
+        for (const auto &dim : rule.operands[o])
+          for (int f : dim)
+            if (constantOr(rule.factors[f].size) > 1)
+              factors.insert(f);
+      }
+    }
+    auto add = [&](Candidate c) {
+      c.required.resize(m.size());
+      for (size_t o = 0; o < m.size(); ++o) {
+        Meaning want{Kind::Dup};
+        if (c.meaning.kind == Kind::Split && rule.operandHas(static_cast<int>(o), c.meaning.factor))
+          want = c.meaning;
+        else if (c.meaning.kind == Kind::Partial &&
+                 (rule.linearity == Linearity::Additive || static_cast<int>(o) == c.keepPartial))
+          want = Meaning{Kind::Partial};
+        c.required[o] = want;
+        c.cost += conversionCost(m[o], want, count, bytes[o]);
+      }
+      c.results.clear();
+      for (size_t r = 0; r < op.results.size(); ++r) {
+        Meaning out{Kind::Dup};
+        if (c.meaning.kind == Kind::Partial) {
+          out = Meaning{Kind::Partial};
+        } else if (c.meaning.kind == Kind::Split) {
+          bool inResult = false;
+          for (const auto &dim : rule.results[r])
+            inResult = inResult || std::find(dim.begin(), dim.end(), c.meaning.factor) != dim.end();
+          FactorKind kind = rule.factors[c.meaning.factor].kind;
+          if (inResult)
+            out = c.meaning;
+          else if (kind == FactorKind::Contraction)
+            out = Meaning{Kind::Partial};
+          else if (kind == FactorKind::NeedWhole)
+            return;
+        }
+        c.results.push_back(out);
+      }
+      list.push_back(std::move(c));
+    };
+    add(Candidate{Meaning{Kind::Dup}, -1, {}, {}, 0, 0, 3});
+    for (int f : factors) {
+      if (rule.factors[f].kind == FactorKind::NeedWhole)
+        continue;
+      Meaning split = splitAs.count(f) ? splitAs[f] : Meaning{Kind::Split, f};
+      if (hetero && split.sizes.empty() && !splitAs.count(f))
+        continue;
+      Candidate c{split, -1, {}, {}, 0, 0, rule.factors[f].kind == FactorKind::PassThrough ? 0 : 1};
+      for (size_t o = 0; o < m.size(); ++o)
+        if (m[o].kind == Kind::Free && rule.operandHas(static_cast<int>(o), f))
+          c.freeFactorSize = std::max(c.freeFactorSize, constantOr(rule.factors[f].size));
+      add(c);
+    }
+    bool anyPartial = std::any_of(m.begin(), m.end(), [](const Meaning &x) { return x.kind == Kind::Partial; });
+    if (anyPartial && rule.linearity == Linearity::Additive)
+      add(Candidate{Meaning{Kind::Partial}, -1, {}, {}, 0, 0, 2});
+    if (rule.linearity == Linearity::OneOperand)
+      for (size_t o = 0; o < m.size(); ++o)
+        if (m[o].kind == Kind::Partial && rule.linearIn[o])
+          add(Candidate{Meaning{Kind::Partial}, static_cast<int>(o), {}, {}, 0, 0, 2});
+    std::sort(list.begin(), list.end(), better);
+    return list;
+  }
+
+  static int64_t constantOr(const ir::SymExpr &size) { return size.constant().value_or(2); }
+
+  struct Decision {
+    Meaning hetero{Kind::Dup};
+    std::vector<Meaning> requiredHetero, resultHetero;
+    std::vector<std::vector<std::vector<Meaning>>> requiredAxes; // [operand][cell][axis]
+    std::vector<std::vector<std::vector<Meaning>>> resultAxes;   // [result][cell][axis]
+  };
+
+  // Builds every annotation the decision implies; false when one cannot be written.
+  bool buildAll(const ir::Op &op, const OpShardingRule &rule, const std::vector<Cell> &cells, const Decision &d,
+                std::vector<ir::Annotation> *required, std::vector<ir::Annotation> *results) {
+    for (size_t o = 0; o < op.operands.size(); ++o) {
+      auto a = buildAnnotation(rule, rule.operands[o], static_cast<int>(o), *op.operands[o], cells, d.requiredHetero[o],
+                               d.requiredAxes[o]);
+      if (!a)
+        return false;
+      if (required)
+        required->push_back(*a);
+    }
+    for (size_t r = 0; r < op.results.size(); ++r) {
+      auto a = buildAnnotation(rule, rule.results[r], -1, *op.results[r], cells, d.resultHetero[r], d.resultAxes[r]);
+      if (!a)
+        return false;
+      if (results)
+        results->push_back(*a);
+    }
+    return true;
+  }
+
+  void decide(ir::Op &op, const std::vector<Cell> &cells) {
+    pending_.erase(&op);
+    const OpShardingRule rule = shardingRule(op);
+    std::vector<Operand> operands;
+    for (size_t o = 0; o < op.operands.size(); ++o)
+      operands.push_back(prepare(op.operands[o], cells, rule, static_cast<int>(o)));
+    std::vector<double> bytes;
+    for (const Operand &operand : operands)
+      bytes.push_back(operand.view.bytes);
+
+    Decision d;
+    const size_t n = operands.size(), results = op.results.size();
+    d.requiredHetero.assign(n, Meaning{Kind::Dup});
+    d.resultHetero.assign(results, Meaning{Kind::Dup});
+    d.requiredAxes.assign(n, {});
+    d.resultAxes.assign(results, {});
+    for (size_t g = 0; g < cells.size(); ++g) {
+      for (auto &axes : d.requiredAxes)
+        axes.emplace_back(cells[g].mesh.size(), Meaning{Kind::Dup});
+      for (auto &axes : d.resultAxes)
+        axes.emplace_back(cells[g].mesh.size(), Meaning{Kind::Dup});
+    }
+    // The hetero placement first, then each axis of each cell, keeping only choices that can
+    // be written as annotations.
+    if (cells.size() > 1) {
+      std::vector<Meaning> m;
+      for (const Operand &operand : operands)
+        m.push_back(operand.view.hetero);
+      for (const Candidate &c : candidates(op, rule, m, bytes, static_cast<int>(cells.size()), true)) {
+        Decision trial = d;
+        trial.requiredHetero = c.required;
+        trial.resultHetero = c.results;
+        if (buildAll(op, rule, cells, trial, nullptr, nullptr)) {
+          d = trial;
+          break;
+        }
+      }
+    }
+    for (size_t g = 0; g < cells.size(); ++g) {
+      for (size_t a = 0; a < cells[g].mesh.size(); ++a) {
+        if (cells[g].mesh[a] == 1)
+          continue;
+        std::vector<Meaning> m;
+        std::vector<double> pieceBytes;
+        for (const Operand &operand : operands) {
+          m.push_back(operand.view.axes[g][a]);
+          pieceBytes.push_back(operand.view.bytes / static_cast<double>(cells.size()));
+        }
+        for (const Candidate &c : candidates(op, rule, m, pieceBytes, cells[g].mesh[a], false)) {
+          Decision trial = d;
+          for (size_t o = 0; o < n; ++o)
+            trial.requiredAxes[o][g][a] = c.required[o];
+          for (size_t r = 0; r < results; ++r)
+            trial.resultAxes[r][g][a] = c.results[r];
+          if (buildAll(op, rule, cells, trial, nullptr, nullptr)) {
+            d = trial;
+            break;
+          }
+        }
+      }
+    }
+    std::vector<ir::Annotation> required, produced;
+    if (!buildAll(op, rule, cells, d, &required, &produced)) {
+      report_(Problem{Severity::Error,
+                      op.loc,
+                      "HS199",
+                      "internal error: no annotation found for " + std::string(ir::opInfo(op.kind).name),
+                      {},
+                      {}});
+      return;
+    }
+    for (size_t o = 0; o < n; ++o)
+      settle(op, operands[o], required[o], d, o, cells);
+    for (size_t r = 0; r < results; ++r)
+      set(op.results[r], produced[r]);
+    for (ir::Value *result : op.results)
+      applyPin(op, result);
+  }
+
+  // Decides a free leaf, and puts a reshard before `op` when the operand must change.
+  void settle(ir::Op &op, Operand &operand, const ir::Annotation &target, const Decision &d, size_t o,
+              const std::vector<Cell> &cells) {
+    ir::Value *value = operand.value;
+    if (operand.free) {
+      const FlexibleLeaf &leaf = plan_.flexible.at(value);
+      ir::Annotation decided = target;
+      if (!leaf.freeCells && operand.moved) {
+        decided = leaf.skeleton; // keep its own cells; take the chosen meanings where meshes match
+        auto own = cellsOf(decided);
+        for (size_t s = 0; s < own.size(); ++s)
+          for (size_t g = 0; g < cells.size(); ++g)
+            if (own[s].mesh == cells[g].mesh)
+              for (size_t a = 0; a < own[s].mesh.size(); ++a)
+                if (leaf.freeAxis[s][a])
+                  decided.subgroups[s].axes[a] = target.subgroups[g].axes[a];
+      } else if (!leaf.freeCells) {
+        decided = leaf.skeleton; // the op's cells are some of the leaf's: spread the choice
+        auto own = cellsOf(decided);
+        for (size_t s = 0; s < own.size(); ++s) {
+          size_t g = std::find(cells.begin(), cells.end(), own[s]) - cells.begin();
+          if (g == cells.size())
+            g = std::find_if(cells.begin(), cells.end(), [&](const Cell &c) { return c.mesh == own[s].mesh; }) -
+                cells.begin();
+          if (g < cells.size())
+            for (size_t a = 0; a < own[s].mesh.size(); ++a)
+              if (leaf.freeAxis[s][a])
+                decided.subgroups[s].axes[a] = target.subgroups[g].axes[a];
+        }
+      }
+      set(value, decided);
+      plan_.flexible.erase(value);
+      if (!operand.moved)
+        return;
+      operand.current = restrictTo(decided, cells).value_or(moveTo(decided, cells));
+    }
+    const bool changes = operand.moved || !(operand.current == target);
+    if (!changes)
+      return;
+    ReshardReason reason = classify(op, operand, target, d, o);
+    insertReshard(op, value, target, reason);
+  }
+
+  ReshardReason classify(const ir::Op &op, const Operand &operand, const ir::Annotation &, const Decision &d,
+                         size_t o) const {
+    if (operand.moved) {
+      if (!plan_.hasPipelines || !operand.value->def)
+        return ReshardReason::Layout;
+      auto from = plan_.stageOf.find(operand.value->def), to = plan_.stageOf.find(&op);
+      return from != plan_.stageOf.end() && to != plan_.stageOf.end() && from->second != to->second
+                 ? ReshardReason::PipelineHop
+                 : ReshardReason::Layout;
+    }
+    bool reduction = false, layout = false;
+    auto look = [&](const Meaning &from, const Meaning &to) {
+      if (from == to || from.kind == Kind::Free)
+        return;
+      if (from.kind == Kind::Partial)
+        reduction = true;
+      else if (from.kind == Kind::Split || from.kind == Kind::Opaque)
+        layout = layout || to.kind != Kind::Partial;
+    };
+    look(operand.view.hetero, d.requiredHetero[o]);
+    for (size_t g = 0; g < d.requiredAxes[o].size(); ++g)
+      for (size_t a = 0; a < d.requiredAxes[o][g].size(); ++a)
+        look(operand.view.axes[g][a], d.requiredAxes[o][g][a]);
+    return layout ? ReshardReason::Layout : reduction ? ReshardReason::Reduction : ReshardReason::Local;
+  }
+
+  ir::Value *insertReshard(ir::Op &before, ir::Value *value, const ir::Annotation &target, ReshardReason reason) {
+    const std::string key = ir::printAnnotation(target);
+    auto cached = reshardCache_.find({value, key});
+    if (cached != reshardCache_.end()) {
+      ir::Graph::replaceOperand(&before, value, cached->second);
+      return cached->second;
+    }
+    ir::Op *reshard = graph_.insertOpBefore(&before, ir::OpKind::Reshard, {value}, {value->type},
+                                            {{"plan", int64_t{index_}}}, before.loc, {value->name + ".reshard"});
+    ir::Value *result = reshard->result();
+    for (int q = 0; q < index_; ++q)
+      result->annotations[q] = value->annotations[q];
+    set(result, target);
+    ir::Graph::replaceOperand(&before, value, result);
+    reshardCache_[{value, key}] = result;
+    InsertedReshard record;
+    record.value = value->name;
+    record.result = result->name;
+    record.from = annotationOf(value);
+    record.to = target;
+    record.reason = reason;
+    record.loc = before.loc;
+    record.bytes = static_cast<int64_t>(reason == ReshardReason::Local ? 0 : valueBytes(*value));
+    plan_.reshards.push_back(record);
+    return result;
+  }
+
+  void applyPin(ir::Op &op, ir::Value *value) {
+    auto pin = plan_.pins.find(value);
+    if (pin == plan_.pins.end() || annotationOf(value) == pin->second)
+      return;
+    // Reshard right after the producer; every consumer reads the pinned value.
+    std::vector<ir::Op *> consumers;
+    for (const auto &other : graph_.ops())
+      if (other->id > op.id &&
+          std::find(other->operands.begin(), other->operands.end(), value) != other->operands.end())
+        consumers.push_back(other.get());
+    if (consumers.empty())
+      return;
+    ir::Value *pinned = insertReshard(*consumers.front(), value, pin->second, ReshardReason::Pinned);
+    plan_.reshards.back().loc = plan_.pinLocs.count(value) ? plan_.pinLocs.at(value) : op.loc;
+    for (ir::Op *consumer : consumers)
+      ir::Graph::replaceOperand(consumer, value, pinned);
+  }
+
+  void finish() {
+    for (const ir::Op *op : std::vector<const ir::Op *>(pending_.begin(), pending_.end()))
+      for (ir::Value *result : op->results)
+        if (!known(result))
+          set(result, allDevicesDup(result));
+    for (const auto &op : graph_.ops())
+      for (ir::Value *result : op->results)
+        if (!known(result)) {
+          auto leaf = plan_.flexible.find(result);
+          set(result,
+              leaf != plan_.flexible.end() && !leaf->second.freeCells ? leaf->second.skeleton : allDevicesDup(result));
+        }
+    plan_.flexible.clear();
+    shardOptimizerState();
+  }
+
+  // `zero`: the optimizer state of a parameter is split over all the copies of it.
+  void shardOptimizerState() {
+    bool zero = plan_.spec && plan_.spec->zero;
+    if (plan_.spec)
+      for (const auto &pipeline : plan_.spec->pipelines)
+        for (const auto &stage : pipeline.stages)
+          zero = zero || stage.zero;
+    if (!zero)
+      return;
+    for (const ir::Value *param : graph_.params()) {
+      ir::Annotation state = annotationOf(param);
+      if (param->type.rank() == 0)
+        continue;
+      if (state.subgroups.size() > 1 && state.hetero.kind == ir::HeteroKind::Dup)
+        state.hetero = {ir::HeteroKind::Split, 0, {}, false};
+      for (auto &local : state.subgroups)
+        for (auto &axis : local.axes)
+          if (axis.kind == ir::AxisKind::Dup && axis.count > 1)
+            axis = {ir::AxisKind::Split, 0, axis.count};
+      plan_.optimizerState[param->name] = state;
+    }
+  }
+};
+
+} // namespace
+
+void deduceAnnotations(ir::Graph &graph, LoweredPlan &plan, const ReportFn &report) {
+  Deducer(graph, plan, report).run();
+}
+
+} // namespace hspmd::passes

@@ -1,0 +1,362 @@
+// LowerPlan.cpp - lower-plan.
+//
+// 1. Cells: each stage of each pipeline is one cell (its devices as a [dp, tp] mesh); a
+//    stage with `cp` or `hp` shares is one cell per share (single-pipeline plans only: the
+//    notation has one hetero level, used by the shares).
+// 2. Placement: parameters live on the stages that declare them (their layer range, or
+//    `with`); every other op runs on the latest stage among its operands; ops that only
+//    read parameters and inputs run on the earliest stage that consumes them.
+// 3. Leaves: parameters are replicated over pipelines and over a stage's data-parallel
+//    axis, their tensor-parallel axis left for deduce-annotations to choose; inputs are split
+//    by batch over pipelines (shares rounded down, the remainder one each to the first
+//    pipelines) and over data-parallel axes, by sequence over `cp` shares.
+// 4. Pins: `reshard` lines; with `hp`, attention's queries, keys and values are pinned to an
+//    unequal head split (HexiSeq's asymmetric head parallelism).
+#include "passes/LowerPlan.h"
+
+#include <algorithm>
+#include <numeric>
+#include <set>
+
+namespace hspmd::passes {
+
+std::vector<int> stageMesh(size_t devices, int tp) {
+  std::vector<int> mesh;
+  const int n = static_cast<int>(devices);
+  if (tp >= 1 && n % tp == 0 && n / tp > 1)
+    mesh.push_back(n / tp);
+  if (tp > 1 && n % tp == 0)
+    mesh.push_back(tp);
+  if (mesh.empty())
+    mesh.push_back(n);
+  return mesh;
+}
+
+namespace {
+
+struct StageCells {
+  std::vector<Cell> cells;
+  const ir::StageSpec *spec = nullptr;
+};
+
+// "blocks[3].wqkv" -> ("blocks", 3); -1 when the name is not inside a stack.
+std::pair<std::string, int> stackIndex(const std::string &name) {
+  auto open = name.find('[');
+  auto close = name.find(']');
+  if (open == std::string::npos || close == std::string::npos || close < open)
+    return {"", -1};
+  return {name.substr(0, open), std::atoi(name.c_str() + open + 1)};
+}
+
+ir::LocalAnnotation localOf(const Cell &cell, bool batchSplit, bool isParamCell) {
+  ir::LocalAnnotation local;
+  local.devices = cell.devices;
+  for (size_t a = 0; a < cell.mesh.size(); ++a) {
+    ir::MeshAxis axis{ir::AxisKind::Dup, 0, cell.mesh[a]};
+    // The data-parallel axis (the outer one of a two-axis mesh) splits inputs by batch.
+    if (batchSplit && !isParamCell && cell.mesh.size() == 2 && a == 0)
+      axis = ir::MeshAxis{ir::AxisKind::Split, 0, cell.mesh[a]};
+    local.axes.push_back(axis);
+  }
+  return local;
+}
+
+class Lowering {
+public:
+  Lowering(const ir::Graph &graph, const ir::PlanSpec &plan, int index, const ReportFn &report)
+      : graph_(graph), plan_(plan), report_(report) {
+    out_.spec = &plan;
+    out_.index = index;
+  }
+
+  std::optional<LoweredPlan> run() {
+    out_.hasPipelines = !plan_.pipelines.empty();
+    for (const auto &pinned : plan_.annotations)
+      out_.fixed[graph_.findValue(pinned.value)] = pinned.annotation;
+    for (const auto &pinned : plan_.reshards) {
+      const ir::Value *value = graph_.findValue(pinned.value);
+      out_.pins[value] = pinned.annotation;
+      out_.pinLocs[value] = pinned.loc;
+    }
+    if (!out_.hasPipelines) {
+      // A raw plan: whatever is not annotated is deduced from its consumers.
+      for (const auto &op : graph_.ops())
+        if (op->kind == ir::OpKind::Param || op->kind == ir::OpKind::Input || op->kind == ir::OpKind::Constant)
+          if (!out_.fixed.count(op->result()))
+            out_.flexible[op->result()] = FlexibleLeaf{{}, {}, true};
+      return std::move(out_);
+    }
+    if (!buildCells())
+      return std::nullopt;
+    resolveBatch();
+    place();
+    lowerLeaves();
+    pinHeads();
+    return std::move(out_);
+  }
+
+private:
+  const ir::Graph &graph_;
+  const ir::PlanSpec &plan_;
+  const ReportFn &report_;
+  LoweredPlan out_;
+  std::vector<std::vector<StageCells>> stages_; // [pipeline][stage]
+  bool sharesPlan_ = false;                     // a stage has cp or hp shares
+
+  void error(const ir::Location &loc, const std::string &code, const std::string &message) {
+    report_(Problem{Severity::Error, loc, code, message, {}, {}});
+  }
+
+  bool buildCells() {
+    bool ok = true;
+    for (const auto &pipeline : plan_.pipelines) {
+      stages_.emplace_back();
+      for (const auto &stage : pipeline.stages) {
+        StageCells cells;
+        cells.spec = &stage;
+        const auto &shares = !stage.cp.empty() ? stage.cp : stage.hp;
+        if (!shares.empty()) {
+          sharesPlan_ = true;
+          if (plan_.pipelines.size() > 1) {
+            error(stage.loc, "HS113",
+                  "cp and hp shares need a plan with a single pipeline (the notation has one hetero level)");
+            ok = false;
+          }
+          if (!stage.cp.empty() && !stage.hp.empty() && stage.cp.size() != stage.hp.size()) {
+            error(stage.loc, "HS114", "cp and hp list different device groups");
+            ok = false;
+          }
+          for (const auto &share : shares)
+            cells.cells.push_back(Cell{share.devices, {static_cast<int>(share.devices.size())}});
+        } else {
+          if (stage.devices.empty() || stage.devices.size() % static_cast<size_t>(stage.tp) != 0) {
+            error(stage.tpLoc.isKnown() ? stage.tpLoc : stage.loc, "HS108",
+                  "tp " + std::to_string(stage.tp) + " does not divide the stage's " +
+                      std::to_string(stage.devices.size()) + " devices");
+            ok = false;
+            continue;
+          }
+          cells.cells.push_back(Cell{stage.devices, stageMesh(stage.devices.size(), stage.tp)});
+        }
+        stages_.back().push_back(std::move(cells));
+      }
+    }
+    return ok;
+  }
+
+  void resolveBatch() {
+    auto batch = plan_.bindings.find("B");
+    if (batch == plan_.bindings.end())
+      return;
+    ir::HeteroPlacement shares{ir::HeteroKind::Split, 0, {}, true};
+    for (const auto &pipeline : plan_.pipelines)
+      shares.sizes.push_back(pipeline.share);
+    out_.batchPerPipeline = ir::resolveHeteroSizes(shares, plan_.pipelines.size(), batch->second);
+  }
+
+  // The stages of pipeline p that hold a parameter.
+  std::set<int> declaredStages(size_t p, const std::string &name) const {
+    std::set<int> found;
+    auto [stack, layer] = stackIndex(name);
+    for (size_t s = 0; s < plan_.pipelines[p].stages.size(); ++s) {
+      const ir::StageSpec &stage = plan_.pipelines[p].stages[s];
+      const auto &extra = stage.extraParams;
+      if (std::find(extra.begin(), extra.end(), name) != extra.end() ||
+          (layer >= 0 && stack == stage.stack && layer >= stage.layerBegin && layer < stage.layerEnd))
+        found.insert(static_cast<int>(s));
+    }
+    return found;
+  }
+
+  void place() {
+    const size_t numOps = graph_.ops().size();
+    for (const auto &op : graph_.ops())
+      out_.stageOf[op.get()].assign(plan_.pipelines.size(), -1);
+    for (size_t p = 0; p < plan_.pipelines.size(); ++p) {
+      const int numStages = static_cast<int>(stages_[p].size());
+      std::vector<int> stage(numOps, -1);
+      std::vector<std::set<int>> allowed(numOps);
+      std::set<int> all;
+      for (int s = 0; s < numStages; ++s)
+        all.insert(s);
+      for (const auto &op : graph_.ops()) {
+        const int id = op->id;
+        if (op->kind == ir::OpKind::Param) {
+          allowed[id] = declaredStages(p, op->result()->name);
+          if (allowed[id].empty())
+            allowed[id] = all;
+          if (allowed[id].size() == 1)
+            stage[id] = *allowed[id].begin();
+          continue;
+        }
+        int latest = -1;
+        std::set<int> common = all;
+        for (const ir::Value *operand : op->operands) {
+          const int from = operand->def->id;
+          latest = std::max(latest, stage[from]);
+          std::set<int> meet;
+          std::set_intersection(common.begin(), common.end(), allowed[from].begin(), allowed[from].end(),
+                                std::inserter(meet, meet.begin()));
+          common = meet.empty() ? common : meet;
+        }
+        stage[id] = latest;
+        allowed[id] = latest >= 0 ? std::set<int>{latest} : common;
+      }
+      // Ops that only read parameters and inputs run where they are first needed.
+      std::vector<int> firstUse(numOps, numStages);
+      for (auto it = graph_.ops().rbegin(); it != graph_.ops().rend(); ++it) {
+        const ir::Op &op = **it;
+        if (stage[op.id] < 0) {
+          int want = firstUse[op.id] < numStages ? firstUse[op.id] : *allowed[op.id].rbegin();
+          if (!allowed[op.id].count(want)) {
+            auto below = allowed[op.id].upper_bound(want);
+            want = below == allowed[op.id].begin() ? *allowed[op.id].begin() : *std::prev(below);
+          }
+          stage[op.id] = want;
+        }
+        for (const ir::Value *operand : op.operands)
+          firstUse[operand->def->id] = std::min(firstUse[operand->def->id], stage[op.id]);
+      }
+      for (const auto &op : graph_.ops()) {
+        out_.stageOf[op.get()][p] = stage[op->id];
+        const auto &cells = stages_[p][stage[op->id]].cells;
+        auto &placed = out_.placement[op.get()];
+        placed.insert(placed.end(), cells.begin(), cells.end());
+      }
+    }
+  }
+
+  void lowerLeaves() {
+    for (const auto &op : graph_.ops()) {
+      const ir::Value *value = op->result();
+      if (out_.fixed.count(value))
+        continue;
+      if (op->kind == ir::OpKind::Constant) {
+        out_.flexible[value] = FlexibleLeaf{{}, {}, true};
+      } else if (op->kind == ir::OpKind::Param) {
+        lowerParam(*op);
+      } else if (op->kind == ir::OpKind::Input) {
+        lowerInput(*op);
+      }
+    }
+  }
+
+  void lowerParam(const ir::Op &op) {
+    FlexibleLeaf leaf;
+    leaf.skeleton.hetero.kind = ir::HeteroKind::Dup;
+    for (size_t p = 0; p < plan_.pipelines.size(); ++p)
+      for (int s : declaredStages(p, op.result()->name))
+        for (const Cell &cell : stages_[p][s].cells) {
+          leaf.skeleton.subgroups.push_back(localOf(cell, false, true));
+          // The tensor-parallel axis (the inner axis of a [dp, tp] mesh, or the only axis of a
+          // cp/hp share or of a tp-only stage) is for deduction to choose.
+          std::vector<bool> free(cell.mesh.size(), false);
+          const ir::StageSpec &stage = *stages_[p][s].spec;
+          if (stage.tp > 1 || !stage.cp.empty() || !stage.hp.empty())
+            free.back() = true;
+          leaf.freeAxis.push_back(free);
+        }
+    if (leaf.skeleton.subgroups.empty()) {
+      leaf.freeCells = true; // placed by no stage: lint reports it; deduction still copes
+      leaf.skeleton = {};
+    }
+    out_.flexible[op.result()] = std::move(leaf);
+  }
+
+  void lowerInput(const ir::Op &op) {
+    const ir::Value *value = op.result();
+    ir::Annotation annotation;
+    for (size_t p = 0; p < plan_.pipelines.size(); ++p) {
+      int s = out_.stageOf.at(&op)[p];
+      for (const Cell &cell : stages_[p][s].cells)
+        annotation.subgroups.push_back(localOf(cell, true, false));
+    }
+    if (plan_.pipelines.size() > 1) {
+      annotation.hetero = {ir::HeteroKind::Split, 0, {}, true};
+      if (!out_.batchPerPipeline.empty()) {
+        annotation.hetero.sizes = out_.batchPerPipeline;
+        annotation.hetero.ratio = false;
+      } else {
+        for (const auto &pipeline : plan_.pipelines)
+          annotation.hetero.sizes.push_back(pipeline.share);
+      }
+    } else if (annotation.subgroups.size() > 1 && value->type.rank() >= 2) {
+      // cp (or hp) shares split the sequence dimension in proportion to their values.
+      const ir::StageSpec &stage = *stages_[0][out_.stageOf.at(&op)[0]].spec;
+      const auto &shares = !stage.cp.empty() ? stage.cp : stage.hp;
+      annotation.hetero = {ir::HeteroKind::Split, 1, {}, true};
+      for (const auto &share : shares)
+        annotation.hetero.sizes.push_back(share.value);
+      if (auto length = value->type.shape[1].constant()) {
+        annotation.hetero.sizes = ir::resolveHeteroSizes(annotation.hetero, shares.size(), *length);
+        annotation.hetero.ratio = false;
+      }
+    }
+    out_.fixed[value] = annotation;
+  }
+
+  // With hp, everything but attention works on sequence shares (as in HexiSeq): the input of
+  // each norm is pinned to the sequence split, so the partial sums that head-parallel
+  // attention leaves are reduce-scattered rather than all-reduced.
+  void pinSequence(const ir::Op &op) {
+    const ir::StageSpec &stage = *stages_[0][out_.stageOf.at(&op)[0]].spec;
+    const ir::Value *x = op.operands[0];
+    if (stage.hp.empty() || x->type.rank() < 3)
+      return;
+    const auto &shares = !stage.cp.empty() ? stage.cp : stage.hp;
+    ir::Annotation pin;
+    pin.hetero = {ir::HeteroKind::Split, 1, {}, true};
+    for (const auto &share : shares) {
+      pin.subgroups.push_back(localOf(Cell{share.devices, {static_cast<int>(share.devices.size())}}, false, true));
+      pin.hetero.sizes.push_back(share.value);
+    }
+    if (auto length = x->type.shape[1].constant()) {
+      pin.hetero.sizes = ir::resolveHeteroSizes(pin.hetero, shares.size(), *length);
+      pin.hetero.ratio = false;
+    }
+    out_.pins[x] = pin;
+    out_.pinLocs[x] = stage.hpLoc;
+  }
+
+  void pinHeads() {
+    if (!sharesPlan_)
+      return;
+    for (const auto &op : graph_.ops()) {
+      if (op->kind == ir::OpKind::RmsNorm || op->kind == ir::OpKind::LayerNorm)
+        pinSequence(*op);
+      if (op->kind != ir::OpKind::Attention)
+        continue;
+      const ir::StageSpec &stage = *stages_[0][out_.stageOf.at(op.get())[0]].spec;
+      if (stage.hp.empty())
+        continue;
+      auto heads = op->operands[0]->type.shape[2].constant();
+      if (!heads)
+        continue;
+      for (size_t i = 0; i < 3; ++i) {
+        const ir::Value *operand = op->operands[i];
+        auto own = operand->type.shape[2].constant();
+        ir::Annotation pin;
+        pin.hetero = {ir::HeteroKind::Split, 2, {}, false};
+        bool whole = true;
+        for (const auto &share : stage.hp) {
+          pin.subgroups.push_back(localOf(Cell{share.devices, {static_cast<int>(share.devices.size())}}, false, true));
+          whole = whole && (share.value * *own) % *heads == 0;
+          pin.hetero.sizes.push_back(share.value * *own / *heads);
+        }
+        if (!whole)
+          continue; // lint reports head counts that break KV groups (HS106)
+        out_.pins[operand] = pin;
+        out_.pinLocs[operand] = stage.hpLoc;
+      }
+    }
+  }
+};
+
+} // namespace
+
+std::optional<LoweredPlan> lowerPlan(const ir::Graph &graph, const ir::PlanSpec &plan, int index,
+                                     const ReportFn &report) {
+  return Lowering(graph, plan, index, report).run();
+}
+
+} // namespace hspmd::passes

@@ -1,0 +1,62 @@
+// LoweredPlan.h - what lower-plan produces for deduce-annotations and lint: where every op
+// runs, the annotations of the leaves, the values pinned by the plan, and the numbers the
+// sugar resolves to (batch per pipeline, optimizer-state layout under `zero`).
+#pragma once
+
+#include "ir/Annotation.h"
+#include "ir/Graph.h"
+#include "ir/Plan.h"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace hspmd::passes {
+
+/// A device group with its mesh: the devices an op runs on for one pipeline (or one cp/hp
+/// share), and the axis counts its values are annotated with.
+struct Cell {
+  std::vector<int> devices;
+  std::vector<int> mesh; // axis counts, outermost first; their product is devices.size()
+  bool operator==(const Cell &) const = default;
+};
+
+/// A leaf whose annotation is partly for deduction to choose: free mesh axes (a parameter's
+/// tensor-parallel axis), or everything (a leaf a raw plan does not annotate).
+struct FlexibleLeaf {
+  ir::Annotation skeleton;                 // cells and fixed axes; free axes are Dup here
+  std::vector<std::vector<bool>> freeAxis; // [subgroup][axis]
+  bool freeCells = false;                  // take the cells of the first consumer
+};
+
+/// Why a reshard was inserted; lint warns about the ones that move data unasked.
+enum class ReshardReason { Pinned, PipelineHop, Reduction, Local, Layout };
+
+struct InsertedReshard {
+  std::string value;  // the resharded value
+  std::string result; // the reshard op's result
+  ir::Annotation from, to;
+  ReshardReason reason = ReshardReason::Layout;
+  ir::Location loc;  // the consumer that needed it
+  int64_t bytes = 0; // estimated bytes moved
+};
+
+struct LoweredPlan {
+  const ir::PlanSpec *spec = nullptr;
+  int index = 0; // which plan of the build
+  bool hasPipelines = false;
+  /// Per op: the cells it runs on, one per pipeline (or per cp/hp share). Empty for raw plans.
+  std::map<const ir::Op *, std::vector<Cell>> placement;
+  /// Per op and pipeline: the stage index. Empty for raw plans.
+  std::map<const ir::Op *, std::vector<int>> stageOf;
+  std::map<const ir::Value *, ir::Annotation> fixed;  // leaves with a complete annotation
+  std::map<const ir::Value *, FlexibleLeaf> flexible; // leaves deduction completes
+  std::map<const ir::Value *, ir::Annotation> pins;   // `reshard` lines and the sugar's own pins
+  std::map<const ir::Value *, ir::Location> pinLocs;
+  std::vector<int64_t> batchPerPipeline;                // empty when B is not bound
+  std::map<std::string, ir::Annotation> optimizerState; // param -> layout of its AdamW/SGD state
+  std::vector<InsertedReshard> reshards;                // filled by deduce-annotations
+};
+
+} // namespace hspmd::passes

@@ -1,0 +1,85 @@
+// Pipeline.cpp - the hspmd compiler, pass after pass. The frontend (frontend/Compilation)
+// has already parsed the model and plans and elaborated them into an ir::Graph with its
+// parameters and inputs, and each plan into an ir::PlanSpec. From there:
+//
+//   lower-plan          plan sugar -> where each op runs (per pipeline stage, per cp/hp share),
+//                       the annotations of parameters and inputs, and pinned values
+//   deduce-annotations  every value's annotation, by the per-op sharding rules; reshard ops
+//                       where operands disagree
+//   verify              the graph and its annotations are consistent
+//
+// `hspmc dump-ir --after PASS` prints the IR after any of them; `--time-passes` times them.
+#include "passes/Pipeline.h"
+
+#include "passes/DeduceAnnotations.h"
+#include "passes/LowerPlan.h"
+
+#include <chrono>
+
+namespace hspmd::passes {
+
+const std::vector<std::string> &passNames() {
+  static const std::vector<std::string> names = {"lower-plan", "deduce-annotations", "verify"};
+  return names;
+}
+
+namespace {
+
+// Runs one pass: times it and prints the IR after it when asked.
+class PassRunner {
+public:
+  PassRunner(ir::Graph &graph, const PipelineOptions &options) : graph_(graph), options_(options) {}
+
+  template <typename F> bool operator()(const std::string &name, F &&pass) {
+    auto start = std::chrono::steady_clock::now();
+    bool ok = pass();
+    auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (options_.timing)
+      *options_.timing << "pass " << name << ": " << seconds * 1e3 << " ms\n";
+    if (ok && options_.dump && options_.dumpAfter == name)
+      *options_.dump << ir::printGraph(graph_);
+    return ok;
+  }
+
+private:
+  ir::Graph &graph_;
+  const PipelineOptions &options_;
+};
+
+} // namespace
+
+PipelineResult runPipeline(ir::Graph &graph, const std::vector<ir::PlanSpec> &plans, const PipelineOptions &options,
+                           const ReportFn &report) {
+  PipelineResult result;
+  PassRunner run(graph, options);
+  bool failed = false;
+  ReportFn counting = [&](const Problem &problem) {
+    failed = failed || problem.severity == Severity::Error;
+    report(problem);
+  };
+
+  if (!run("lower-plan", [&] {
+        for (size_t i = 0; i < plans.size(); ++i)
+          if (auto lowered = lowerPlan(graph, plans[i], static_cast<int>(i), counting))
+            result.plans.push_back(std::move(*lowered));
+        return !failed;
+      }))
+    return result;
+
+  if (!run("deduce-annotations", [&] {
+        graph.setNumPlans(static_cast<int>(plans.size()));
+        for (LoweredPlan &plan : result.plans)
+          deduceAnnotations(graph, plan, counting);
+        return !failed;
+      }))
+    return result;
+
+  result.ok = run("verify", [&] {
+    return ir::verifyGraph(graph, [&](const ir::Location &loc, const std::string &message) {
+      counting(Problem{Severity::Error, loc, "HS199", "internal error: " + message, {}, {}});
+    });
+  });
+  return result;
+}
+
+} // namespace hspmd::passes

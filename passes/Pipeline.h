@@ -1,0 +1,31 @@
+// Pipeline.h - the compiler after elaboration, as one list of passes (read Pipeline.cpp).
+#pragma once
+
+#include "passes/LoweredPlan.h"
+#include "passes/PassSupport.h"
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace hspmd::passes {
+
+struct PipelineOptions {
+  std::string dumpAfter;          // print the IR after this pass ("" for none)
+  std::ostream *dump = nullptr;   // where --after prints
+  std::ostream *timing = nullptr; // --time-passes: one line per pass
+};
+
+struct PipelineResult {
+  bool ok = false;
+  std::vector<LoweredPlan> plans;
+};
+
+/// The passes in order, for --after and --help.
+const std::vector<std::string> &passNames();
+
+/// Runs every pass on `graph` for `plans` (one entry per plan of the build).
+PipelineResult runPipeline(ir::Graph &graph, const std::vector<ir::PlanSpec> &plans, const PipelineOptions &options,
+                           const ReportFn &report);
+
+} // namespace hspmd::passes
