@@ -172,7 +172,7 @@ struct PlanDecl {
   Location optimizerLoc;
   std::string schedule;
   Location scheduleLoc;
-  bool zero = false, recompute = false;
+  bool zero = false, recompute = false, chunked = false;
   std::vector<PipelineDecl> pipelines;
   struct Annotate {
     Path path;

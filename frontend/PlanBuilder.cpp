@@ -69,6 +69,8 @@ void AstBuilder::buildPlanItem(PlanDecl &plan, P::PlanItemContext *ctx) {
     plan.zero = true;
   } else if (dynamic_cast<P::RecomputeItemContext *>(ctx)) {
     plan.recompute = true;
+  } else if (dynamic_cast<P::ChunkedItemContext *>(ctx)) {
+    plan.chunked = true;
   } else if (auto *p = dynamic_cast<P::PipelineItemContext *>(ctx)) {
     PipelineDecl pipeline;
     pipeline.name = p->name ? identText(p->name) : "";

@@ -175,6 +175,7 @@ std::optional<Compilation::ElaboratedPlan> Compilation::elaboratePlan(const Plan
   spec.clusterLoc = plan.clusterLoc;
   spec.scheduleLoc = plan.scheduleLoc;
   spec.zero = plan.zero;
+  spec.chunked = plan.chunked;
   spec.recompute = plan.recompute;
 
   // Stacks of the model, from parameter names: "blocks[3].wqkv" -> blocks has >= 4 layers.

@@ -60,6 +60,7 @@ planItem
   | 'schedule' (ident | '1f1b')                               # scheduleItem
   | 'zero'                                                    # zeroItem
   | 'recompute'                                               # recomputeItem
+  | 'chunked'                                                 # chunkedItem
   | 'pipeline' name=ident? pipelineOption* '{' stageDecl* '}' # pipelineItem
   | 'annotate' valuePath '=' annotation                       # annotateItem
   | 'reshard' valuePath 'to' annotation                       # reshardItem
@@ -94,7 +95,7 @@ hetero          : ident ('ratio'? '[' INT (',' INT)* ']')? ;
 ident
   : IDENT | 'layers' | 'devices' | 'share' | 'microbatches' | 'tp' | 'cp' | 'hp' | 'zero'
   | 'recompute' | 'stage' | 'with' | 'to' | 'bind' | 'cluster' | 'optimizer' | 'schedule'
-  | 'pipeline' | 'x' | 'ratio'
+  | 'pipeline' | 'x' | 'ratio' | 'chunked'
   ;
 
 // ---------------------------------------------------------------- tokens

@@ -57,6 +57,7 @@ struct PlanSpec {
   std::map<std::string, double> optimizerArgs;
   std::string schedule = "1f1b";
   bool zero = false, recompute = false;
+  bool chunked = false; // uneven (chunked) splits are intended: no HS104
   std::vector<PipelineSpec> pipelines;
   std::vector<PinnedAnnotation> annotations, reshards;
   Location clusterLoc, scheduleLoc;

@@ -5,9 +5,11 @@
 //   hspmc --version
 //
 // Exit codes: 0 success, 1 user errors (diagnostics printed), 2 usage errors.
+#include "tools/hspmc/Driver.h"
 #include "frontend/Compilation.h"
 #include "passes/Pipeline.h"
 #include "planner/Cluster.h"
+#include "planner/Lint.h"
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -35,6 +37,8 @@ nlohmann::json diagnosticJson(const frontend::Diagnostic &diagnostic) {
                         {"line", diagnostic.loc.line},
                         {"column", diagnostic.loc.col},
                         {"message", diagnostic.message}};
+  if (!diagnostic.code.empty())
+    out["code"] = diagnostic.code;
   out["notes"] = nlohmann::json::array();
   for (const auto &note : diagnostic.notes)
     out["notes"].push_back(diagnosticJson(note));
@@ -88,95 +92,13 @@ int runCheck(const std::vector<std::string> &files, bool json) {
   return code;
 }
 
-// The model of FILE under the plans of `planFiles` (or FILE's own plan): one graph for all
-// plans, which must agree on the model's arguments and symbol bindings.
-struct Build {
-  std::unique_ptr<ir::Graph> graph;
-  std::vector<ir::PlanSpec> plans;
-};
-
-std::optional<Build> elaborateBuild(Compilation &compilation, const std::string &file,
-                                    const std::vector<std::string> &planFiles, const std::string &modelName) {
-  DiagnosticEngine &diags = compilation.diags();
-  const frontend::FileAst *ast = compilation.load(file);
-  if (!ast)
-    return std::nullopt;
-  std::vector<const frontend::PlanDecl *> decls;
-  for (const std::string &planFile : planFiles) {
-    const frontend::FileAst *planAst = compilation.load(planFile);
-    if (!planAst)
-      return std::nullopt;
-    if (planAst->plans.empty()) {
-      diags.error(ir::Location{planFile, 0, 0, 1}, "'" + planFile + "' holds no plan");
-      return std::nullopt;
-    }
-    decls.push_back(planAst->plans.back().get());
-  }
-  if (decls.empty() && modelName.empty() && !ast->plans.empty() &&
-      std::none_of(ast->modules.begin(), ast->modules.end(), [](const auto &m) { return m->isModel; }))
-    decls.push_back(ast->plans.back().get());
-  Build build;
-  if (decls.empty()) {
-    const frontend::ModuleDecl *model = nullptr;
-    if (!modelName.empty()) {
-      model = compilation.findModule(modelName);
-      if (!model || !model->isModel) {
-        diags.error(ir::Location{file, 0, 0, 1}, "no model named '" + modelName + "'");
-        return std::nullopt;
-      }
-    } else {
-      for (const auto &module : ast->modules)
-        if (module->isModel)
-          model = module.get();
-      if (!model) {
-        diags.error(ir::Location{file, 0, 0, 1}, "'" + file + "' defines no model (use --model NAME)");
-        return std::nullopt;
-      }
-    }
-    build.graph = compilation.elaborate(*model);
-    return build.graph ? std::optional<Build>(std::move(build)) : std::nullopt;
-  }
-  std::string firstText;
-  for (const frontend::PlanDecl *decl : decls) {
-    auto elaborated = compilation.elaboratePlan(*decl);
-    if (!elaborated)
-      return std::nullopt;
-    elaborated->graph->setNumPlans(0);
-    std::string text = ir::printGraph(*elaborated->graph);
-    if (!build.graph) {
-      build.graph = std::move(elaborated->graph);
-      firstText = text;
-    } else if (text != firstText) {
-      diags.error(decl->loc, "plan '" + decl->name + "' elaborates the model differently from plan '" +
-                                 build.plans[0].name +
-                                 "': plans of one build need the same model arguments and bindings");
-      return std::nullopt;
-    }
-    build.plans.push_back(std::move(elaborated->spec));
-  }
-  return build;
-}
-
-void reportProblem(DiagnosticEngine &diags, const passes::Problem &problem) {
-  frontend::Diagnostic diagnostic{problem.severity == passes::Severity::Error     ? frontend::Severity::Error
-                                  : problem.severity == passes::Severity::Warning ? frontend::Severity::Warning
-                                                                                  : frontend::Severity::Note,
-                                  problem.loc,
-                                  problem.message,
-                                  {},
-                                  problem.code};
-  if (!problem.note.empty())
-    diagnostic.notes.push_back(frontend::Diagnostic{frontend::Severity::Note, problem.noteLoc, problem.note, {}});
-  diags.emit(diagnostic);
-}
-
 int runDumpIr(const std::string &file, const std::vector<std::string> &planFiles, const std::string &modelName,
               const std::string &after, bool timePasses) {
   SourceManager sources;
   CollectingSink sink;
   DiagnosticEngine diags(sink);
   Compilation compilation(sources, diags);
-  auto build = elaborateBuild(compilation, file, planFiles, modelName);
+  auto build = driver::elaborateBuild(compilation, file, planFiles, modelName);
   std::ostringstream dump, timing;
   if (build && (!after.empty() || timePasses)) {
     if (build->plans.empty()) {
@@ -184,7 +106,7 @@ int runDumpIr(const std::string &file, const std::vector<std::string> &planFiles
     } else {
       passes::PipelineOptions options{after, &dump, timePasses ? &timing : nullptr};
       passes::runPipeline(*build->graph, build->plans, options,
-                          [&](const passes::Problem &problem) { reportProblem(diags, problem); });
+                          [&](const passes::Problem &problem) { driver::reportProblem(diags, problem); });
     }
   } else if (build && !build->plans.empty()) {
     // Without --after: the elaborated graph with the plan's own `annotate` lines.
@@ -200,6 +122,21 @@ int runDumpIr(const std::string &file, const std::vector<std::string> &planFiles
   if (code == 0)
     std::cout << dump.str();
   return build ? code : 1;
+}
+
+int runLint(const std::string &planFile, const std::string &modelFile, const std::string &clusterFile, bool json,
+            bool werror) {
+  SourceManager sources;
+  CollectingSink sink;
+  DiagnosticEngine diags(sink);
+  Compilation compilation(sources, diags);
+  driver::lintFile(compilation, planFile, modelFile, clusterFile);
+  const int errors = diags.errorCount(), warnings = diags.warningCount();
+  int code = finish(sink, sources, json, errors + (werror ? warnings : 0));
+  if (!json)
+    std::cout << "lint: " << errors << (errors == 1 ? " error, " : " errors, ") << warnings
+              << (warnings == 1 ? " warning\n" : " warnings\n");
+  return code;
 }
 
 } // namespace
@@ -227,6 +164,15 @@ int main(int argc, char **argv) {
   dump->add_option("--after", dumpAfter, "Print the IR after this pass")->check(CLI::IsMember(passes::passNames()));
   dump->add_flag("--time-passes", timePasses, "Print the time each pass takes (stderr)");
 
+  auto *lint = app.add_subcommand("lint", "Check a plan against its model and cluster (codes: docs/lint.md)");
+  std::string lintPlan, lintModel, lintCluster, lintFormat = "text";
+  bool lintWerror = false;
+  lint->add_option("plan", lintPlan, "The plan file (it may import its model)")->required();
+  lint->add_option("--model", lintModel, "A model file to load first, when the plan does not import it");
+  lint->add_option("--cluster", lintCluster, "A cluster file instead of the plan's own");
+  lint->add_option("--format", lintFormat, "Output format")->check(CLI::IsMember({"text", "json"}));
+  lint->add_flag("--werror", lintWerror, "Exit 1 on warnings too");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success &success) {
@@ -237,6 +183,8 @@ int main(int argc, char **argv) {
   }
   if (check->parsed())
     return runCheck(checkFiles, checkFormat == "json");
+  if (lint->parsed())
+    return runLint(lintPlan, lintModel, lintCluster, lintFormat == "json", lintWerror);
   if (dump->parsed())
     return runDumpIr(dumpFile, dumpPlans, dumpModel, dumpAfter, timePasses);
   return 2;

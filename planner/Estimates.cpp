@@ -1,0 +1,198 @@
+#include "planner/Estimates.h"
+
+#include <algorithm>
+#include <numeric>
+#include <set>
+
+namespace hspmd::planner {
+
+namespace {
+
+std::vector<int64_t> concreteSizes(const ir::Value &value) {
+  std::vector<int64_t> sizes;
+  for (const auto &dim : value.type.shape) {
+    std::map<std::string, int64_t> ones;
+    for (const auto &symbol : dim.symbols())
+      ones[symbol] = 1;
+    sizes.push_back(dim.substitute(ones).constant().value_or(1));
+  }
+  return sizes;
+}
+
+double elements(const ir::Value &value) {
+  double total = 1;
+  for (int64_t size : concreteSizes(value))
+    total *= static_cast<double>(size);
+  return total;
+}
+
+} // namespace
+
+double localBytes(const ir::Value &value, const ir::Annotation &annotation, int device) {
+  auto pieces = ir::ownedRegion(annotation, concreteSizes(value), device);
+  if (pieces.empty())
+    return 0;
+  return static_cast<double>(pieces[0].box.numElements()) * ir::dtypeBytes(value.type.dtype);
+}
+
+double forwardFlops(const ir::Op &op) {
+  using ir::OpKind;
+  switch (op.kind) {
+  case OpKind::MatMul: {
+    // 2 * (elements of the result) * (contracted size)
+    auto sizes = concreteSizes(*op.operands[0]);
+    return 2 * elements(*op.result()) * static_cast<double>(sizes.back());
+  }
+  case OpKind::Attention: {
+    auto q = concreteSizes(*op.operands[0]), k = concreteSizes(*op.operands[1]);
+    double full = 4.0 * q[0] * q[1] * k[1] * q[2] * q[3]; // QK^T and PV
+    return ir::boolAttr(op.attrs, "causal") ? full / 2 : full;
+  }
+  case OpKind::RmsNorm:
+  case OpKind::LayerNorm:
+  case OpKind::Softmax:
+    return 5 * elements(*op.result());
+  case OpKind::CrossEntropy:
+    return 4 * elements(*op.operands[0]);
+  case OpKind::Gelu:
+  case OpKind::Silu:
+    return 8 * elements(*op.result());
+  case OpKind::Param:
+  case OpKind::Input:
+  case OpKind::Constant:
+  case OpKind::Reshape:
+  case OpKind::Transpose:
+  case OpKind::Unbind:
+  case OpKind::Split:
+  case OpKind::Concat:
+  case OpKind::Slice:
+  case OpKind::Reshard:
+    return 0;
+  default:
+    return elements(*op.result());
+  }
+}
+
+double workShare(const ir::Op &op, int plan, int device) {
+  const auto &annotation = op.result()->annotations.at(plan);
+  if (!annotation)
+    return 0;
+  const auto &subgroups = annotation->subgroups;
+  for (size_t g = 0; g < subgroups.size(); ++g) {
+    if (std::find(subgroups[g].devices.begin(), subgroups[g].devices.end(), device) == subgroups[g].devices.end())
+      continue;
+    double share = 1;
+    const auto &hetero = annotation->hetero;
+    if (subgroups.size() > 1 && hetero.kind == ir::HeteroKind::Partial)
+      share = 1.0 / static_cast<double>(subgroups.size());
+    if (subgroups.size() > 1 && hetero.kind == ir::HeteroKind::Split) {
+      auto sizes = concreteSizes(*op.result());
+      auto pieces = ir::resolveHeteroSizes(hetero, subgroups.size(), sizes.at(hetero.dim));
+      double total = std::accumulate(pieces.begin(), pieces.end(), 0.0);
+      share = total > 0 ? static_cast<double>(pieces[g]) / total : 0;
+    }
+    for (const auto &axis : subgroups[g].axes)
+      if (axis.kind != ir::AxisKind::Dup)
+        share /= axis.count;
+    return share;
+  }
+  return 0;
+}
+
+std::map<int, double> estimateCompute(const ir::Graph &graph, const passes::LoweredPlan &plan, const Cluster &cluster) {
+  std::map<int, double> seconds;
+  std::set<int> devices;
+  for (const auto &op : graph.ops())
+    if (const auto &a = op->results[0]->annotations.at(plan.index))
+      for (int d : a->devices())
+        devices.insert(d);
+  for (int d : devices)
+    seconds[d] = 0;
+  for (const auto &op : graph.ops()) {
+    double flops = forwardFlops(*op);
+    if (flops == 0)
+      continue;
+    for (int d : devices) {
+      if (d < 0 || d >= static_cast<int>(cluster.devices.size()))
+        continue;
+      double peak = cluster.typeOf(d).bf16Tflops * 1e12 * 0.5;
+      seconds[d] += 3 * flops * workShare(*op, plan.index, d) / peak;
+    }
+  }
+  return seconds;
+}
+
+std::map<int, DeviceMemory> estimateMemory(const ir::Graph &graph, const passes::LoweredPlan &plan) {
+  std::map<int, DeviceMemory> memory;
+  const ir::PlanSpec &spec = *plan.spec;
+  const double stateFactor = spec.optimizer == "sgd" ? (spec.optimizerArgs.count("momentum") ? 1 : 0) : 2;
+  for (const ir::Value *param : graph.params()) {
+    const auto &annotation = param->annotations.at(plan.index);
+    if (!annotation)
+      continue;
+    auto state = plan.optimizerState.find(param->name);
+    for (int d : annotation->devices()) {
+      double bytes = localBytes(*param, *annotation, d);
+      memory[d].params += bytes;
+      memory[d].grads += bytes;
+      memory[d].optimizer += stateFactor * (state != plan.optimizerState.end()
+                                                ? localBytes(*param, state->second, d)
+                                                : bytes);
+    }
+  }
+  // Activations: everything an op produces is kept for the backward pass. Per device: one
+  // micro-batch's worth times the micro-batches in flight (1F1B: stages - stage, at most
+  // the micro-batch count; GPipe: all of them). With recomputation, only what enters the
+  // stage is kept per micro-batch, plus one micro-batch's full activations.
+  std::map<int, double> step, entering, residual;
+  std::map<int, std::pair<int, int>> where; // device -> (pipeline, stage)
+  for (const auto &op : graph.ops()) {
+    if (op->kind == ir::OpKind::Param || op->kind == ir::OpKind::Constant)
+      continue;
+    if (auto stages = plan.stageOf.find(op.get()); stages != plan.stageOf.end())
+      for (size_t p = 0; p < stages->second.size(); ++p)
+        if (auto cells = plan.placement.find(op.get()); cells != plan.placement.end())
+          for (const auto &cell : cells->second)
+            for (int d : cell.devices)
+              where.emplace(d, std::make_pair(static_cast<int>(p), stages->second[p]));
+    for (const ir::Value *result : op->results) {
+      const auto &annotation = result->annotations.at(plan.index);
+      if (!annotation)
+        continue;
+      const bool enters = op->kind == ir::OpKind::Input ||
+                          (op->kind == ir::OpKind::Reshard && result->name.find(".reshard") != std::string::npos &&
+                           op->operands[0]->annotations.at(plan.index) &&
+                           op->operands[0]->annotations.at(plan.index)->devices() != annotation->devices());
+      for (int d : annotation->devices()) {
+        double bytes = localBytes(*result, *annotation, d);
+        step[d] += bytes;
+        if (enters)
+          entering[d] += bytes;
+        if (op->kind == ir::OpKind::Add && result->type.rank() >= 3)
+          residual[d] = std::max(residual[d], bytes); // the residual stream between layers
+      }
+    }
+  }
+  for (auto &[d, bytes] : step) {
+    int microbatches = 1, stages = 1, stage = 0, layers = 1;
+    if (auto it = where.find(d); it != where.end() && !spec.pipelines.empty()) {
+      const auto &pipeline = spec.pipelines[it->second.first];
+      microbatches = static_cast<int>(pipeline.microbatches);
+      stages = static_cast<int>(pipeline.stages.size());
+      stage = it->second.second;
+      const auto &stageSpec = pipeline.stages[stage];
+      layers = std::max(1, stageSpec.layerEnd - stageSpec.layerBegin);
+    }
+    DeviceMemory &m = memory[d];
+    m.inFlight = spec.schedule == "gpipe" ? microbatches : std::min(microbatches, stages - stage);
+    const double perMicrobatch = bytes / microbatches;
+    m.activations = perMicrobatch * m.inFlight;
+    // Recomputing each layer keeps only the layer inputs (the residual stream) per
+    // micro-batch in flight; in the backward pass one layer's activations are live again.
+    const double checkpoints = (residual[d] / microbatches) * layers + entering[d] / microbatches;
+    m.activationsRecompute = checkpoints * m.inFlight + perMicrobatch / layers;
+  }
+  return memory;
+}
+
+} // namespace hspmd::planner

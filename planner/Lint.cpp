@@ -1,0 +1,432 @@
+// Lint.cpp - the checks of `hspmc lint`, one function per family. Codes: docs/lint.md.
+#include "planner/Lint.h"
+
+#include "ir/AnnotationText.h"
+#include "passes/Layout.h"
+#include "planner/Estimates.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <set>
+
+namespace hspmd::planner {
+
+namespace {
+
+using passes::Problem;
+using passes::Severity;
+
+std::string gib(double bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f GiB", bytes / (1024.0 * 1024 * 1024));
+  return text;
+}
+
+std::string fixed(double value, int digits) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.*f", digits, value);
+  return text;
+}
+
+class Linter {
+public:
+  Linter(const ir::Graph &graph, const passes::LoweredPlan &plan, const Cluster *cluster,
+         const passes::ReportFn &report)
+      : graph_(graph), plan_(plan), spec_(*plan.spec), cluster_(cluster), report_(report) {}
+
+  void run() {
+    if (!cluster_)
+      warn(spec_.loc, "HS200", "no cluster file: device, memory, balance and link checks are skipped");
+    devicesExist();
+    layersCovered();
+    parametersPlaced();
+    annotationsMatchStages();
+    headsRespectGroups();
+    batchesDivide();
+    splitsDivide();
+    memoryFits();
+    balance();
+    links();
+    reshards();
+  }
+
+private:
+  const ir::Graph &graph_;
+  const passes::LoweredPlan &plan_;
+  const ir::PlanSpec &spec_;
+  const Cluster *cluster_;
+  const passes::ReportFn &report_;
+
+  void error(const ir::Location &loc, const char *code, std::string message, const ir::Location &noteLoc = {},
+             std::string note = {}) {
+    report_(Problem{Severity::Error, loc, code, std::move(message), noteLoc, std::move(note)});
+  }
+  void warn(const ir::Location &loc, const char *code, std::string message, const ir::Location &noteLoc = {},
+            std::string note = {}) {
+    report_(Problem{Severity::Warning, loc, code, std::move(message), noteLoc, std::move(note)});
+  }
+
+  // HS101
+  void devicesExist() {
+    if (!cluster_)
+      return;
+    const int count = static_cast<int>(cluster_->devices.size());
+    auto check = [&](const std::vector<int> &devices, const ir::Location &loc) {
+      for (int d : devices)
+        if (d >= count) {
+          error(loc, "HS101",
+                "device " + std::to_string(d) + " is not in the cluster (" + cluster_->name + " has devices 0.." +
+                    std::to_string(count - 1) + ")");
+          return;
+        }
+    };
+    for (const auto &pipeline : spec_.pipelines)
+      for (const auto &stage : pipeline.stages) {
+        check(stage.devices, stage.devicesLoc);
+        for (const auto &share : stage.cp)
+          check(share.devices, share.loc);
+        for (const auto &share : stage.hp)
+          check(share.devices, share.loc);
+      }
+    for (const auto &pinned : spec_.annotations)
+      check(pinned.annotation.devices(), pinned.loc);
+    for (const auto &pinned : spec_.reshards)
+      check(pinned.annotation.devices(), pinned.loc);
+  }
+
+  // HS107: every layer of every stack exactly once per pipeline, in order.
+  void layersCovered() {
+    std::map<std::string, int> stackSizes;
+    for (const ir::Value *param : graph_.params()) {
+      auto open = param->name.find('[');
+      if (open != std::string::npos && param->name.find('.') > open)
+        stackSizes[param->name.substr(0, open)] =
+            std::max(stackSizes[param->name.substr(0, open)], std::atoi(param->name.c_str() + open + 1) + 1);
+    }
+    for (const auto &pipeline : spec_.pipelines) {
+      for (const auto &[stack, size] : stackSizes) {
+        std::vector<int> owner(size, -1);
+        int expectedBegin = 0;
+        for (size_t s = 0; s < pipeline.stages.size(); ++s) {
+          const auto &stage = pipeline.stages[s];
+          if (stage.stack != stack)
+            continue;
+          if (stage.layerBegin < expectedBegin && stage.layerEnd > 0) {
+            for (int layer = stage.layerBegin; layer < stage.layerEnd; ++layer)
+              if (owner[layer] >= 0) {
+                error(stage.layersLoc, "HS107",
+                      "layer " + std::to_string(layer) + " of " + stack + " is placed twice in pipeline '" +
+                          pipeline.name + "' (stages " + std::to_string(owner[layer]) + " and " + std::to_string(s) +
+                          ")");
+                return;
+              }
+            error(stage.layersLoc, "HS107",
+                  "stage " + std::to_string(s) + " of pipeline '" + pipeline.name + "' runs " + stack + "[" +
+                      std::to_string(stage.layerBegin) + ":" + std::to_string(stage.layerEnd) +
+                      "] after an earlier stage ran later layers");
+            return;
+          }
+          if (stage.layerBegin > expectedBegin) {
+            error(stage.layersLoc, "HS107",
+                  "layers " + std::to_string(expectedBegin) + ".." + std::to_string(stage.layerBegin - 1) + " of " +
+                      stack + " are not placed in pipeline '" + pipeline.name + "'");
+            return;
+          }
+          for (int layer = stage.layerBegin; layer < stage.layerEnd; ++layer)
+            owner[layer] = static_cast<int>(s);
+          expectedBegin = stage.layerEnd;
+        }
+        if (expectedBegin < size)
+          error(pipeline.loc, "HS107",
+                "layers " + std::to_string(expectedBegin) + ".." + std::to_string(size - 1) + " of " + stack +
+                    " are not placed in pipeline '" + pipeline.name + "'");
+      }
+    }
+  }
+
+  // HS107: a parameter outside the stacks must be held by some stage of every pipeline.
+  void parametersPlaced() {
+    for (const auto &pipeline : spec_.pipelines) {
+      std::set<std::string> held;
+      for (const auto &stage : pipeline.stages)
+        held.insert(stage.extraParams.begin(), stage.extraParams.end());
+      for (const ir::Value *param : graph_.params()) {
+        bool inStack = false;
+        for (const auto &stage : pipeline.stages)
+          inStack = inStack || (!stage.stack.empty() && param->name.rfind(stage.stack + "[", 0) == 0);
+        if (!inStack && !held.count(param->name))
+          error(pipeline.loc, "HS107",
+                "parameter '" + param->name + "' is not placed in pipeline '" + pipeline.name +
+                    "' (add `with " + param->name + "` to the stages that use it)");
+      }
+    }
+  }
+
+  // HS109: a raw annotation of a stage's parameter must use that stage's devices.
+  void annotationsMatchStages() {
+    if (spec_.pipelines.empty())
+      return;
+    for (const auto &pinned : spec_.annotations) {
+      const ir::Value *value = graph_.findValue(pinned.value);
+      if (!value || value->def->kind != ir::OpKind::Param)
+        continue;
+      std::set<int> stageDevices;
+      auto open = pinned.value.find('[');
+      int layer = open == std::string::npos ? -1 : std::atoi(pinned.value.c_str() + open + 1);
+      for (const auto &pipeline : spec_.pipelines)
+        for (const auto &stage : pipeline.stages) {
+          bool holds = std::find(stage.extraParams.begin(), stage.extraParams.end(), pinned.value) !=
+                           stage.extraParams.end() ||
+                       (layer >= 0 && pinned.value.rfind(stage.stack + "[", 0) == 0 && layer >= stage.layerBegin &&
+                        layer < stage.layerEnd);
+          if (holds)
+            stageDevices.insert(stage.devices.begin(), stage.devices.end());
+        }
+      auto devices = pinned.annotation.devices();
+      std::set<int> annotated(devices.begin(), devices.end());
+      if (!stageDevices.empty() && annotated != stageDevices)
+        error(pinned.loc, "HS109",
+              "'" + pinned.value + "' is annotated on devices other than those of the stages that hold it");
+    }
+  }
+
+  // HS106: head counts per device must sum to the heads and keep key/value groups whole.
+  void headsRespectGroups() {
+    for (const auto &pipeline : spec_.pipelines)
+      for (const auto &stage : pipeline.stages) {
+        if (stage.hp.empty())
+          continue;
+        int64_t total = 0;
+        for (const auto &share : stage.hp)
+          total += share.value;
+        for (const auto &op : graph_.ops()) {
+          if (op->kind != ir::OpKind::Attention)
+            continue;
+          auto heads = op->operands[0]->type.shape[2].constant(), kv = op->operands[1]->type.shape[2].constant();
+          if (!heads || !kv)
+            continue;
+          if (total != *heads) {
+            error(stage.hpLoc, "HS106",
+                  "hp head counts sum to " + std::to_string(total) + ", but attention has " + std::to_string(*heads) +
+                      " heads");
+            return;
+          }
+          const int64_t group = *heads / *kv;
+          for (const auto &share : stage.hp)
+            if (share.value % group != 0) {
+              error(share.loc, "HS106",
+                    std::to_string(share.value) + " heads break the key/value groups: " + std::to_string(*heads) +
+                        " query heads share " + std::to_string(*kv) + " key/value heads, so each device needs a "
+                        "multiple of " + std::to_string(group));
+              return;
+            }
+          return;
+        }
+      }
+  }
+
+  // HS110, HS112, HS201
+  void batchesDivide() {
+    for (size_t p = 0; p < spec_.pipelines.size(); ++p) {
+      const auto &pipeline = spec_.pipelines[p];
+      if (static_cast<int64_t>(pipeline.stages.size()) > pipeline.microbatches)
+        warn(pipeline.microbatchesLoc, "HS201",
+             "pipeline '" + pipeline.name + "' has " + std::to_string(pipeline.stages.size()) + " stages but " +
+                 std::to_string(pipeline.microbatches) +
+                 " micro-batches: some stages idle for most of each step");
+      if (plan_.batchPerPipeline.empty())
+        continue;
+      const int64_t batch = plan_.batchPerPipeline[p];
+      if (batch == 0) {
+        error(pipeline.shareLoc, "HS112", "pipeline '" + pipeline.name + "' gets no samples of the batch of " +
+                                              std::to_string(spec_.bindings.at("B")));
+        continue;
+      }
+      if (batch % pipeline.microbatches != 0)
+        error(pipeline.microbatchesLoc, "HS110",
+              std::to_string(pipeline.microbatches) + " micro-batches do not divide pipeline '" + pipeline.name +
+                  "''s batch of " + std::to_string(batch));
+    }
+  }
+
+  // HS104: a split over a mesh axis should divide the dimension it splits.
+  void splitsDivide() {
+    if (spec_.chunked)
+      return;
+    std::set<std::string> reported;
+    for (const auto &op : graph_.ops()) {
+      if (op->kind != ir::OpKind::Param && op->kind != ir::OpKind::Input)
+        continue;
+      const ir::Value *value = op->result();
+      const auto &annotation = value->annotations.at(plan_.index);
+      if (!annotation)
+        continue;
+      for (size_t g = 0; g < annotation->subgroups.size(); ++g)
+        for (const auto &axis : annotation->subgroups[g].axes) {
+          if (axis.kind != ir::AxisKind::Split || axis.count == 1)
+            continue;
+          auto pieces = ir::ownedRegion(*annotation, concrete(*value), annotation->subgroups[g].devices[0]);
+          int64_t extent = pieces.empty() ? 0 : pieces[0].box.hi[axis.dim] - pieces[0].box.lo[axis.dim];
+          auto size = value->type.shape[axis.dim].constant();
+          if (!size || *size % axis.count == 0 || !reported.insert(value->name).second)
+            continue;
+          error(locateValue(*value), "HS104",
+                std::to_string(axis.count) + " devices do not divide dimension " + std::to_string(axis.dim) + " (" +
+                    std::to_string(*size) + ") of '" + value->name + "' (pieces of " + std::to_string(extent) +
+                    " or fewer; say `chunked` in the plan if that is intended)");
+        }
+    }
+  }
+
+  // HS111
+  void memoryFits() {
+    if (!cluster_)
+      return;
+    const bool recompute = spec_.recompute;
+    for (const auto &[device, memory] : estimateMemory(graph_, plan_)) {
+      if (device >= static_cast<int>(cluster_->devices.size()))
+        continue;
+      bool stageRecompute = recompute;
+      const ir::StageSpec *stage = stageOf(device);
+      if (stage)
+        stageRecompute = stageRecompute || stage->recompute;
+      const DeviceType &type = cluster_->typeOf(device);
+      const double capacity = type.memoryGiB * 1024 * 1024 * 1024;
+      const double need = memory.total(stageRecompute);
+      if (need <= capacity)
+        continue;
+      std::string note;
+      if (!stageRecompute && memory.total(true) <= capacity)
+        note = "with `recompute` the estimate is " + gib(memory.total(true));
+      error(stage ? stage->devicesLoc : spec_.loc, "HS111",
+            "device " + std::to_string(device) + " needs an estimated " + gib(need) + " (parameters " +
+                gib(memory.params) + ", gradients " + gib(memory.grads) + ", optimizer state " + gib(memory.optimizer) +
+                ", activations " + gib(stageRecompute ? memory.activationsRecompute : memory.activations) + " for " +
+                std::to_string(memory.inFlight) + " micro-batches in flight), but a " + type.name + " has " +
+                fixed(type.memoryGiB, 0) + " GiB",
+            note.empty() ? ir::Location{} : (stage ? stage->devicesLoc : spec_.loc), note);
+      return; // one device tells the story
+    }
+  }
+
+  // HS202
+  void balance() {
+    if (!cluster_)
+      return;
+    auto compute = estimateCompute(graph_, plan_, *cluster_);
+    if (compute.size() < 2)
+      return;
+    auto [slowest, fastest] = std::minmax_element(compute.begin(), compute.end(),
+                                                  [](const auto &a, const auto &b) { return a.second > b.second; });
+    if (fastest->second <= 0 || slowest->second / fastest->second <= 1.10)
+      return;
+    warn(spec_.loc, "HS202",
+         "estimated compute per step differs by " + fixed(100 * (slowest->second / fastest->second - 1), 0) +
+             "% across devices: slowest device " + std::to_string(slowest->first) + " (" +
+             cluster_->devices[slowest->first].type + ", " + fixed(slowest->second * 1e3, 2) +
+             " ms), fastest device " + std::to_string(fastest->first) + " (" + cluster_->devices[fastest->first].type +
+             ", " + fixed(fastest->second * 1e3, 2) + " ms)");
+  }
+
+  // HS203: a pipeline hop that pairs devices across nodes when another order would not.
+  void links() {
+    if (!cluster_)
+      return;
+    auto nodeOf = [&](int d) { return d < static_cast<int>(cluster_->devices.size()) ? cluster_->devices[d].node : -1; };
+    for (const auto &pipeline : spec_.pipelines)
+      for (size_t s = 1; s < pipeline.stages.size(); ++s) {
+        const auto &from = pipeline.stages[s - 1].devices, &to = pipeline.stages[s].devices;
+        if (from.size() != to.size())
+          continue;
+        int crossing = 0;
+        std::map<int, int> fromNodes, toNodes;
+        for (size_t i = 0; i < from.size(); ++i) {
+          crossing += nodeOf(from[i]) != nodeOf(to[i]);
+          ++fromNodes[nodeOf(from[i])];
+          ++toNodes[nodeOf(to[i])];
+        }
+        int best = static_cast<int>(from.size());
+        for (const auto &[node, count] : fromNodes)
+          best -= std::min(count, toNodes[node]);
+        if (crossing > best)
+          warn(pipeline.stages[s].devicesLoc, "HS203",
+               "the hop from stage " + std::to_string(s - 1) + " to stage " + std::to_string(s) + " of pipeline '" +
+                   pipeline.name + "' sends " + std::to_string(crossing) + " of " + std::to_string(from.size()) +
+                   " device pairs over the network; listing this stage's devices in another order needs only " +
+                   std::to_string(best));
+      }
+  }
+
+  // HS204: layout changes deduction inserted (not pipeline hops, reductions or pins). The
+  // same change at the same place (every layer of a stack) is reported once.
+  void reshards() {
+    struct Group {
+      const passes::InsertedReshard *first;
+      int count = 0;
+      int64_t bytes = 0;
+    };
+    std::vector<std::pair<std::string, Group>> groups;
+    for (const auto &reshard : plan_.reshards) {
+      if (reshard.reason != passes::ReshardReason::Layout)
+        continue;
+      std::string key = reshard.loc.str() + "|" + ir::printAnnotation(reshard.from) + "|" + ir::printAnnotation(reshard.to);
+      auto it = std::find_if(groups.begin(), groups.end(), [&](const auto &g) { return g.first == key; });
+      if (it == groups.end())
+        it = groups.insert(groups.end(), {key, Group{&reshard, 0, 0}});
+      ++it->second.count;
+      it->second.bytes += reshard.bytes;
+    }
+    for (const auto &[key, group] : groups) {
+      const auto &reshard = *group.first;
+      std::string what = "'" + reshard.value + "'" +
+                         (group.count > 1 ? " and " + std::to_string(group.count - 1) + " like it" : std::string());
+      warn(reshard.loc, "HS204",
+           what + (group.count > 1 ? " are" : " is") + " resharded automatically from " +
+               ir::printAnnotation(reshard.from) + " to " + ir::printAnnotation(reshard.to) + " (about " +
+               fixed(static_cast<double>(group.bytes) / 1048576, 1) + " MiB per step)");
+    }
+  }
+
+  const ir::StageSpec *stageOf(int device) const {
+    for (const auto &pipeline : spec_.pipelines)
+      for (const auto &stage : pipeline.stages)
+        if (std::find(stage.devices.begin(), stage.devices.end(), device) != stage.devices.end())
+          return &stage;
+    return nullptr;
+  }
+
+  ir::Location locateValue(const ir::Value &value) const {
+    for (const auto &pinned : spec_.annotations)
+      if (pinned.value == value.name)
+        return pinned.loc;
+    if (value.def->kind == ir::OpKind::Param)
+      for (const auto &pipeline : spec_.pipelines)
+        for (const auto &stage : pipeline.stages) {
+          auto open = value.name.find('[');
+          int layer = open == std::string::npos ? -1 : std::atoi(value.name.c_str() + open + 1);
+          if (layer >= stage.layerBegin && layer < stage.layerEnd && value.name.rfind(stage.stack + "[", 0) == 0)
+            return stage.tpLoc.isKnown() ? stage.tpLoc : stage.loc;
+          for (size_t i = 0; i < stage.extraParams.size(); ++i)
+            if (stage.extraParams[i] == value.name)
+              return stage.tpLoc.isKnown() ? stage.tpLoc : stage.extraParamLocs[i];
+        }
+    return spec_.pipelines.empty() ? spec_.loc : spec_.pipelines[0].stages[0].devicesLoc;
+  }
+
+  static std::vector<int64_t> concrete(const ir::Value &value) {
+    std::vector<int64_t> sizes;
+    for (const auto &dim : value.type.shape)
+      sizes.push_back(dim.constant().value_or(1));
+    return sizes;
+  }
+};
+
+} // namespace
+
+void lintPlan(const ir::Graph &graph, const passes::LoweredPlan &plan, const Cluster *cluster,
+              const passes::ReportFn &report) {
+  Linter(graph, plan, cluster, report).run();
+}
+
+} // namespace hspmd::planner

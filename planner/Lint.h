@@ -1,0 +1,16 @@
+// Lint.h - `hspmc lint`: checks a deduced plan against its model and cluster. Every check
+// has a stable code, explained in docs/lint.md.
+#pragma once
+
+#include "passes/LoweredPlan.h"
+#include "passes/PassSupport.h"
+#include "planner/Cluster.h"
+
+namespace hspmd::planner {
+
+/// Reports every problem of `plan` (deduced on `graph`). `cluster` may be null: the device,
+/// memory, balance and link checks are then skipped with a warning.
+void lintPlan(const ir::Graph &graph, const passes::LoweredPlan &plan, const Cluster *cluster,
+              const passes::ReportFn &report);
+
+} // namespace hspmd::planner
