@@ -163,8 +163,8 @@ TEST(Elaboration, PlanBindsArgumentsSymbolsAndAnnotations) {
   EXPECT_TRUE(graph.symbols.empty());
   EXPECT_EQ(typeOf(graph, "tokens"), "i32[8, 64]");
   EXPECT_EQ(elaborated->spec.bindings, (std::map<std::string, int64_t>{{"B", 8}, {"S", 64}}));
-  // blocks[*].wqkv on 4 blocks, blocks[*].wo on 4, tokens, targets.
-  EXPECT_EQ(elaborated->spec.annotations.size(), 10u);
+  // blocks[*].wqkv on 8 blocks, blocks[*].wo on 8, tokens, targets.
+  EXPECT_EQ(elaborated->spec.annotations.size(), 18u);
   EXPECT_EQ(ir::printAnnotation(*graph.findValue("blocks[3].wqkv")->annotations.at(0)),
             "{ [0, 1]: S1 | [2, 3]: S1 } dup");
   EXPECT_FALSE(graph.findValue("blocks[3].w1")->annotations.at(0).has_value());
@@ -181,18 +181,18 @@ TEST(Elaboration, PlanSugarIsResolved) {
   ASSERT_TRUE(elaborated);
   const ir::PlanSpec &spec = elaborated->spec;
   ASSERT_EQ(spec.pipelines.size(), 2u);
-  EXPECT_EQ(spec.pipelines[0].name, "fast");
-  EXPECT_EQ(spec.pipelines[0].share, 3);
-  EXPECT_EQ(spec.pipelines[0].microbatches, 3);
+  EXPECT_EQ(spec.pipelines[0].name, "tensor");
+  EXPECT_EQ(spec.pipelines[0].share, 1);
+  EXPECT_EQ(spec.pipelines[0].microbatches, 2);
   const ir::StageSpec &fast = spec.pipelines[0].stages.at(0);
   EXPECT_EQ(fast.devices, (std::vector<int>{0, 1}));
   EXPECT_EQ(fast.tp, 2);
   EXPECT_EQ(fast.stack, "blocks");
   EXPECT_EQ(fast.layerBegin, 0);
-  EXPECT_EQ(fast.layerEnd, 4);
+  EXPECT_EQ(fast.layerEnd, 8);
   EXPECT_EQ(fast.extraParams, (std::vector<std::string>{"wte", "lnf"}));
   ASSERT_EQ(spec.pipelines[1].stages.size(), 2u);
-  EXPECT_EQ(spec.pipelines[1].stages[1].layerBegin, 2);
+  EXPECT_EQ(spec.pipelines[1].stages[1].layerBegin, 4);
   EXPECT_EQ(spec.optimizer, "adamw");
   EXPECT_EQ(spec.optimizerArgs.at("lr"), 1e-3);
   EXPECT_EQ(spec.schedule, "1f1b");
