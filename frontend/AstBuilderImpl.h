@@ -42,9 +42,9 @@ public:
   std::optional<int64_t> intValue(antlr4::Token *token);
 
   bool failed() const { return failed_; }
-  void error(const Location &at, std::string message) {
+  void error(const Location &at, std::string message, std::string code = {}) {
     failed_ = true;
-    diags_.error(at, std::move(message));
+    diags_.error(at, std::move(message)).code(std::move(code));
   }
 
 private:

@@ -61,6 +61,11 @@ DiagnosticBuilder &DiagnosticBuilder::note(const ir::Location &loc, std::string 
   return *this;
 }
 
+DiagnosticBuilder &DiagnosticBuilder::code(std::string code) {
+  diagnostic_.code = std::move(code);
+  return *this;
+}
+
 DiagnosticBuilder DiagnosticEngine::error(const ir::Location &loc, std::string message) {
   return DiagnosticBuilder(*this, Diagnostic{Severity::Error, loc, std::move(message), {}});
 }

@@ -71,6 +71,7 @@ public:
   DiagnosticBuilder(const DiagnosticBuilder &) = delete;
   ~DiagnosticBuilder();
   DiagnosticBuilder &note(const ir::Location &loc, std::string message);
+  DiagnosticBuilder &code(std::string code);
 
 private:
   DiagnosticEngine *engine_;

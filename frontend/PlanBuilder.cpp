@@ -249,7 +249,7 @@ std::optional<AnnotationExpr> AstBuilder::buildAnnotation(P::AnnotationContext *
   if (!ok || failed_)
     return std::nullopt;
   if (auto problem = ir::checkAnnotation(out.annotation)) {
-    error(out.map.locate(*problem), problem->message);
+    error(out.map.locate(*problem), problem->message, problem->code);
     return std::nullopt;
   }
   return out;

@@ -294,8 +294,18 @@ std::optional<Compilation::ElaboratedPlan> Compilation::elaboratePlan(const Plan
       for (const auto &dim : value->type.shape)
         sizes.push_back(dim.constant().value_or(-1));
       if (auto problem = ir::checkAnnotation(line.annotation.annotation, sizes)) {
-        diags_.error(line.annotation.map.locate(*problem),
-                     problem->message + " (for '" + value->name + "' of type " + value->type.str() + ")");
+        diags_
+            .error(line.annotation.map.locate(*problem),
+                   problem->message + " (for '" + value->name + "' of type " + value->type.str() + ")")
+            .code(problem->code);
+        return;
+      }
+      // Two lines that annotate one value differently contradict each other.
+      auto earlier = std::find_if(into.begin(), into.end(), [&](const auto &p) { return p.value == value->name; });
+      if (earlier != into.end() && !(earlier->annotation == line.annotation.annotation)) {
+        diags_.error(line.annotation.loc, "'" + value->name + "' is annotated twice, differently")
+            .note(earlier->loc, "first annotated here")
+            .code("HS115");
         return;
       }
       into.push_back(ir::PinnedAnnotation{value->name, line.annotation.annotation, line.annotation.loc});

@@ -115,7 +115,13 @@ std::vector<OwnedPiece> ownedRegion(const Annotation &annotation, std::span<cons
 }
 
 static AnnotationError error(AnnotationError::Part part, int subgroup, int item, std::string message) {
-  return AnnotationError{part, subgroup, item, std::move(message)};
+  // The lint code follows from what is wrong (docs/lint.md).
+  std::string code = message.find("listed twice") != std::string::npos                                        ? "HS102"
+                     : message.find("negative") != std::string::npos && part == AnnotationError::Part::Device ? "HS101"
+                     : message.find("out of range") != std::string::npos                                      ? "HS116"
+                     : part == AnnotationError::Part::Hetero                                                  ? "HS105"
+                                                                                                              : "HS103";
+  return AnnotationError{part, subgroup, item, std::move(message), std::move(code)};
 }
 
 std::optional<AnnotationError> checkAnnotation(const Annotation &annotation) {

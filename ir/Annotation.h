@@ -93,6 +93,7 @@ struct AnnotationError {
   int subgroup = 0; // Subgroup, Device, Axis
   int item = 0;     // Device: index in the subgroup's device list; Axis: axis index
   std::string message;
+  std::string code; // the lint code (docs/lint.md): HS101, HS102, HS103, HS105 or HS116
 };
 
 /// Checks an annotation on its own (no shape): devices distinct across the whole

@@ -229,10 +229,13 @@ private:
         factors.insert(m[o].factor);
         splitAs.emplace(m[o].factor, m[o]);
       } else if (m[o].kind == Kind::Free && !hetero) {
+        // An undecided leaf may be split, but only evenly: deduction does not invent chunks.
         for (const auto &dim : rule.operands[o])
-          for (int f : dim)
-            if (constantOr(rule.factors[f].size) > 1)
+          for (int f : dim) {
+            int64_t size = constantOr(rule.factors[f].size);
+            if (size > 1 && size % count == 0)
               factors.insert(f);
+          }
       }
     }
     auto add = [&](Candidate c) {

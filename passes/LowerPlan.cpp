@@ -48,17 +48,23 @@ std::pair<std::string, int> stackIndex(const std::string &name) {
   return {name.substr(0, open), std::atoi(name.c_str() + open + 1)};
 }
 
-ir::LocalAnnotation localOf(const Cell &cell, bool batchSplit, bool isParamCell) {
+// `dataParallel`: the cell's first axis is a stage's data-parallel axis, which splits inputs
+// by batch (parameters are copied over it).
+ir::LocalAnnotation localOf(const Cell &cell, bool batchSplit, bool dataParallel) {
   ir::LocalAnnotation local;
   local.devices = cell.devices;
   for (size_t a = 0; a < cell.mesh.size(); ++a) {
     ir::MeshAxis axis{ir::AxisKind::Dup, 0, cell.mesh[a]};
-    // The data-parallel axis (the outer one of a two-axis mesh) splits inputs by batch.
-    if (batchSplit && !isParamCell && cell.mesh.size() == 2 && a == 0)
+    if (batchSplit && dataParallel && a == 0)
       axis = ir::MeshAxis{ir::AxisKind::Split, 0, cell.mesh[a]};
     local.axes.push_back(axis);
   }
   return local;
+}
+
+bool hasDataParallelAxis(const ir::StageSpec &stage) {
+  return stage.cp.empty() && stage.hp.empty() && stage.tp >= 1 &&
+         stage.devices.size() / static_cast<size_t>(stage.tp) > 1;
 }
 
 class Lowering {
@@ -247,13 +253,13 @@ private:
     for (size_t p = 0; p < plan_.pipelines.size(); ++p)
       for (int s : declaredStages(p, op.result()->name))
         for (const Cell &cell : stages_[p][s].cells) {
-          leaf.skeleton.subgroups.push_back(localOf(cell, false, true));
+          leaf.skeleton.subgroups.push_back(localOf(cell, false, false));
           // The tensor-parallel axis (the inner axis of a [dp, tp] mesh, or the only axis of a
           // cp/hp share or of a tp-only stage) is for deduction to choose.
           std::vector<bool> free(cell.mesh.size(), false);
           const ir::StageSpec &stage = *stages_[p][s].spec;
           if (stage.tp > 1 || !stage.cp.empty() || !stage.hp.empty())
-            free.back() = true;
+            free.back() = true; // a tp-only mesh [tp], or the inner axis of [dp, tp]
           leaf.freeAxis.push_back(free);
         }
     if (leaf.skeleton.subgroups.empty()) {
@@ -269,7 +275,7 @@ private:
     for (size_t p = 0; p < plan_.pipelines.size(); ++p) {
       int s = out_.stageOf.at(&op)[p];
       for (const Cell &cell : stages_[p][s].cells)
-        annotation.subgroups.push_back(localOf(cell, true, false));
+        annotation.subgroups.push_back(localOf(cell, true, hasDataParallelAxis(*stages_[p][s].spec)));
     }
     if (plan_.pipelines.size() > 1) {
       annotation.hetero = {ir::HeteroKind::Split, 0, {}, true};
@@ -307,7 +313,7 @@ private:
     ir::Annotation pin;
     pin.hetero = {ir::HeteroKind::Split, 1, {}, true};
     for (const auto &share : shares) {
-      pin.subgroups.push_back(localOf(Cell{share.devices, {static_cast<int>(share.devices.size())}}, false, true));
+      pin.subgroups.push_back(localOf(Cell{share.devices, {static_cast<int>(share.devices.size())}}, false, false));
       pin.hetero.sizes.push_back(share.value);
     }
     if (auto length = x->type.shape[1].constant()) {
@@ -330,8 +336,12 @@ private:
       if (stage.hp.empty())
         continue;
       auto heads = op->operands[0]->type.shape[2].constant();
-      if (!heads)
-        continue;
+      int64_t total = 0;
+      for (const auto &share : stage.hp)
+        total += share.value;
+      if (!heads || total != *heads)
+        continue; // lint reports head counts that do not add up (HS106)
+      std::vector<std::pair<const ir::Value *, ir::Annotation>> pins;
       for (size_t i = 0; i < 3; ++i) {
         const ir::Value *operand = op->operands[i];
         auto own = operand->type.shape[2].constant();
@@ -339,12 +349,17 @@ private:
         pin.hetero = {ir::HeteroKind::Split, 2, {}, false};
         bool whole = true;
         for (const auto &share : stage.hp) {
-          pin.subgroups.push_back(localOf(Cell{share.devices, {static_cast<int>(share.devices.size())}}, false, true));
+          pin.subgroups.push_back(localOf(Cell{share.devices, {static_cast<int>(share.devices.size())}}, false, false));
           whole = whole && (share.value * *own) % *heads == 0;
           pin.hetero.sizes.push_back(share.value * *own / *heads);
         }
         if (!whole)
-          continue; // lint reports head counts that break KV groups (HS106)
+          break; // lint reports head counts that break KV groups (HS106)
+        pins.emplace_back(operand, pin);
+      }
+      if (pins.size() != 3)
+        continue;
+      for (const auto &[operand, pin] : pins) {
         out_.pins[operand] = pin;
         out_.pinLocs[operand] = stage.hpLoc;
       }

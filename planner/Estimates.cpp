@@ -135,9 +135,8 @@ std::map<int, DeviceMemory> estimateMemory(const ir::Graph &graph, const passes:
       double bytes = localBytes(*param, *annotation, d);
       memory[d].params += bytes;
       memory[d].grads += bytes;
-      memory[d].optimizer += stateFactor * (state != plan.optimizerState.end()
-                                                ? localBytes(*param, state->second, d)
-                                                : bytes);
+      memory[d].optimizer +=
+          stateFactor * (state != plan.optimizerState.end() ? localBytes(*param, state->second, d) : bytes);
     }
   }
   // Activations: everything an op produces is kept for the backward pass. Per device: one

@@ -19,7 +19,10 @@ using passes::Severity;
 
 std::string gib(double bytes) {
   char text[32];
-  std::snprintf(text, sizeof text, "%.1f GiB", bytes / (1024.0 * 1024 * 1024));
+  if (bytes < 1024.0 * 1024 * 1024)
+    std::snprintf(text, sizeof text, "%.1f MiB", bytes / (1024.0 * 1024));
+  else
+    std::snprintf(text, sizeof text, "%.1f GiB", bytes / (1024.0 * 1024 * 1024));
   return text;
 }
 
@@ -106,43 +109,55 @@ private:
     }
     for (const auto &pipeline : spec_.pipelines) {
       for (const auto &[stack, size] : stackSizes) {
-        std::vector<int> owner(size, -1);
-        int expectedBegin = 0;
-        for (size_t s = 0; s < pipeline.stages.size(); ++s) {
-          const auto &stage = pipeline.stages[s];
-          if (stage.stack != stack)
-            continue;
-          if (stage.layerBegin < expectedBegin && stage.layerEnd > 0) {
-            for (int layer = stage.layerBegin; layer < stage.layerEnd; ++layer)
-              if (owner[layer] >= 0) {
-                error(stage.layersLoc, "HS107",
-                      "layer " + std::to_string(layer) + " of " + stack + " is placed twice in pipeline '" +
-                          pipeline.name + "' (stages " + std::to_string(owner[layer]) + " and " + std::to_string(s) +
-                          ")");
-                return;
-              }
+        std::vector<size_t> stages;
+        for (size_t s = 0; s < pipeline.stages.size(); ++s)
+          if (pipeline.stages[s].stack == stack)
+            stages.push_back(s);
+        for (size_t i = 1; i < stages.size(); ++i) {
+          const auto &stage = pipeline.stages[stages[i]];
+          if (stage.layerBegin < pipeline.stages[stages[i - 1]].layerBegin) {
             error(stage.layersLoc, "HS107",
-                  "stage " + std::to_string(s) + " of pipeline '" + pipeline.name + "' runs " + stack + "[" +
+                  "stage " + std::to_string(stages[i]) + " of pipeline '" + pipeline.name + "' runs " + stack + "[" +
                       std::to_string(stage.layerBegin) + ":" + std::to_string(stage.layerEnd) +
                       "] after an earlier stage ran later layers");
             return;
           }
-          if (stage.layerBegin > expectedBegin) {
-            error(stage.layersLoc, "HS107",
-                  "layers " + std::to_string(expectedBegin) + ".." + std::to_string(stage.layerBegin - 1) + " of " +
-                      stack + " are not placed in pipeline '" + pipeline.name + "'");
-            return;
-          }
-          for (int layer = stage.layerBegin; layer < stage.layerEnd; ++layer)
-            owner[layer] = static_cast<int>(s);
-          expectedBegin = stage.layerEnd;
         }
-        if (expectedBegin < size)
-          error(pipeline.loc, "HS107",
-                "layers " + std::to_string(expectedBegin) + ".." + std::to_string(size - 1) + " of " + stack +
-                    " are not placed in pipeline '" + pipeline.name + "'");
+        std::vector<int> owner(size, -1);
+        for (size_t s : stages) {
+          const auto &stage = pipeline.stages[s];
+          for (int layer = stage.layerBegin; layer < stage.layerEnd; ++layer) {
+            if (owner[layer] >= 0) {
+              error(stage.layersLoc, "HS107",
+                    "layer " + std::to_string(layer) + " of " + stack + " is placed twice in pipeline '" +
+                        pipeline.name + "' (stages " + std::to_string(owner[layer]) + " and " + std::to_string(s) +
+                        ")");
+              return;
+            }
+            owner[layer] = static_cast<int>(s);
+          }
+        }
+        for (int layer = 0; layer < size; ++layer) {
+          if (owner[layer] >= 0)
+            continue;
+          int end = layer;
+          while (end < size && owner[end] < 0)
+            ++end;
+          // Point at the first stage after the gap, or at the pipeline when the gap is at the end.
+          auto after = std::find_if(stages.begin(), stages.end(),
+                                    [&](size_t s) { return pipeline.stages[s].layerBegin >= end; });
+          error(after != stages.end() ? pipeline.stages[*after].layersLoc : pipeline.loc, "HS107",
+                layerRange(layer, end, stack, pipeline.name));
+          return;
+        }
       }
     }
+  }
+
+  static std::string layerRange(int begin, int end, const std::string &stack, const std::string &pipeline) {
+    return (end - begin == 1 ? "layer " + std::to_string(begin) + " of " + stack + " is"
+                             : "layers " + stack + "[" + std::to_string(begin) + ":" + std::to_string(end) + "] are") +
+           " not placed in pipeline '" + pipeline + "'";
   }
 
   // HS107: a parameter outside the stacks must be held by some stage of every pipeline.
@@ -157,8 +172,8 @@ private:
           inStack = inStack || (!stage.stack.empty() && param->name.rfind(stage.stack + "[", 0) == 0);
         if (!inStack && !held.count(param->name))
           error(pipeline.loc, "HS107",
-                "parameter '" + param->name + "' is not placed in pipeline '" + pipeline.name +
-                    "' (add `with " + param->name + "` to the stages that use it)");
+                "parameter '" + param->name + "' is not placed in pipeline '" + pipeline.name + "' (add `with " +
+                    param->name + "` to the stages that use it)");
       }
     }
   }
@@ -176,10 +191,10 @@ private:
       int layer = open == std::string::npos ? -1 : std::atoi(pinned.value.c_str() + open + 1);
       for (const auto &pipeline : spec_.pipelines)
         for (const auto &stage : pipeline.stages) {
-          bool holds = std::find(stage.extraParams.begin(), stage.extraParams.end(), pinned.value) !=
-                           stage.extraParams.end() ||
-                       (layer >= 0 && pinned.value.rfind(stage.stack + "[", 0) == 0 && layer >= stage.layerBegin &&
-                        layer < stage.layerEnd);
+          bool holds =
+              std::find(stage.extraParams.begin(), stage.extraParams.end(), pinned.value) != stage.extraParams.end() ||
+              (layer >= 0 && pinned.value.rfind(stage.stack + "[", 0) == 0 && layer >= stage.layerBegin &&
+               layer < stage.layerEnd);
           if (holds)
             stageDevices.insert(stage.devices.begin(), stage.devices.end());
         }
@@ -217,8 +232,10 @@ private:
             if (share.value % group != 0) {
               error(share.loc, "HS106",
                     std::to_string(share.value) + " heads break the key/value groups: " + std::to_string(*heads) +
-                        " query heads share " + std::to_string(*kv) + " key/value heads, so each device needs a "
-                        "multiple of " + std::to_string(group));
+                        " query heads share " + std::to_string(*kv) +
+                        " key/value heads, so each device needs a "
+                        "multiple of " +
+                        std::to_string(group));
               return;
             }
           return;
@@ -233,14 +250,14 @@ private:
       if (static_cast<int64_t>(pipeline.stages.size()) > pipeline.microbatches)
         warn(pipeline.microbatchesLoc, "HS201",
              "pipeline '" + pipeline.name + "' has " + std::to_string(pipeline.stages.size()) + " stages but " +
-                 std::to_string(pipeline.microbatches) +
-                 " micro-batches: some stages idle for most of each step");
+                 std::to_string(pipeline.microbatches) + " micro-batches: some stages idle for most of each step");
       if (plan_.batchPerPipeline.empty())
         continue;
       const int64_t batch = plan_.batchPerPipeline[p];
       if (batch == 0) {
-        error(pipeline.shareLoc, "HS112", "pipeline '" + pipeline.name + "' gets no samples of the batch of " +
-                                              std::to_string(spec_.bindings.at("B")));
+        error(pipeline.shareLoc, "HS112",
+              "pipeline '" + pipeline.name + "' gets no samples of the batch of " +
+                  std::to_string(spec_.bindings.at("B")));
         continue;
       }
       if (batch % pipeline.microbatches != 0)
@@ -304,7 +321,7 @@ private:
                 gib(memory.params) + ", gradients " + gib(memory.grads) + ", optimizer state " + gib(memory.optimizer) +
                 ", activations " + gib(stageRecompute ? memory.activationsRecompute : memory.activations) + " for " +
                 std::to_string(memory.inFlight) + " micro-batches in flight), but a " + type.name + " has " +
-                fixed(type.memoryGiB, 0) + " GiB",
+                gib(capacity),
             note.empty() ? ir::Location{} : (stage ? stage->devicesLoc : spec_.loc), note);
       return; // one device tells the story
     }
@@ -324,16 +341,18 @@ private:
     warn(spec_.loc, "HS202",
          "estimated compute per step differs by " + fixed(100 * (slowest->second / fastest->second - 1), 0) +
              "% across devices: slowest device " + std::to_string(slowest->first) + " (" +
-             cluster_->devices[slowest->first].type + ", " + fixed(slowest->second * 1e3, 2) +
-             " ms), fastest device " + std::to_string(fastest->first) + " (" + cluster_->devices[fastest->first].type +
-             ", " + fixed(fastest->second * 1e3, 2) + " ms)");
+             cluster_->devices[slowest->first].type + ", " + fixed(slowest->second * 1e3, 2) + " ms), fastest device " +
+             std::to_string(fastest->first) + " (" + cluster_->devices[fastest->first].type + ", " +
+             fixed(fastest->second * 1e3, 2) + " ms)");
   }
 
   // HS203: a pipeline hop that pairs devices across nodes when another order would not.
   void links() {
     if (!cluster_)
       return;
-    auto nodeOf = [&](int d) { return d < static_cast<int>(cluster_->devices.size()) ? cluster_->devices[d].node : -1; };
+    auto nodeOf = [&](int d) {
+      return d < static_cast<int>(cluster_->devices.size()) ? cluster_->devices[d].node : -1;
+    };
     for (const auto &pipeline : spec_.pipelines)
       for (size_t s = 1; s < pipeline.stages.size(); ++s) {
         const auto &from = pipeline.stages[s - 1].devices, &to = pipeline.stages[s].devices;
@@ -370,7 +389,8 @@ private:
     for (const auto &reshard : plan_.reshards) {
       if (reshard.reason != passes::ReshardReason::Layout)
         continue;
-      std::string key = reshard.loc.str() + "|" + ir::printAnnotation(reshard.from) + "|" + ir::printAnnotation(reshard.to);
+      std::string key =
+          reshard.loc.str() + "|" + ir::printAnnotation(reshard.from) + "|" + ir::printAnnotation(reshard.to);
       auto it = std::find_if(groups.begin(), groups.end(), [&](const auto &g) { return g.first == key; });
       if (it == groups.end())
         it = groups.insert(groups.end(), {key, Group{&reshard, 0, 0}});

@@ -5,11 +5,11 @@
 //   hspmc --version
 //
 // Exit codes: 0 success, 1 user errors (diagnostics printed), 2 usage errors.
-#include "tools/hspmc/Driver.h"
 #include "frontend/Compilation.h"
 #include "passes/Pipeline.h"
 #include "planner/Cluster.h"
 #include "planner/Lint.h"
+#include "tools/hspmc/Driver.h"
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>

@@ -71,7 +71,7 @@ TEST(AnnotationText, SourceMapLocatesParts) {
   EXPECT_EQ(map.devices.at(0).at(1).col, 7u);
   EXPECT_EQ(map.axes.at(1).at(0).col, 21u);
   EXPECT_EQ(map.hetero.col, 27u);
-  AnnotationError hetero{AnnotationError::Part::Hetero, 0, 0, "x"};
+  AnnotationError hetero{AnnotationError::Part::Hetero, 0, 0, "x", "HS105"};
   EXPECT_EQ(map.locate(hetero).col, 27u);
 }
 
