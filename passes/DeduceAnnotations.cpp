@@ -8,12 +8,13 @@
 //     held more widely, or moved there (a pipeline hop, or a layout change);
 //  3. the hetero placement, then each mesh axis of each cell, is decided by the op's sharding
 //     rule: every candidate meaning (duplicate, partial, split of one factor) is priced in
-//     bytes moved to bring the operands to it, and the cheapest wins; ties go to splitting
-//     the largest factor of an undecided parameter (tensor parallelism: column-parallel
-//     before row-parallel, vocabulary-parallel embeddings), then to pass-through splits, then
-//     partial sums, then copies;
+//     bytes moved to bring the operands to it, and the cheapest wins; ties go to
+//     pass-through splits (tensor parallelism: column-parallel before row-parallel; a rule
+//     may prefer its contraction, as embeddings do: vocabulary-parallel), then to the
+//     largest factor of an undecided parameter, then to partial sums, then to copies;
 //  4. operands that must change get a `reshard` op before the op; an undecided leaf is
-//     decided by its first consumer (the backward step of the propagation);
+//     decided by its first consumer, and so is an op that only reads undecided leaves: the
+//     consumer's requirement is pushed back through it to the leaves (the backward step);
 //  5. results get their annotations; a pinned result gets a reshard to its pin.
 // User annotations are never changed: a leaf the plan annotates keeps its annotation and is
 // resharded where needed. A second run over a deduced graph changes nothing (tested).
@@ -44,10 +45,10 @@ struct Candidate {
 bool better(const Candidate &a, const Candidate &b) {
   if (a.cost != b.cost)
     return a.cost < b.cost;
-  if (a.freeFactorSize != b.freeFactorSize)
-    return a.freeFactorSize > b.freeFactorSize;
   if (a.kindRank != b.kindRank)
     return a.kindRank < b.kindRank;
+  if (a.freeFactorSize != b.freeFactorSize)
+    return a.freeFactorSize > b.freeFactorSize;
   return a.meaning.factor < b.meaning.factor;
 }
 
@@ -96,6 +97,8 @@ private:
       set(op.result(), annotationOf(op.operands[0])); // another plan's reshard: identity here
       return;
     }
+    if (op.kind == ir::OpKind::Reshard && known(op.result()))
+      return; // this plan's own reshard from an earlier run: it stays what it was made for
     std::optional<std::vector<Cell>> cells = cellsFor(op);
     if (!cells) {
       pending_.insert(&op);
@@ -165,11 +168,26 @@ private:
     OperandView view;
   };
 
+  // An op waiting for its consumer reads only undecided leaves (or other waiting ops).
+  bool waiting(const ir::Value *value) const { return !known(value) && value->def && pending_.count(value->def); }
+
   Operand prepare(ir::Value *value, const std::vector<Cell> &cells, const OpShardingRule &rule, int index) {
     Operand operand;
     operand.value = value;
-    if (!known(value) && value->def && pending_.count(value->def))
-      decide(*value->def, cells); // an op that waited for its first consumer
+    if (waiting(value)) {
+      // Decided by this consumer, then pushed back to its leaves (see settleBackward).
+      operand.free = true;
+      operand.freeHetero = true;
+      operand.current = moveTo(ir::Annotation{}, cells);
+      for (const Cell &cell : cells)
+        operand.freeAxis.push_back(std::vector<bool>(cell.mesh.size(), true));
+      operand.view = viewOf(rule, index, *value, operand.current);
+      for (auto &axes : operand.view.axes)
+        for (auto &meaning : axes)
+          meaning = Meaning{Kind::Free};
+      operand.view.hetero = Meaning{Kind::Free};
+      return operand;
+    }
     if (isFreeLeaf(value)) {
       const FlexibleLeaf &leaf = plan_.flexible.at(value);
       operand.free = true;
@@ -278,7 +296,8 @@ private:
       Meaning split = splitAs.count(f) ? splitAs[f] : Meaning{Kind::Split, f};
       if (hetero && split.sizes.empty() && !splitAs.count(f))
         continue;
-      Candidate c{split, -1, {}, {}, 0, 0, rule.factors[f].kind == FactorKind::PassThrough ? 0 : 1};
+      const bool passThrough = rule.factors[f].kind == FactorKind::PassThrough;
+      Candidate c{split, -1, {}, {}, 0, 0, passThrough != rule.preferContraction ? 0 : 1};
       for (size_t o = 0; o < m.size(); ++o)
         if (m[o].kind == Kind::Free && rule.operandHas(static_cast<int>(o), f))
           c.freeFactorSize = std::max(c.freeFactorSize, constantOr(rule.factors[f].size));
@@ -404,10 +423,74 @@ private:
       applyPin(op, result);
   }
 
+  // The backward step: a waiting op's result must be `target`; derive what its operands
+  // must be through its rule, settle them (recursively), and give the op its result.
+  // Falls back to deciding the op forward on the target's cells when the rule cannot be
+  // inverted.
+  void settleBackward(ir::Op &op, const ir::Annotation &target) {
+    pending_.erase(&op);
+    const OpShardingRule rule = shardingRule(op);
+    const std::vector<Cell> cells = cellsOf(target);
+    // Read the target through the result's dims: a view of "operand" -1.
+    OpShardingRule asResult = rule;
+    asResult.operands = rule.results;
+    asResult.scales.clear();
+    OperandView out = viewOf(asResult, 0, *op.result(), target);
+    auto requiredOf = [&](const Meaning &m, size_t o) -> std::optional<Meaning> {
+      if (m.kind == Kind::Dup)
+        return Meaning{Kind::Dup};
+      if (m.kind == Kind::Partial)
+        return rule.linearity == Linearity::Additive ? std::optional<Meaning>(Meaning{Kind::Partial}) : std::nullopt;
+      if (m.kind == Kind::Split)
+        return rule.operandHas(static_cast<int>(o), m.factor) ? m : Meaning{Kind::Dup};
+      return std::nullopt;
+    };
+    std::vector<ir::Annotation> required;
+    bool ok = true;
+    for (size_t o = 0; o < op.operands.size() && ok; ++o) {
+      auto hetero = requiredOf(out.hetero, o);
+      std::vector<std::vector<Meaning>> axes;
+      ok = hetero.has_value();
+      for (size_t g = 0; g < cells.size() && ok; ++g) {
+        axes.emplace_back();
+        for (const Meaning &m : out.axes[g]) {
+          auto a = requiredOf(m, o);
+          ok = ok && a.has_value();
+          axes.back().push_back(a.value_or(Meaning{}));
+        }
+      }
+      auto a = ok ? buildAnnotation(rule, rule.operands[o], static_cast<int>(o), *op.operands[o], cells, *hetero, axes)
+                  : std::nullopt;
+      ok = a.has_value();
+      if (a)
+        required.push_back(*a);
+    }
+    for (size_t o = 0; o < op.operands.size() && ok; ++o)
+      ok = waiting(op.operands[o]) || (isFreeLeaf(op.operands[o]) && plan_.flexible.at(op.operands[o]).freeCells);
+    if (!ok) {
+      decide(op, cells); // a leaf held elsewhere, or a rule that cannot be read backwards
+      return;
+    }
+    for (size_t o = 0; o < op.operands.size(); ++o) {
+      ir::Value *operand = op.operands[o];
+      if (waiting(operand)) {
+        settleBackward(*operand->def, required[o]);
+      } else {
+        set(operand, required[o]);
+        plan_.flexible.erase(operand);
+      }
+    }
+    set(op.result(), target);
+  }
+
   // Decides a free leaf, and puts a reshard before `op` when the operand must change.
   void settle(ir::Op &op, Operand &operand, const ir::Annotation &target, const Decision &d, size_t o,
               const std::vector<Cell> &cells) {
     ir::Value *value = operand.value;
+    if (waiting(value)) {
+      settleBackward(*value->def, target);
+      return;
+    }
     if (operand.free) {
       const FlexibleLeaf &leaf = plan_.flexible.at(value);
       ir::Annotation decided = target;
@@ -436,8 +519,8 @@ private:
       }
       set(value, decided);
       plan_.flexible.erase(value);
-      if (!operand.moved)
-        return;
+      // What the op reads of the decided leaf; a part the leaf's own layout fixes (a copy
+      // per pipeline) may still need a reshard, usually a local slice.
       operand.current = restrictTo(decided, cells).value_or(moveTo(decided, cells));
     }
     const bool changes = operand.moved || !(operand.current == target);
@@ -510,7 +593,9 @@ private:
       if (other->id > op.id &&
           std::find(other->operands.begin(), other->operands.end(), value) != other->operands.end())
         consumers.push_back(other.get());
-    if (consumers.empty())
+    // Already pinned by an earlier run: the only consumer is the reshard to the pin.
+    if (consumers.empty() || (consumers.size() == 1 && consumers[0]->kind == ir::OpKind::Reshard &&
+                              known(consumers[0]->result()) && annotationOf(consumers[0]->result()) == pin->second))
       return;
     ir::Value *pinned = insertReshard(*consumers.front(), value, pin->second, ReshardReason::Pinned);
     plan_.reshards.back().loc = plan_.pinLocs.count(value) ? plan_.pinLocs.at(value) : op.loc;

@@ -280,6 +280,7 @@ OpShardingRule embeddingRule(const ir::Op &op) {
     b.result(0, static_cast<int>(d), f);
   }
   b.result(0, static_cast<int>(ids.size()), dModel);
+  b.rule().preferContraction = true;
   return b.take(Linearity::OneOperand, {true, false});
 }
 

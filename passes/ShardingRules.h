@@ -36,6 +36,9 @@ struct OpShardingRule {
   std::vector<std::vector<std::vector<int>>> operands;
   std::vector<std::vector<std::vector<int>>> results;
   Linearity linearity = Linearity::None;
+  /// When deduction may choose freely, split contraction factors before pass-through ones
+  /// (embedding tables: vocabulary-parallel, as in Megatron-LM).
+  bool preferContraction = false;
   std::vector<bool> linearIn; // OneOperand: which operands may carry partial sums
   /// A dimension whose size is its factor's size times num/den (attention's key/value heads
   /// are the query-head factor scaled by kv_heads/heads). Indexed like `operands`.

@@ -1,0 +1,99 @@
+// The pass pipeline on the example plans: idempotence, several plans in one build, dumps.
+#include "passes/Pipeline.h"
+#include "passes/DeduceAnnotations.h"
+#include "passes/LowerPlan.h"
+#include "tools/hspmc/Driver.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+using namespace hspmd;
+
+namespace {
+
+struct Built {
+  frontend::SourceManager sources;
+  frontend::CollectingSink sink;
+  frontend::DiagnosticEngine diags{sink};
+  frontend::Compilation compilation{sources, diags, "stdlib"};
+  std::optional<driver::Build> build;
+};
+
+std::unique_ptr<Built> build(const std::string &model, const std::vector<std::string> &plans) {
+  auto b = std::make_unique<Built>();
+  b->build = driver::elaborateBuild(b->compilation, model, plans, "");
+  EXPECT_TRUE(b->build) << (b->sink.diagnostics.empty() ? "" : b->sink.diagnostics[0].message);
+  return b;
+}
+
+passes::ReportFn failOnError() {
+  return [](const passes::Problem &p) {
+    if (p.severity == passes::Severity::Error)
+      ADD_FAILURE() << p.code << " " << p.message;
+  };
+}
+
+TEST(Pipeline, DeductionIsIdempotent) {
+  for (const char *plan :
+       {"single", "tp2", "dp2_tp2", "pipeline2", "hetero4", "cp_asym", "hp_asym", "raw_annotations"}) {
+    auto b = build("examples/gpt/tiny_gpt.hspmd", {std::string("examples/gpt/plans/") + plan + ".hspmd"});
+    ASSERT_TRUE(b->build);
+    ir::Graph &graph = *b->build->graph;
+    auto first = passes::runPipeline(graph, b->build->plans, {}, failOnError());
+    ASSERT_TRUE(first.ok) << plan;
+    const std::string once = ir::printGraph(graph);
+    auto lowered = passes::lowerPlan(graph, b->build->plans[0], 0, failOnError());
+    ASSERT_TRUE(lowered);
+    passes::deduceAnnotations(graph, *lowered, failOnError());
+    EXPECT_TRUE(lowered->reshards.empty())
+        << plan << ": a second run inserted " << lowered->reshards.size() << ", first on "
+        << (lowered->reshards.empty()
+                ? ""
+                : lowered->reshards[0].value + " to " + ir::printAnnotation(lowered->reshards[0].to));
+    EXPECT_EQ(ir::printGraph(graph), once) << plan;
+  }
+}
+
+TEST(Pipeline, SeveralPlansAnnotateOneGraph) {
+  auto b =
+      build("examples/gpt/tiny_gpt.hspmd", {"examples/gpt/plans/dp2_tp2.hspmd", "examples/gpt/plans/pipeline2.hspmd"});
+  ASSERT_TRUE(b->build);
+  ir::Graph &graph = *b->build->graph;
+  auto result = passes::runPipeline(graph, b->build->plans, {}, failOnError());
+  ASSERT_TRUE(result.ok);
+  EXPECT_EQ(graph.numPlans, 2);
+  EXPECT_EQ(ir::printAnnotation(*graph.findValue("blocks[0].wqkv")->annotations[0]), "{ [0, 1]: S1 | [2, 3]: S1 } dup");
+  EXPECT_EQ(ir::printAnnotation(*graph.findValue("blocks[0].wqkv")->annotations[1]), "[0]: R");
+  int reshards = 0;
+  for (const auto &op : graph.ops()) {
+    if (op->kind != ir::OpKind::Reshard)
+      continue;
+    ++reshards;
+    // A reshard of one plan changes nothing in the other.
+    int other = 1 - static_cast<int>(ir::intAttr(op->attrs, "plan"));
+    EXPECT_EQ(op->result()->annotations[other], op->operands[0]->annotations[other]) << op->result()->name;
+  }
+  EXPECT_GT(reshards, 0);
+  // The textual IR of a two-plan graph round-trips.
+  const std::string text = ir::printGraph(graph);
+  ir::ParseError error;
+  auto reparsed = ir::parseGraph(text, &error);
+  ASSERT_TRUE(reparsed) << error.str();
+  EXPECT_EQ(ir::printGraph(*reparsed), text);
+}
+
+TEST(Pipeline, DumpAfterAnyPassAndTiming) {
+  for (const std::string &pass : passes::passNames()) {
+    auto b = build("examples/gpt/tiny_gpt.hspmd", {"examples/gpt/plans/tp2.hspmd"});
+    ASSERT_TRUE(b->build);
+    std::ostringstream dump, timing;
+    passes::PipelineOptions options{pass, &dump, &timing};
+    ASSERT_TRUE(passes::runPipeline(*b->build->graph, b->build->plans, options, failOnError()).ok);
+    EXPECT_EQ(dump.str().rfind("graph TinyGPT {", 0), 0u) << pass;
+    EXPECT_EQ(dump.str().find("= reshard") != std::string::npos, pass != "lower-plan") << pass;
+    EXPECT_NE(timing.str().find("pass " + pass + ": "), std::string::npos);
+  }
+}
+
+} // namespace
