@@ -17,6 +17,15 @@ echo "== hspmc dump-ir examples/gpt/tiny_gpt.hspmd --plan examples/gpt/plans/raw
 grep -E '^graph|plans|%blocks\[0\]\.(wqkv|wo) |%tokens|%targets|blocks\[0\]\.forward\.(q|a|h) ' "$out/tiny.ir"
 echo "  ... $(wc -l <"$out/tiny.ir") lines in all"
 
+echo "== hspmc dump-ir examples/gpt/plans/hetero4.hspmd --after deduce-annotations (block 0 and the loss)"
+"$hspmc" dump-ir examples/gpt/plans/hetero4.hspmd --after deduce-annotations >"$out/hetero4.ir"
+grep -E '%blocks\[0\]\.(wqkv|wo) = |%tokens|%0 = |%0.reshard|blocks\[0\]\.forward\.a = |cross_entropy' "$out/hetero4.ir" | sed 's/ loc(.*//'
+
+echo "== hspmc lint on the heterogeneous plans"
+for plan in examples/gpt/plans/hetero4.hspmd examples/llama/plans/llama32b_hetero48.hspmd; do
+  echo "$plan:"; "$hspmc" lint "$plan"
+done
+
 echo "== the 32B model (examples/llama/llama32b.hspmd): parameters of its last block"
 "$hspmc" dump-ir examples/llama/llama32b.hspmd >"$out/32b.ir"
 grep -E '^  %blocks\[63\]\.[a-z_.0-9]+ = param' "$out/32b.ir" | sed 's/ loc(.*//'

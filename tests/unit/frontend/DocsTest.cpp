@@ -3,6 +3,7 @@
 // an ```annotation block must parse and print back unchanged.
 #include "TestSupport.h"
 #include "ir/AnnotationText.h"
+#include "tools/hspmc/Driver.h"
 
 #include <gtest/gtest.h>
 
@@ -67,6 +68,21 @@ TEST(Docs, EveryExampleRuns) {
         ASSERT_NE(afterColumn, std::string::npos) << where;
         EXPECT_EQ(messages[0], stated.substr(0, afterColumn) + ": error: " + stated.substr(afterColumn + 2)) << where;
       }
+      ++checked;
+    } else if (block.kind == "hspmd-lint") {
+      // "// lint: HS107": `hspmc lint` on the block reports that code.
+      std::string first = block.text.substr(0, block.text.find('\n'));
+      ASSERT_EQ(first.rfind("// lint: ", 0), 0u) << where;
+      const std::string code = first.substr(9);
+      const std::string name = "docs/lint-example-" + std::to_string(block.line) + ".hspmd";
+      std::ofstream(name) << block.text;
+      hspmd::testing::Compiled c;
+      hspmd::driver::lintFile(c.compilation, name, "", "");
+      std::filesystem::remove(name);
+      bool found = false;
+      for (const auto &d : c.sink.diagnostics)
+        found = found || d.code == code;
+      EXPECT_TRUE(found) << where << ": no " << code << " in " << ::testing::PrintToString(c.messages(name));
       ++checked;
     } else if (block.kind == "annotation") {
       std::istringstream lines(block.text);

@@ -91,4 +91,36 @@ TEST(Cli, DumpIrUnderAPlan) {
   EXPECT_EQ(bad.output, "examples/gpt/tiny_gpt.hspmd: error: 'examples/gpt/tiny_gpt.hspmd' holds no plan\n");
 }
 
+TEST(Cli, LintExitCodes) {
+  CliRun clean = hspmc("lint examples/llama/plans/llama32b_hetero48.hspmd");
+  EXPECT_EQ(clean.code, 0) << clean.output;
+  EXPECT_EQ(clean.output, "lint: 0 errors, 0 warnings\n");
+  CliRun broken = hspmc("lint tests/lint/hs110_microbatches.hspmd");
+  EXPECT_EQ(broken.code, 1);
+  EXPECT_NE(broken.output.find("[HS110]"), std::string::npos) << broken.output;
+  CliRun warned = hspmc("lint tests/lint/hs200_no_cluster.hspmd");
+  EXPECT_EQ(warned.code, 0) << warned.output;
+  EXPECT_EQ(hspmc("lint --werror tests/lint/hs200_no_cluster.hspmd").code, 1);
+  CliRun json = hspmc("lint --format json tests/lint/hs110_microbatches.hspmd");
+  EXPECT_EQ(json.code, 1);
+  EXPECT_NE(json.output.find("\"code\": \"HS110\""), std::string::npos) << json.output;
+  CliRun other = hspmc("lint --cluster examples/clusters/h100x4_a100x4.toml examples/gpt/plans/tp2.hspmd");
+  EXPECT_EQ(other.code, 0) << other.output;
+  EXPECT_EQ(hspmc("lint no/such/plan.hspmd").code, 1);
+}
+
+TEST(Cli, DumpIrAfterAPass) {
+  CliRun run = hspmc("dump-ir examples/gpt/plans/tp2.hspmd --after deduce-annotations");
+  ASSERT_EQ(run.code, 0) << run.output.substr(0, 2000);
+  EXPECT_NE(run.output.find("%blocks[0].wqkv = param {init = \"normal\", std = 0.02} : f32[64, 192] <[0, 1]: S1>"),
+            std::string::npos);
+  EXPECT_EQ(hspmc("dump-ir examples/gpt/plans/tp2.hspmd --after no-such-pass").code, 2);
+  CliRun noPlan = hspmc("dump-ir examples/gpt/tiny_gpt.hspmd --after deduce-annotations");
+  EXPECT_EQ(noPlan.code, 1);
+  EXPECT_NE(noPlan.output.find("--after and --time-passes need a plan"), std::string::npos);
+  CliRun timed = hspmc("dump-ir examples/gpt/plans/tp2.hspmd --time-passes");
+  EXPECT_EQ(timed.code, 0);
+  EXPECT_NE(timed.output.find("pass deduce-annotations: "), std::string::npos);
+}
+
 } // namespace
