@@ -32,14 +32,26 @@ std::string planText(int layers) {
          "  cluster \"" HSPMD_SOURCE_DIR "/examples/clusters/h800x16_h20x32.toml\"\n"
          "  bind B = 36, S = 4096\n  zero\n  recompute\n"
          "  pipeline h800 share 7 microbatches 14 {\n"
-         "    stage devices [0..8] tp 8 layers " + range(0, half) + " with embed\n"
-         "    stage devices [8..16] tp 8 layers " + range(half, layers) + " with norm, head\n"
+         "    stage devices [0..8] tp 8 layers " +
+         range(0, half) +
+         " with embed\n"
+         "    stage devices [8..16] tp 8 layers " +
+         range(half, layers) +
+         " with norm, head\n"
          "  }\n"
          "  pipeline h20 share 2 microbatches 4 {\n"
-         "    stage devices [16..24] tp 8 layers " + range(0, quarter) + " with embed\n"
-         "    stage devices [24..32] tp 8 layers " + range(quarter, 2 * quarter) + "\n"
-         "    stage devices [32..40] tp 8 layers " + range(2 * quarter, 3 * quarter) + "\n"
-         "    stage devices [40..48] tp 8 layers " + range(3 * quarter, layers) + " with norm, head\n"
+         "    stage devices [16..24] tp 8 layers " +
+         range(0, quarter) +
+         " with embed\n"
+         "    stage devices [24..32] tp 8 layers " +
+         range(quarter, 2 * quarter) +
+         "\n"
+         "    stage devices [32..40] tp 8 layers " +
+         range(2 * quarter, 3 * quarter) +
+         "\n"
+         "    stage devices [40..48] tp 8 layers " +
+         range(3 * quarter, layers) +
+         " with norm, head\n"
          "  }\n}\n";
 }
 
