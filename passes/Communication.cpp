@@ -1,0 +1,440 @@
+#include "passes/Communication.h"
+
+// GCC 12 reports a spurious -Wfree-nonheap-object in the vector code below at -O2 (GCC bug
+// 105705 family); the code frees nothing but heap memory.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wfree-nonheap-object"
+#endif
+
+#include "ir/AnnotationText.h"
+
+#include <algorithm>
+#include <numeric>
+#include <set>
+
+namespace hspmd::passes {
+
+std::string_view commKindName(CommKind kind) {
+  static const char *names[] = {
+      "identity",  "local-slice",      "all-reduce",           "reduce-scatter",   "all-gather", "all-to-all",
+      "send-recv", "split-all-reduce", "split-reduce-scatter", "split-all-gather", "bsr"};
+  return names[static_cast<int>(kind)];
+}
+
+int64_t CommPlan::totalBytes() const {
+  int64_t total = 0;
+  for (const auto &step : steps)
+    for (const auto &[device, bytes] : step.bytesReceived)
+      total += bytes;
+  return total;
+}
+
+double CommPlan::seconds() const {
+  double total = 0;
+  for (const auto &step : steps)
+    total += step.seconds;
+  return total;
+}
+
+ir::Box intersectBox(const ir::Box &a, const ir::Box &b) {
+  ir::Box out{a.lo, a.hi};
+  for (size_t d = 0; d < a.lo.size(); ++d) {
+    out.lo[d] = std::max(a.lo[d], b.lo[d]);
+    out.hi[d] = std::max(out.lo[d], std::min(a.hi[d], b.hi[d]));
+  }
+  return out;
+}
+
+std::vector<ir::Box> subtractBox(const ir::Box &a, const ir::Box &b) {
+  ir::Box inter = intersectBox(a, b);
+  if (inter.empty())
+    return a.empty() ? std::vector<ir::Box>{} : std::vector<ir::Box>{a};
+  std::vector<ir::Box> out;
+  ir::Box rest = a;
+  for (size_t d = 0; d < a.lo.size(); ++d) {
+    if (rest.lo[d] < inter.lo[d]) {
+      ir::Box below = rest;
+      below.hi[d] = inter.lo[d];
+      out.push_back(below);
+    }
+    if (inter.hi[d] < rest.hi[d]) {
+      ir::Box above = rest;
+      above.lo[d] = inter.hi[d];
+      out.push_back(above);
+    }
+    rest.lo[d] = inter.lo[d];
+    rest.hi[d] = inter.hi[d];
+  }
+  return out;
+}
+
+namespace {
+
+struct Piece {
+  int device;
+  ir::Box box;
+  int partial;
+};
+
+std::vector<Piece> piecesOf(const ir::Annotation &annotation, const std::vector<int64_t> &shape) {
+  std::vector<Piece> pieces;
+  for (int device : annotation.devices())
+    for (const auto &piece : ir::ownedRegion(annotation, shape, device))
+      if (!piece.box.empty())
+        pieces.push_back(Piece{device, piece.box, piece.partial});
+  return pieces;
+}
+
+bool contains(const ir::Box &outer, const ir::Box &inner) {
+  for (size_t d = 0; d < outer.lo.size(); ++d)
+    if (inner.lo[d] < outer.lo[d] || inner.hi[d] > outer.hi[d])
+      return false;
+  return true;
+}
+
+// Cuts `box` along every boundary of `cutters` that falls inside it: the finest slices.
+std::vector<ir::Box> cellsOf(const ir::Box &box, const std::vector<Piece> &cutters) {
+  const size_t rank = box.lo.size();
+  std::vector<std::vector<int64_t>> cuts(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    std::set<int64_t> points{box.lo[d], box.hi[d]};
+    for (const Piece &piece : cutters)
+      for (int64_t p : {piece.box.lo[d], piece.box.hi[d]})
+        if (p > box.lo[d] && p < box.hi[d])
+          points.insert(p);
+    cuts[d].assign(points.begin(), points.end());
+  }
+  std::vector<ir::Box> cells;
+  std::vector<size_t> index(rank, 0);
+  if (box.empty())
+    return cells;
+  while (true) {
+    ir::Box cell{std::vector<int64_t>(rank), std::vector<int64_t>(rank)};
+    for (size_t d = 0; d < rank; ++d) {
+      cell.lo[d] = cuts[d][index[d]];
+      cell.hi[d] = cuts[d][index[d] + 1];
+    }
+    cells.push_back(cell);
+    size_t d = rank;
+    while (d > 0) {
+      --d;
+      if (++index[d] + 1 < cuts[d].size())
+        break;
+      index[d] = 0;
+      if (d == 0)
+        return cells;
+    }
+    if (rank == 0)
+      return cells;
+  }
+}
+
+int partialCount(const std::vector<Piece> &pieces) {
+  int count = 0;
+  for (const Piece &piece : pieces)
+    count = std::max(count, piece.partial + 1);
+  return count;
+}
+
+class Planner {
+public:
+  Planner(const std::vector<int64_t> &shape, int elementBytes, const LinkModel &links)
+      : shape_(shape), elementBytes_(elementBytes), links_(links) {}
+
+  // One step moving (and, where the source holds partial sums, adding) data from `from` to
+  // `to`. `lacking` receives, per device, the bytes of the target it did not hold.
+  CommStep direct(const ir::Annotation &from, const ir::Annotation &to, std::map<int, int64_t> *lacking) {
+    CommStep step;
+    step.from = from;
+    step.to = to;
+    const auto source = piecesOf(from, shape_);
+    const auto target = piecesOf(to, shape_);
+    const bool sourcePartial = partialCount(source) > 1;
+    const bool targetPartial = partialCount(target) > 1;
+    std::map<std::tuple<int, int, bool>, Message> messages;
+    auto send = [&](const std::vector<const Piece *> &owners, int needer, const ir::Box &cell, bool add) {
+      const Piece *best = nullptr;
+      double bestBandwidth = -1, bestLoad = 0;
+      for (const Piece *owner : owners) {
+        double bandwidth = links_.bandwidth(owner->device, needer);
+        double load = load_[owner->device];
+        if (!best || bandwidth > bestBandwidth || (bandwidth == bestBandwidth && load < bestLoad)) {
+          best = owner;
+          bestBandwidth = bandwidth;
+          bestLoad = load;
+        }
+      }
+      const int64_t bytes = cell.numElements() * elementBytes_;
+      load_[best->device] += static_cast<double>(bytes) / bestBandwidth;
+      Message &message = messages[{best->device, needer, add}];
+      message.from = best->device;
+      message.to = needer;
+      message.add = add;
+      message.boxes.push_back(cell);
+      message.bytes += bytes;
+    };
+    for (const Piece &need : target) {
+      if (targetPartial && need.partial > 0 && !sourcePartial)
+        continue; // a copy becomes partial sums: index 0 keeps the value, the others hold zeros
+      const Piece *own = nullptr;
+      for (const Piece &piece : source)
+        if (piece.device == need.device && (!sourcePartial || !targetPartial || piece.partial == need.partial))
+          own = &piece;
+      if (!sourcePartial || targetPartial) {
+        // Movement: take what it holds, receive the rest.
+        std::vector<ir::Box> missing{need.box};
+        if (own) {
+          ir::Box kept = intersectBox(need.box, own->box);
+          if (!kept.empty())
+            step.local.push_back(LocalCopy{need.device, kept, false});
+          missing = subtractBox(need.box, own->box);
+        }
+        for (const ir::Box &box : missing) {
+          if (lacking)
+            (*lacking)[need.device] += box.numElements() * elementBytes_;
+          for (const ir::Box &cell : cellsOf(box, source)) {
+            std::vector<const Piece *> owners;
+            for (const Piece &piece : source)
+              if ((!targetPartial || piece.partial == need.partial) && contains(piece.box, cell))
+                owners.push_back(&piece);
+            // Several owners share one slice: cut it so that each sends a part.
+            for (const ir::Box &part : spread(cell, owners, need.device))
+              send(owners, need.device, part, false);
+          }
+        }
+        continue;
+      }
+      // Reduction: one copy of every partial sum, added where it is needed.
+      for (const ir::Box &cell : cellsOf(need.box, source)) {
+        std::map<int, std::vector<const Piece *>> byPartial;
+        for (const Piece &piece : source)
+          if (contains(piece.box, cell))
+            byPartial[piece.partial].push_back(&piece);
+        for (const auto &[partial, owners] : byPartial) {
+          auto mine =
+              std::find_if(owners.begin(), owners.end(), [&](const Piece *p) { return p->device == need.device; });
+          if (mine != owners.end())
+            step.local.push_back(LocalCopy{need.device, cell, true});
+          else
+            send(owners, need.device, cell, true);
+        }
+      }
+    }
+    for (auto &[key, message] : messages) {
+      step.bytesSent[message.from] += message.bytes;
+      step.bytesReceived[message.to] += message.bytes;
+      step.messages.push_back(std::move(message));
+    }
+    classify(step, sourcePartial && !targetPartial);
+    return step;
+  }
+
+private:
+  // A slice with k equally good owners (same link speed to the needer) is cut into k parts
+  // along its longest dimension, so that the least-loaded choice spreads the sending.
+  std::vector<ir::Box> spread(const ir::Box &cell, const std::vector<const Piece *> &owners, int needer) const {
+    if (owners.size() < 2)
+      return owners.empty() ? std::vector<ir::Box>{} : std::vector<ir::Box>{cell};
+    double best = 0;
+    for (const Piece *owner : owners)
+      best = std::max(best, links_.bandwidth(owner->device, needer));
+    int64_t k = 0;
+    for (const Piece *owner : owners)
+      k += links_.bandwidth(owner->device, needer) == best;
+    size_t longest = 0;
+    for (size_t d = 0; d < cell.lo.size(); ++d)
+      if (cell.hi[d] - cell.lo[d] > cell.hi[longest] - cell.lo[longest])
+        longest = d;
+    const int64_t extent = cell.lo.empty() ? 1 : cell.hi[longest] - cell.lo[longest];
+    k = std::min(k, extent);
+    if (k < 2)
+      return {cell};
+    std::vector<ir::Box> parts;
+    for (int64_t i = 0; i < k; ++i) {
+      auto [begin, end] = ir::chunkRange(extent, static_cast<int>(k), static_cast<int>(i));
+      ir::Box part = cell;
+      part.lo[longest] = cell.lo[longest] + begin;
+      part.hi[longest] = cell.lo[longest] + end;
+      if (!part.empty())
+        parts.push_back(part);
+    }
+    return parts;
+  }
+
+  const std::vector<int64_t> &shape_;
+  int elementBytes_;
+  const LinkModel &links_;
+  std::map<int, double> load_;
+
+  // Names the step after the collective it amounts to, and estimates its time.
+  void classify(CommStep &step, bool reducing) {
+    const ir::Annotation &from = step.from, &to = step.to;
+    const bool single = from.subgroups.size() == 1 && to.subgroups.size() == 1;
+    const bool sameGroups = from.subgroups.size() == to.subgroups.size() &&
+                            std::equal(from.subgroups.begin(), from.subgroups.end(), to.subgroups.begin(),
+                                       [](const auto &a, const auto &b) { return a.devices == b.devices; });
+    groupsFromMessages(step);
+    if (step.messages.empty() && !reducing) {
+      step.kind = from == to ? CommKind::Identity : CommKind::LocalSlice;
+    } else if (reducing) {
+      step.kind = CommKind::Bsr;
+      if (single && sameGroups && sameAxesExcept(from, to, ir::AxisKind::Partial))
+        step.kind = onlyBecame(from, to, ir::AxisKind::Dup) ? CommKind::AllReduce : CommKind::ReduceScatter;
+      else if (!single && sameGroups && from.hetero.kind == ir::HeteroKind::Partial)
+        step.kind = to.hetero.kind == ir::HeteroKind::Split ? CommKind::SplitReduceScatter : CommKind::SplitAllReduce;
+    } else {
+      step.kind = CommKind::Bsr;
+      if (single && sameGroups && sameAxesExcept(from, to, ir::AxisKind::Split))
+        step.kind = onlyBecame(from, to, ir::AxisKind::Dup) ? CommKind::AllGather : CommKind::AllToAll;
+      else if (!sameGroups && sameLayoutOtherDevices(from, to))
+        step.kind = CommKind::SendRecv;
+      else if (!single && sameGroups && from.hetero.kind == ir::HeteroKind::Dup &&
+               to.hetero.kind == ir::HeteroKind::Dup)
+        step.kind = CommKind::SplitAllGather;
+    }
+    estimate(step);
+  }
+
+  // Every axis equal except those of `kind` in `from`, which may change.
+  static bool sameAxesExcept(const ir::Annotation &from, const ir::Annotation &to, ir::AxisKind kind) {
+    const auto &a = from.subgroups[0].axes, &b = to.subgroups[0].axes;
+    if (a.size() != b.size())
+      return false;
+    bool changed = false;
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (a[i] == b[i])
+        continue;
+      if (a[i].kind != kind || a[i].count != b[i].count)
+        return false;
+      changed = true;
+    }
+    return changed;
+  }
+  static bool onlyBecame(const ir::Annotation &from, const ir::Annotation &to, ir::AxisKind kind) {
+    const auto &a = from.subgroups[0].axes, &b = to.subgroups[0].axes;
+    for (size_t i = 0; i < a.size(); ++i)
+      if (!(a[i] == b[i]) && b[i].kind != kind)
+        return false;
+    return true;
+  }
+  static bool sameLayoutOtherDevices(const ir::Annotation &from, const ir::Annotation &to) {
+    if (from.subgroups.size() != to.subgroups.size() || !(from.hetero == to.hetero))
+      return false;
+    for (size_t g = 0; g < from.subgroups.size(); ++g)
+      if (from.subgroups[g].axes != to.subgroups[g].axes ||
+          from.subgroups[g].devices.size() != to.subgroups[g].devices.size())
+        return false;
+    return true;
+  }
+
+  // The devices that exchange data, as connected groups.
+  static void groupsFromMessages(CommStep &step) {
+    std::map<int, int> parent;
+    auto find = [&](int x) {
+      while (parent[x] != x)
+        x = parent[x] = parent[parent[x]];
+      return x;
+    };
+    for (const Message &m : step.messages) {
+      parent.emplace(m.from, m.from);
+      parent.emplace(m.to, m.to);
+      parent[find(m.from)] = find(m.to);
+    }
+    std::map<int, std::vector<int>> groups;
+    for (const auto &[device, p] : parent)
+      groups[find(device)].push_back(device);
+    for (auto &[root, members] : groups)
+      step.groups.push_back(members);
+  }
+
+  // alpha-beta: every device sends and receives its messages over their links; the step
+  // takes as long as its busiest device.
+  void estimate(CommStep &step) {
+    std::map<int, double> sending, receiving;
+    for (const Message &m : step.messages) {
+      double t = links_.alpha + static_cast<double>(m.bytes) / (links_.bandwidth(m.from, m.to) * 1e9);
+      sending[m.from] += t;
+      receiving[m.to] += t;
+    }
+    for (const auto &[device, t] : sending)
+      step.seconds = std::max(step.seconds, t);
+    for (const auto &[device, t] : receiving)
+      step.seconds = std::max(step.seconds, t);
+  }
+};
+
+bool hasPartial(const ir::Annotation &a) {
+  if (a.subgroups.size() > 1 && a.hetero.kind == ir::HeteroKind::Partial)
+    return true;
+  for (const auto &local : a.subgroups)
+    for (const auto &axis : local.axes)
+      if (axis.kind == ir::AxisKind::Partial && axis.count > 1)
+        return true;
+  return false;
+}
+
+// The source with its partial sums reduced in place: partial axes become copies.
+ir::Annotation reducedInPlace(ir::Annotation a) {
+  for (auto &local : a.subgroups)
+    for (auto &axis : local.axes)
+      if (axis.kind == ir::AxisKind::Partial)
+        axis.kind = ir::AxisKind::Dup;
+  if (a.hetero.kind == ir::HeteroKind::Partial)
+    a.hetero = {ir::HeteroKind::Dup, 0, {}, false};
+  return a;
+}
+
+// Whether partial sums can move index by index: every target partial sum is held, over its
+// whole box, by source pieces of the same index, and both hold as many partial sums.
+bool samePartials(const ir::Annotation &from, const ir::Annotation &to, const std::vector<int64_t> &shape) {
+  const auto source = piecesOf(from, shape), target = piecesOf(to, shape);
+  std::vector<Piece> both = source;
+  both.insert(both.end(), target.begin(), target.end());
+  auto partialsOver = [](const std::vector<Piece> &pieces, const ir::Box &cell) {
+    std::set<int> found;
+    for (const Piece &piece : pieces)
+      if (contains(piece.box, cell))
+        found.insert(piece.partial);
+    return found;
+  };
+  for (const Piece &need : target)
+    for (const ir::Box &cell : cellsOf(need.box, both))
+      if (partialsOver(source, cell) != partialsOver(target, cell))
+        return false;
+  return true;
+}
+
+} // namespace
+
+CommPlan planReshard(const std::vector<int64_t> &shape, int elementBytes, const ir::Annotation &from,
+                     const ir::Annotation &to, const LinkModel &links) {
+  if (hasPartial(from) && hasPartial(to) && !samePartials(from, to, shape)) {
+    // Partial sums regrouped differently: add them up first, then split the whole anew.
+    CommPlan plan;
+    Planner planner(shape, elementBytes, links);
+    ir::Annotation mid = reducedInPlace(from);
+    plan.steps.push_back(planner.direct(from, mid, nullptr));
+    plan.steps.push_back(planner.direct(mid, to, nullptr));
+    return plan;
+  }
+  CommPlan direct;
+  {
+    Planner planner(shape, elementBytes, links);
+    direct.steps.push_back(planner.direct(from, to, hasPartial(from) ? nullptr : &direct.lackingBytes));
+  }
+  // Partial sums going to other devices: reducing them where they are first (one collective)
+  // and then moving the result may beat sending every partial sum to every needer.
+  if (hasPartial(from) && !hasPartial(to)) {
+    CommPlan twoSteps;
+    Planner planner(shape, elementBytes, links);
+    ir::Annotation mid = reducedInPlace(from);
+    twoSteps.steps.push_back(planner.direct(from, mid, nullptr));
+    if (!(mid == to))
+      twoSteps.steps.push_back(planner.direct(mid, to, &twoSteps.lackingBytes));
+    if (twoSteps.seconds() < direct.seconds())
+      return twoSteps;
+  }
+  return direct;
+}
+
+} // namespace hspmd::passes

@@ -1,0 +1,90 @@
+// Communication.h - how a value gets from one annotation to another: the communication plan
+// of a reshard (shared/DESIGN.md section 6).
+//
+// planReshard() cuts the tensor into the finest slices both layouts agree on and, for every
+// device of the target layout, the slices it needs but does not hold. A slice held by several
+// devices comes from the one on the fastest link, then the least loaded; all slices between
+// one pair of devices travel as one message. Partial sums are added on the way: a needer
+// receives one copy of each partial sum it lacks. The steps are then named after the
+// collective they amount to (all-reduce, all-gather, ...) when they do, or `bsr` (batched
+// send/receive) otherwise.
+#pragma once
+
+#include "ir/Annotation.h"
+
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace hspmd::passes {
+
+enum class CommKind {
+  Identity,
+  LocalSlice,
+  AllReduce,
+  ReduceScatter,
+  AllGather,
+  AllToAll,
+  SendRecv,
+  SplitAllReduce,
+  SplitReduceScatter,
+  SplitAllGather,
+  Bsr,
+};
+
+std::string_view commKindName(CommKind kind);
+
+/// The slices one device sends another in one step, fused into one buffer.
+struct Message {
+  int from = 0, to = 0;
+  std::vector<ir::Box> boxes;
+  bool add = false; // partial sums: the receiver adds them to what it has
+  int64_t bytes = 0;
+};
+
+/// A slice a device takes from what it already holds (`add`: its own partial sum).
+struct LocalCopy {
+  int device = 0;
+  ir::Box box;
+  bool add = false;
+};
+
+struct CommStep {
+  CommKind kind = CommKind::Identity;
+  ir::Annotation from, to;              // the layouts before and after the step
+  std::vector<std::vector<int>> groups; // the device groups of a collective
+  std::vector<Message> messages;        // the data movement, as the checker replays it
+  std::vector<LocalCopy> local;
+  std::map<int, int64_t> bytesSent, bytesReceived; // per device
+  double seconds = 0;                              // alpha-beta estimate
+};
+
+struct CommPlan {
+  std::vector<CommStep> steps;
+  /// Per device of the target: bytes of the target region it did not hold (non-partial
+  /// sources). The plan is minimal when each device receives exactly this.
+  std::map<int, int64_t> lackingBytes;
+  int64_t totalBytes() const;
+  double seconds() const;
+};
+
+/// Link speeds between devices: bandwidth in GB/s and latency in seconds.
+struct LinkModel {
+  std::function<double(int, int)> bandwidth = [](int, int) { return 1.0; };
+  std::function<bool(int, int)> sameNode = [](int, int) { return true; };
+  double alpha = 5e-6;
+};
+
+/// The plan to turn a tensor of `shape` (elements of `elementBytes`) laid out as `from`
+/// into `to`. Both must be valid for the shape.
+CommPlan planReshard(const std::vector<int64_t> &shape, int elementBytes, const ir::Annotation &from,
+                     const ir::Annotation &to, const LinkModel &links = {});
+
+/// The parts of `a` outside `b` (at most two boxes per dimension).
+std::vector<ir::Box> subtractBox(const ir::Box &a, const ir::Box &b);
+/// The intersection of two boxes (possibly empty).
+ir::Box intersectBox(const ir::Box &a, const ir::Box &b);
+
+} // namespace hspmd::passes
