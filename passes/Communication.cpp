@@ -269,52 +269,58 @@ private:
   // Names the step after the collective it amounts to, and estimates its time.
   void classify(CommStep &step, bool reducing) {
     const ir::Annotation &from = step.from, &to = step.to;
-    const bool single = from.subgroups.size() == 1 && to.subgroups.size() == 1;
     const bool sameGroups = from.subgroups.size() == to.subgroups.size() &&
                             std::equal(from.subgroups.begin(), from.subgroups.end(), to.subgroups.begin(),
                                        [](const auto &a, const auto &b) { return a.devices == b.devices; });
+    const bool sameHetero = from.subgroups.size() == 1 || from.hetero == to.hetero;
     groupsFromMessages(step);
+    step.kind = CommKind::Bsr;
     if (step.messages.empty() && !reducing) {
       step.kind = from == to ? CommKind::Identity : CommKind::LocalSlice;
-    } else if (reducing) {
-      step.kind = CommKind::Bsr;
-      if (single && sameGroups && sameAxesExcept(from, to, ir::AxisKind::Partial))
-        step.kind = onlyBecame(from, to, ir::AxisKind::Dup) ? CommKind::AllReduce : CommKind::ReduceScatter;
-      else if (!single && sameGroups && from.hetero.kind == ir::HeteroKind::Partial)
-        step.kind = to.hetero.kind == ir::HeteroKind::Split ? CommKind::SplitReduceScatter : CommKind::SplitAllReduce;
-    } else {
-      step.kind = CommKind::Bsr;
-      if (single && sameGroups && sameAxesExcept(from, to, ir::AxisKind::Split))
-        step.kind = onlyBecame(from, to, ir::AxisKind::Dup) ? CommKind::AllGather : CommKind::AllToAll;
-      else if (!sameGroups && sameLayoutOtherDevices(from, to))
-        step.kind = CommKind::SendRecv;
-      else if (!single && sameGroups && from.hetero.kind == ir::HeteroKind::Dup &&
-               to.hetero.kind == ir::HeteroKind::Dup)
-        step.kind = CommKind::SplitAllGather;
+    } else if (sameGroups && sameHetero) {
+      // Inside each subgroup, one axis kind turns into another: a collective per subgroup.
+      auto change = axisChange(from, to);
+      if (reducing && change == std::make_pair(ir::AxisKind::Partial, ir::AxisKind::Dup))
+        step.kind = CommKind::AllReduce;
+      else if (reducing && change == std::make_pair(ir::AxisKind::Partial, ir::AxisKind::Split))
+        step.kind = CommKind::ReduceScatter;
+      else if (!reducing && change == std::make_pair(ir::AxisKind::Split, ir::AxisKind::Dup))
+        step.kind = CommKind::AllGather;
+      else if (!reducing && change == std::make_pair(ir::AxisKind::Split, ir::AxisKind::Split))
+        step.kind = CommKind::AllToAll;
+    } else if (sameGroups && reducing && from.hetero.kind == ir::HeteroKind::Partial) {
+      step.kind = to.hetero.kind == ir::HeteroKind::Split ? CommKind::SplitReduceScatter : CommKind::SplitAllReduce;
+    } else if (sameGroups && !reducing && to.hetero.kind == ir::HeteroKind::Dup && allCopies(to)) {
+      step.kind = CommKind::SplitAllGather; // subgroups sharding differently gather the whole
+    } else if (!sameGroups && !reducing && sameLayoutOtherDevices(from, to)) {
+      step.kind = CommKind::SendRecv;
     }
     estimate(step);
   }
 
-  // Every axis equal except those of `kind` in `from`, which may change.
-  static bool sameAxesExcept(const ir::Annotation &from, const ir::Annotation &to, ir::AxisKind kind) {
-    const auto &a = from.subgroups[0].axes, &b = to.subgroups[0].axes;
-    if (a.size() != b.size())
-      return false;
-    bool changed = false;
-    for (size_t i = 0; i < a.size(); ++i) {
-      if (a[i] == b[i])
-        continue;
-      if (a[i].kind != kind || a[i].count != b[i].count)
-        return false;
-      changed = true;
+  // The one kind of axis change between two layouts over the same groups: (from, to) kinds,
+  // or (Dup, Dup) when the axes change in more than one way.
+  static std::pair<ir::AxisKind, ir::AxisKind> axisChange(const ir::Annotation &from, const ir::Annotation &to) {
+    std::set<std::pair<ir::AxisKind, ir::AxisKind>> changes;
+    for (size_t g = 0; g < from.subgroups.size(); ++g) {
+      const auto &a = from.subgroups[g].axes, &b = to.subgroups[g].axes;
+      if (a.size() != b.size())
+        return {ir::AxisKind::Dup, ir::AxisKind::Dup};
+      for (size_t i = 0; i < a.size(); ++i) {
+        if (a[i] == b[i] || a[i].count == 1)
+          continue;
+        if (a[i].count != b[i].count)
+          return {ir::AxisKind::Dup, ir::AxisKind::Dup};
+        changes.insert({a[i].kind, b[i].kind});
+      }
     }
-    return changed;
+    return changes.size() == 1 ? *changes.begin() : std::make_pair(ir::AxisKind::Dup, ir::AxisKind::Dup);
   }
-  static bool onlyBecame(const ir::Annotation &from, const ir::Annotation &to, ir::AxisKind kind) {
-    const auto &a = from.subgroups[0].axes, &b = to.subgroups[0].axes;
-    for (size_t i = 0; i < a.size(); ++i)
-      if (!(a[i] == b[i]) && b[i].kind != kind)
-        return false;
+  static bool allCopies(const ir::Annotation &a) {
+    for (const auto &local : a.subgroups)
+      for (const auto &axis : local.axes)
+        if (axis.kind != ir::AxisKind::Dup && axis.count > 1)
+          return false;
     return true;
   }
   static bool sameLayoutOtherDevices(const ir::Annotation &from, const ir::Annotation &to) {

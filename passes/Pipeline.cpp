@@ -6,6 +6,7 @@
 //                       the annotations of parameters and inputs, and pinned values
 //   deduce-annotations  every value's annotation, by the per-op sharding rules; reshard ops
 //                       where operands disagree
+//   resolve-communication  the collectives and batched send/receive each reshard amounts to
 //   verify              the graph and its annotations are consistent
 //
 // `hspmc dump-ir --after PASS` prints the IR after any of them; `--time-passes` times them.
@@ -13,13 +14,15 @@
 
 #include "passes/DeduceAnnotations.h"
 #include "passes/LowerPlan.h"
+#include "passes/ResolveCommunication.h"
 
 #include <chrono>
 
 namespace hspmd::passes {
 
 const std::vector<std::string> &passNames() {
-  static const std::vector<std::string> names = {"lower-plan", "deduce-annotations", "verify"};
+  static const std::vector<std::string> names = {"lower-plan", "deduce-annotations", "resolve-communication",
+                                                 "verify"};
   return names;
 }
 
@@ -70,6 +73,15 @@ PipelineResult runPipeline(ir::Graph &graph, const std::vector<ir::PlanSpec> &pl
         graph.setNumPlans(static_cast<int>(plans.size()));
         for (LoweredPlan &plan : result.plans)
           deduceAnnotations(graph, plan, counting);
+        return !failed;
+      }))
+    return result;
+
+  if (!run("resolve-communication", [&] {
+        for (const LoweredPlan &plan : result.plans) {
+          const size_t i = static_cast<size_t>(plan.index);
+          resolveCommunication(graph, plan, i < options.links.size() ? options.links[i] : LinkModel{}, counting);
+        }
         return !failed;
       }))
     return result;

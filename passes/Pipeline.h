@@ -1,6 +1,7 @@
 // Pipeline.h - the compiler after elaboration, as one list of passes (read Pipeline.cpp).
 #pragma once
 
+#include "passes/Communication.h"
 #include "passes/LoweredPlan.h"
 #include "passes/PassSupport.h"
 
@@ -14,6 +15,7 @@ struct PipelineOptions {
   std::string dumpAfter;          // print the IR after this pass ("" for none)
   std::ostream *dump = nullptr;   // where --after prints
   std::ostream *timing = nullptr; // --time-passes: one line per pass
+  std::vector<LinkModel> links = {}; // per plan (from its cluster); uniform links when missing
 };
 
 struct PipelineResult {

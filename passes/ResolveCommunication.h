@@ -1,0 +1,17 @@
+// ResolveCommunication.h - resolve-communication: the communication plan of every reshard.
+#pragma once
+
+#include "passes/Communication.h"
+#include "passes/LoweredPlan.h"
+#include "passes/PassSupport.h"
+
+namespace hspmd::passes {
+
+/// Plans every reshard op of `plan` (over `links`) and records the result on the op:
+/// `comm` (the steps' kinds, as "all-reduce" or "reduce-scatter + bsr") and `comm_bytes`
+/// (bytes received over all devices). A reshard of a value with unbound symbolic dimensions
+/// is planned when the sizes are known: `comm = "deferred"`.
+void resolveCommunication(ir::Graph &graph, const LoweredPlan &plan, const LinkModel &links,
+                          const ReportFn &report);
+
+} // namespace hspmd::passes
