@@ -354,8 +354,35 @@ private:
   }
 
   // alpha-beta: every device sends and receives its messages over their links; the step
-  // takes as long as its busiest device.
+  // takes as long as its busiest device. Reductions run as ring collectives in each group:
+  // all-reduce moves 2(n-1)/n of a device's buffer, reduce-scatter (n-1)/n, in 2(n-1) or
+  // n-1 rounds; their messages stay the reference movement the checker replays.
   void estimate(CommStep &step) {
+    const bool allReduce = step.kind == CommKind::AllReduce || step.kind == CommKind::SplitAllReduce;
+    const bool reduceScatter = step.kind == CommKind::ReduceScatter || step.kind == CommKind::SplitReduceScatter;
+    if (allReduce || reduceScatter) {
+      step.bytesSent.clear();
+      step.bytesReceived.clear();
+      for (const auto &group : step.groups) {
+        const double n = static_cast<double>(group.size());
+        double buffer = 0, bandwidth = 1e300;
+        for (int d : group) {
+          for (const auto &piece : ir::ownedRegion(step.from, shape_, d))
+            buffer = std::max(buffer, static_cast<double>(piece.box.numElements() * elementBytes_));
+          for (int e : group)
+            if (e != d)
+              bandwidth = std::min(bandwidth, links_.bandwidth(d, e));
+        }
+        const double factor = (allReduce ? 2.0 : 1.0) * (n - 1) / n;
+        for (int d : group) {
+          step.bytesSent[d] = static_cast<int64_t>(factor * buffer);
+          step.bytesReceived[d] = static_cast<int64_t>(factor * buffer);
+        }
+        const double rounds = (allReduce ? 2.0 : 1.0) * (n - 1);
+        step.seconds = std::max(step.seconds, rounds * links_.alpha + factor * buffer / (bandwidth * 1e9));
+      }
+      return;
+    }
     std::map<int, double> sending, receiving;
     for (const Message &m : step.messages) {
       double t = links_.alpha + static_cast<double>(m.bytes) / (links_.bandwidth(m.from, m.to) * 1e9);

@@ -21,8 +21,7 @@
 namespace hspmd::passes {
 
 const std::vector<std::string> &passNames() {
-  static const std::vector<std::string> names = {"lower-plan", "deduce-annotations", "resolve-communication",
-                                                 "verify"};
+  static const std::vector<std::string> names = {"lower-plan", "deduce-annotations", "resolve-communication", "verify"};
   return names;
 }
 

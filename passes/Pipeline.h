@@ -12,9 +12,9 @@
 namespace hspmd::passes {
 
 struct PipelineOptions {
-  std::string dumpAfter;          // print the IR after this pass ("" for none)
-  std::ostream *dump = nullptr;   // where --after prints
-  std::ostream *timing = nullptr; // --time-passes: one line per pass
+  std::string dumpAfter;             // print the IR after this pass ("" for none)
+  std::ostream *dump = nullptr;      // where --after prints
+  std::ostream *timing = nullptr;    // --time-passes: one line per pass
   std::vector<LinkModel> links = {}; // per plan (from its cluster); uniform links when missing
 };
 

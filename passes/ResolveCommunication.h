@@ -11,7 +11,6 @@ namespace hspmd::passes {
 /// `comm` (the steps' kinds, as "all-reduce" or "reduce-scatter + bsr") and `comm_bytes`
 /// (bytes received over all devices). A reshard of a value with unbound symbolic dimensions
 /// is planned when the sizes are known: `comm = "deferred"`.
-void resolveCommunication(ir::Graph &graph, const LoweredPlan &plan, const LinkModel &links,
-                          const ReportFn &report);
+void resolveCommunication(ir::Graph &graph, const LoweredPlan &plan, const LinkModel &links, const ReportFn &report);
 
 } // namespace hspmd::passes

@@ -35,6 +35,20 @@ double localBytes(const ir::Value &value, const ir::Annotation &annotation, int 
   return static_cast<double>(pieces[0].box.numElements()) * ir::dtypeBytes(value.type.dtype);
 }
 
+passes::LinkModel linkModel(const Cluster &cluster) {
+  passes::LinkModel links;
+  links.sameNode = [&cluster](int a, int b) {
+    const int n = static_cast<int>(cluster.devices.size());
+    return a >= 0 && b >= 0 && a < n && b < n && cluster.devices[a].node == cluster.devices[b].node;
+  };
+  links.bandwidth = [&cluster, same = links.sameNode](int a, int b) {
+    if (!same(a, b))
+      return cluster.interNodeGBps;
+    return std::min(cluster.typeOf(a).intraNodeGBps, cluster.typeOf(b).intraNodeGBps);
+  };
+  return links;
+}
+
 double forwardFlops(const ir::Op &op) {
   using ir::OpKind;
   switch (op.kind) {

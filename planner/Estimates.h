@@ -2,6 +2,7 @@
 // of it under the deduced annotations, and memory per device. The simulator refines these.
 #pragma once
 
+#include "passes/Communication.h"
 #include "passes/LoweredPlan.h"
 #include "planner/Cluster.h"
 
@@ -33,6 +34,10 @@ std::map<int, DeviceMemory> estimateMemory(const ir::Graph &graph, const passes:
 /// Seconds of compute per step per device: forward + backward (3x forward FLOPs) at half of
 /// the device type's peak.
 std::map<int, double> estimateCompute(const ir::Graph &graph, const passes::LoweredPlan &plan, const Cluster &cluster);
+
+/// Links of a cluster: devices of one node talk at the slower of their types' intra-node
+/// bandwidth, others at the cluster's inter-node bandwidth.
+passes::LinkModel linkModel(const Cluster &cluster);
 
 /// Bytes a device holds of a value under an annotation (0 when it holds none).
 double localBytes(const ir::Value &value, const ir::Annotation &annotation, int device);

@@ -28,4 +28,10 @@ void reportProblem(frontend::DiagnosticEngine &diags, const passes::Problem &pro
 void lintFile(frontend::Compilation &compilation, const std::string &planFile, const std::string &modelFile,
               const std::string &clusterFile);
 
+/// `hspmc explain-reshard`: the communication plan of one layout change, as text or JSON.
+/// Returns false (after printing to `error`) when an argument is malformed.
+bool explainReshard(const std::string &shape, const std::string &from, const std::string &to,
+                    const std::string &clusterFile, const std::string &dtype, bool json, std::ostream &out,
+                    std::ostream &error);
+
 } // namespace hspmd::driver

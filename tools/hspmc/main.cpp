@@ -173,6 +173,15 @@ int main(int argc, char **argv) {
   lint->add_option("--format", lintFormat, "Output format")->check(CLI::IsMember({"text", "json"}));
   lint->add_flag("--werror", lintWerror, "Exit 1 on warnings too");
 
+  auto *explain = app.add_subcommand("explain-reshard", "Show how a tensor moves from one annotation to another");
+  std::string explainShape, explainFrom, explainTo, explainCluster, explainDtype = "f32", explainFormat = "text";
+  explain->add_option("--shape", explainShape, "The global shape, like 8,16")->required();
+  explain->add_option("--from", explainFrom, "The annotation it has, like '[0..4]: S0'")->required();
+  explain->add_option("--to", explainTo, "The annotation it needs")->required();
+  explain->add_option("--cluster", explainCluster, "A cluster file: links and device ids");
+  explain->add_option("--dtype", explainDtype, "Element type (f32, bf16, f16, i32, i64)");
+  explain->add_option("--format", explainFormat, "Output format")->check(CLI::IsMember({"text", "json"}));
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success &success) {
@@ -183,6 +192,11 @@ int main(int argc, char **argv) {
   }
   if (check->parsed())
     return runCheck(checkFiles, checkFormat == "json");
+  if (explain->parsed())
+    return driver::explainReshard(explainShape, explainFrom, explainTo, explainCluster, explainDtype,
+                                  explainFormat == "json", std::cout, std::cerr)
+               ? 0
+               : 1;
   if (lint->parsed())
     return runLint(lintPlan, lintModel, lintCluster, lintFormat == "json", lintWerror);
   if (dump->parsed())

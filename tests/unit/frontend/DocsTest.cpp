@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -83,6 +85,33 @@ TEST(Docs, EveryExampleRuns) {
       for (const auto &d : c.sink.diagnostics)
         found = found || d.code == code;
       EXPECT_TRUE(found) << where << ": no " << code << " in " << ::testing::PrintToString(c.messages(name));
+      ++checked;
+    } else if (block.kind == "explain") {
+      // "$ hspmc explain-reshard --shape S --from 'A' --to 'B'", then "// kind: K", "// total: N".
+      std::istringstream lines(block.text);
+      std::string command, kindLine, totalLine;
+      std::getline(lines, command);
+      std::getline(lines, kindLine);
+      std::getline(lines, totalLine);
+      auto quoted = [&](const std::string &flag) {
+        auto at = command.find(flag + " '");
+        auto end = command.find('\'', at + flag.size() + 2);
+        return command.substr(at + flag.size() + 2, end - at - flag.size() - 2);
+      };
+      auto shapeAt = command.find("--shape ") + 8;
+      std::string shape = command.substr(shapeAt, command.find(' ', shapeAt) - shapeAt);
+      std::ostringstream out, err;
+      ASSERT_TRUE(hspmd::driver::explainReshard(shape, quoted("--from"), quoted("--to"), "", "f32", true, out, err))
+          << where << err.str();
+      auto doc = nlohmann::json::parse(out.str());
+      std::string kinds;
+      for (const auto &step : doc["steps"])
+        kinds += (kinds.empty() ? "" : " + ") + step["kind"].get<std::string>();
+      EXPECT_EQ("// kind: " + kinds, kindLine) << where;
+      EXPECT_EQ("// total: " + std::to_string(doc["total_bytes"].get<int64_t>()), totalLine) << where;
+      if (doc.contains("minimal")) {
+        EXPECT_TRUE(doc["minimal"].get<bool>()) << where;
+      }
       ++checked;
     } else if (block.kind == "annotation") {
       std::istringstream lines(block.text);

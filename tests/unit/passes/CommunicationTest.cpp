@@ -220,7 +220,10 @@ TEST(Communication, EveryKindOnHandWrittenCases) {
       {{8, 16}, "{ [0, 1]: R | [2]: R } partial", "{ [0, 1]: R | [2]: R } split0 [4, 4]", CommKind::SplitReduceScatter},
       // Two tensor-parallel groups of different sizes each gather their own copy.
       {{8, 16}, "{ [0..4]: S1 | [4, 5]: S1 } dup", "{ [0..4]: R | [4, 5]: R } dup", CommKind::AllGather},
-      {{8, 16}, "{ [0, 1]: P | [2, 3]: P } split0 [5, 3]", "{ [0, 1]: R | [2, 3]: R } split0 [5, 3]", CommKind::AllReduce},
+      {{8, 16},
+       "{ [0, 1]: P | [2, 3]: P } split0 [5, 3]",
+       "{ [0, 1]: R | [2, 3]: R } split0 [5, 3]",
+       CommKind::AllReduce},
       // Unequal pieces held by different subgroups, gathered by all of them.
       {{8, 16}, "{ [0, 1]: R | [2]: R } split1 [10, 6]", "{ [0, 1]: R | [2]: R } dup", CommKind::SplitAllGather},
       {{8, 16}, "{ [0]: R | [1]: R | [2, 3]: S1 } split1 [5, 3, 8]", "[0..3]: S1", CommKind::Bsr},

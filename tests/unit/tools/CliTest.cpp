@@ -109,6 +109,33 @@ TEST(Cli, LintExitCodes) {
   EXPECT_EQ(hspmc("lint no/such/plan.hspmd").code, 1);
 }
 
+TEST(Cli, ExplainReshard) {
+  CliRun run = hspmc("explain-reshard --shape 8,16 --from '[0..4]: S0' --to '[0..4]: R'");
+  EXPECT_EQ(run.code, 0) << run.output;
+  EXPECT_NE(run.output.find("step 1: all-gather"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("the target devices lacked 1536 bytes (minimal)"), std::string::npos) << run.output;
+  CliRun json = hspmc("explain-reshard --format json --dtype bf16 --shape 8,16 --from '[0..4]: P' --to '[0..4]: S0'");
+  EXPECT_EQ(json.code, 0);
+  EXPECT_NE(json.output.find("\"kind\": \"reduce-scatter\""), std::string::npos) << json.output;
+  EXPECT_NE(json.output.find("\"bytes_per_device\""), std::string::npos);
+  EXPECT_NE(json.output.find("\"groups\""), std::string::npos);
+  CliRun badShape = hspmc("explain-reshard --shape 8,x --from '[0]: R' --to '[1]: R'");
+  EXPECT_EQ(badShape.code, 1);
+  EXPECT_EQ(badShape.output, "error: --shape must be sizes separated by commas, like 8,16 (got '8,x')\n");
+  CliRun badFrom = hspmc("explain-reshard --shape 8,16 --from '[0..4]: T0' --to '[1]: R'");
+  EXPECT_EQ(badFrom.code, 1);
+  EXPECT_EQ(badFrom.output, "error: --from '[0..4]: T0': 1:9: unknown mesh axis 'T0'; expected S<dim>, R or P\n");
+  CliRun badSizes = hspmc("explain-reshard --shape 8 --from '{ [0]: R | [1]: R } split0 [3, 4]' --to '[1]: R'");
+  EXPECT_EQ(badSizes.code, 1);
+  EXPECT_EQ(badSizes.output,
+            "error: --from '{ [0]: R | [1]: R } split0 [3, 4]': sizes sum to 7, but dimension 0 has size 8 [HS105]\n");
+  CliRun outside =
+      hspmc("explain-reshard --shape 8 --from '[0..4]: S0' --to '[6]: R' --cluster examples/clusters/cpu4.toml");
+  EXPECT_EQ(outside.code, 1);
+  EXPECT_EQ(outside.output, "error: device 6 is not in the cluster (cpu4 has devices 0..3) [HS101]\n");
+  EXPECT_EQ(hspmc("explain-reshard --shape 8 --from '[0]: R'").code, 2);
+}
+
 TEST(Cli, DumpIrAfterAPass) {
   CliRun run = hspmc("dump-ir examples/gpt/plans/tp2.hspmd --after deduce-annotations");
   ASSERT_EQ(run.code, 0) << run.output.substr(0, 2000);
