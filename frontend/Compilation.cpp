@@ -20,6 +20,13 @@ std::string defaultStdlibDir() {
   return HSPMD_STDLIB_DIR;
 }
 
+// One key per file, however it was reached: ../a.hspmd, an absolute path, a symlink.
+static std::string fileKey(const std::string &path) {
+  std::error_code ec;
+  fs::path canonical = fs::weakly_canonical(path, ec);
+  return ec ? fs::path(path).lexically_normal().string() : canonical.string();
+}
+
 Compilation::Compilation(SourceManager &sources, DiagnosticEngine &diags, std::string stdlibDir)
     : sources_(sources), diags_(diags), stdlibDir_(std::move(stdlibDir)) {}
 
@@ -34,12 +41,12 @@ const FileAst *Compilation::loadText(const std::string &name, std::string text) 
   auto ast = parseFile(name, stored, diags_);
   if (!ast)
     return nullptr;
-  loaded_[fs::path(name).lexically_normal().string()] = ast.get();
+  loaded_[fileKey(name)] = ast.get();
   return addFile(std::move(ast), 0);
 }
 
 const FileAst *Compilation::loadAt(const std::string &path, int depth) {
-  const std::string key = fs::path(path).lexically_normal().string();
+  const std::string key = fileKey(path);
   if (auto it = loaded_.find(key); it != loaded_.end())
     return it->second; // imported twice, or an import cycle: once is enough
   std::error_code ec;

@@ -153,9 +153,9 @@ public:
     const bool targetPartial = partialCount(target) > 1;
     std::map<std::tuple<int, int, bool>, Message> messages;
     auto send = [&](const std::vector<const Piece *> &owners, int needer, const ir::Box &cell, bool add) {
-      const Piece *best = nullptr;
+      const Piece *best = links_.firstOwner ? owners.front() : nullptr;
       double bestBandwidth = -1, bestLoad = 0;
-      for (const Piece *owner : owners) {
+      for (const Piece *owner : links_.firstOwner ? std::vector<const Piece *>{} : owners) {
         double bandwidth = links_.bandwidth(owner->device, needer);
         double load = load_[owner->device];
         if (!best || bandwidth > bestBandwidth || (bandwidth == bestBandwidth && load < bestLoad)) {
@@ -165,6 +165,8 @@ public:
         }
       }
       const int64_t bytes = cell.numElements() * elementBytes_;
+      if (bestBandwidth <= 0)
+        bestBandwidth = links_.bandwidth(best->device, needer);
       load_[best->device] += static_cast<double>(bytes) / bestBandwidth;
       Message &message = messages[{best->device, needer, add}];
       message.from = best->device;
@@ -233,7 +235,7 @@ private:
   // A slice with k equally good owners (same link speed to the needer) is cut into k parts
   // along its longest dimension, so that the least-loaded choice spreads the sending.
   std::vector<ir::Box> spread(const ir::Box &cell, const std::vector<const Piece *> &owners, int needer) const {
-    if (owners.size() < 2)
+    if (owners.size() < 2 || links_.firstOwner)
       return owners.empty() ? std::vector<ir::Box>{} : std::vector<ir::Box>{cell};
     double best = 0;
     for (const Piece *owner : owners)

@@ -75,6 +75,9 @@ struct LinkModel {
   std::function<double(int, int)> bandwidth = [](int, int) { return 1.0; };
   std::function<bool(int, int)> sameNode = [](int, int) { return true; };
   double alpha = 5e-6;
+  /// For comparison only: take every slice from its first owner (no link or load choice,
+  /// no spreading of shared slices).
+  bool firstOwner = false;
 };
 
 /// The plan to turn a tensor of `shape` (elements of `elementBytes`) laid out as `from`

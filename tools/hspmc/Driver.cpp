@@ -2,6 +2,7 @@
 
 #include "passes/Pipeline.h"
 #include "planner/Cluster.h"
+#include "planner/Estimates.h"
 #include "planner/Lint.h"
 
 #include <algorithm>
@@ -109,7 +110,10 @@ void lintFile(Compilation &compilation, const std::string &planFile, const std::
     }
     auto report = [&](const passes::Problem &problem) { reportProblem(diags, problem); };
     if (path.empty() || cluster) {
-      auto result = passes::runPipeline(*build->graph, build->plans, {}, report);
+      passes::PipelineOptions options;
+      if (cluster)
+        options.links.assign(build->plans.size(), planner::linkModel(*cluster));
+      auto result = passes::runPipeline(*build->graph, build->plans, options, report);
       if (result.ok)
         for (const passes::LoweredPlan &plan : result.plans)
           planner::lintPlan(*build->graph, plan, cluster ? &*cluster : nullptr, report);
