@@ -119,35 +119,32 @@ int main() {
   if (!result.ok)
     return 1;
   auto start = std::chrono::steady_clock::now();
-  int tensors = 0;
-  int64_t bytes = 0, messages = 0;
-  std::set<std::pair<int, int>> pairs;
+  int64_t messages = 0;
+  std::vector<passes::CommPlan> plans;
   for (const ir::Value *param : build->graph->params()) {
     auto shape = *ir::concreteShape(param->type.shape);
-    std::vector<std::pair<ir::Annotation, ir::Annotation>> moves = {{*param->annotations[0], *param->annotations[1]}};
+    auto stateOf = [&](int plan) {
+      const auto &states = result.plans[static_cast<size_t>(plan)].optimizerState;
+      return states.count(param->name) ? states.at(param->name) : *param->annotations[static_cast<size_t>(plan)];
+    };
+    plans.push_back(passes::planReshard(shape, 4, *param->annotations[0], *param->annotations[1]));
     for (int state = 0; state < 2; ++state)
-      moves.push_back(
-          {result.plans[0].optimizerState.count(param->name) ? result.plans[0].optimizerState.at(param->name)
-                                                             : *param->annotations[0],
-           result.plans[1].optimizerState.count(param->name) ? result.plans[1].optimizerState.at(param->name)
-                                                             : *param->annotations[1]});
-    for (const auto &[from, to] : moves) {
-      auto plan = passes::planReshard(shape, 4, from, to);
-      ++tensors;
-      bytes += plan.totalBytes();
-      for (const auto &step : plan.steps)
-        for (const auto &m : step.messages) {
-          ++messages;
-          pairs.insert({m.from, m.to});
-        }
-    }
+      plans.push_back(passes::planReshard(shape, 4, stateOf(0), stateOf(1)));
   }
+  for (const auto &plan : plans)
+    for (const auto &step : plan.steps)
+      messages += static_cast<int64_t>(step.messages.size());
+  auto fused = passes::fuseAcrossTensors(plans);
+  int64_t bytes = 0;
+  for (const auto &batch : fused)
+    bytes += batch.bytes;
+  const int tensors = static_cast<int>(plans.size());
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("\nplan switch, 32B model, hetero48 -> sym48 (48 devices): %d tensors (parameters and AdamW states)\n",
               tensors);
   std::printf("  planning time %.2f s; %.1f GiB move; %lld per-tensor messages fused into %zu device-pair buffers "
               "(%.0fx fewer)\n",
               seconds, static_cast<double>(bytes) / (1024.0 * 1024 * 1024), static_cast<long long>(messages),
-              pairs.size(), pairs.empty() ? 0.0 : static_cast<double>(messages) / static_cast<double>(pairs.size()));
+              fused.size(), fused.empty() ? 0.0 : static_cast<double>(messages) / static_cast<double>(fused.size()));
   return 0;
 }

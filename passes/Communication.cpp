@@ -36,6 +36,26 @@ double CommPlan::seconds() const {
   return total;
 }
 
+std::vector<BatchedMessage> fuseAcrossTensors(const std::vector<CommPlan> &plans) {
+  std::map<std::pair<int, int>, BatchedMessage> fused;
+  for (size_t t = 0; t < plans.size(); ++t)
+    for (const CommStep &step : plans[t].steps)
+      for (const Message &m : step.messages) {
+        if (m.add)
+          continue;
+        BatchedMessage &batch = fused[{m.from, m.to}];
+        batch.from = m.from;
+        batch.to = m.to;
+        for (const ir::Box &box : m.boxes)
+          batch.slices.emplace_back(t, box);
+        batch.bytes += m.bytes;
+      }
+  std::vector<BatchedMessage> out;
+  for (auto &[pair, batch] : fused)
+    out.push_back(std::move(batch));
+  return out;
+}
+
 ir::Box intersectBox(const ir::Box &a, const ir::Box &b) {
   ir::Box out{a.lo, a.hi};
   for (size_t d = 0; d < a.lo.size(); ++d) {

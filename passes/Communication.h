@@ -85,6 +85,19 @@ struct LinkModel {
 CommPlan planReshard(const std::vector<int64_t> &shape, int elementBytes, const ir::Annotation &from,
                      const ir::Annotation &to, const LinkModel &links = {});
 
+/// What one device sends another for a whole batch of tensors (a plan switch moves every
+/// parameter and optimizer state at once): one buffer, one grouped send/receive.
+struct BatchedMessage {
+  int from = 0, to = 0;
+  std::vector<std::pair<size_t, ir::Box>> slices; // (tensor index, slice), in tensor order
+  int64_t bytes = 0;
+};
+
+/// Fuses the movement steps of many tensors' plans into one message per device pair,
+/// ordered by (sender, receiver) so every device issues its sends and receives in the same
+/// order. Reduction steps are left to their collectives.
+std::vector<BatchedMessage> fuseAcrossTensors(const std::vector<CommPlan> &plans);
+
 /// The parts of `a` outside `b` (at most two boxes per dimension).
 std::vector<ir::Box> subtractBox(const ir::Box &a, const ir::Box &b);
 /// The intersection of two boxes (possibly empty).

@@ -276,6 +276,28 @@ TEST(Communication, MessagesAreFusedPerDevicePair) {
   EXPECT_EQ(plan.steps[0].kind, CommKind::Bsr);
 }
 
+TEST(Communication, TensorsOfOneTransferShareOneBufferPerDevicePair) {
+  std::vector<passes::CommPlan> plans = {passes::planReshard({8, 8}, 4, parse("[0, 1]: S0"), parse("[2, 3]: S0")),
+                                         passes::planReshard({4}, 4, parse("[0, 1]: S0"), parse("[2, 3]: S0")),
+                                         passes::planReshard({6, 2}, 4, parse("[0, 1]: R"), parse("[2, 3]: S1"))};
+  auto fused = passes::fuseAcrossTensors(plans);
+  std::set<std::pair<int, int>> pairs;
+  int64_t bytes = 0;
+  for (const auto &batch : fused) {
+    EXPECT_TRUE(pairs.insert({batch.from, batch.to}).second);
+    bytes += batch.bytes;
+  }
+  EXPECT_EQ(bytes, plans[0].totalBytes() + plans[1].totalBytes() + plans[2].totalBytes());
+  ASSERT_FALSE(fused.empty());
+  EXPECT_TRUE(std::is_sorted(fused.begin(), fused.end(), [](const auto &a, const auto &b) {
+    return std::make_pair(a.from, a.to) < std::make_pair(b.from, b.to);
+  }));
+  // Device 0 sends device 2 its rows of the first two tensors, and a column slice of the third.
+  EXPECT_EQ(fused.front().from, 0);
+  EXPECT_EQ(fused.front().to, 2);
+  EXPECT_EQ(fused.front().slices.size(), 3u);
+}
+
 TEST(Communication, RandomLayoutsReplayCorrectly) {
   std::mt19937 rng(2024);
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
