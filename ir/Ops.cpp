@@ -35,6 +35,16 @@ const std::vector<OpInfo> kOps = {
     {OpKind::Attention, "attention", 3, 3, false},
     {OpKind::CrossEntropy, "cross_entropy", 2, 2, false},
     {OpKind::Reshard, "reshard", 1, 1, false},
+    {OpKind::Broadcast, "broadcast", 1, 1, false},
+    {OpKind::Pad, "pad", 1, 1, false},
+    {OpKind::GeluGrad, "gelu_grad", 2, 2, false},
+    {OpKind::SiluGrad, "silu_grad", 2, 2, false},
+    {OpKind::ReluGrad, "relu_grad", 2, 2, false},
+    {OpKind::RmsNormGrad, "rmsnorm_grad", 3, 3, false},
+    {OpKind::LayerNormGrad, "layernorm_grad", 3, 3, false},
+    {OpKind::EmbeddingGrad, "embedding_grad", 2, 2, false},
+    {OpKind::AttentionGrad, "attention_grad", 4, 4, false},
+    {OpKind::CrossEntropyGrad, "cross_entropy_grad", 3, 3, false},
 };
 
 TypeResult fail(std::string message) {
@@ -356,6 +366,58 @@ TypeResult inferResultTypes(OpKind kind, const std::vector<TensorType> &in, cons
     return inferCrossEntropy(in);
   case OpKind::Reshard:
     return one(in[0]);
+  case OpKind::Broadcast: {
+    Shape shape = listAttr(attrs, "shape");
+    auto out = broadcastShapes(in[0].shape, shape);
+    if (!out || *out != shape)
+      return fail("cannot broadcast " + in[0].str() + " to " + shapeStr(shape));
+    return one(TensorType{in[0].dtype, shape});
+  }
+  case OpKind::Pad: {
+    int64_t dim = intAttr(attrs, "dim");
+    if (!dimInRange(dim, in[0].rank()) || intAttr(attrs, "before") < 0 || intAttr(attrs, "after") < 0)
+      return fail("pad is out of range for " + in[0].str());
+    TensorType out = in[0];
+    out.shape[dim] = out.shape[dim] + SymExpr(intAttr(attrs, "before") + intAttr(attrs, "after"));
+    return one(out);
+  }
+  case OpKind::GeluGrad:
+  case OpKind::SiluGrad:
+  case OpKind::ReluGrad:
+    if (!(in[0] == in[1]))
+      return fail("the gradient " + in[1].str() + " does not match " + in[0].str());
+    return one(in[0]);
+  case OpKind::RmsNormGrad:
+  case OpKind::LayerNormGrad: {
+    if (!(in[0] == in[2]) || in[1].rank() != 1 || in[0].rank() < 1 || in[1].shape[0] != in[0].shape.back())
+      return fail("norm gradient operands disagree: " + in[0].str() + ", " + in[1].str() + ", " + in[2].str());
+    TypeResult result{{in[0], in[1]}, {}};
+    if (kind == OpKind::LayerNormGrad)
+      result.types.push_back(in[1]);
+    return result;
+  }
+  case OpKind::EmbeddingGrad: {
+    const TensorType &ids = in[0], &dy = in[1];
+    if (isFloat(ids.dtype) || dy.rank() != ids.rank() + 1)
+      return fail("embedding_grad takes integer ids and a gradient of one more dimension");
+    return one(TensorType{dy.dtype, {SymExpr(intAttr(attrs, "vocab")), dy.shape.back()}});
+  }
+  case OpKind::AttentionGrad: {
+    TypeResult forward = inferAttention({in[0], in[1], in[2]});
+    if (!forward.ok())
+      return forward;
+    if (!(forward.types[0] == in[3]))
+      return fail("the gradient " + in[3].str() + " does not match the attention output " + forward.types[0].str());
+    return TypeResult{{in[0], in[1], in[2]}, {}};
+  }
+  case OpKind::CrossEntropyGrad: {
+    TypeResult forward = inferCrossEntropy({in[0], in[1]});
+    if (!forward.ok())
+      return forward;
+    if (in[2].rank() != 0)
+      return fail("the loss gradient must be a scalar, got " + in[2].str());
+    return one(in[0]);
+  }
   }
   return fail("unknown op");
 }

@@ -45,6 +45,17 @@ enum class OpKind {
   CrossEntropy,
   // Changes a value's annotation (inserted by deduce-annotations; an identity on data).
   Reshard,
+  // Backward ops, made by the autodiff pass.
+  Broadcast,        // x -> shape (numpy broadcasting)
+  Pad,              // zeros around x along one dim: {dim, before, after}
+  GeluGrad,         // (x, dy) -> dx
+  SiluGrad,         // (x, dy) -> dx
+  ReluGrad,         // (x, dy) -> dx
+  RmsNormGrad,      // (x, w, dy) -> dx, dw
+  LayerNormGrad,    // (x, w, dy) -> dx, dw, db
+  EmbeddingGrad,    // (ids, dy) -> dtable {vocab}
+  AttentionGrad,    // (q, k, v, dy) -> dq, dk, dv {causal, scale}
+  CrossEntropyGrad, // (logits, targets, dloss) -> dlogits
 };
 
 /// Attribute values: integers, floats, booleans, strings and lists of (symbolic) integers.

@@ -280,10 +280,10 @@ private:
           FactorKind kind = rule.factors[c.meaning.factor].kind;
           if (inResult)
             out = c.meaning;
-          else if (kind == FactorKind::Contraction)
-            out = Meaning{Kind::Partial};
           else if (kind == FactorKind::NeedWhole)
             return;
+          else if (kind != FactorKind::Internal)
+            out = Meaning{Kind::Partial}; // summed out for this result
         }
         c.results.push_back(out);
       }

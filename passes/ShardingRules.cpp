@@ -328,6 +328,42 @@ OpShardingRule crossEntropyRule(const ir::Op &op) {
   return b.take(Linearity::None);
 }
 
+// Backward rules: each result is laid out like the forward operand it is the gradient of. A
+// factor missing from a result is summed out for it: position factors split on the way in
+// leave dx split and dw partial.
+OpShardingRule normGradRule(const ir::Op &op) {
+  RuleBuilder b(op);
+  const ir::Shape &x = b.operandShape(0);
+  for (size_t d = 0; d < x.size(); ++d) {
+    const bool last = d + 1 == x.size();
+    int f = b.factor(x[d], last ? FactorKind::NeedWhole : FactorKind::PassThrough);
+    b.operand(0, static_cast<int>(d), f);
+    b.operand(2, static_cast<int>(d), f);
+    b.result(0, static_cast<int>(d), f);
+    if (last) {
+      b.operand(1, 0, f);
+      for (size_t r = 1; r < op.results.size(); ++r)
+        b.result(static_cast<int>(r), 0, f);
+    }
+  }
+  return b.take(Linearity::None);
+}
+
+OpShardingRule embeddingGradRule(const ir::Op &op) {
+  RuleBuilder b(op);
+  const ir::Shape &ids = b.operandShape(0), &dy = b.operandShape(1);
+  for (size_t d = 0; d < ids.size(); ++d) {
+    int f = b.factor(ids[d], FactorKind::Contraction); // positions sum into the table rows
+    b.operand(0, static_cast<int>(d), f);
+    b.operand(1, static_cast<int>(d), f);
+  }
+  int vocab = b.factor(b.resultShape(0)[0], FactorKind::NeedWhole), dModel = b.factor(dy.back());
+  b.operand(1, static_cast<int>(ids.size()), dModel);
+  b.result(0, 0, vocab);
+  b.result(0, 1, dModel);
+  return b.take(Linearity::OneOperand, {false, true});
+}
+
 } // namespace
 
 OpShardingRule shardingRule(const ir::Op &op) {
@@ -382,6 +418,42 @@ OpShardingRule shardingRule(const ir::Op &op) {
     return attentionRule(op);
   case OpKind::CrossEntropy:
     return crossEntropyRule(op);
+  case OpKind::Broadcast: {
+    RuleBuilder b(op);
+    b.elementwise();
+    return b.take(Linearity::Additive);
+  }
+  case OpKind::Pad:
+    return cutRule(op);
+  case OpKind::GeluGrad:
+  case OpKind::SiluGrad:
+  case OpKind::ReluGrad: {
+    RuleBuilder b(op);
+    b.elementwise();
+    return b.take(Linearity::OneOperand, {false, true});
+  }
+  case OpKind::RmsNormGrad:
+  case OpKind::LayerNormGrad:
+    return normGradRule(op);
+  case OpKind::EmbeddingGrad:
+    return embeddingGradRule(op);
+  case OpKind::AttentionGrad: {
+    // Laid out like the forward attention: dq like q, dk like k, dv like v.
+    OpShardingRule rule = attentionRule(op);
+    rule.results = {rule.operands[0], rule.operands[1], rule.operands[2]};
+    rule.operands.push_back(rule.operands[0]);
+    rule.linearIn = {false, false, false, true};
+    return rule;
+  }
+  case OpKind::CrossEntropyGrad: {
+    OpShardingRule rule = crossEntropyRule(op); // positions appear in dlogits: they pass through
+    for (auto &factor : rule.factors)
+      if (factor.kind == FactorKind::Contraction)
+        factor.kind = FactorKind::PassThrough;
+    rule.results = {rule.operands[0]}; // operand 2, the scalar loss gradient, has no dimensions
+    rule.linearIn = {false, false, true};
+    return rule;
+  }
   }
   return RuleBuilder(op).take(Linearity::None);
 }

@@ -6,6 +6,7 @@
 // Factor kinds:
 //   pass-through  may be split; the split carries over to every result dimension made of it
 //   contraction   may be split (on every operand that has it); results become partial sums
+//                 (any factor missing from a result is summed out for it and acts so)
 //   internal      may be split; the op communicates inside and its result does not depend on
 //                 the split (vocabulary-parallel cross-entropy)
 //   need-whole    must not be split (a softmax or norm dimension, attention keys)

@@ -109,4 +109,20 @@ TEST(ShardingRules, CrossEntropySplitsClassesInside) {
             "([i, j, k], [i, j]) -> ([]) i:contraction j:contraction k:internal");
 }
 
+TEST(ShardingRules, BackwardOps) {
+  // Position factors pass through to dx and are summed out of dw (partial when split).
+  EXPECT_EQ(ruleOf("%x = input : f32[4, 8]\n%w = param : f32[8]\n%g = input : f32[4, 8]\n"
+                   "%dx, %dw = rmsnorm_grad %x, %w, %g {eps = 1e-05} : f32[4, 8], f32[8]"),
+            "([i, j], [j], [i, j]) -> ([i, j], [j]) j:need-whole");
+  EXPECT_EQ(
+      ruleOf("%t = input : i32[2, 5]\n%g = input : f32[2, 5, 8]\n%d = embedding_grad %t, %g {vocab = 16} : f32[16, 8]"),
+      "([i, j], [i, j, l]) -> ([k, l]) i:contraction j:contraction k:need-whole");
+  EXPECT_EQ(ruleOf("%l = input : f32[2, 16]\n%t = input : i32[2]\n%g = input : f32[]\n"
+                   "%d = cross_entropy_grad %l, %t, %g : f32[2, 16]"),
+            "([i, j], [i], []) -> ([i, j]) j:internal");
+  EXPECT_EQ(ruleOf("%x = input : f32[4]\n%b = broadcast %x {shape = [3, 4]} : f32[3, 4]"), "([j]) -> ([i, j])");
+  EXPECT_EQ(ruleOf("%x = input : f32[4, 2]\n%g = input : f32[4, 2]\n%d = gelu_grad %x, %g : f32[4, 2]"),
+            "([i, j], [i, j]) -> ([i, j])");
+}
+
 } // namespace
