@@ -23,6 +23,7 @@ public:
     for (const auto &op : graph_.ops())
       forward.push_back(op.get());
     loc_ = loss->def->loc;
+    current_ = loss->def;
     grads_[loss] = emit(OpKind::Constant, {}, {{"value", 1.0}}, {ir::TensorType{loss->type.dtype, {}}});
     for (auto it = forward.rbegin(); it != forward.rend(); ++it) {
       ir::Op &op = **it;
@@ -32,9 +33,11 @@ public:
       if (!any || op.kind == OpKind::Param || op.kind == OpKind::Input || op.kind == OpKind::Constant)
         continue;
       loc_ = op.loc;
+      current_ = &op;
       backward(op);
     }
     Gradients out;
+    out.origin = std::move(origin_);
     for (Value *param : graph_.params())
       if (auto it = grads_.find(param); it != grads_.end()) {
         graph_.rename(it->second, "grad." + param->name);
@@ -47,6 +50,8 @@ private:
   ir::Graph &graph_;
   std::map<const Value *, Value *> grads_;
   ir::Location loc_;
+  const ir::Op *current_ = nullptr; // the forward op being differentiated
+  std::map<const ir::Op *, const ir::Op *> origin_;
 
   std::vector<Value *> emitMulti(OpKind kind, std::vector<Value *> operands, ir::AttrMap attrs,
                                  std::vector<ir::TensorType> types = {}) {
@@ -56,7 +61,9 @@ private:
         in.push_back(v->type);
       types = ir::inferResultTypes(kind, in, attrs).types;
     }
-    return graph_.createOp(kind, std::move(operands), std::move(types), std::move(attrs), loc_)->results;
+    ir::Op *op = graph_.createOp(kind, std::move(operands), std::move(types), std::move(attrs), loc_);
+    origin_[op] = current_;
+    return op->results;
   }
   Value *emit(OpKind kind, std::vector<Value *> operands, ir::AttrMap attrs = {},
               std::vector<ir::TensorType> types = {}) {

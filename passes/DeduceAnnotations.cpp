@@ -617,6 +617,29 @@ private:
         }
     plan_.flexible.clear();
     shardOptimizerState();
+    synchronizeGradients();
+  }
+
+  // Training builds: each gradient goes to where its parameter's update happens, the
+  // parameter's layout (or its optimizer state's under `zero`): partial sums across
+  // data-parallel copies become all-reduces, split-all-reduces across pipelines of different
+  // layouts, reduce-scatters under `zero`.
+  void synchronizeGradients() {
+    for (const auto &[param, grad] : plan_.gradients) {
+      if (!known(param) || !known(grad))
+        continue;
+      auto state = plan_.optimizerState.find(param->name);
+      const ir::Annotation &target = state != plan_.optimizerState.end() ? state->second : annotationOf(param);
+      if (annotationOf(grad) == target)
+        continue;
+      ir::Op *reshard = graph_.createOp(ir::OpKind::Reshard, {grad}, {grad->type}, {{"plan", int64_t{index_}}},
+                                        grad->def->loc, {grad->name + ".synced"});
+      for (int q = 0; q < graph_.numPlans; ++q)
+        reshard->result()->annotations[q] = q == index_ ? target : grad->annotations[q];
+      plan_.reshards.push_back(InsertedReshard{grad->name, reshard->result()->name, annotationOf(grad), target,
+                                               ReshardReason::Reduction, grad->def->loc,
+                                               static_cast<int64_t>(valueBytes(*grad))});
+    }
   }
 
   // `zero`: the optimizer state of a parameter is split over all the copies of it.

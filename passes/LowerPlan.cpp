@@ -69,8 +69,9 @@ bool hasDataParallelAxis(const ir::StageSpec &stage) {
 
 class Lowering {
 public:
-  Lowering(const ir::Graph &graph, const ir::PlanSpec &plan, int index, const ReportFn &report)
-      : graph_(graph), plan_(plan), report_(report) {
+  Lowering(const ir::Graph &graph, const ir::PlanSpec &plan, int index, const ReportFn &report,
+           const std::map<const ir::Op *, const ir::Op *> *origin)
+      : graph_(graph), plan_(plan), report_(report), origin_(origin) {
     out_.spec = &plan;
     out_.index = index;
   }
@@ -105,7 +106,9 @@ private:
   const ir::Graph &graph_;
   const ir::PlanSpec &plan_;
   const ReportFn &report_;
+  const std::map<const ir::Op *, const ir::Op *> *origin_;
   LoweredPlan out_;
+  bool backward(const ir::Op &op) const { return origin_ && origin_->count(&op); }
   std::vector<std::vector<StageCells>> stages_; // [pipeline][stage]
   bool sharesPlan_ = false;                     // a stage has cp or hp shares
 
@@ -187,6 +190,8 @@ private:
         all.insert(s);
       for (const auto &op : graph_.ops()) {
         const int id = op->id;
+        if (backward(*op))
+          continue; // placed with its forward op below
         if (op->kind == ir::OpKind::Param) {
           allowed[id] = declaredStages(p, op->result()->name);
           if (allowed[id].empty())
@@ -212,6 +217,8 @@ private:
       std::vector<int> firstUse(numOps, numStages);
       for (auto it = graph_.ops().rbegin(); it != graph_.ops().rend(); ++it) {
         const ir::Op &op = **it;
+        if (backward(op))
+          continue;
         if (stage[op.id] < 0) {
           int want = firstUse[op.id] < numStages ? firstUse[op.id] : *allowed[op.id].rbegin();
           if (!allowed[op.id].count(want)) {
@@ -223,6 +230,10 @@ private:
         for (const ir::Value *operand : op.operands)
           firstUse[operand->def->id] = std::min(firstUse[operand->def->id], stage[op.id]);
       }
+      // The backward of an op runs where the op ran (its origin comes earlier in the graph).
+      for (const auto &op : graph_.ops())
+        if (backward(*op))
+          stage[op->id] = stage[origin_->at(op.get())->id];
       for (const auto &op : graph_.ops()) {
         out_.stageOf[op.get()][p] = stage[op->id];
         const auto &cells = stages_[p][stage[op->id]].cells;
@@ -370,8 +381,8 @@ private:
 } // namespace
 
 std::optional<LoweredPlan> lowerPlan(const ir::Graph &graph, const ir::PlanSpec &plan, int index,
-                                     const ReportFn &report) {
-  return Lowering(graph, plan, index, report).run();
+                                     const ReportFn &report, const std::map<const ir::Op *, const ir::Op *> *origin) {
+  return Lowering(graph, plan, index, report, origin).run();
 }
 
 } // namespace hspmd::passes

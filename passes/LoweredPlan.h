@@ -57,6 +57,9 @@ struct LoweredPlan {
   std::vector<int64_t> batchPerPipeline;                // empty when B is not bound
   std::map<std::string, ir::Annotation> optimizerState; // param -> layout of its AdamW/SGD state
   std::vector<InsertedReshard> reshards;                // filled by deduce-annotations
+  /// Training builds: parameter -> its gradient; deduction reshards each gradient to the
+  /// parameter's layout (or, under `zero`, to its optimizer state's).
+  std::map<const ir::Value *, ir::Value *> gradients;
 };
 
 } // namespace hspmd::passes

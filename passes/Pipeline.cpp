@@ -2,6 +2,7 @@
 // has already parsed the model and plans and elaborated them into an ir::Graph with its
 // parameters and inputs, and each plan into an ir::PlanSpec. From there:
 //
+//   autodiff            (training builds) the backward graph: a gradient per parameter
 //   lower-plan          plan sugar -> where each op runs (per pipeline stage, per cp/hp share),
 //                       the annotations of parameters and inputs, and pinned values
 //   deduce-annotations  every value's annotation, by the per-op sharding rules; reshard ops
@@ -12,6 +13,7 @@
 // `hspmc dump-ir --after PASS` prints the IR after any of them; `--time-passes` times them.
 #include "passes/Pipeline.h"
 
+#include "passes/Autodiff.h"
 #include "passes/DeduceAnnotations.h"
 #include "passes/LowerPlan.h"
 #include "passes/ResolveCommunication.h"
@@ -60,10 +62,30 @@ PipelineResult runPipeline(ir::Graph &graph, const std::vector<ir::PlanSpec> &pl
     report(problem);
   };
 
+  Gradients gradients;
+  if (options.train && !run("autodiff", [&] {
+        if (graph.outputs.size() != 1 || graph.outputs[0]->type.rank() != 0) {
+          counting(Problem{Severity::Error,
+                           graph.ops().empty() ? ir::Location{} : graph.ops().back()->loc,
+                           "HS117",
+                           "training needs a model whose forward returns one scalar loss",
+                           {},
+                           {}});
+          return false;
+        }
+        gradients = buildGradients(graph, graph.outputs[0]);
+        return true;
+      }))
+    return result;
+
   if (!run("lower-plan", [&] {
         for (size_t i = 0; i < plans.size(); ++i)
-          if (auto lowered = lowerPlan(graph, plans[i], static_cast<int>(i), counting))
+          if (auto lowered = lowerPlan(graph, plans[i], static_cast<int>(i), counting,
+                                       options.train ? &gradients.origin : nullptr)) {
+            for (const auto &[name, grad] : gradients.params)
+              lowered->gradients[graph.findValue(name)] = grad;
             result.plans.push_back(std::move(*lowered));
+          }
         return !failed;
       }))
     return result;

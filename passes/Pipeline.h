@@ -16,6 +16,7 @@ struct PipelineOptions {
   std::ostream *dump = nullptr;      // where --after prints
   std::ostream *timing = nullptr;    // --time-passes: one line per pass
   std::vector<LinkModel> links = {}; // per plan (from its cluster); uniform links when missing
+  bool train = false;                // differentiate the loss (the autodiff pass) first
 };
 
 struct PipelineResult {

@@ -441,7 +441,7 @@ OpShardingRule shardingRule(const ir::Op &op) {
     // Laid out like the forward attention: dq like q, dk like k, dv like v.
     OpShardingRule rule = attentionRule(op);
     rule.results = {rule.operands[0], rule.operands[1], rule.operands[2]};
-    rule.operands.push_back(rule.operands[0]);
+    rule.operands[3] = rule.operands[0]; // dy is laid out like the output, i.e. like q
     rule.linearIn = {false, false, false, true};
     return rule;
   }

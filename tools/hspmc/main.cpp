@@ -93,7 +93,7 @@ int runCheck(const std::vector<std::string> &files, bool json) {
 }
 
 int runDumpIr(const std::string &file, const std::vector<std::string> &planFiles, const std::string &modelName,
-              const std::string &after, bool timePasses) {
+              const std::string &after, bool timePasses, bool train) {
   SourceManager sources;
   CollectingSink sink;
   DiagnosticEngine diags(sink);
@@ -105,6 +105,7 @@ int runDumpIr(const std::string &file, const std::vector<std::string> &planFiles
       diags.error(ir::Location{file, 0, 0, 1}, "--after and --time-passes need a plan (--plan PLAN)");
     } else {
       passes::PipelineOptions options{after, &dump, timePasses ? &timing : nullptr};
+      options.train = train;
       passes::runPipeline(*build->graph, build->plans, options,
                           [&](const passes::Problem &problem) { driver::reportProblem(diags, problem); });
     }
@@ -163,6 +164,8 @@ int main(int argc, char **argv) {
   dump->add_option("--model", dumpModel, "Which model of FILE (default: the last one defined in it)");
   dump->add_option("--after", dumpAfter, "Print the IR after this pass")->check(CLI::IsMember(passes::passNames()));
   dump->add_flag("--time-passes", timePasses, "Print the time each pass takes (stderr)");
+  bool train = false;
+  dump->add_flag("--train", train, "Differentiate the loss: add the backward graph and the gradient synchronisation");
 
   auto *lint = app.add_subcommand("lint", "Check a plan against its model and cluster (codes: docs/lint.md)");
   std::string lintPlan, lintModel, lintCluster, lintFormat = "text";
@@ -200,6 +203,6 @@ int main(int argc, char **argv) {
   if (lint->parsed())
     return runLint(lintPlan, lintModel, lintCluster, lintFormat == "json", lintWerror);
   if (dump->parsed())
-    return runDumpIr(dumpFile, dumpPlans, dumpModel, dumpAfter, timePasses);
+    return runDumpIr(dumpFile, dumpPlans, dumpModel, dumpAfter, timePasses, train);
   return 2;
 }

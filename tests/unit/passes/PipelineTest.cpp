@@ -83,15 +83,41 @@ TEST(Pipeline, SeveralPlansAnnotateOneGraph) {
   EXPECT_EQ(ir::printGraph(*reparsed), text);
 }
 
+TEST(Pipeline, TrainingSynchronisesEveryGradientToItsParameter) {
+  for (const char *plan : {"single", "tp2", "dp2_tp2", "pipeline2", "hetero4", "cp_asym", "hp_asym"}) {
+    auto b = build("examples/gpt/tiny_gpt.hspmd", {std::string("examples/gpt/plans/") + plan + ".hspmd"});
+    ASSERT_TRUE(b->build);
+    ir::Graph &graph = *b->build->graph;
+    passes::PipelineOptions options;
+    options.train = true;
+    auto result = passes::runPipeline(graph, b->build->plans, options, failOnError());
+    ASSERT_TRUE(result.ok) << plan;
+    int gradients = 0;
+    for (const ir::Value *param : graph.params()) {
+      const ir::Value *grad = graph.findValue("grad." + param->name);
+      ASSERT_TRUE(grad) << plan << ": no gradient for " << param->name;
+      const ir::Value *synced = graph.findValue("grad." + param->name + ".synced");
+      // After synchronisation the gradient has its parameter's layout.
+      const ir::Value *final = synced ? synced : grad;
+      EXPECT_EQ(ir::printAnnotation(*final->annotations[0]), ir::printAnnotation(*param->annotations[0]))
+          << plan << ": " << param->name;
+      ++gradients;
+    }
+    EXPECT_EQ(gradients, 8 * 6 + 2) << plan;
+  }
+}
+
 TEST(Pipeline, DumpAfterAnyPassAndTiming) {
   for (const std::string &pass : passes::passNames()) {
     auto b = build("examples/gpt/tiny_gpt.hspmd", {"examples/gpt/plans/tp2.hspmd"});
     ASSERT_TRUE(b->build);
     std::ostringstream dump, timing;
     passes::PipelineOptions options{pass, &dump, &timing};
+    options.train = true;
     ASSERT_TRUE(passes::runPipeline(*b->build->graph, b->build->plans, options, failOnError()).ok);
     EXPECT_EQ(dump.str().rfind("graph TinyGPT {", 0), 0u) << pass;
-    EXPECT_EQ(dump.str().find("= reshard") != std::string::npos, pass != "lower-plan") << pass;
+    EXPECT_EQ(dump.str().find("= reshard") != std::string::npos, pass != "lower-plan" && pass != "autodiff") << pass;
+    EXPECT_EQ(dump.str().find("%grad.wte") != std::string::npos, true) << pass;
     EXPECT_NE(timing.str().find("pass " + pass + ": "), std::string::npos);
   }
 }

@@ -121,6 +121,12 @@ TEST(ShardingRules, BackwardOps) {
                    "%d = cross_entropy_grad %l, %t, %g : f32[2, 16]"),
             "([i, j], [i], []) -> ([i, j]) j:internal");
   EXPECT_EQ(ruleOf("%x = input : f32[4]\n%b = broadcast %x {shape = [3, 4]} : f32[3, 4]"), "([j]) -> ([i, j])");
+  EXPECT_EQ(ruleOf("%q = input : f32[2, 5, 4, 8]\n%k = input : f32[2, 5, 4, 8]\n%v = input : f32[2, 5, 4, 8]\n"
+                   "%g = input : f32[2, 5, 4, 8]\n"
+                   "%dq, %dk, %dv = attention_grad %q, %k, %v, %g {causal = true, scale = 0.35} : f32[2, 5, 4, 8], "
+                   "f32[2, 5, 4, 8], f32[2, 5, 4, 8]"),
+            "([i, j, l, m], [i, k, l, m], [i, k, l, n], [i, j, l, m]) -> ([i, j, l, m], [i, k, l, m], [i, k, l, n]) "
+            "k:need-whole m:need-whole n:need-whole");
   EXPECT_EQ(ruleOf("%x = input : f32[4, 2]\n%g = input : f32[4, 2]\n%d = gelu_grad %x, %g : f32[4, 2]"),
             "([i, j], [i, j]) -> ([i, j])");
 }
