@@ -9,6 +9,8 @@
 //                       where operands disagree
 //   resolve-communication  the collectives and batched send/receive each reshard amounts to
 //   verify              the graph and its annotations are consistent
+//   specialize          one DeviceProgram per device: local shapes, offsets, concrete peers
+//   verify-programs     every collective and send/receive matches across devices; no deadlock
 //
 // `hspmc dump-ir --after PASS` prints the IR after any of them; `--time-passes` times them.
 #include "passes/Pipeline.h"
@@ -17,6 +19,7 @@
 #include "passes/DeduceAnnotations.h"
 #include "passes/LowerPlan.h"
 #include "passes/ResolveCommunication.h"
+#include "passes/Specialize.h"
 
 #include <chrono>
 
@@ -107,10 +110,27 @@ PipelineResult runPipeline(ir::Graph &graph, const std::vector<ir::PlanSpec> &pl
       }))
     return result;
 
-  result.ok = run("verify", [&] {
-    return ir::verifyGraph(graph, [&](const ir::Location &loc, const std::string &message) {
-      counting(Problem{Severity::Error, loc, "HS199", "internal error: " + message, {}, {}});
-    });
+  if (!run("verify", [&] {
+        return ir::verifyGraph(graph, [&](const ir::Location &loc, const std::string &message) {
+          counting(Problem{Severity::Error, loc, "HS199", "internal error: " + message, {}, {}});
+        });
+      }))
+    return result;
+
+  if (!run("specialize", [&] {
+        for (const LoweredPlan &plan : result.plans) {
+          const size_t i = static_cast<size_t>(plan.index);
+          result.programs.push_back(specialize(graph, plan, i < options.links.size() ? options.links[i] : LinkModel{}));
+        }
+        return true;
+      }))
+    return result;
+
+  result.ok = run("verify-programs", [&] {
+    bool ok = true;
+    for (const auto &programs : result.programs)
+      ok = verifyPrograms(programs, counting) && ok;
+    return ok;
   });
   return result;
 }

@@ -1,6 +1,7 @@
 // Pipeline.h - the compiler after elaboration, as one list of passes (read Pipeline.cpp).
 #pragma once
 
+#include "ir/DeviceProgram.h"
 #include "passes/Communication.h"
 #include "passes/LoweredPlan.h"
 #include "passes/PassSupport.h"
@@ -22,6 +23,7 @@ struct PipelineOptions {
 struct PipelineResult {
   bool ok = false;
   std::vector<LoweredPlan> plans;
+  std::vector<std::map<int, ir::DeviceProgram>> programs; // per plan: device -> its program
 };
 
 /// The passes in order, for --after and --help.

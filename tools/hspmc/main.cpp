@@ -140,6 +140,35 @@ int runLint(const std::string &planFile, const std::string &modelFile, const std
   return code;
 }
 
+int runDumpProgram(const std::string &file, const std::vector<std::string> &planFiles, int device, bool train) {
+  SourceManager sources;
+  CollectingSink sink;
+  DiagnosticEngine diags(sink);
+  Compilation compilation(sources, diags);
+  auto build = driver::elaborateBuild(compilation, file, planFiles, "");
+  std::string text;
+  if (build && build->plans.empty())
+    diags.error(ir::Location{file, 0, 0, 1}, "dump-program needs a plan (--plan PLAN)");
+  else if (build) {
+    passes::PipelineOptions options;
+    options.train = train;
+    auto result = passes::runPipeline(*build->graph, build->plans, options,
+                                      [&](const passes::Problem &problem) { driver::reportProblem(diags, problem); });
+    if (result.ok) {
+      auto it = result.programs[0].find(device);
+      if (it == result.programs[0].end())
+        diags.error(ir::Location{file, 0, 0, 1},
+                    "device " + std::to_string(device) + " takes no part in plan '" + build->plans[0].name + "'");
+      else
+        text = ir::printProgram(it->second);
+    }
+  }
+  int code = finish(sink, sources, false, diags.errorCount());
+  if (code == 0)
+    std::cout << text;
+  return code;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -166,6 +195,16 @@ int main(int argc, char **argv) {
   dump->add_flag("--time-passes", timePasses, "Print the time each pass takes (stderr)");
   bool train = false;
   dump->add_flag("--train", train, "Differentiate the loss: add the backward graph and the gradient synchronisation");
+
+  auto *program = app.add_subcommand("dump-program", "Print the DeviceProgram one device runs under a plan");
+  std::string programFile;
+  std::vector<std::string> programPlans;
+  int programDevice = 0;
+  bool programTrain = false;
+  program->add_option("file", programFile, "A .hspmd file with the model (or a plan that imports it)")->required();
+  program->add_option("--plan", programPlans, "The plan file");
+  program->add_option("--device", programDevice, "The device")->required();
+  program->add_flag("--train", programTrain, "Include the backward graph and gradient synchronisation");
 
   auto *lint = app.add_subcommand("lint", "Check a plan against its model and cluster (codes: docs/lint.md)");
   std::string lintPlan, lintModel, lintCluster, lintFormat = "text";
@@ -200,6 +239,8 @@ int main(int argc, char **argv) {
                                   explainFormat == "json", std::cout, std::cerr)
                ? 0
                : 1;
+  if (program->parsed())
+    return runDumpProgram(programFile, programPlans, programDevice, programTrain);
   if (lint->parsed())
     return runLint(lintPlan, lintModel, lintCluster, lintFormat == "json", lintWerror);
   if (dump->parsed())

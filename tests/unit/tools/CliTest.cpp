@@ -136,6 +136,21 @@ TEST(Cli, ExplainReshard) {
   EXPECT_EQ(hspmc("explain-reshard --shape 8 --from '[0]: R'").code, 2);
 }
 
+TEST(Cli, DumpProgram) {
+  CliRun run = hspmc("dump-program examples/gpt/plans/cp_asym.hspmd --device 1");
+  ASSERT_EQ(run.code, 0) << run.output.substr(0, 2000);
+  EXPECT_EQ(run.output.rfind("program device 1 plan 0 {", 0), 0u);
+  EXPECT_NE(run.output.find("buffer %"), std::string::npos);
+  EXPECT_NE(run.output.find("query_offset = 30"), std::string::npos) << run.output.substr(0, 3000);
+  CliRun train = hspmc("dump-program examples/gpt/plans/dp2_tp2.hspmd --device 2 --train");
+  ASSERT_EQ(train.code, 0);
+  EXPECT_NE(train.output.find("split-all-reduce"), std::string::npos);
+  CliRun absent = hspmc("dump-program examples/gpt/plans/single.hspmd --device 3");
+  EXPECT_EQ(absent.code, 1);
+  EXPECT_NE(absent.output.find("device 3 takes no part in plan 'single'"), std::string::npos) << absent.output;
+  EXPECT_EQ(hspmc("dump-program examples/gpt/plans/single.hspmd").code, 2);
+}
+
 TEST(Cli, DumpIrAfterAPass) {
   CliRun run = hspmc("dump-ir examples/gpt/plans/tp2.hspmd --after deduce-annotations");
   ASSERT_EQ(run.code, 0) << run.output.substr(0, 2000);

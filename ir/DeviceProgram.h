@@ -1,0 +1,54 @@
+// DeviceProgram.h - what one device runs for one plan: its buffers (local shapes) and an
+// ordered list of instructions - kernels on local shapes, collectives with their groups,
+// sends and receives with their peers. Codegen, the runtime, the simulator and the
+// cross-device verifier all read this one form.
+#pragma once
+
+#include "ir/Location.h"
+#include "ir/Ops.h"
+#include "ir/Type.h"
+
+#include <string>
+#include <vector>
+
+namespace hspmd::ir {
+
+struct Buffer {
+  int id = 0;
+  std::string value; // the graph value it holds (its local piece)
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape; // local shape
+  int64_t bytes() const;
+};
+
+enum class InstrKind { Kernel, Collective, Send, Recv, Copy };
+
+struct Instruction {
+  InstrKind kind = InstrKind::Kernel;
+  std::string op;                   // kernel name ("matmul") or collective ("all-reduce")
+  std::vector<int> inputs, outputs; // buffer ids
+  AttrMap attrs;                    // kernel attributes, with local offsets ("query_offset")
+  std::vector<int> group;           // collective members, in rank order
+  int peer = -1;                    // send: receiver; recv: sender
+  int64_t bytes = 0;                // collective: this device's buffer; send/recv: message
+  int64_t tag = 0;                  // the same on every device taking part
+  Location loc;
+};
+
+struct DeviceProgram {
+  int device = 0;
+  int plan = 0;
+  std::vector<Buffer> buffers;
+  std::vector<Instruction> body;
+};
+
+/// Text, one instruction a line:
+///   program device 0 plan 0 {
+///     buffer %3 "blocks[0].wqkv" : f32[64, 96]
+///     kernel matmul %2, %3 -> %4 {} loc("nn.hspmd":76:39)
+///     all-reduce %4 -> %5 group [0, 1] bytes 131072 tag 12
+///     send %5 to 3 bytes 65536 tag 40
+///   }
+std::string printProgram(const DeviceProgram &program);
+
+} // namespace hspmd::ir

@@ -1,0 +1,217 @@
+// Specialize.cpp - specialize: DevicePrograms from a deduced graph.
+#include "passes/Specialize.h"
+
+#include <set>
+
+namespace hspmd::passes {
+
+namespace {
+
+class Specializer {
+public:
+  Specializer(const ir::Graph &graph, const LoweredPlan &plan, const LinkModel &links)
+      : graph_(graph), plan_(plan), links_(links) {}
+
+  std::map<int, ir::DeviceProgram> run() {
+    for (const auto &op : graph_.ops())
+      for (const ir::Value *result : op->results)
+        if (const auto &a = result->annotations.at(plan_.index))
+          for (int d : a->devices())
+            programs_[d].device = d;
+    for (auto &[d, program] : programs_)
+      program.plan = plan_.index;
+    for (const auto &op : graph_.ops())
+      emit(*op);
+    return std::move(programs_);
+  }
+
+private:
+  const ir::Graph &graph_;
+  const LoweredPlan &plan_;
+  const LinkModel &links_;
+  std::map<int, ir::DeviceProgram> programs_;
+  std::map<std::pair<int, const ir::Value *>, int> buffers_; // (device, value) -> buffer id
+  std::map<const ir::Value *, std::map<int, int>> byValue_;  // value -> device -> buffer id
+  void remember(int device, const ir::Value *value, int id) {
+    buffers_[{device, value}] = id;
+    byValue_[value][device] = id;
+  }
+
+  const ir::Annotation *annotationOf(const ir::Value *v) const {
+    const auto &a = v->annotations.at(plan_.index);
+    return a ? &*a : nullptr;
+  }
+
+  static std::vector<int64_t> concrete(const ir::Value &v) {
+    std::vector<int64_t> sizes;
+    for (const auto &dim : v.type.shape) {
+      std::map<std::string, int64_t> ones;
+      for (const auto &s : dim.symbols())
+        ones[s] = 1;
+      sizes.push_back(dim.substitute(ones).constant().value_or(1));
+    }
+    return sizes;
+  }
+
+  // The buffer of `value` on `device` (its local piece under `layout`).
+  int buffer(int device, const ir::Value *value, const ir::Annotation &layout, const std::string &suffix = "") {
+    auto key = std::make_pair(device, value);
+    if (suffix.empty())
+      if (auto it = buffers_.find(key); it != buffers_.end())
+        return it->second;
+    ir::DeviceProgram &program = programs_[device];
+    ir::Buffer b;
+    b.id = static_cast<int>(program.buffers.size());
+    b.value = value->name + suffix;
+    b.dtype = value->type.dtype;
+    for (const auto &piece : ir::ownedRegion(layout, concrete(*value), device))
+      for (size_t d = 0; d < piece.box.lo.size(); ++d)
+        b.shape.push_back(piece.box.hi[d] - piece.box.lo[d]);
+    program.buffers.push_back(b);
+    if (suffix.empty())
+      remember(device, value, b.id);
+    return b.id;
+  }
+
+  void emit(const ir::Op &op) {
+    const ir::Annotation *out = annotationOf(op.result());
+    if (!out)
+      return;
+    if (op.kind == ir::OpKind::Param || op.kind == ir::OpKind::Input) {
+      for (int d : out->devices())
+        buffer(d, op.result(), *out);
+      return;
+    }
+    if (op.kind == ir::OpKind::Reshard) {
+      if (ir::intAttr(op.attrs, "plan", -1) != plan_.index) {
+        for (int d : out->devices()) // another plan's reshard: the same buffer
+          if (auto it = buffers_.find({d, op.operands[0]}); it != buffers_.end())
+            remember(d, op.result(), it->second);
+        return;
+      }
+      reshard(op);
+      return;
+    }
+    for (int d : out->devices()) {
+      ir::Instruction in;
+      in.kind = ir::InstrKind::Kernel;
+      in.op = std::string(ir::opInfo(op.kind).name);
+      in.attrs = op.attrs;
+      in.loc = op.loc;
+      for (const ir::Value *operand : op.operands)
+        in.inputs.push_back(buffer(d, operand, *annotationOf(operand)));
+      for (const ir::Value *result : op.results)
+        in.outputs.push_back(buffer(d, result, *annotationOf(result)));
+      localize(op, d, in);
+      programs_[d].body.push_back(std::move(in));
+    }
+  }
+
+  // Attributes that depend on the device's piece.
+  void localize(const ir::Op &op, int d, ir::Instruction &in) {
+    auto lo = [&](const ir::Value *v, int dim) {
+      auto pieces = ir::ownedRegion(*annotationOf(v), concrete(*v), d);
+      return pieces.empty() ? int64_t{0} : pieces[0].box.lo[dim];
+    };
+    if (op.kind == ir::OpKind::Attention || op.kind == ir::OpKind::AttentionGrad) {
+      in.attrs["query_offset"] = lo(op.operands[0], 1);
+      in.attrs["key_offset"] = lo(op.operands[1], 1);
+    }
+    if (op.kind == ir::OpKind::Reshape || op.kind == ir::OpKind::Broadcast) {
+      std::vector<ir::SymExpr> local;
+      for (int64_t size : programs_[d].buffers[static_cast<size_t>(in.outputs[0])].shape)
+        local.push_back(size);
+      in.attrs["shape"] = local;
+    }
+    if (op.kind == ir::OpKind::EmbeddingGrad || op.kind == ir::OpKind::Embedding) {
+      in.attrs["vocab_offset"] = lo(op.kind == ir::OpKind::Embedding ? op.operands[0] : op.result(), 0);
+    }
+  }
+
+  void reshard(const ir::Op &op) {
+    const ir::Value *from = op.operands[0], *to = op.result();
+    const auto shape = concrete(*to);
+    CommPlan comm = planReshard(shape, ir::dtypeBytes(to->type.dtype), *annotationOf(from), *annotationOf(to), links_);
+    const int64_t baseTag = static_cast<int64_t>(op.id) * 64;
+    std::map<int, int> source = byValue_[from]; // device -> the buffer this step reads
+    for (size_t s = 0; s < comm.steps.size(); ++s) {
+      const CommStep &step = comm.steps[s];
+      const bool last = s + 1 == comm.steps.size();
+      const std::string suffix = last ? "" : ".step" + std::to_string(s);
+      const int64_t tag = baseTag + static_cast<int64_t>(s);
+      const bool collective = step.kind == CommKind::AllReduce || step.kind == CommKind::ReduceScatter ||
+                              step.kind == CommKind::AllGather || step.kind == CommKind::AllToAll ||
+                              step.kind == CommKind::SplitAllReduce || step.kind == CommKind::SplitReduceScatter ||
+                              step.kind == CommKind::SplitAllGather;
+      std::set<int> involved;
+      for (int d : step.to.devices())
+        involved.insert(d);
+      std::map<int, int> target;
+      for (int d : involved)
+        target[d] = buffer(d, to, step.to, suffix);
+      if (collective) {
+        for (const auto &group : step.groups)
+          for (int d : group) {
+            ir::Instruction in;
+            in.kind = ir::InstrKind::Collective;
+            in.op = std::string(commKindName(step.kind));
+            in.group = group;
+            in.tag = tag;
+            in.loc = op.loc;
+            in.bytes = step.bytesReceived.count(d) ? step.bytesReceived.at(d) : 0;
+            if (source.count(d))
+              in.inputs.push_back(source.at(d));
+            if (target.count(d))
+              in.outputs.push_back(target.at(d));
+            programs_[d].body.push_back(in);
+            involved.erase(d);
+          }
+      } else {
+        // Batched send/receive: every device posts its sends, then its receives, peers in
+        // increasing order: one grouped call per device and step.
+        for (const Message &m : step.messages) {
+          ir::Instruction send;
+          send.kind = ir::InstrKind::Send;
+          send.op = "send";
+          send.peer = m.to;
+          send.bytes = m.bytes;
+          send.tag = tag;
+          send.loc = op.loc;
+          if (source.count(m.from))
+            send.inputs.push_back(source.at(m.from));
+          programs_[m.from].body.push_back(send);
+        }
+        for (const Message &m : step.messages) {
+          ir::Instruction recv;
+          recv.kind = ir::InstrKind::Recv;
+          recv.op = m.add ? "recv-add" : "recv";
+          recv.peer = m.from;
+          recv.bytes = m.bytes;
+          recv.tag = tag;
+          recv.loc = op.loc;
+          recv.outputs.push_back(target.at(m.to));
+          programs_[m.to].body.push_back(recv);
+        }
+      }
+      for (const LocalCopy &copy : step.local)
+        if (source.count(copy.device) && target.count(copy.device)) {
+          ir::Instruction in;
+          in.kind = ir::InstrKind::Copy;
+          in.op = copy.add ? "copy-add" : "copy";
+          in.inputs.push_back(source.at(copy.device));
+          in.outputs.push_back(target.at(copy.device));
+          in.loc = op.loc;
+          programs_[copy.device].body.push_back(in);
+        }
+      source = target; // the intermediate result is the next step's source
+    }
+  }
+};
+
+} // namespace
+
+std::map<int, ir::DeviceProgram> specialize(const ir::Graph &graph, const LoweredPlan &plan, const LinkModel &links) {
+  return Specializer(graph, plan, links).run();
+}
+
+} // namespace hspmd::passes

@@ -1,0 +1,28 @@
+// Specialize.h - specialize: one DeviceProgram per device of a deduced plan, and the
+// cross-device verifier that proves the programs fit together before anything runs.
+#pragma once
+
+#include "ir/DeviceProgram.h"
+#include "passes/Communication.h"
+#include "passes/LoweredPlan.h"
+#include "passes/PassSupport.h"
+
+#include <map>
+
+namespace hspmd::passes {
+
+/// For each device of the plan: the ops it takes part in, with local shapes (which differ
+/// between devices under unequal splits) and the global offsets kernels need (the first
+/// query and key position of an attention's local sequence piece, for the causal mask), and
+/// every reshard as concrete collectives (with their groups) or sends and receives (with
+/// their peers). Instructions of one step share a tag on every device. Covers one step of
+/// the whole batch: micro-batch scheduling is not done yet.
+std::map<int, ir::DeviceProgram> specialize(const ir::Graph &graph, const LoweredPlan &plan, const LinkModel &links);
+
+/// Checks that the programs fit together: every member of a collective calls it, with the
+/// same group and size, in an order that cannot deadlock; every send has its receive (same
+/// peers, size and tag). Reports each violation naming the devices, the instructions and
+/// their source locations; returns whether all is well.
+bool verifyPrograms(const std::map<int, ir::DeviceProgram> &programs, const ReportFn &report);
+
+} // namespace hspmd::passes

@@ -1,0 +1,151 @@
+// VerifyPrograms.cpp - the cross-device verifier. It replays the programs together:
+// kernels and copies run at once, sends are posted eagerly, a receive waits for its send,
+// a collective waits for every member of its group. When no device can move and some are
+// not done, the programs deadlock, and the verifier says who waits for what.
+#include "passes/Specialize.h"
+
+#include <algorithm>
+#include <set>
+
+namespace hspmd::passes {
+
+namespace {
+
+std::string where(const ir::Instruction &in) {
+  return in.loc.isKnown() ? " (" + in.loc.str() + ")" : "";
+}
+
+std::string describe(int device, const ir::Instruction &in) {
+  std::string text = "device " + std::to_string(device) + "'s " + in.op;
+  if (in.kind == ir::InstrKind::Send)
+    text += " to " + std::to_string(in.peer);
+  if (in.kind == ir::InstrKind::Recv)
+    text += " from " + std::to_string(in.peer);
+  return text + " (tag " + std::to_string(in.tag) + ")" + where(in);
+}
+
+std::string list(const std::vector<int> &devices) {
+  std::string text;
+  for (size_t i = 0; i < devices.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(devices[i]);
+  return text;
+}
+
+} // namespace
+
+bool verifyPrograms(const std::map<int, ir::DeviceProgram> &programs, const ReportFn &report) {
+  bool ok = true;
+  auto problem = [&](const ir::Location &loc, std::string message) {
+    ok = false;
+    report(Problem{Severity::Error, loc, "HS301", std::move(message), {}, {}});
+  };
+  // Static matching: collectives by tag, sends with receives.
+  std::map<int64_t, std::vector<std::pair<int, const ir::Instruction *>>> collectives;
+  std::map<std::tuple<int, int, int64_t>, std::vector<const ir::Instruction *>> sends, recvs; // (from, to, tag)
+  for (const auto &[device, program] : programs)
+    for (const ir::Instruction &in : program.body) {
+      if (in.kind == ir::InstrKind::Collective)
+        collectives[in.tag].push_back({device, &in});
+      else if (in.kind == ir::InstrKind::Send)
+        sends[{device, in.peer, in.tag}].push_back(&in);
+      else if (in.kind == ir::InstrKind::Recv)
+        recvs[{in.peer, device, in.tag}].push_back(&in);
+    }
+  for (const auto &[tag, members] : collectives) {
+    // Members with the same group form one collective; each must be called by exactly them.
+    std::map<std::vector<int>, std::vector<std::pair<int, const ir::Instruction *>>> byGroup;
+    for (const auto &member : members)
+      byGroup[member.second->group].push_back(member);
+    for (const auto &[group, calls] : byGroup) {
+      std::vector<int> callers;
+      for (const auto &[device, in] : calls)
+        callers.push_back(device);
+      std::sort(callers.begin(), callers.end());
+      std::vector<int> sorted = group;
+      std::sort(sorted.begin(), sorted.end());
+      const ir::Instruction &first = *calls.front().second;
+      if (callers != sorted)
+        problem(first.loc, first.op + " (tag " + std::to_string(tag) + ")" + where(first) + ": group [" + list(group) +
+                               "] but devices " + list(callers) + " call it");
+      for (const auto &[device, in] : calls)
+        if (in->bytes != first.bytes && first.op != "split-all-gather" && first.op != "split-reduce-scatter")
+          problem(in->loc, first.op + " (tag " + std::to_string(tag) + ")" + where(*in) + ": device " +
+                               std::to_string(device) + " contributes " + std::to_string(in->bytes) +
+                               " bytes, device " + std::to_string(calls.front().first) + " " +
+                               std::to_string(first.bytes));
+    }
+  }
+  for (const auto &[key, list_] : sends) {
+    auto match = recvs.find(key);
+    if (match == recvs.end() || match->second.size() != list_.size())
+      problem(list_.front()->loc, describe(std::get<0>(key), *list_.front()) + " has no matching receive on device " +
+                                      std::to_string(std::get<1>(key)));
+    else if (match->second.front()->bytes != list_.front()->bytes)
+      problem(list_.front()->loc, describe(std::get<0>(key), *list_.front()) + " sends " +
+                                      std::to_string(list_.front()->bytes) + " bytes but device " +
+                                      std::to_string(std::get<1>(key)) + " receives " +
+                                      std::to_string(match->second.front()->bytes));
+  }
+  for (const auto &[key, list_] : recvs)
+    if (!sends.count(key))
+      problem(list_.front()->loc, describe(std::get<1>(key), *list_.front()) + " has no matching send on device " +
+                                      std::to_string(std::get<0>(key)));
+  if (!ok)
+    return false;
+
+  // Dynamic replay for deadlocks.
+  std::map<int, size_t> pc;
+  for (const auto &[device, program] : programs)
+    pc[device] = 0;
+  std::set<std::tuple<int, int, int64_t>> posted; // sends issued: (from, to, tag)
+  bool progress = true;
+  while (progress) {
+    progress = false;
+    for (const auto &[device, program] : programs) {
+      size_t &at = pc[device];
+      while (at < program.body.size()) {
+        const ir::Instruction &in = program.body[at];
+        if (in.kind == ir::InstrKind::Send) {
+          posted.insert({device, in.peer, in.tag});
+        } else if (in.kind == ir::InstrKind::Recv) {
+          if (!posted.count({in.peer, device, in.tag}))
+            break;
+        } else if (in.kind == ir::InstrKind::Collective) {
+          bool all = true;
+          for (int member : in.group) {
+            const auto &other = programs.at(member);
+            size_t oat = pc[member];
+            all = all && oat < other.body.size() && other.body[oat].kind == ir::InstrKind::Collective &&
+                  other.body[oat].tag == in.tag;
+          }
+          if (!all)
+            break;
+          for (int member : in.group)
+            if (member != device)
+              ++pc[member];
+        }
+        ++at;
+        progress = true;
+      }
+    }
+  }
+  for (const auto &[device, program] : programs) {
+    if (pc[device] >= program.body.size())
+      continue;
+    const ir::Instruction &in = program.body[pc[device]];
+    std::string waits;
+    if (in.kind == ir::InstrKind::Collective) {
+      for (int member : in.group) {
+        const auto &other = programs.at(member);
+        if (pc[member] < other.body.size() && other.body[pc[member]].tag != in.tag)
+          waits += (waits.empty() ? "" : "; ") + describe(member, other.body[pc[member]]);
+      }
+      waits = "; its group is busy elsewhere: " + waits;
+    }
+    problem(in.loc, "deadlock: " + describe(device, in) + " waits forever" + waits);
+    break; // one report tells the story
+  }
+  return ok;
+}
+
+} // namespace hspmd::passes
