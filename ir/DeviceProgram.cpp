@@ -27,14 +27,17 @@ std::string devices(const std::vector<int> &list) {
 } // namespace
 
 std::string printProgram(const DeviceProgram &program) {
-  std::string text =
-      "program device " + std::to_string(program.device) + " plan " + std::to_string(program.plan) + " {\n";
+  std::string text = "program device " + std::to_string(program.device) + " plan " + std::to_string(program.plan) +
+                     (program.peakBytes >= 0 ? " peak " + std::to_string(program.peakBytes) : "") + " {\n";
   for (const Buffer &b : program.buffers) {
     text += "  buffer %" + std::to_string(b.id) + " " + quoteString(b.value) + " : " + std::string(dtypeName(b.dtype)) +
             "[";
     for (size_t i = 0; i < b.shape.size(); ++i)
       text += (i ? ", " : "") + std::to_string(b.shape[i]);
-    text += "]\n";
+    text += "]";
+    if (b.offset >= 0)
+      text += " at " + std::to_string(b.offset);
+    text += "\n";
   }
   for (const Instruction &in : program.body) {
     text += "  ";

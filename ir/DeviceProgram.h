@@ -8,6 +8,7 @@
 #include "ir/Ops.h"
 #include "ir/Type.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@ struct Buffer {
   std::string value; // the graph value it holds (its local piece)
   DType dtype = DType::F32;
   std::vector<int64_t> shape; // local shape
+  int64_t offset = -1;        // in the device's arena, set by memory planning (-1: not planned)
   int64_t bytes() const;
 };
 
@@ -38,17 +40,21 @@ struct Instruction {
 struct DeviceProgram {
   int device = 0;
   int plan = 0;
+  int64_t peakBytes = -1; // the arena size memory planning needs (-1: not planned)
   std::vector<Buffer> buffers;
   std::vector<Instruction> body;
 };
 
 /// Text, one instruction a line:
-///   program device 0 plan 0 {
-///     buffer %3 "blocks[0].wqkv" : f32[64, 96]
+///   program device 0 plan 0 peak 1048576 {
+///     buffer %3 "blocks[0].wqkv" : f32[64, 96] at 4096
 ///     kernel matmul %2, %3 -> %4 {} loc("nn.hspmd":76:39)
 ///     all-reduce %4 -> %5 group [0, 1] bytes 131072 tag 12
 ///     send %5 to 3 bytes 65536 tag 40
 ///   }
 std::string printProgram(const DeviceProgram &program);
+
+/// Reads the text printProgram writes (print -> parse -> print is the identity).
+std::optional<DeviceProgram> parseProgram(const std::string &text, std::string *error);
 
 } // namespace hspmd::ir

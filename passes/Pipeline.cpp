@@ -10,6 +10,7 @@
 //   resolve-communication  the collectives and batched send/receive each reshard amounts to
 //   verify              the graph and its annotations are consistent
 //   specialize          one DeviceProgram per device: local shapes, offsets, concrete peers
+//   plan-memory         buffers placed in one arena per device, reusing dead buffers' space
 //   verify-programs     every collective and send/receive matches across devices; no deadlock
 //
 // `hspmc dump-ir --after PASS` prints the IR after any of them; `--time-passes` times them.
@@ -18,6 +19,7 @@
 #include "passes/Autodiff.h"
 #include "passes/DeduceAnnotations.h"
 #include "passes/LowerPlan.h"
+#include "passes/PlanMemory.h"
 #include "passes/ResolveCommunication.h"
 #include "passes/Specialize.h"
 
@@ -125,6 +127,13 @@ PipelineResult runPipeline(ir::Graph &graph, const std::vector<ir::PlanSpec> &pl
         return true;
       }))
     return result;
+
+  run("plan-memory", [&] {
+    for (auto &programs : result.programs)
+      for (auto &[device, program] : programs)
+        planMemory(program);
+    return true;
+  });
 
   result.ok = run("verify-programs", [&] {
     bool ok = true;

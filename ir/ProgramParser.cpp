@@ -1,0 +1,219 @@
+// ProgramParser.cpp - reads the textual DeviceProgram written by DeviceProgram.cpp.
+#include "ir/DeviceProgram.h"
+
+#include "ir/TextLexer.h"
+
+namespace hspmd::ir {
+
+namespace {
+
+class ProgramParser {
+public:
+  explicit ProgramParser(const std::string &text) : lexer_(text) {}
+
+  std::optional<DeviceProgram> parse(std::string *error) {
+    DeviceProgram program;
+    bool ok = word("program") && word("device") && integer(program.device) && word("plan") && integer(program.plan);
+    if (ok && lexer_.peek().isIdent("peak"))
+      ok = word("peak") && integer(program.peakBytes);
+    ok = ok && punct("{");
+    while (ok && !lexer_.peek().is("}"))
+      ok = lexer_.peek().isIdent("buffer") ? bufferLine(program) : instruction(program);
+    ok = ok && punct("}");
+    if (ok && lexer_.peek().kind != TokenKind::End)
+      ok = fail("unexpected " + lexer_.peek().describe() + " after the program");
+    if (!ok) {
+      if (error)
+        *error = error_;
+      return std::nullopt;
+    }
+    return program;
+  }
+
+private:
+  TextLexer lexer_;
+  std::string error_;
+
+  bool fail(const std::string &message) {
+    if (error_.empty())
+      error_ = std::to_string(lexer_.peek().line) + ":" + std::to_string(lexer_.peek().col) + ": " + message;
+    return false;
+  }
+  bool word(const char *w) {
+    if (!lexer_.peek().isIdent(w))
+      return fail(std::string("expected '") + w + "', found " + lexer_.peek().describe());
+    lexer_.next();
+    return true;
+  }
+  bool punct(const char *p) {
+    if (!lexer_.peek().is(p))
+      return fail(std::string("expected '") + p + "', found " + lexer_.peek().describe());
+    lexer_.next();
+    return true;
+  }
+  template <typename T> bool integer(T &out) {
+    bool negative = lexer_.peek().is("-");
+    if (negative)
+      lexer_.next();
+    if (lexer_.peek().kind != TokenKind::Int)
+      return fail("expected an integer, found " + lexer_.peek().describe());
+    out = static_cast<T>(negative ? -lexer_.next().intValue : lexer_.next().intValue);
+    return true;
+  }
+  bool bufferRef(std::vector<int> &into) {
+    const Token &t = lexer_.peek();
+    if (t.kind != TokenKind::ValueName || t.text.size() > 9 ||
+        t.text.find_first_not_of("0123456789") != std::string::npos)
+      return fail("expected a buffer like %3, found " + t.describe());
+    into.push_back(std::stoi(lexer_.next().text));
+    return true;
+  }
+  bool bufferList(std::vector<int> &into) {
+    if (lexer_.peek().kind != TokenKind::ValueName)
+      return true;
+    do {
+      if (!bufferRef(into))
+        return false;
+    } while (lexer_.peek().is(",") && (lexer_.next(), true));
+    return true;
+  }
+  bool intList(std::vector<int> &into) {
+    if (!punct("["))
+      return false;
+    while (!lexer_.peek().is("]")) {
+      int v = 0;
+      if (!integer(v))
+        return false;
+      into.push_back(v);
+      if (lexer_.peek().is(","))
+        lexer_.next();
+    }
+    return punct("]");
+  }
+  bool location(Location &loc) {
+    if (!lexer_.peek().isIdent("loc"))
+      return true;
+    lexer_.next();
+    if (!punct("("))
+      return false;
+    Token file = lexer_.next();
+    if (file.kind != TokenKind::String)
+      return fail("expected a file name");
+    loc.file = file.text;
+    return punct(":") && integer(loc.line) && punct(":") && integer(loc.col) && punct(")");
+  }
+
+  bool bufferLine(DeviceProgram &program) {
+    lexer_.next(); // buffer
+    Buffer b;
+    std::vector<int> id;
+    if (!bufferRef(id))
+      return false;
+    b.id = id[0];
+    Token value = lexer_.next();
+    if (value.kind != TokenKind::String)
+      return fail("expected the buffer's value name");
+    b.value = value.text;
+    if (!punct(":"))
+      return false;
+    Token dtype = lexer_.next();
+    auto parsed = dtype.kind == TokenKind::Ident ? dtypeFromName(dtype.text) : std::nullopt;
+    if (!parsed)
+      return fail("expected an element type, found " + dtype.describe());
+    b.dtype = *parsed;
+    std::vector<int> shape;
+    if (!intList(shape))
+      return false;
+    b.shape.assign(shape.begin(), shape.end());
+    if (lexer_.peek().isIdent("at") && !(word("at") && integer(b.offset)))
+      return false;
+    program.buffers.push_back(b);
+    return true;
+  }
+
+  bool instruction(DeviceProgram &program) {
+    Instruction in;
+    Token head = lexer_.next();
+    if (head.kind != TokenKind::Ident)
+      return fail("expected an instruction, found " + head.describe());
+    // Collective names carry dashes: all-reduce, split-all-gather, ...
+    std::string name = head.text;
+    while (lexer_.peek().is("-")) {
+      lexer_.next();
+      name += "-" + lexer_.next().text;
+    }
+    bool ok = true;
+    if (name == "kernel") {
+      in.kind = InstrKind::Kernel;
+      in.op = lexer_.next().text;
+      ok = bufferList(in.inputs) && punct("->") && bufferList(in.outputs) && attributes(in.attrs);
+    } else if (name == "send" || name == "recv" || name == "recv-add") {
+      in.kind = name == "send" ? InstrKind::Send : InstrKind::Recv;
+      in.op = name;
+      ok = (name == "send" ? bufferList(in.inputs) && word("to") : bufferList(in.outputs) && word("from")) &&
+           integer(in.peer) && word("bytes") && integer(in.bytes) && word("tag") && integer(in.tag);
+    } else if (name == "copy" || name == "copy-add") {
+      in.kind = InstrKind::Copy;
+      in.op = name;
+      ok = bufferList(in.inputs) && punct("->") && bufferList(in.outputs);
+    } else {
+      in.kind = InstrKind::Collective;
+      in.op = name;
+      ok = bufferList(in.inputs) && punct("->") && bufferList(in.outputs) && word("group") && intList(in.group) &&
+           word("bytes") && integer(in.bytes) && word("tag") && integer(in.tag);
+    }
+    ok = ok && location(in.loc);
+    if (ok)
+      program.body.push_back(std::move(in));
+    return ok;
+  }
+
+  bool attributes(AttrMap &attrs) {
+    if (!punct("{"))
+      return false;
+    while (!lexer_.peek().is("}")) {
+      Token key = lexer_.next();
+      if (key.kind != TokenKind::Ident || !punct("="))
+        return fail("expected an attribute");
+      Token v = lexer_.next();
+      bool negative = v.is("-");
+      if (negative)
+        v = lexer_.next();
+      if (v.kind == TokenKind::Int)
+        attrs[key.text] = negative ? -v.intValue : v.intValue;
+      else if (v.kind == TokenKind::Float)
+        attrs[key.text] = negative ? -v.floatValue : v.floatValue;
+      else if (v.isIdent("true") || v.isIdent("false"))
+        attrs[key.text] = v.isIdent("true");
+      else if (v.kind == TokenKind::String)
+        attrs[key.text] = v.text;
+      else if (v.is("[")) {
+        std::vector<SymExpr> list;
+        while (!lexer_.peek().is("]")) {
+          std::string message;
+          auto dim = parseSymExpr(lexer_, &message);
+          if (!dim)
+            return fail(message);
+          list.push_back(*dim);
+          if (lexer_.peek().is(","))
+            lexer_.next();
+        }
+        lexer_.next();
+        attrs[key.text] = list;
+      } else {
+        return fail("expected an attribute value, found " + v.describe());
+      }
+      if (lexer_.peek().is(","))
+        lexer_.next();
+    }
+    return punct("}");
+  }
+};
+
+} // namespace
+
+std::optional<DeviceProgram> parseProgram(const std::string &text, std::string *error) {
+  return ProgramParser(text).parse(error);
+}
+
+} // namespace hspmd::ir
