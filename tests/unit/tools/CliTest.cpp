@@ -139,7 +139,7 @@ TEST(Cli, ExplainReshard) {
 TEST(Cli, DumpProgram) {
   CliRun run = hspmc("dump-program examples/gpt/plans/cp_asym.hspmd --device 1");
   ASSERT_EQ(run.code, 0) << run.output.substr(0, 2000);
-  EXPECT_EQ(run.output.rfind("program device 1 plan 0 {", 0), 0u);
+  EXPECT_EQ(run.output.rfind("program device 1 plan 0 peak ", 0), 0u);
   EXPECT_NE(run.output.find("buffer %"), std::string::npos);
   EXPECT_NE(run.output.find("query_offset = 30"), std::string::npos) << run.output.substr(0, 3000);
   CliRun train = hspmc("dump-program examples/gpt/plans/dp2_tp2.hspmd --device 2 --train");
