@@ -25,6 +25,10 @@ struct Buffer {
 
 enum class InstrKind { Kernel, Collective, Send, Recv, Copy };
 
+/// When an instruction runs: once per micro-batch in the forward or backward pass, or once
+/// per step after all micro-batches (gradient synchronisation, optimizer).
+enum class Phase { Forward, Backward, Update };
+
 struct Instruction {
   InstrKind kind = InstrKind::Kernel;
   std::string op;                   // kernel name ("matmul") or collective ("all-reduce")
@@ -34,13 +38,27 @@ struct Instruction {
   int peer = -1;                    // send: receiver; recv: sender
   int64_t bytes = 0;                // collective: this device's buffer; send/recv: message
   int64_t tag = 0;                  // the same on every device taking part
+  Phase phase = Phase::Forward;
   Location loc;
+};
+
+/// One pass of the schedule: the forward or backward instructions for one micro-batch.
+struct ScheduleSlot {
+  Phase phase = Phase::Forward;
+  int microbatch = 0;
+  bool operator==(const ScheduleSlot &) const = default;
 };
 
 struct DeviceProgram {
   int device = 0;
   int plan = 0;
   int64_t peakBytes = -1; // the arena size memory planning needs (-1: not planned)
+  // Pipeline schedule: the device's stage, its pipeline's stage count, micro-batch count and
+  // size (samples), and the order of forward and backward passes over micro-batches.
+  int stage = 0, stages = 1, microbatches = 1;
+  int64_t microbatchSize = 0;
+  std::string scheduleName = "1f1b";
+  std::vector<ScheduleSlot> schedule;
   std::vector<Buffer> buffers;
   std::vector<Instruction> body;
 };
@@ -53,6 +71,15 @@ struct DeviceProgram {
 ///     send %5 to 3 bytes 65536 tag 40
 ///   }
 std::string printProgram(const DeviceProgram &program);
+
+/// The order of passes for a stage: 1F1B runs min(m, stages - stage - 1) forward passes to
+/// warm up, then alternates forward and backward, then drains the backward passes; GPipe
+/// runs all forward passes, then all backward passes.
+std::vector<ScheduleSlot> pipelineSchedule(const std::string &name, int stage, int stages, int microbatches);
+
+/// The program as it executes: each scheduled pass's instructions in schedule order (tags
+/// made distinct per micro-batch), then the update instructions once.
+DeviceProgram expandSchedule(const DeviceProgram &program);
 
 /// Reads the text printProgram writes (print -> parse -> print is the identity).
 std::optional<DeviceProgram> parseProgram(const std::string &text, std::string *error);

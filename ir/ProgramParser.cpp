@@ -3,6 +3,8 @@
 
 #include "ir/TextLexer.h"
 
+#include <cctype>
+
 namespace hspmd::ir {
 
 namespace {
@@ -17,6 +19,8 @@ public:
     if (ok && lexer_.peek().isIdent("peak"))
       ok = word("peak") && integer(program.peakBytes);
     ok = ok && punct("{");
+    if (ok && lexer_.peek().isIdent("schedule")) // optional: one stage, one forward pass
+      ok = scheduleLine(program);
     while (ok && !lexer_.peek().is("}"))
       ok = lexer_.peek().isIdent("buffer") ? bufferLine(program) : instruction(program);
     ok = ok && punct("}");
@@ -103,6 +107,26 @@ private:
     return punct(":") && integer(loc.line) && punct(":") && integer(loc.col) && punct(")");
   }
 
+  bool scheduleLine(DeviceProgram &program) {
+    if (!word("schedule"))
+      return false;
+    program.scheduleName = lexer_.peek().text;
+    lexer_.next();
+    if (program.scheduleName == "1") // "1f1b" lexes as 1 and f1b
+      program.scheduleName += lexer_.next().text;
+    if (!(word("stage") && integer(program.stage) && word("of") && integer(program.stages) && word("microbatches") &&
+          integer(program.microbatches) && word("of") && integer(program.microbatchSize) && punct(":")))
+      return false;
+    program.schedule.clear();
+    while (lexer_.peek().kind == TokenKind::Ident && (lexer_.peek().text[0] == 'F' || lexer_.peek().text[0] == 'B') &&
+           lexer_.peek().text.size() > 1 && std::isdigit(static_cast<unsigned char>(lexer_.peek().text[1]))) {
+      Token slot = lexer_.next();
+      program.schedule.push_back(
+          {slot.text[0] == 'F' ? Phase::Forward : Phase::Backward, std::stoi(slot.text.substr(1))});
+    }
+    return true;
+  }
+
   bool bufferLine(DeviceProgram &program) {
     lexer_.next(); // buffer
     Buffer b;
@@ -133,6 +157,9 @@ private:
 
   bool instruction(DeviceProgram &program) {
     Instruction in;
+    if (lexer_.peek().isIdent("backward") || lexer_.peek().isIdent("update")) {
+      in.phase = lexer_.next().text == "backward" ? Phase::Backward : Phase::Update;
+    }
     Token head = lexer_.next();
     if (head.kind != TokenKind::Ident)
       return fail("expected an instruction, found " + head.describe());

@@ -9,6 +9,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,9 @@ struct LoweredPlan {
   /// Training builds: parameter -> its gradient; deduction reshards each gradient to the
   /// parameter's layout (or, under `zero`, to its optimizer state's).
   std::map<const ir::Value *, ir::Value *> gradients;
+  /// Training builds: the ops of the backward pass (they run once per micro-batch in the
+  /// schedule's backward slots).
+  std::set<const ir::Op *> backwardOps;
 };
 
 } // namespace hspmd::passes

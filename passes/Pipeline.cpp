@@ -89,6 +89,8 @@ PipelineResult runPipeline(ir::Graph &graph, const std::vector<ir::PlanSpec> &pl
                                        options.train ? &gradients.origin : nullptr)) {
             for (const auto &[name, grad] : gradients.params)
               lowered->gradients[graph.findValue(name)] = grad;
+            for (const auto &[backward, forward] : gradients.origin)
+              lowered->backwardOps.insert(backward);
             result.plans.push_back(std::move(*lowered));
           }
         return !failed;
@@ -137,8 +139,18 @@ PipelineResult runPipeline(ir::Graph &graph, const std::vector<ir::PlanSpec> &pl
 
   result.ok = run("verify-programs", [&] {
     bool ok = true;
-    for (const auto &programs : result.programs)
-      ok = verifyPrograms(programs, counting) && ok;
+    for (const auto &programs : result.programs) {
+      // One pass over each instruction, then the step as the schedule runs it: every
+      // micro-batch's forward and backward passes in 1F1B (or GPipe) order, then the update.
+      if (!verifyPrograms(programs, counting)) {
+        ok = false;
+        continue;
+      }
+      std::map<int, ir::DeviceProgram> expanded;
+      for (const auto &[device, program] : programs)
+        expanded[device] = ir::expandSchedule(program);
+      ok = verifyPrograms(expanded, counting) && ok;
+    }
     return ok;
   });
   return result;

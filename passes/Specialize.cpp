@@ -1,6 +1,7 @@
 // Specialize.cpp - specialize: DevicePrograms from a deduced graph.
 #include "passes/Specialize.h"
 
+#include <algorithm>
 #include <set>
 
 namespace hspmd::passes {
@@ -18,10 +19,14 @@ public:
         if (const auto &a = result->annotations.at(plan_.index))
           for (int d : a->devices())
             programs_[d].device = d;
-    for (auto &[d, program] : programs_)
+    for (auto &[d, program] : programs_) {
       program.plan = plan_.index;
-    for (const auto &op : graph_.ops())
+      schedule(program);
+    }
+    for (const auto &op : graph_.ops()) {
+      phase_ = phaseOf(*op);
       emit(*op);
+    }
     return std::move(programs_);
   }
 
@@ -32,6 +37,45 @@ private:
   std::map<int, ir::DeviceProgram> programs_;
   std::map<std::pair<int, const ir::Value *>, int> buffers_; // (device, value) -> buffer id
   std::map<const ir::Value *, std::map<int, int>> byValue_;  // value -> device -> buffer id
+  ir::Phase phase_ = ir::Phase::Forward;                     // of the op being emitted
+
+  // Gradient synchronisation runs once per step, after every micro-batch; the backward ops
+  // and the reshards of their results run in backward slots; everything else in forward ones.
+  ir::Phase phaseOf(const ir::Op &op) const {
+    const ir::Op *source = &op;
+    if (op.kind == ir::OpKind::Reshard) {
+      const std::string &name = op.result()->name;
+      if (name.size() > 7 && name.compare(name.size() - 7, 7, ".synced") == 0)
+        return ir::Phase::Update;
+      while (source->kind == ir::OpKind::Reshard && source->operands[0]->def)
+        source = source->operands[0]->def;
+    }
+    return plan_.backwardOps.count(source) ? ir::Phase::Backward : ir::Phase::Forward;
+  }
+
+  // The device's stage in its pipeline and the pass order over its micro-batches.
+  void schedule(ir::DeviceProgram &program) const {
+    const ir::PlanSpec *spec = plan_.spec;
+    if (!spec)
+      return;
+    program.scheduleName = spec->schedule;
+    for (size_t p = 0; p < spec->pipelines.size(); ++p) {
+      const ir::PipelineSpec &pipeline = spec->pipelines[p];
+      for (size_t s = 0; s < pipeline.stages.size(); ++s) {
+        const auto &devices = pipeline.stages[s].devices;
+        if (std::find(devices.begin(), devices.end(), program.device) == devices.end())
+          continue;
+        program.stage = static_cast<int>(s);
+        program.stages = static_cast<int>(pipeline.stages.size());
+        program.microbatches = static_cast<int>(std::max<int64_t>(1, pipeline.microbatches));
+        if (p < plan_.batchPerPipeline.size())
+          program.microbatchSize = plan_.batchPerPipeline[p] / program.microbatches;
+      }
+    }
+    program.schedule = ir::pipelineSchedule(program.scheduleName, program.stage, program.stages, program.microbatches);
+    if (plan_.backwardOps.empty()) // inference: forward passes only
+      std::erase_if(program.schedule, [](const ir::ScheduleSlot &slot) { return slot.phase == ir::Phase::Backward; });
+  }
   void remember(int device, const ir::Value *value, int id) {
     buffers_[{device, value}] = id;
     byValue_[value][device] = id;
@@ -103,6 +147,7 @@ private:
       for (const ir::Value *result : op.results)
         in.outputs.push_back(buffer(d, result, *annotationOf(result)));
       localize(op, d, in);
+      in.phase = phase_;
       programs_[d].body.push_back(std::move(in));
     }
   }
@@ -163,6 +208,7 @@ private:
               in.inputs.push_back(source.at(d));
             if (target.count(d))
               in.outputs.push_back(target.at(d));
+            in.phase = phase_;
             programs_[d].body.push_back(in);
             involved.erase(d);
           }
@@ -179,6 +225,7 @@ private:
           send.loc = op.loc;
           if (source.count(m.from))
             send.inputs.push_back(source.at(m.from));
+          send.phase = phase_;
           programs_[m.from].body.push_back(send);
         }
         for (const Message &m : step.messages) {
@@ -190,6 +237,7 @@ private:
           recv.tag = tag;
           recv.loc = op.loc;
           recv.outputs.push_back(target.at(m.to));
+          recv.phase = phase_;
           programs_[m.to].body.push_back(recv);
         }
       }
@@ -201,6 +249,7 @@ private:
           in.inputs.push_back(source.at(copy.device));
           in.outputs.push_back(target.at(copy.device));
           in.loc = op.loc;
+          in.phase = phase_;
           programs_[copy.device].body.push_back(in);
         }
       source = target; // the intermediate result is the next step's source

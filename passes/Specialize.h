@@ -15,8 +15,10 @@ namespace hspmd::passes {
 /// between devices under unequal splits) and the global offsets kernels need (the first
 /// query and key position of an attention's local sequence piece, for the causal mask), and
 /// every reshard as concrete collectives (with their groups) or sends and receives (with
-/// their peers). Instructions of one step share a tag on every device. Covers one step of
-/// the whole batch: micro-batch scheduling is not done yet.
+/// their peers). Instructions of one step share a tag on every device. Each instruction is
+/// marked forward, backward or update; the program carries the device's pipeline stage, its
+/// micro-batch count and size, and the schedule (1F1B or GPipe) that orders the passes:
+/// ir::expandSchedule turns it into the instruction stream one training step executes.
 std::map<int, ir::DeviceProgram> specialize(const ir::Graph &graph, const LoweredPlan &plan, const LinkModel &links);
 
 /// Checks that the programs fit together: every member of a collective calls it, with the

@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 using namespace hspmd;
 
 namespace {
@@ -198,3 +200,81 @@ TEST(Specialize, VerifierCatchesBrokenPrograms) {
 }
 
 } // namespace
+
+// Properties of a schedule, checked without the formula that made it: every micro-batch
+// runs forward once and backward once, backward after forward, and 1F1B keeps at most
+// (stages - stage) micro-batches in flight where GPipe keeps all of them.
+int maxInFlight(const std::vector<ir::ScheduleSlot> &slots, int microbatches) {
+  std::vector<int> forward(static_cast<size_t>(microbatches), -1), backward(forward);
+  int inFlight = 0, most = 0;
+  for (size_t i = 0; i < slots.size(); ++i) {
+    auto &seen = slots[i].phase == ir::Phase::Forward ? forward : backward;
+    EXPECT_EQ(seen.at(static_cast<size_t>(slots[i].microbatch)), -1) << "micro-batch runs twice";
+    seen[static_cast<size_t>(slots[i].microbatch)] = static_cast<int>(i);
+    inFlight += slots[i].phase == ir::Phase::Forward ? 1 : -1;
+    most = std::max(most, inFlight);
+  }
+  for (int m = 0; m < microbatches; ++m) {
+    EXPECT_GE(forward[static_cast<size_t>(m)], 0);
+    EXPECT_GT(backward[static_cast<size_t>(m)], forward[static_cast<size_t>(m)]);
+  }
+  return most;
+}
+
+TEST(Specialize, PipelineSchedulesOrderEveryMicrobatch) {
+  for (int stages = 1; stages <= 5; ++stages)
+    for (int stage = 0; stage < stages; ++stage)
+      for (int m = 1; m <= 9; ++m) {
+        EXPECT_EQ(maxInFlight(ir::pipelineSchedule("1f1b", stage, stages, m), m), std::min(m, stages - stage))
+            << "1f1b stage " << stage << " of " << stages << ", " << m << " micro-batches";
+        EXPECT_EQ(maxInFlight(ir::pipelineSchedule("gpipe", stage, stages, m), m), m);
+      }
+  // The 1F1B order for the first of two stages, written out by hand.
+  using S = ir::ScheduleSlot;
+  const auto F = ir::Phase::Forward, B = ir::Phase::Backward;
+  EXPECT_EQ(ir::pipelineSchedule("1f1b", 0, 2, 3), (std::vector<S>{{F, 0}, {F, 1}, {B, 0}, {F, 2}, {B, 1}, {B, 2}}));
+}
+
+TEST(Specialize, ProgramsCarryTheirStageAndScheduleInTraining) {
+  auto p = compile("pipeline2", true);
+  const auto &programs = p->result.programs[0];
+  for (int device : {0, 1}) {
+    const ir::DeviceProgram &program = programs.at(device);
+    EXPECT_EQ(program.stage, device);
+    EXPECT_EQ(program.stages, 2);
+    EXPECT_EQ(program.microbatches, 4);
+    EXPECT_EQ(program.microbatchSize, 2); // B = 8 over 4 micro-batches
+    size_t counts[3] = {0, 0, 0};
+    for (const ir::Instruction &in : program.body)
+      ++counts[static_cast<int>(in.phase)];
+    EXPECT_GT(counts[0], 0u);
+    EXPECT_GT(counts[1], 0u);
+    EXPECT_GT(counts[2], 0u) << "wte is tied across the stages: its gradient is synchronised once per step";
+    for (const ir::Instruction &in : program.body) {
+      if (in.phase != ir::Phase::Update)
+        continue;
+      for (int out : in.outputs)
+        EXPECT_NE(program.buffers[static_cast<size_t>(out)].value.find(".synced"), std::string::npos);
+    }
+    const ir::DeviceProgram step = ir::expandSchedule(program);
+    EXPECT_EQ(step.body.size(), 4 * (counts[0] + counts[1]) + counts[2]);
+  }
+  std::map<int, ir::DeviceProgram> step;
+  for (const auto &[device, program] : programs)
+    step[device] = ir::expandSchedule(program);
+  EXPECT_EQ(verify(step), std::vector<std::string>{});
+}
+
+TEST(Specialize, VerifierCatchesTensorParallelPairsOnDifferentSchedules) {
+  // Devices 0 and 1 are one tensor-parallel stage: their all-reduces must run in the same
+  // micro-batch order. Reversing one device's order leaves both waiting on different calls.
+  auto p = compile("hetero4", true);
+  auto programs = p->result.programs[0];
+  std::reverse(programs.at(1).schedule.begin(), programs.at(1).schedule.end());
+  std::map<int, ir::DeviceProgram> step;
+  for (const auto &[device, program] : programs)
+    step[device] = ir::expandSchedule(program);
+  auto problems = verify(step);
+  ASSERT_FALSE(problems.empty());
+  EXPECT_EQ(problems[0].rfind("deadlock: device ", 0), 0u) << problems[0];
+}

@@ -145,6 +145,15 @@ TEST(Cli, DumpProgram) {
   CliRun train = hspmc("dump-program examples/gpt/plans/dp2_tp2.hspmd --device 2 --train");
   ASSERT_EQ(train.code, 0);
   EXPECT_NE(train.output.find("split-all-reduce"), std::string::npos);
+  // The schedule line docs/cli.md shows: 1F1B for the first of two stages, 4 micro-batches
+  // of B = 8 / 4 = 2 samples, one warm-up forward pass.
+  CliRun staged = hspmc("dump-program examples/gpt/plans/pipeline2.hspmd --device 0 --train");
+  ASSERT_EQ(staged.code, 0);
+  EXPECT_NE(staged.output.find("\n  schedule 1f1b stage 0 of 2 microbatches 4 of 2: F0 F1 B0 F2 B1 F3 B2 B3\n"),
+            std::string::npos)
+      << staged.output.substr(0, 300);
+  EXPECT_NE(staged.output.find("\n  backward recv "), std::string::npos);
+  EXPECT_NE(staged.output.find("\n  update send "), std::string::npos);
   CliRun absent = hspmc("dump-program examples/gpt/plans/single.hspmd --device 3");
   EXPECT_EQ(absent.code, 1);
   EXPECT_NE(absent.output.find("device 3 takes no part in plan 'single'"), std::string::npos) << absent.output;
