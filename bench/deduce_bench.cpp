@@ -104,8 +104,8 @@ void writeCluster(int devices) {
 
 std::vector<Timing> table(const std::vector<std::pair<int, int>> &sizes, int repetitions, const char *label) {
   std::vector<Timing> medians;
-  std::printf("%8s %6s %9s %9s %7s %7s %7s %7s %7s %9s %8s\n", label, "ops", "elaborate", "autodiff", "lower", "deduce",
-              "resolve", "verify", "special", "verify-pr", "total");
+  std::printf("%8s %6s %9s %9s %7s %7s %7s %7s %7s %8s %9s %8s\n", label, "ops", "elaborate", "autodiff", "lower",
+              "deduce", "resolve", "verify", "special", "plan-mem", "verify-pr", "total");
   for (const auto &[layers, devices] : sizes) {
     writeCluster(devices);
     const std::string file =
@@ -118,10 +118,11 @@ std::vector<Timing> table(const std::vector<std::pair<int, int>> &sizes, int rep
     std::sort(runs.begin(), runs.end(), [](const Timing &a, const Timing &b) { return a.total() < b.total(); });
     Timing m = runs[runs.size() / 2];
     medians.push_back(m);
-    std::printf("%8d %6zu %9.1f %9.1f %7.1f %7.1f %7.1f %7.1f %7.1f %9.1f %8.1f\n",
+    std::printf("%8d %6zu %9.1f %9.1f %7.1f %7.1f %7.1f %7.1f %7.1f %8.1f %9.1f %8.1f\n",
                 std::string(label) == "layers" ? layers : devices, ops, m.elaborate, m.passes["autodiff"],
                 m.passes["lower-plan"], m.passes["deduce-annotations"], m.passes["resolve-communication"],
-                m.passes["verify"], m.passes["specialize"], m.passes["verify-programs"], m.total());
+                m.passes["verify"], m.passes["specialize"], m.passes["plan-memory"], m.passes["verify-programs"],
+                m.total());
   }
   return medians;
 }

@@ -1,7 +1,10 @@
 #include "passes/PlanMemory.h"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
+#include <map>
+#include <queue>
 
 namespace hspmd::passes {
 
@@ -24,33 +27,68 @@ int64_t planMemory(ir::DeviceProgram &program) {
       first[b] = -1;
       last[b] = end;
     }
-  std::vector<size_t> order(n);
+  // Buffers live for the whole program (parameters, inputs) overlap every other buffer: they
+  // go at the bottom of the arena, one after another. The rest are placed in the order they
+  // come alive, first fit in the free gaps above, and give their bytes back after their last
+  // use (gaps coalesce). A buffer never shares bytes with one whose lifetime it overlaps.
+  int64_t base = 0;
+  std::vector<size_t> order;
   for (size_t b = 0; b < n; ++b)
-    order[b] = b;
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return program.buffers[a].bytes() != program.buffers[b].bytes()
-               ? program.buffers[a].bytes() > program.buffers[b].bytes()
-               : a < b;
-  });
-  std::vector<size_t> placed;
-  int64_t peak = 0;
+    if (!written[b]) {
+      program.buffers[b].offset = base;
+      base += program.buffers[b].bytes();
+    } else {
+      order.push_back(b);
+    }
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return first[a] != first[b] ? first[a] < first[b] : a < b; });
+  std::map<int64_t, int64_t> gaps; // offset -> size, below `top`
+  int64_t top = base, peak = base;
+  auto release = [&](int64_t offset, int64_t size) {
+    auto next = gaps.lower_bound(offset);
+    if (next != gaps.end() && next->first == offset + size) {
+      size += next->second;
+      next = gaps.erase(next);
+    }
+    if (next != gaps.begin()) {
+      auto prev = std::prev(next);
+      if (prev->first + prev->second == offset) {
+        prev->second += size;
+        offset = prev->first;
+        size = prev->second;
+        gaps.erase(prev);
+      }
+    }
+    if (offset + size == top)
+      top = offset;
+    else
+      gaps[offset] = size;
+  };
+  using Live = std::pair<int, size_t>; // (last use, buffer)
+  std::priority_queue<Live, std::vector<Live>, std::greater<>> live;
   for (size_t b : order) {
+    while (!live.empty() && live.top().first < first[b]) {
+      const size_t dead = live.top().second;
+      live.pop();
+      release(program.buffers[dead].offset, program.buffers[dead].bytes());
+    }
     const int64_t size = program.buffers[b].bytes();
-    // Offsets of live-overlapping buffers, sorted; take the first gap that fits.
-    std::vector<std::pair<int64_t, int64_t>> busy;
-    for (size_t other : placed)
-      if (first[other] <= last[b] && first[b] <= last[other])
-        busy.push_back({program.buffers[other].offset, program.buffers[other].offset + program.buffers[other].bytes()});
-    std::sort(busy.begin(), busy.end());
-    int64_t offset = 0;
-    for (const auto &[lo, hi] : busy) {
-      if (offset + size <= lo)
+    int64_t offset = -1;
+    for (auto it = gaps.begin(); it != gaps.end(); ++it)
+      if (it->second >= size) {
+        offset = it->first;
+        if (it->second > size)
+          gaps[offset + size] = it->second - size;
+        gaps.erase(it);
         break;
-      offset = std::max(offset, hi);
+      }
+    if (offset < 0) {
+      offset = top;
+      top += size;
     }
     program.buffers[b].offset = offset;
     peak = std::max(peak, offset + size);
-    placed.push_back(b);
+    live.push({last[b], b});
   }
   program.peakBytes = peak;
   return peak;
