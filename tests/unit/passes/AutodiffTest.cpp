@@ -105,22 +105,23 @@ TEST(Autodiff, TinyLlamaWithGroupedQueryAttention) {
 TEST(Autodiff, EveryOpFamily) {
   const char *bodies[] = {
       // layernorm, softmax, division and subtraction with broadcasting
-      "%x = param : f32[3, 4]\n%w = param : f32[4]\n%b = param : f32[4]\n"
-      "%y0 = layernorm %x, %w, %b {eps = 1e-05} : f32[3, 4]\n%y1 = softmax %y0 {dim = 0} : f32[3, 4]\n"
-      "%d = param : f32[4]\n%y2 = div %y1, %d : f32[3, 4]\n%y = sub %y2, %x : f32[3, 4]",
+      ("%x = param : f32[3, 4]\n%w = param : f32[4]\n%b = param : f32[4]\n"
+       "%y0 = layernorm %x, %w, %b {eps = 1e-05} : f32[3, 4]\n%y1 = softmax %y0 {dim = 0} : f32[3, 4]\n"
+       "%d = param : f32[4]\n%y2 = div %y1, %d : f32[3, 4]\n%y = sub %y2, %x : f32[3, 4]"),
       // relu, silu, neg, transpose, broadcast multiply
-      "%x = param : f32[3, 4]\n%a = relu %x : f32[3, 4]\n%b = silu %a : f32[3, 4]\n%c = neg %b : f32[3, 4]\n"
-      "%s = param : f32[3, 1]\n%m = mul %c, %s : f32[3, 4]\n%t = transpose %m {dim0 = 0, dim1 = 1} : f32[4, 3]\n"
-      "%y = transpose %t {dim0 = 0, dim1 = 1} : f32[3, 4]",
+      ("%x = param : f32[3, 4]\n%a = relu %x : f32[3, 4]\n%b = silu %a : f32[3, 4]\n%c = neg %b : f32[3, 4]\n"
+       "%s = param : f32[3, 1]\n%m = mul %c, %s : f32[3, 4]\n%t = transpose %m {dim0 = 0, dim1 = 1} : f32[4, 3]\n"
+       "%y = transpose %t {dim0 = 0, dim1 = 1} : f32[3, 4]"),
       // split, concat, slice, unbind, sums and means
-      "%x = param : f32[3, 6]\n%p, %q = split %x {dim = 1, sizes = [2, 4]} : f32[3, 2], f32[3, 4]\n"
-      "%c = concat %q, %p {dim = 1} : f32[3, 6]\n%s = slice %c {dim = 1, end = 5, start = 1} : f32[3, 4]\n"
-      "%u0, %u1, %u2 = unbind %s {dim = 0} : f32[4], f32[4], f32[4]\n%m = mean %x {dims = [1], keepdim = true} : "
-      "f32[3, 1]\n"
-      "%z = add %s, %m : f32[3, 4]\n%w = mul %z, %u1 : f32[3, 4]\n%y = sum %w {dims = [], keepdim = true} : f32[1, 1]",
+      ("%x = param : f32[3, 6]\n%p, %q = split %x {dim = 1, sizes = [2, 4]} : f32[3, 2], f32[3, 4]\n"
+       "%c = concat %q, %p {dim = 1} : f32[3, 6]\n%s = slice %c {dim = 1, end = 5, start = 1} : f32[3, 4]\n"
+       "%u0, %u1, %u2 = unbind %s {dim = 0} : f32[4], f32[4], f32[4]\n%m = mean %x {dims = [1], keepdim = true} : "
+       "f32[3, 1]\n"
+       "%z = add %s, %m : f32[3, 4]\n%w = mul %z, %u1 : f32[3, 4]\n%y = sum %w {dims = [], keepdim = true} : f32[1, "
+       "1]"),
       // batched matmul with a broadcast weight, and a reshape
-      "%a = param : f32[2, 3, 4]\n%b = param : f32[4, 5]\n%c = matmul %a, %b : f32[2, 3, 5]\n"
-      "%y = reshape %c {shape = [6, 5]} : f32[6, 5]",
+      ("%a = param : f32[2, 3, 4]\n%b = param : f32[4, 5]\n%c = matmul %a, %b : f32[2, 3, 5]\n"
+       "%y = reshape %c {shape = [6, 5]} : f32[6, 5]"),
   };
   for (const char *body : bodies) {
     ir::ParseError error;
