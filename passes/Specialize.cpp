@@ -194,6 +194,18 @@ private:
       std::map<int, int> target;
       for (int d : involved)
         target[d] = buffer(d, to, step.to, suffix);
+      // A device's own part first: receives (and reductions) then land on top of it.
+      for (const LocalCopy &copy : step.local)
+        if (source.count(copy.device) && target.count(copy.device)) {
+          ir::Instruction in;
+          in.kind = ir::InstrKind::Copy;
+          in.op = copy.add ? "copy-add" : "copy";
+          in.inputs.push_back(source.at(copy.device));
+          in.outputs.push_back(target.at(copy.device));
+          in.loc = op.loc;
+          in.phase = phase_;
+          programs_[copy.device].body.push_back(in);
+        }
       if (collective) {
         for (const auto &group : step.groups)
           for (int d : group) {
@@ -241,17 +253,6 @@ private:
           programs_[m.to].body.push_back(recv);
         }
       }
-      for (const LocalCopy &copy : step.local)
-        if (source.count(copy.device) && target.count(copy.device)) {
-          ir::Instruction in;
-          in.kind = ir::InstrKind::Copy;
-          in.op = copy.add ? "copy-add" : "copy";
-          in.inputs.push_back(source.at(copy.device));
-          in.outputs.push_back(target.at(copy.device));
-          in.loc = op.loc;
-          in.phase = phase_;
-          programs_[copy.device].body.push_back(in);
-        }
       source = target; // the intermediate result is the next step's source
     }
   }
