@@ -12,18 +12,23 @@ int64_t planMemory(ir::DeviceProgram &program) {
   const size_t n = program.buffers.size();
   const int end = static_cast<int>(program.body.size());
   std::vector<int> first(n, std::numeric_limits<int>::max()), last(n, -1);
-  std::vector<bool> written(n, false);
+  // `written` ends up false for a buffer read before anything writes it: a parameter, an
+  // input or optimizer state, which lives across steps (the optimizer step updates it in
+  // place at the end).
+  std::vector<bool> written(n, false), read(n, false);
   for (int i = 0; i < end; ++i) {
+    for (int b : program.body[static_cast<size_t>(i)].inputs) {
+      last[b] = std::max(last[b], i);
+      read[b] = true;
+    }
     for (int b : program.body[static_cast<size_t>(i)].outputs) {
       first[b] = std::min(first[b], i);
       last[b] = std::max(last[b], i);
-      written[b] = true;
+      written[b] = written[b] || !read[b];
     }
-    for (int b : program.body[static_cast<size_t>(i)].inputs)
-      last[b] = std::max(last[b], i);
   }
   for (size_t b = 0; b < n; ++b)
-    if (!written[b]) { // parameters and inputs: the whole program
+    if (!written[b]) { // the whole program
       first[b] = -1;
       last[b] = end;
     }

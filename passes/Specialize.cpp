@@ -27,6 +27,9 @@ public:
       phase_ = phaseOf(*op);
       emit(*op);
     }
+    phase_ = ir::Phase::Update;
+    for (const auto &[param, grad] : plan_.gradients)
+      optimizerStep(*param, *grad);
     return std::move(programs_);
   }
 
@@ -174,11 +177,56 @@ private:
   }
 
   void reshard(const ir::Op &op) {
-    const ir::Value *from = op.operands[0], *to = op.result();
+    reshardValue(*annotationOf(op.operands[0]), byValue_[op.operands[0]], op.result(), *annotationOf(op.result()),
+                 static_cast<int64_t>(op.id) * 64, op.loc);
+  }
+
+  // After the gradients are synchronised, each device holding a parameter (or, under `zero`,
+  // its share of the optimizer state) updates it: AdamW with its two moment buffers, or SGD.
+  // Under `zero` each device updates its share, and an all-gather brings the updated shares
+  // back into the parameter's layout.
+  void optimizerStep(const ir::Value &param, const ir::Value &grad) {
+    const ir::Annotation *layout = annotationOf(&param);
+    const ir::Value *synced = graph_.findValue(grad.name + ".synced");
+    if (!synced)
+      synced = &grad;
+    const ir::Annotation *gradLayout = annotationOf(synced);
+    if (!layout || !gradLayout)
+      return;
+    const std::string optimizer = plan_.spec ? plan_.spec->optimizer : "adamw";
+    auto state = plan_.optimizerState.find(param.name);
+    const bool sharded = state != plan_.optimizerState.end() && state->second != *layout;
+    const ir::Annotation &where = sharded ? state->second : *layout;
+    std::map<int, int> updated; // device -> the buffer holding its updated share
+    for (int d : where.devices()) {
+      ir::Instruction in;
+      in.kind = ir::InstrKind::Kernel;
+      in.op = optimizer;
+      in.loc = param.def ? param.def->loc : ir::Location{};
+      in.phase = ir::Phase::Update;
+      const int target = sharded ? buffer(d, &param, where, ".shard") : buffer(d, &param, *layout);
+      in.inputs = {target, buffer(d, synced, *gradLayout)};
+      if (optimizer == "adamw")
+        for (const char *moment : {".adam_m", ".adam_v"})
+          in.inputs.push_back(buffer(d, &param, where, moment));
+      if (plan_.spec)
+        for (const auto &[name, value] : plan_.spec->optimizerArgs)
+          in.attrs[name] = value;
+      in.outputs = {target};
+      updated[d] = target;
+      programs_[d].body.push_back(std::move(in));
+    }
+    if (sharded)
+      reshardValue(where, updated, &param, *layout, static_cast<int64_t>(param.def ? param.def->id : 0) * 64 + 63,
+                   param.def ? param.def->loc : ir::Location{});
+  }
+
+  // Moves a value (held in `source`'s buffers under layout `fromLayout`) into `to`'s buffers
+  // under `toLayout`, as the steps of its communication plan.
+  void reshardValue(const ir::Annotation &fromLayout, std::map<int, int> source, const ir::Value *to,
+                    const ir::Annotation &toLayout, int64_t baseTag, const ir::Location &loc) {
     const auto shape = concrete(*to);
-    CommPlan comm = planReshard(shape, ir::dtypeBytes(to->type.dtype), *annotationOf(from), *annotationOf(to), links_);
-    const int64_t baseTag = static_cast<int64_t>(op.id) * 64;
-    std::map<int, int> source = byValue_[from]; // device -> the buffer this step reads
+    CommPlan comm = planReshard(shape, ir::dtypeBytes(to->type.dtype), fromLayout, toLayout, links_);
     for (size_t s = 0; s < comm.steps.size(); ++s) {
       const CommStep &step = comm.steps[s];
       const bool last = s + 1 == comm.steps.size();
@@ -202,7 +250,7 @@ private:
           in.op = copy.add ? "copy-add" : "copy";
           in.inputs.push_back(source.at(copy.device));
           in.outputs.push_back(target.at(copy.device));
-          in.loc = op.loc;
+          in.loc = loc;
           in.phase = phase_;
           programs_[copy.device].body.push_back(in);
         }
@@ -214,7 +262,7 @@ private:
             in.op = std::string(commKindName(step.kind));
             in.group = group;
             in.tag = tag;
-            in.loc = op.loc;
+            in.loc = loc;
             in.bytes = step.bytesReceived.count(d) ? step.bytesReceived.at(d) : 0;
             if (source.count(d))
               in.inputs.push_back(source.at(d));
@@ -234,7 +282,7 @@ private:
           send.peer = m.to;
           send.bytes = m.bytes;
           send.tag = tag;
-          send.loc = op.loc;
+          send.loc = loc;
           if (source.count(m.from))
             send.inputs.push_back(source.at(m.from));
           send.phase = phase_;
@@ -247,7 +295,7 @@ private:
           recv.peer = m.from;
           recv.bytes = m.bytes;
           recv.tag = tag;
-          recv.loc = op.loc;
+          recv.loc = loc;
           recv.outputs.push_back(target.at(m.to));
           recv.phase = phase_;
           programs_[m.to].body.push_back(recv);

@@ -52,7 +52,8 @@ std::vector<std::string> verify(const std::map<int, ir::DeviceProgram> &programs
 }
 
 TEST(Specialize, EveryExamplePlanGivesVerifiedPrograms) {
-  for (const char *plan : {"single", "tp2", "dp2_tp2", "pipeline2", "hetero4", "cp_asym", "hp_asym", "raw_annotations"})
+  for (const char *plan :
+       {"single", "tp2", "dp2_tp2", "dp2_zero", "pipeline2", "hetero4", "cp_asym", "hp_asym", "raw_annotations"})
     for (bool train : {false, true}) {
       auto p = compile(plan, train);
       ASSERT_FALSE(p->result.programs.empty()) << plan;
@@ -277,9 +278,9 @@ TEST(Specialize, ProgramsCarryTheirStageAndScheduleInTraining) {
     EXPECT_GT(counts[1], 0u);
     EXPECT_GT(counts[2], 0u) << "wte is tied across the stages: its gradient is synchronised once per step";
     for (const ir::Instruction &in : program.body) {
-      if (in.phase != ir::Phase::Update)
+      if (in.phase != ir::Phase::Update || in.op == "adamw") // the optimizer step
         continue;
-      for (int out : in.outputs)
+      for (int out : in.outputs) // else: gradient synchronisation
         EXPECT_NE(program.buffers[static_cast<size_t>(out)].value.find(".synced"), std::string::npos);
     }
     const ir::DeviceProgram step = ir::expandSchedule(program);
@@ -303,4 +304,42 @@ TEST(Specialize, VerifierCatchesTensorParallelPairsOnDifferentSchedules) {
   auto problems = verify(step);
   ASSERT_FALSE(problems.empty());
   EXPECT_EQ(problems[0].rfind("deadlock: device ", 0), 0u) << problems[0];
+}
+
+TEST(Specialize, OptimizerStepUpdatesEveryParameterOnce) {
+  // Without `zero`: every parameter a device holds gets one AdamW step, in place, after the
+  // gradient synchronisation, reading the synchronised gradient and two moment buffers.
+  auto p = compile("dp2_tp2", true);
+  for (const auto &[device, program] : p->result.programs[0]) {
+    std::map<std::string, int> steps;
+    for (const ir::Instruction &in : program.body)
+      if (in.op == "adamw") {
+        EXPECT_EQ(in.phase, ir::Phase::Update);
+        ASSERT_EQ(in.inputs.size(), 4u);
+        EXPECT_EQ(in.outputs, std::vector<int>{in.inputs[0]});
+        const std::string &param = program.buffers[static_cast<size_t>(in.inputs[0])].value;
+        EXPECT_EQ(program.buffers[static_cast<size_t>(in.inputs[1])].value, "grad." + param + ".synced");
+        EXPECT_EQ(program.buffers[static_cast<size_t>(in.inputs[2])].value, param + ".adam_m");
+        EXPECT_EQ(std::get<double>(in.attrs.at("lr")), 1e-3);
+        ++steps[param];
+      }
+    EXPECT_EQ(steps.size(), p->build->graph->params().size()) << "device " << device;
+    for (const auto &[param, count] : steps)
+      EXPECT_EQ(count, 1) << param;
+  }
+  // With `zero`: the gradient is reduce-scattered to half of each parameter, each device
+  // updates its half (half the moment buffers too), and an all-gather rebuilds the whole.
+  auto z = compile("dp2_zero", true);
+  const ir::DeviceProgram &program = z->result.programs[0].at(1);
+  EXPECT_EQ(bufferOf(program, "wte").shape, (std::vector<int64_t>{256, 64}));
+  EXPECT_EQ(bufferOf(program, "wte.shard").shape, (std::vector<int64_t>{128, 64}));
+  EXPECT_EQ(bufferOf(program, "wte.adam_v").shape, (std::vector<int64_t>{128, 64}));
+  std::vector<std::string> order;
+  for (const ir::Instruction &in : program.body)
+    if (in.phase == ir::Phase::Update && in.kind != ir::InstrKind::Copy &&
+        (in.outputs.empty() ? false
+                            : program.buffers[static_cast<size_t>(in.outputs[0])].value.rfind("wte", 0) == 0 ||
+                                  program.buffers[static_cast<size_t>(in.outputs[0])].value == "grad.wte.synced"))
+      order.push_back(in.op);
+  EXPECT_EQ(order, (std::vector<std::string>{"reduce-scatter", "adamw", "all-gather"}));
 }
