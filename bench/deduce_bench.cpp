@@ -23,15 +23,30 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
+int fastDevices(int devices) {
+  const int third = devices / 3;
+  return third >= 16 ? third / 16 * 16 : third >= 4 ? third / 4 * 4 : 2;
+}
+
+int tpFor(int stageDevices) {
+  for (int tp : {8, 4, 2})
+    if (stageDevices % tp == 0)
+      return tp;
+  return 1;
+}
+
 std::string planText(int layers, int devices = 48) {
   auto range = [](int a, int b) { return "blocks[" + std::to_string(a) + ":" + std::to_string(b) + "]"; };
   auto span = [](int a, int b) { return "[" + std::to_string(a) + ".." + std::to_string(b) + "]"; };
   const int half = layers / 2, quarter = layers / 4;
-  // A third of the devices are H800s (two stages), the rest H20s (four stages).
-  const int fast = devices / 3, slow = devices - fast;
-  const int fastTp = fast / 2, slowTp = slow / 4;
-  auto stage = [&](int a, int b, int tp, int lo, int hi, const std::string &with) {
-    return "    stage devices " + span(a, b) + " tp " + std::to_string(tp) + " layers " + range(lo, hi) + with + "\n";
+  // About a third of the devices are H800s (two stages), the rest H20s (four stages); a
+  // stage's tensor-parallel degree is the largest of 8, 4, 2, 1 dividing its device count
+  // (the rest of its devices are data-parallel copies).
+  const int fast = fastDevices(devices), slow = devices - fast;
+  const int fastStage = fast / 2, slowStage = slow / 4, lastStage = slow - 3 * slowStage;
+  auto stage = [&](int a, int b, int lo, int hi, const std::string &with) {
+    return "    stage devices " + span(a, b) + " tp " + std::to_string(tpFor(b - a)) + " layers " + range(lo, hi) +
+           with + "\n";
   };
   std::string text = "import \"" HSPMD_SOURCE_DIR "/stdlib/nn.hspmd\"\n";
   text += "model M = LLaMA(vocab = 152064, d = 5120, heads = 40, kv_heads = 8, layers = " + std::to_string(layers) +
@@ -39,13 +54,13 @@ std::string planText(int layers, int devices = 48) {
   text += "plan p for M {\n  cluster \"/tmp/hspmd_bench_cluster_" + std::to_string(devices) + ".toml\"\n";
   text += "  bind B = 36, S = 4096\n  zero\n  recompute\n";
   text += "  pipeline h800 share 7 microbatches 14 {\n";
-  text += stage(0, fastTp, fastTp, 0, half, " with embed");
-  text += stage(fastTp, fast, fastTp, half, layers, " with norm, head");
+  text += stage(0, fastStage, 0, half, " with embed");
+  text += stage(fastStage, fast, half, layers, " with norm, head");
   text += "  }\n  pipeline h20 share 2 microbatches 4 {\n";
-  text += stage(fast, fast + slowTp, slowTp, 0, quarter, " with embed");
-  text += stage(fast + slowTp, fast + 2 * slowTp, slowTp, quarter, 2 * quarter, "");
-  text += stage(fast + 2 * slowTp, fast + 3 * slowTp, slowTp, 2 * quarter, 3 * quarter, "");
-  text += stage(fast + 3 * slowTp, devices, slowTp, 3 * quarter, layers, " with norm, head");
+  text += stage(fast, fast + slowStage, 0, quarter, " with embed");
+  text += stage(fast + slowStage, fast + 2 * slowStage, quarter, 2 * quarter, "");
+  text += stage(fast + 2 * slowStage, fast + 3 * slowStage, 2 * quarter, 3 * quarter, "");
+  text += stage(fast + 3 * slowStage, fast + 3 * slowStage + lastStage, 3 * quarter, layers, " with norm, head");
   return text + "  }\n}\n";
 }
 
@@ -94,12 +109,13 @@ Timing runOnce(const std::string &file, size_t *ops) {
 }
 
 void writeCluster(int devices) {
-  const int fast = devices / 3;
+  const int fast = fastDevices(devices);
   std::ofstream out("/tmp/hspmd_bench_cluster_" + std::to_string(devices) + ".toml");
   out << "name = \"bench\"\ninter_node_gbps = 50.0\n";
-  for (int at = 0; at < devices; at += 8)
-    out << "[[nodes]]\ntype = \"" << (at < fast ? "H800" : "H20") << "\"\ndevices = " << std::min(8, devices - at)
-        << "\n";
+  for (int at = 0; at < fast; at += 8)
+    out << "[[nodes]]\ntype = \"H800\"\ndevices = " << std::min(8, fast - at) << "\n";
+  for (int at = fast; at < devices; at += 8)
+    out << "[[nodes]]\ntype = \"H20\"\ndevices = " << std::min(8, devices - at) << "\n";
 }
 
 std::vector<Timing> table(const std::vector<std::pair<int, int>> &sizes, int repetitions, const char *label) {
@@ -143,7 +159,7 @@ int main(int argc, char **argv) {
   for (size_t i = 1; i < layers.size(); ++i)
     std::printf("  %3d layers: layer ratio %5.2f, time ratio %5.2f\n", layers[i], layers[i] / 16.0,
                 l[i].total() / l[0].total());
-  const std::vector<int> devices = {12, 24, 48, 96};
+  const std::vector<int> devices = {8, 16, 32, 64, 128};
   std::vector<std::pair<int, int>> byDevices;
   for (int d : devices)
     byDevices.push_back({64, d});
