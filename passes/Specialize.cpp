@@ -171,6 +171,16 @@ private:
         local.push_back(size);
       in.attrs["shape"] = local;
     }
+    if (op.kind == ir::OpKind::CrossEntropy || op.kind == ir::OpKind::CrossEntropyGrad) {
+      // Token-weighted mean: every device divides its local sum by the global token count, so
+      // the partial losses (and gradients) of pipelines or sequence pieces holding different
+      // numbers of tokens add up to the exact mean.
+      int64_t tokens = 1;
+      const auto logits = concrete(*op.operands[0]);
+      for (size_t axis = 0; axis + 1 < logits.size(); ++axis)
+        tokens *= logits[axis];
+      in.attrs["tokens"] = tokens;
+    }
     if (op.kind == ir::OpKind::EmbeddingGrad || op.kind == ir::OpKind::Embedding) {
       in.attrs["vocab_offset"] = lo(op.kind == ir::OpKind::Embedding ? op.operands[0] : op.result(), 0);
     }

@@ -150,3 +150,42 @@ TEST(Autodiff, UnusedParametersGetNoGradient) {
 }
 
 } // namespace
+
+// The loss is token-weighted: a device's cross_entropy divides its local sum by the global
+// token count (the `tokens` attribute specialize sets), so the pieces of pipelines holding
+// unequal numbers of tokens (here 6 and 2 of 8) add up to the exact global mean, for the
+// loss and its gradient. Dividing by the local count would not.
+TEST(Autodiff, TokenWeightedLossPiecesAddUpToTheMean) {
+  std::mt19937 rng(7);
+  std::normal_distribution<double> normal;
+  Tensor logits{{8, 5}, {}}, targets{{8}, {}}, one{{}, {1.0}};
+  for (int i = 0; i < 40; ++i)
+    logits.data.push_back(normal(rng));
+  for (int i = 0; i < 8; ++i)
+    targets.data.push_back(static_cast<double>((i * 3) % 5));
+  auto run = [&](int64_t rows, int64_t from, const std::string &attrs) {
+    const std::string n = std::to_string(rows);
+    ir::ParseError error;
+    auto graph = ir::parseGraph("graph G {\n%l = param : f32[" + n + ", 5]\n%t = input : i32[" + n +
+                                    "]\n%d = param : f32[]\n%y = cross_entropy %l, %t " + attrs +
+                                    ": f32[]\n%g = cross_entropy_grad %l, %t, %d " + attrs + ": f32[" + n + ", 5]\n}\n",
+                                &error);
+    EXPECT_TRUE(graph) << error.str();
+    Tensor l{{rows, 5}, {}}, t{{rows}, {}};
+    l.data.assign(logits.data.begin() + from * 5, logits.data.begin() + (from + rows) * 5);
+    t.data.assign(targets.data.begin() + from, targets.data.begin() + from + rows);
+    auto values = hspmd::testing::evaluate(*graph, {{"l", l}, {"t", t}, {"d", one}});
+    const auto &ops = graph->ops();
+    return std::make_pair(values.at(ops[ops.size() - 2]->result()), values.at(ops.back()->result()));
+  };
+  const auto [loss, grad] = run(8, 0, "");
+  const auto [loss6, grad6] = run(6, 0, "{tokens = 8} ");
+  const auto [loss2, grad2] = run(2, 6, "{tokens = 8} ");
+  EXPECT_NEAR(loss6.data[0] + loss2.data[0], loss.data[0], 1e-12);
+  for (int i = 0; i < 40; ++i)
+    EXPECT_NEAR(i < 30 ? grad6.data[static_cast<size_t>(i)] : grad2.data[static_cast<size_t>(i - 30)],
+                grad.data[static_cast<size_t>(i)], 1e-12);
+  const auto [local6, g6] = run(6, 0, "");
+  const auto [local2, g2] = run(2, 6, "");
+  EXPECT_GT(std::abs(local6.data[0] + local2.data[0] - loss.data[0]), 1e-3) << "local means do not add up";
+}

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 
 using namespace hspmd;
 
@@ -342,4 +343,19 @@ TEST(Specialize, OptimizerStepUpdatesEveryParameterOnce) {
                                   program.buffers[static_cast<size_t>(in.outputs[0])].value == "grad.wte.synced"))
       order.push_back(in.op);
   EXPECT_EQ(order, (std::vector<std::string>{"reduce-scatter", "adamw", "all-gather"}));
+}
+
+TEST(Specialize, LossKernelsDivideByTheGlobalTokenCount) {
+  // cp_asym splits S = 66 as 30:18:18 over three devices; each holds a different number of
+  // the 4 x 66 = 264 tokens, and each divides by 264 (forward and backward).
+  auto p = compile("cp_asym", true);
+  std::set<int64_t> localTokens;
+  for (const auto &[device, program] : p->result.programs[0])
+    for (const ir::Instruction &in : program.body)
+      if (in.op == "cross_entropy" || in.op == "cross_entropy_grad") {
+        EXPECT_EQ(ir::intAttr(in.attrs, "tokens", -1), 264) << "device " << device;
+        const auto &shape = program.buffers[static_cast<size_t>(in.inputs[0])].shape;
+        localTokens.insert(shape[0] * shape[1]);
+      }
+  EXPECT_EQ(localTokens, (std::set<int64_t>{4 * 30, 4 * 18}));
 }

@@ -394,10 +394,12 @@ std::vector<Tensor> run(const ir::Op &op, const std::vector<const Tensor *> &in)
   case OpKind::CrossEntropy:
   case OpKind::CrossEntropyGrad: {
     const Tensor &logits = *in[0], &targets = *in[1];
-    const int64_t V = logits.shape.back(), N = logits.size() / V;
+    // The mean is over `tokens` positions when given (a device's piece of the batch divides by
+    // the global token count, so pieces add up to the global mean), else over the local ones.
+    const int64_t V = logits.shape.back(), N = ir::intAttr(op.attrs, "tokens", logits.size() / V);
     Tensor loss = make({}), grad = make(logits.shape);
     const double upstream = op.kind == OpKind::CrossEntropyGrad ? in[2]->data[0] : 1.0;
-    for (int64_t n = 0; n < N; ++n) {
+    for (int64_t n = 0; n < logits.size() / V; ++n) {
       double peak = -1e300, total = 0;
       for (int64_t c = 0; c < V; ++c)
         peak = std::max(peak, logits.data[n * V + c]);
