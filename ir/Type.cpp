@@ -1,5 +1,7 @@
 #include "ir/Type.h"
 
+#include <map>
+
 namespace hspmd::ir {
 
 namespace {
@@ -63,6 +65,17 @@ std::optional<std::vector<int64_t>> concreteShape(const Shape &shape) {
     if (!value)
       return std::nullopt;
     sizes.push_back(*value);
+  }
+  return sizes;
+}
+
+std::vector<int64_t> sizesWithUnboundAsOne(const Shape &shape) {
+  std::vector<int64_t> sizes;
+  for (const auto &dim : shape) {
+    std::map<std::string, int64_t> ones;
+    for (const auto &symbol : dim.symbols())
+      ones[symbol] = 1;
+    sizes.push_back(dim.substitute(ones).constant().value_or(1));
   }
   return sizes;
 }

@@ -37,4 +37,8 @@ struct TensorType {
 /// Concrete sizes when every dimension is a constant.
 std::optional<std::vector<int64_t>> concreteShape(const Shape &shape);
 
+/// Concrete sizes with every symbol the plan left unbound taken as 1 (estimates, local shapes
+/// of models checked without bindings).
+std::vector<int64_t> sizesWithUnboundAsOne(const Shape &shape);
+
 } // namespace hspmd::ir

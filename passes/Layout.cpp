@@ -68,12 +68,10 @@ std::optional<int64_t> minorProduct(const OpShardingRule &rule, const std::vecto
 } // namespace
 
 double valueBytes(const ir::Value &value) {
-  std::map<std::string, int64_t> ones;
-  for (const auto &dim : value.type.shape)
-    for (const auto &symbol : dim.symbols())
-      ones[symbol] = 1;
-  return static_cast<double>(value.type.numElements().substitute(ones).constant().value_or(1)) *
-         ir::dtypeBytes(value.type.dtype);
+  double elements = 1;
+  for (int64_t size : ir::sizesWithUnboundAsOne(value.type.shape))
+    elements *= static_cast<double>(size);
+  return elements * ir::dtypeBytes(value.type.dtype);
 }
 
 std::vector<Cell> cellsOf(const ir::Annotation &annotation) {

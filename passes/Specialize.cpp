@@ -89,16 +89,7 @@ private:
     return a ? &*a : nullptr;
   }
 
-  static std::vector<int64_t> concrete(const ir::Value &v) {
-    std::vector<int64_t> sizes;
-    for (const auto &dim : v.type.shape) {
-      std::map<std::string, int64_t> ones;
-      for (const auto &s : dim.symbols())
-        ones[s] = 1;
-      sizes.push_back(dim.substitute(ones).constant().value_or(1));
-    }
-    return sizes;
-  }
+  static std::vector<int64_t> concrete(const ir::Value &v) { return ir::sizesWithUnboundAsOne(v.type.shape); }
 
   // The buffer of `value` on `device` (its local piece under `layout`).
   int buffer(int device, const ir::Value *value, const ir::Annotation &layout, const std::string &suffix = "") {

@@ -9,14 +9,7 @@ namespace hspmd::planner {
 namespace {
 
 std::vector<int64_t> concreteSizes(const ir::Value &value) {
-  std::vector<int64_t> sizes;
-  for (const auto &dim : value.type.shape) {
-    std::map<std::string, int64_t> ones;
-    for (const auto &symbol : dim.symbols())
-      ones[symbol] = 1;
-    sizes.push_back(dim.substitute(ones).constant().value_or(1));
-  }
-  return sizes;
+  return ir::sizesWithUnboundAsOne(value.type.shape);
 }
 
 double elements(const ir::Value &value) {

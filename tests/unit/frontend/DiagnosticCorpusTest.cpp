@@ -2,6 +2,8 @@
 // diagnostics it must produce (`// expect: LINE:COL: SEVERITY: MESSAGE`).
 #include "TestSupport.h"
 
+#include "../support/Corpus.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,13 +14,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::vector<std::string> expectations(const fs::path &file) {
-  std::ifstream in(file);
-  std::vector<std::string> expected;
-  for (std::string line; std::getline(in, line) && line.rfind("// expect: ", 0) == 0;)
-    expected.push_back(line.substr(11));
-  return expected;
-}
+using hspmd::testing::expectations;
 
 class DiagnosticCorpus : public ::testing::TestWithParam<std::string> {};
 
@@ -34,13 +30,7 @@ TEST_P(DiagnosticCorpus, ProducesExactlyTheExpectedDiagnostics) {
 }
 
 std::vector<std::string> corpus() {
-  std::vector<std::string> names;
-  // Listed from the source tree: test discovery may run in another folder.
-  for (const auto &entry : fs::directory_iterator(fs::path(HSPMD_SOURCE_DIR) / "tests/diagnostics"))
-    if (entry.path().extension() == ".hspmd")
-      names.push_back(entry.path().filename().string());
-  std::sort(names.begin(), names.end());
-  return names;
+  return hspmd::testing::corpusFiles("tests/diagnostics");
 }
 
 INSTANTIATE_TEST_SUITE_P(Files, DiagnosticCorpus, ::testing::ValuesIn(corpus()),

@@ -2,6 +2,9 @@
 #include "ir/Annotation.h"
 #include "ir/AnnotationText.h"
 
+#include "../support/RandomAnnotation.h"
+#include "../support/Tiling.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -85,33 +88,12 @@ bool inBox(const Box &box, const std::vector<int64_t> &index) {
   return true;
 }
 
-template <typename F> void forEachIndex(const std::vector<int64_t> &shape, F f) {
-  std::vector<int64_t> index(shape.size(), 0);
-  for (int64_t d : shape)
-    if (d == 0)
-      return;
-  while (true) {
-    f(index);
-    size_t d = shape.size();
-    while (d > 0) {
-      --d;
-      if (++index[d] < shape[d])
-        break;
-      index[d] = 0;
-      if (d == 0)
-        return;
-    }
-    if (shape.empty())
-      return;
-  }
-}
-
 // Checks ownedRegion against the brute force for every element and device, and that the
 // pieces tile the tensor: each element is held at least once, its partial sums are numbered
 // 0..k-1 without gaps (k may differ between the regions of a hetero split), and no two
 // devices hold the same (replica, partial) copy of it.
 void checkAgainstBruteForce(const Annotation &annotation, const std::vector<int64_t> &shape) {
-  forEachIndex(shape, [&](const std::vector<int64_t> &index) {
+  hspmd::testing::forEachIndex(shape, [&](const std::vector<int64_t> &index) {
     std::set<std::pair<int, int>> holders;
     std::set<int> partialsHere;
     for (int device = 0; device < 20; ++device) {
@@ -190,46 +172,7 @@ TEST(OwnedRegion, RandomAnnotationsMatchBruteForce) {
     std::vector<int64_t> shape(pick(1, 3));
     for (auto &d : shape)
       d = pick(1, 7);
-    std::vector<int> ids(16);
-    std::iota(ids.begin(), ids.end(), 0);
-    std::shuffle(ids.begin(), ids.end(), rng);
-    Annotation annotation;
-    const int groups = pick(1, 3);
-    size_t next = 0;
-    for (int g = 0; g < groups; ++g) {
-      LocalAnnotation local;
-      int size = pick(1, 4);
-      local.devices.assign(ids.begin() + next, ids.begin() + next + size);
-      next += size;
-      // Factor the size into 1-3 axes of random kinds.
-      while (size > 1 || local.axes.empty()) {
-        int count = size;
-        if (size == 4 && pick(0, 1))
-          count = 2;
-        MeshAxis axis{static_cast<AxisKind>(pick(0, 2)), pick(0, static_cast<int>(shape.size()) - 1), count};
-        local.axes.push_back(axis);
-        size /= count;
-      }
-      annotation.subgroups.push_back(local);
-    }
-    annotation.hetero.kind = static_cast<HeteroKind>(pick(0, 2));
-    if (annotation.hetero.kind == HeteroKind::Split) {
-      annotation.hetero.dim = pick(0, static_cast<int>(shape.size()) - 1);
-      int mode = pick(0, 2);
-      if (mode == 1) {
-        annotation.hetero.ratio = true;
-        for (int g = 0; g < groups; ++g)
-          annotation.hetero.sizes.push_back(pick(1, 4));
-      } else if (mode == 2) {
-        int64_t left = shape[annotation.hetero.dim];
-        for (int g = 0; g + 1 < groups; ++g) {
-          int64_t size = pick(0, static_cast<int>(left));
-          annotation.hetero.sizes.push_back(size);
-          left -= size;
-        }
-        annotation.hetero.sizes.push_back(left);
-      }
-    }
+    const Annotation annotation = hspmd::testing::randomAnnotation(rng, shape);
     ASSERT_FALSE(checkAnnotation(annotation, shape).has_value()) << printAnnotation(annotation);
     checkAgainstBruteForce(annotation, shape);
   }

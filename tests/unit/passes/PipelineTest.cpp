@@ -1,8 +1,8 @@
 // The pass pipeline on the example plans: idempotence, several plans in one build, dumps.
 #include "passes/Pipeline.h"
+#include "../support/ExampleBuild.h"
 #include "passes/DeduceAnnotations.h"
 #include "passes/LowerPlan.h"
-#include "tools/hspmc/Driver.h"
 
 #include <gtest/gtest.h>
 
@@ -12,20 +12,7 @@ using namespace hspmd;
 
 namespace {
 
-struct Built {
-  frontend::SourceManager sources;
-  frontend::CollectingSink sink;
-  frontend::DiagnosticEngine diags{sink};
-  frontend::Compilation compilation{sources, diags, "stdlib"};
-  std::optional<driver::Build> build;
-};
-
-std::unique_ptr<Built> build(const std::string &model, const std::vector<std::string> &plans) {
-  auto b = std::make_unique<Built>();
-  b->build = driver::elaborateBuild(b->compilation, model, plans, "");
-  EXPECT_TRUE(b->build) << (b->sink.diagnostics.empty() ? "" : b->sink.diagnostics[0].message);
-  return b;
-}
+using hspmd::testing::buildExample;
 
 passes::ReportFn failOnError() {
   return [](const passes::Problem &p) {
@@ -37,7 +24,7 @@ passes::ReportFn failOnError() {
 TEST(Pipeline, DeductionIsIdempotent) {
   for (const char *plan :
        {"single", "tp2", "dp2_tp2", "pipeline2", "hetero4", "cp_asym", "hp_asym", "raw_annotations"}) {
-    auto b = build("examples/gpt/tiny_gpt.hspmd", {std::string("examples/gpt/plans/") + plan + ".hspmd"});
+    auto b = buildExample("examples/gpt/tiny_gpt.hspmd", {std::string("examples/gpt/plans/") + plan + ".hspmd"});
     ASSERT_TRUE(b->build);
     ir::Graph &graph = *b->build->graph;
     auto first = passes::runPipeline(graph, b->build->plans, {}, failOnError());
@@ -56,8 +43,8 @@ TEST(Pipeline, DeductionIsIdempotent) {
 }
 
 TEST(Pipeline, SeveralPlansAnnotateOneGraph) {
-  auto b =
-      build("examples/gpt/tiny_gpt.hspmd", {"examples/gpt/plans/dp2_tp2.hspmd", "examples/gpt/plans/pipeline2.hspmd"});
+  auto b = buildExample("examples/gpt/tiny_gpt.hspmd",
+                        {"examples/gpt/plans/dp2_tp2.hspmd", "examples/gpt/plans/pipeline2.hspmd"});
   ASSERT_TRUE(b->build);
   ir::Graph &graph = *b->build->graph;
   auto result = passes::runPipeline(graph, b->build->plans, {}, failOnError());
@@ -85,7 +72,7 @@ TEST(Pipeline, SeveralPlansAnnotateOneGraph) {
 
 TEST(Pipeline, TrainingSynchronisesEveryGradientToItsParameter) {
   for (const char *plan : {"single", "tp2", "dp2_tp2", "pipeline2", "hetero4", "cp_asym", "hp_asym"}) {
-    auto b = build("examples/gpt/tiny_gpt.hspmd", {std::string("examples/gpt/plans/") + plan + ".hspmd"});
+    auto b = buildExample("examples/gpt/tiny_gpt.hspmd", {std::string("examples/gpt/plans/") + plan + ".hspmd"});
     ASSERT_TRUE(b->build);
     ir::Graph &graph = *b->build->graph;
     passes::PipelineOptions options;
@@ -109,7 +96,7 @@ TEST(Pipeline, TrainingSynchronisesEveryGradientToItsParameter) {
 
 TEST(Pipeline, DumpAfterAnyPassAndTiming) {
   for (const std::string &pass : passes::passNames()) {
-    auto b = build("examples/gpt/tiny_gpt.hspmd", {"examples/gpt/plans/tp2.hspmd"});
+    auto b = buildExample("examples/gpt/tiny_gpt.hspmd", {"examples/gpt/plans/tp2.hspmd"});
     ASSERT_TRUE(b->build);
     std::ostringstream dump, timing;
     passes::PipelineOptions options{pass, &dump, &timing};

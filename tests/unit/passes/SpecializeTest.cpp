@@ -1,9 +1,9 @@
 // specialize and the cross-device verifier on the example plans, and on programs broken on
 // purpose.
 #include "passes/Specialize.h"
+#include "../support/ExampleBuild.h"
 #include "passes/Pipeline.h"
 #include "passes/PlanMemory.h"
-#include "tools/hspmc/Driver.h"
 
 #include <gtest/gtest.h>
 
@@ -14,12 +14,7 @@ using namespace hspmd;
 
 namespace {
 
-struct Programs {
-  frontend::SourceManager sources;
-  frontend::CollectingSink sink;
-  frontend::DiagnosticEngine diags{sink};
-  frontend::Compilation compilation{sources, diags, "stdlib"};
-  std::optional<driver::Build> build;
+struct Programs : hspmd::testing::ExampleBuild {
   passes::PipelineResult result;
 };
 

@@ -3,6 +3,8 @@
 // ending in "..." is compared up to there).
 #include "tools/hspmc/Driver.h"
 
+#include "../support/Corpus.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,13 +16,7 @@ using namespace hspmd;
 
 namespace {
 
-std::vector<std::string> expectations(const fs::path &file) {
-  std::ifstream in(file);
-  std::vector<std::string> expected;
-  for (std::string line; std::getline(in, line) && line.rfind("// expect: ", 0) == 0;)
-    expected.push_back(line.substr(11));
-  return expected;
-}
+using hspmd::testing::expectations;
 
 std::vector<std::string> lint(const std::string &file) {
   frontend::SourceManager sources;
@@ -59,12 +55,7 @@ TEST_P(LintCorpus, ReportsExactlyTheExpectedProblems) {
 }
 
 std::vector<std::string> corpus() {
-  std::vector<std::string> names;
-  for (const auto &entry : fs::directory_iterator(fs::path(HSPMD_SOURCE_DIR) / "tests/lint"))
-    if (entry.path().extension() == ".hspmd")
-      names.push_back(entry.path().filename().string());
-  std::sort(names.begin(), names.end());
-  return names;
+  return hspmd::testing::corpusFiles("tests/lint");
 }
 
 INSTANTIATE_TEST_SUITE_P(Plans, LintCorpus, ::testing::ValuesIn(corpus()),

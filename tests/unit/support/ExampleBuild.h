@@ -1,0 +1,26 @@
+// ExampleBuild.h - test support: elaborate a model with its plans the way hspmc does, keeping
+// the sources and diagnostics alive for as long as the graph.
+#pragma once
+
+#include "../frontend/TestSupport.h"
+#include "tools/hspmc/Driver.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <optional>
+
+namespace hspmd::testing {
+
+struct ExampleBuild : Compiled {
+  std::optional<driver::Build> build;
+};
+
+inline std::unique_ptr<ExampleBuild> buildExample(const std::string &model, const std::vector<std::string> &plans) {
+  auto b = std::make_unique<ExampleBuild>();
+  b->build = driver::elaborateBuild(b->compilation, model, plans, "");
+  EXPECT_TRUE(b->build) << (b->sink.diagnostics.empty() ? "" : b->sink.diagnostics[0].message);
+  return b;
+}
+
+} // namespace hspmd::testing
