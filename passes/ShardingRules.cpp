@@ -169,25 +169,17 @@ OpShardingRule reshapeRule(const ir::Op &op) {
     }
     if (i >= in.size() || j >= out.size())
       break;
-    SymExpr common;
-    if (restIn == restOut) {
+    SymExpr common(1); // 1: no common factor
+    if (restIn == restOut)
       common = restIn;
-    } else if (auto q = restIn.divide(restOut)) {
+    else if (restIn.divide(restOut))
       common = restOut;
-    } else if (auto r = restOut.divide(restIn)) {
+    else if (restOut.divide(restIn))
       common = restIn;
-    } else if (restIn.constant() && restOut.constant()) {
+    else if (restIn.constant() && restOut.constant())
       common = SymExpr(std::gcd(*restIn.constant(), *restOut.constant()));
-      if (common == SymExpr(1)) {
-        // No common factor: the rest of both shapes is one indivisible block.
-        int f = b.factor(restIn, FactorKind::NeedWhole);
-        for (; i < in.size(); ++i)
-          b.operand(0, static_cast<int>(i), f);
-        for (; j < out.size(); ++j)
-          b.result(0, static_cast<int>(j), f);
-        break;
-      }
-    } else {
+    if (common == SymExpr(1)) {
+      // No common factor: the rest of both shapes is one indivisible block.
       int f = b.factor(restIn, FactorKind::NeedWhole);
       for (; i < in.size(); ++i)
         b.operand(0, static_cast<int>(i), f);
