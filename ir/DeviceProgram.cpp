@@ -13,6 +13,15 @@ int64_t Buffer::bytes() const {
   return n;
 }
 
+Box Buffer::region() const {
+  Box box;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    box.lo.push_back(d < origin.size() ? origin[d] : 0);
+    box.hi.push_back(box.lo.back() + shape[d]);
+  }
+  return box;
+}
+
 std::vector<ScheduleSlot> pipelineSchedule(const std::string &name, int stage, int stages, int microbatches) {
   std::vector<ScheduleSlot> slots;
   if (name == "gpipe") {
@@ -35,6 +44,21 @@ std::vector<ScheduleSlot> pipelineSchedule(const std::string &name, int stage, i
   return slots;
 }
 
+int64_t expandedTag(int64_t tag, Phase phase, int microbatch) {
+  if (phase == Phase::Update)
+    return tag * 2048 + 2047;
+  return tag * 2048 + microbatch * 2 + (phase == Phase::Recompute ? 1 : 0);
+}
+
+int maxInFlight(const std::vector<ScheduleSlot> &schedule) {
+  int now = 0, most = 0;
+  for (const ScheduleSlot &slot : schedule) {
+    now += slot.phase == Phase::Forward ? 1 : -1;
+    most = std::max(most, now);
+  }
+  return std::max(most, 1);
+}
+
 DeviceProgram expandSchedule(const DeviceProgram &program) {
   DeviceProgram out = program;
   out.body.clear();
@@ -42,19 +66,20 @@ DeviceProgram expandSchedule(const DeviceProgram &program) {
   out.microbatches = 1;
   auto slots = program.schedule.empty() ? std::vector<ScheduleSlot>{{Phase::Forward, 0}, {Phase::Backward, 0}}
                                         : program.schedule;
-  for (const ScheduleSlot &slot : slots)
+  auto append = [&](Phase phase, int microbatch) {
     for (const Instruction &in : program.body)
-      if (in.phase == slot.phase) {
+      if (in.phase == phase) {
         Instruction copy = in;
-        copy.tag = in.tag * 1024 + slot.microbatch;
+        copy.tag = expandedTag(in.tag, phase, microbatch);
         out.body.push_back(copy);
       }
-  for (const Instruction &in : program.body)
-    if (in.phase == Phase::Update) {
-      Instruction copy = in;
-      copy.tag = in.tag * 1024 + 1023;
-      out.body.push_back(copy);
-    }
+  };
+  for (const ScheduleSlot &slot : slots) {
+    if (slot.phase == Phase::Backward)
+      append(Phase::Recompute, slot.microbatch);
+    append(slot.phase, slot.microbatch);
+  }
+  append(Phase::Update, 0);
   return out;
 }
 
@@ -66,6 +91,22 @@ std::string ids(const std::vector<int> &list) {
   return text;
 }
 std::string devices(const std::vector<int> &list) {
+  std::string text = "[";
+  for (size_t i = 0; i < list.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(list[i]);
+  return text + "]";
+}
+std::string slices(const std::vector<Box> &boxes) {
+  std::string text;
+  for (size_t i = 0; i < boxes.size(); ++i) {
+    text += i ? ", [" : " slices [";
+    for (size_t d = 0; d < boxes[i].lo.size(); ++d)
+      text += (d ? ", " : "") + std::to_string(boxes[i].lo[d]) + ":" + std::to_string(boxes[i].hi[d]);
+    text += "]";
+  }
+  return text;
+}
+std::string ints(const std::vector<int64_t> &list) {
   std::string text = "[";
   for (size_t i = 0; i < list.size(); ++i)
     text += (i ? ", " : "") + std::to_string(list[i]);
@@ -84,16 +125,20 @@ std::string printProgram(const DeviceProgram &program) {
   text += "\n";
   for (const Buffer &b : program.buffers) {
     text += "  buffer %" + std::to_string(b.id) + " " + quoteString(b.value) + " : " + std::string(dtypeName(b.dtype)) +
-            "[";
-    for (size_t i = 0; i < b.shape.size(); ++i)
-      text += (i ? ", " : "") + std::to_string(b.shape[i]);
-    text += "]";
+            ints(b.shape);
+    if (std::any_of(b.origin.begin(), b.origin.end(), [](int64_t x) { return x != 0; }))
+      text += " origin " + ints(b.origin);
     if (b.offset >= 0)
       text += " at " + std::to_string(b.offset);
+    if (b.slots != 1)
+      text += " slots " + std::to_string(b.slots);
+    if (b.zeroed)
+      text += " zeroed";
     text += "\n";
   }
   for (const Instruction &in : program.body) {
-    text += in.phase == Phase::Forward ? "  " : in.phase == Phase::Backward ? "  backward " : "  update ";
+    static const char *const prefix[] = {"  ", "  recompute ", "  backward ", "  update "};
+    text += prefix[static_cast<int>(in.phase)];
     switch (in.kind) {
     case InstrKind::Kernel:
       text += "kernel " + in.op + " " + ids(in.inputs) + " -> " + ids(in.outputs) + " {";
@@ -112,14 +157,14 @@ std::string printProgram(const DeviceProgram &program) {
       break;
     case InstrKind::Send:
       text += "send " + ids(in.inputs) + " to " + std::to_string(in.peer) + " bytes " + std::to_string(in.bytes) +
-              " tag " + std::to_string(in.tag);
+              " tag " + std::to_string(in.tag) + slices(in.slices);
       break;
     case InstrKind::Recv:
-      text += "recv " + ids(in.outputs) + " from " + std::to_string(in.peer) + " bytes " + std::to_string(in.bytes) +
-              " tag " + std::to_string(in.tag);
+      text += in.op + " " + ids(in.outputs) + " from " + std::to_string(in.peer) + " bytes " +
+              std::to_string(in.bytes) + " tag " + std::to_string(in.tag) + slices(in.slices);
       break;
     case InstrKind::Copy:
-      text += "copy " + ids(in.inputs) + " -> " + ids(in.outputs);
+      text += in.op + " " + ids(in.inputs) + " -> " + ids(in.outputs) + slices(in.slices);
       break;
     }
     if (in.loc.isKnown())

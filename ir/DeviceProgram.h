@@ -4,6 +4,7 @@
 // cross-device verifier all read this one form.
 #pragma once
 
+#include "ir/Annotation.h"
 #include "ir/Location.h"
 #include "ir/Ops.h"
 #include "ir/Type.h"
@@ -18,16 +19,27 @@ struct Buffer {
   int id = 0;
   std::string value; // the graph value it holds (its local piece)
   DType dtype = DType::F32;
-  std::vector<int64_t> shape; // local shape
-  int64_t offset = -1;        // in the device's arena, set by memory planning (-1: not planned)
-  int64_t bytes() const;
+  std::vector<int64_t> shape;  // local shape (of one micro-batch for activations)
+  std::vector<int64_t> origin; // global index of its first element (empty: all zero)
+  int64_t offset = -1;         // in the device's arena, set by memory planning (-1: not planned)
+  /// Activations a later backward pass reads are stashed: one copy per micro-batch in flight
+  /// (micro-batch k uses copy k % slots).
+  int slots = 1;
+  /// Gradient accumulators: zero at the start of each step, added to by every micro-batch.
+  bool zeroed = false;
+  int64_t bytes() const; // of one copy
+  int64_t arenaBytes() const { return bytes() * slots; }
+  /// The global region the buffer holds: [origin, origin + shape).
+  Box region() const;
 };
 
 enum class InstrKind { Kernel, Collective, Send, Recv, Copy };
 
 /// When an instruction runs: once per micro-batch in the forward or backward pass, or once
-/// per step after all micro-batches (gradient synchronisation, optimizer).
-enum class Phase { Forward, Backward, Update };
+/// per step after all micro-batches (gradient synchronisation, optimizer). Recompute
+/// instructions re-run a stage's forward at the start of each backward pass, so its
+/// activations need not be kept from the forward pass.
+enum class Phase { Forward, Recompute, Backward, Update };
 
 struct Instruction {
   InstrKind kind = InstrKind::Kernel;
@@ -38,6 +50,9 @@ struct Instruction {
   int peer = -1;                    // send: receiver; recv: sender
   int64_t bytes = 0;                // collective: this device's buffer; send/recv: message
   int64_t tag = 0;                  // the same on every device taking part
+  /// Send, receive and copy: the global regions moved, in order (a send packs them into one
+  /// message, the receive unpacks them); each lies inside the buffers' regions.
+  std::vector<Box> slices;
   Phase phase = Phase::Forward;
   Location loc;
 };
@@ -66,9 +81,10 @@ struct DeviceProgram {
 /// Text, one instruction a line:
 ///   program device 0 plan 0 peak 1048576 {
 ///     buffer %3 "blocks[0].wqkv" : f32[64, 96] at 4096
+///     buffer %4 "x" : f32[2, 64, 64] origin [4, 0, 0] at 8192 slots 2
 ///     kernel matmul %2, %3 -> %4 {} loc("nn.hspmd":76:39)
 ///     all-reduce %4 -> %5 group [0, 1] bytes 131072 tag 12
-///     send %5 to 3 bytes 65536 tag 40
+///     send %5 to 3 bytes 65536 tag 40 slices [4:6, 0:64, 0:64]
 ///   }
 std::string printProgram(const DeviceProgram &program);
 
@@ -77,9 +93,14 @@ std::string printProgram(const DeviceProgram &program);
 /// runs all forward passes, then all backward passes.
 std::vector<ScheduleSlot> pipelineSchedule(const std::string &name, int stage, int stages, int microbatches);
 
-/// The program as it executes: each scheduled pass's instructions in schedule order (tags
-/// made distinct per micro-batch), then the update instructions once.
+/// The program as it executes: each scheduled pass's instructions in schedule order (a
+/// backward pass starts with the recompute instructions), then the update instructions
+/// once. Tags are made distinct per micro-batch and pass: see expandedTag.
 DeviceProgram expandSchedule(const DeviceProgram &program);
+int64_t expandedTag(int64_t tag, Phase phase, int microbatch);
+
+/// How many micro-batches are between their forward and backward pass at once, at most.
+int maxInFlight(const std::vector<ScheduleSlot> &schedule);
 
 /// Reads the text printProgram writes (print -> parse -> print is the identity).
 std::optional<DeviceProgram> parseProgram(const std::string &text, std::string *error);

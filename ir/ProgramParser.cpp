@@ -81,11 +81,11 @@ private:
     } while (lexer_.peek().is(",") && (lexer_.next(), true));
     return true;
   }
-  bool intList(std::vector<int> &into) {
+  template <typename T> bool intList(std::vector<T> &into) {
     if (!punct("["))
       return false;
     while (!lexer_.peek().is("]")) {
-      int v = 0;
+      T v = 0;
       if (!integer(v))
         return false;
       into.push_back(v);
@@ -93,6 +93,29 @@ private:
         lexer_.next();
     }
     return punct("]");
+  }
+  // slices [0:2, 0:64], [2:4, 0:64]
+  bool sliceList(std::vector<Box> &into) {
+    if (!lexer_.peek().isIdent("slices"))
+      return true;
+    lexer_.next();
+    do {
+      Box box;
+      if (!punct("["))
+        return false;
+      while (!lexer_.peek().is("]")) {
+        int64_t lo = 0, hi = 0;
+        if (!integer(lo) || !punct(":") || !integer(hi))
+          return false;
+        box.lo.push_back(lo);
+        box.hi.push_back(hi);
+        if (lexer_.peek().is(","))
+          lexer_.next();
+      }
+      lexer_.next();
+      into.push_back(box);
+    } while (lexer_.peek().is(",") && (lexer_.next(), true));
+    return true;
   }
   bool location(Location &loc) {
     if (!lexer_.peek().isIdent("loc"))
@@ -145,21 +168,28 @@ private:
     if (!parsed)
       return fail("expected an element type, found " + dtype.describe());
     b.dtype = *parsed;
-    std::vector<int> shape;
-    if (!intList(shape))
+    if (!intList(b.shape))
       return false;
-    b.shape.assign(shape.begin(), shape.end());
+    if (lexer_.peek().isIdent("origin") && !(word("origin") && intList(b.origin)))
+      return false;
     if (lexer_.peek().isIdent("at") && !(word("at") && integer(b.offset)))
       return false;
+    if (lexer_.peek().isIdent("slots") && !(word("slots") && integer(b.slots)))
+      return false;
+    if (lexer_.peek().isIdent("zeroed"))
+      b.zeroed = (lexer_.next(), true);
     program.buffers.push_back(b);
     return true;
   }
 
   bool instruction(DeviceProgram &program) {
     Instruction in;
-    if (lexer_.peek().isIdent("backward") || lexer_.peek().isIdent("update")) {
-      in.phase = lexer_.next().text == "backward" ? Phase::Backward : Phase::Update;
-    }
+    if (lexer_.peek().isIdent("recompute"))
+      in.phase = (lexer_.next(), Phase::Recompute);
+    else if (lexer_.peek().isIdent("backward"))
+      in.phase = (lexer_.next(), Phase::Backward);
+    else if (lexer_.peek().isIdent("update"))
+      in.phase = (lexer_.next(), Phase::Update);
     Token head = lexer_.next();
     if (head.kind != TokenKind::Ident)
       return fail("expected an instruction, found " + head.describe());
@@ -178,11 +208,12 @@ private:
       in.kind = name == "send" ? InstrKind::Send : InstrKind::Recv;
       in.op = name;
       ok = (name == "send" ? bufferList(in.inputs) && word("to") : bufferList(in.outputs) && word("from")) &&
-           integer(in.peer) && word("bytes") && integer(in.bytes) && word("tag") && integer(in.tag);
+           integer(in.peer) && word("bytes") && integer(in.bytes) && word("tag") && integer(in.tag) &&
+           sliceList(in.slices);
     } else if (name == "copy" || name == "copy-add") {
       in.kind = InstrKind::Copy;
       in.op = name;
-      ok = bufferList(in.inputs) && punct("->") && bufferList(in.outputs);
+      ok = bufferList(in.inputs) && punct("->") && bufferList(in.outputs) && sliceList(in.slices);
     } else {
       in.kind = InstrKind::Collective;
       in.op = name;

@@ -11,37 +11,51 @@ namespace hspmd::passes {
 int64_t planMemory(ir::DeviceProgram &program) {
   const size_t n = program.buffers.size();
   const int end = static_cast<int>(program.body.size());
+  // One micro-batch's passes in execution order: forward, recompute, backward, update.
+  std::vector<size_t> order(program.body.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return program.body[a].phase < program.body[b].phase; });
   std::vector<int> first(n, std::numeric_limits<int>::max()), last(n, -1);
   // `written` ends up false for a buffer read before anything writes it: a parameter, an
   // input or optimizer state, which lives across steps (the optimizer step updates it in
   // place at the end).
   std::vector<bool> written(n, false), read(n, false);
   for (int i = 0; i < end; ++i) {
-    for (int b : program.body[static_cast<size_t>(i)].inputs) {
+    const ir::Instruction &in = program.body[order[static_cast<size_t>(i)]];
+    for (int b : in.inputs) {
       last[b] = std::max(last[b], i);
       read[b] = true;
     }
-    for (int b : program.body[static_cast<size_t>(i)].outputs) {
+    for (int b : in.outputs) {
       first[b] = std::min(first[b], i);
       last[b] = std::max(last[b], i);
       written[b] = written[b] || !read[b];
     }
   }
-  for (size_t b = 0; b < n; ++b)
-    if (!written[b]) { // the whole program
+  // Buffers that outlive one pass live for the whole step: those read before they are
+  // written, stashed activations (one copy per micro-batch in flight) and gradient
+  // accumulators.
+  std::vector<bool> wholeStep(n, false);
+  for (size_t b = 0; b < n; ++b) {
+    const ir::Buffer &buffer = program.buffers[b];
+    wholeStep[b] = !written[b] || buffer.slots > 1 || buffer.zeroed;
+    if (wholeStep[b]) {
       first[b] = -1;
       last[b] = end;
     }
+  }
   // Buffers live for the whole program (parameters, inputs) overlap every other buffer: they
   // go at the bottom of the arena, one after another. The rest are placed in the order they
   // come alive, first fit in the free gaps above, and give their bytes back after their last
   // use (gaps coalesce). A buffer never shares bytes with one whose lifetime it overlaps.
   int64_t base = 0;
-  std::vector<size_t> order;
+  order.clear();
   for (size_t b = 0; b < n; ++b)
-    if (!written[b]) {
+    if (wholeStep[b]) {
       program.buffers[b].offset = base;
-      base += program.buffers[b].bytes();
+      base += program.buffers[b].arenaBytes();
     } else {
       order.push_back(b);
     }

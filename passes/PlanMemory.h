@@ -6,10 +6,12 @@
 
 namespace hspmd::passes {
 
-/// Parameters and inputs live for the whole program; any other buffer from the instruction
-/// that first writes it to the last that reads it. Buffers are placed largest first at the
-/// lowest offset that overlaps no buffer live at the same time (first fit). Sets each
-/// buffer's offset and the program's peak; returns the peak in bytes.
+/// Buffers that outlive one pass (parameters, inputs, optimizer state, stashed activations
+/// with all their copies, gradient accumulators) live for the whole step, at the bottom of
+/// the arena; any other buffer lives from the instruction that first writes it to the last
+/// that reads it, in execution order (forward, recompute, backward, update), and is placed
+/// by linear scan at the lowest free offset (first fit). Sets each buffer's offset and the
+/// program's peak; returns the peak in bytes.
 int64_t planMemory(ir::DeviceProgram &program);
 
 } // namespace hspmd::passes

@@ -1,6 +1,8 @@
 // Specialize.cpp - specialize: DevicePrograms from a deduced graph.
 #include "passes/Specialize.h"
 
+#include "passes/ShardingRules.h"
+
 #include <algorithm>
 #include <set>
 
@@ -19,17 +21,36 @@ public:
         if (const auto &a = result->annotations.at(plan_.index))
           for (int d : a->devices())
             programs_[d].device = d;
+    if (plan_.spec)
+      if (auto b = plan_.spec->bindings.find("B"); b != plan_.spec->bindings.end())
+        batch_ = b->second;
     for (auto &[d, program] : programs_) {
       program.plan = plan_.index;
       schedule(program);
     }
+    for (const auto &[param, grad] : plan_.gradients)
+      gradientValues_.insert(grad);
+    for (const auto &op : graph_.ops())
+      findBatchDims(*op);
     for (const auto &op : graph_.ops()) {
       phase_ = phaseOf(*op);
       emit(*op);
+      if (phase_ == ir::Phase::Backward && gradientValues_.count(op->result()))
+        accumulate(op->result());
     }
+    for (auto &[d, program] : programs_)
+      if (recompute_.count(d))
+        addRecompute(program);
     phase_ = ir::Phase::Update;
     for (const auto &[param, grad] : plan_.gradients)
       optimizerStep(*param, *grad);
+    for (auto &[d, program] : programs_) {
+      // Execution order: forward, recompute, backward, update (ir::expandSchedule repeats
+      // the first three per micro-batch).
+      std::stable_sort(program.body.begin(), program.body.end(),
+                       [](const ir::Instruction &a, const ir::Instruction &b) { return a.phase < b.phase; });
+      stash(program);
+    }
     return std::move(programs_);
   }
 
@@ -41,6 +62,12 @@ private:
   std::map<std::pair<int, const ir::Value *>, int> buffers_; // (device, value) -> buffer id
   std::map<const ir::Value *, std::map<int, int>> byValue_;  // value -> device -> buffer id
   ir::Phase phase_ = ir::Phase::Forward;                     // of the op being emitted
+  int64_t batch_ = 0;                                        // the global batch B (0: unbound)
+  // Per device in a pipeline: where its pipeline's samples begin in the global batch.
+  std::map<int, int64_t> batchStart_;
+  std::set<int> recompute_;                    // devices whose stage recomputes
+  std::map<int, std::set<int>> perMicrobatch_; // device -> buffers of batch-dependent values
+  std::set<const ir::Value *> gradientValues_; // the gradients the optimizer reads
 
   // Gradient synchronisation runs once per step, after every micro-batch; the backward ops
   // and the reshards of their results run in backward slots; everything else in forward ones.
@@ -57,7 +84,7 @@ private:
   }
 
   // The device's stage in its pipeline and the pass order over its micro-batches.
-  void schedule(ir::DeviceProgram &program) const {
+  void schedule(ir::DeviceProgram &program) {
     const ir::PlanSpec *spec = plan_.spec;
     if (!spec)
       return;
@@ -71,8 +98,15 @@ private:
         program.stage = static_cast<int>(s);
         program.stages = static_cast<int>(pipeline.stages.size());
         program.microbatches = static_cast<int>(std::max<int64_t>(1, pipeline.microbatches));
-        if (p < plan_.batchPerPipeline.size())
+        if (p < plan_.batchPerPipeline.size()) {
           program.microbatchSize = plan_.batchPerPipeline[p] / program.microbatches;
+          int64_t start = 0;
+          for (size_t q = 0; q < p; ++q)
+            start += plan_.batchPerPipeline[q];
+          batchStart_[program.device] = start;
+        }
+        if (pipeline.stages[s].recompute && !plan_.backwardOps.empty())
+          recompute_.insert(program.device);
       }
     }
     program.schedule = ir::pipelineSchedule(program.scheduleName, program.stage, program.stages, program.microbatches);
@@ -102,13 +136,90 @@ private:
     b.id = static_cast<int>(program.buffers.size());
     b.value = value->name + suffix;
     b.dtype = value->type.dtype;
-    for (const auto &piece : ir::ownedRegion(layout, concrete(*value), device))
-      for (size_t d = 0; d < piece.box.lo.size(); ++d)
-        b.shape.push_back(piece.box.hi[d] - piece.box.lo[d]);
+    const auto pieces = ir::ownedRegion(layout, concrete(*value), device);
+    if (!pieces.empty()) {
+      const ir::Box box = toMicrobatch(device, *value, pieces[0].box);
+      b.origin = box.lo;
+      for (size_t d = 0; d < box.lo.size(); ++d)
+        b.shape.push_back(box.hi[d] - box.lo[d]);
+    }
+    if (isBatchDependent(*value))
+      perMicrobatch_[device].insert(b.id);
     program.buffers.push_back(b);
     if (suffix.empty())
       remember(device, value, b.id);
     return b.id;
+  }
+
+  // Which dimensions of each value grow with the batch: dimension 0 of the inputs, and every
+  // result dimension made of a factor (ShardingRules) that makes up a batch dimension of an
+  // operand. Parameters and their gradients have none.
+  std::map<const ir::Value *, std::vector<bool>> batchDims_;
+  void findBatchDims(const ir::Op &op) {
+    if (batch_ <= 0 || op.kind == ir::OpKind::Param)
+      return;
+    if (op.kind == ir::OpKind::Input) {
+      std::vector<bool> dims(op.result()->type.shape.size(), false);
+      if (!dims.empty())
+        dims[0] = true;
+      batchDims_[op.result()] = dims;
+      return;
+    }
+    if (op.kind == ir::OpKind::Reshard) {
+      if (auto it = batchDims_.find(op.operands[0]); it != batchDims_.end())
+        batchDims_[op.result()] = it->second;
+      return;
+    }
+    const OpShardingRule rule = shardingRule(op);
+    std::set<int> factors;
+    for (size_t i = 0; i < op.operands.size() && i < rule.operands.size(); ++i)
+      if (auto it = batchDims_.find(op.operands[i]); it != batchDims_.end())
+        for (size_t d = 0; d < it->second.size() && d < rule.operands[i].size(); ++d)
+          if (it->second[d])
+            factors.insert(rule.operands[i][d].begin(), rule.operands[i][d].end());
+    if (factors.empty())
+      return;
+    for (size_t r = 0; r < op.results.size() && r < rule.results.size(); ++r) {
+      std::vector<bool> dims(rule.results[r].size(), false);
+      bool any = false;
+      for (size_t d = 0; d < dims.size(); ++d)
+        for (int f : rule.results[r][d])
+          if (factors.count(f))
+            dims[d] = any = true;
+      if (any)
+        batchDims_[op.results[r]] = dims;
+    }
+  }
+  bool isBatchDependent(const ir::Value &value) const { return batchDims_.count(&value) > 0; }
+
+  // Global regions of batch-dependent values in micro-batch coordinates: one micro-batch of
+  // a pipeline holding samples [P, P + n) of the batch covers [P, P + n / m). Devices of one
+  // pipeline agree on them, so the slices of the messages between them do too.
+  ir::Box toMicrobatch(int device, const ir::Value &value, ir::Box box) const {
+    const auto start = batchStart_.find(device);
+    const int m = programs_.at(device).microbatches;
+    if (m <= 1 || start == batchStart_.end() || batch_ <= 0)
+      return box;
+    const auto sizes = concrete(value);
+    const auto dims = batchDims_.find(&value);
+    if (dims == batchDims_.end())
+      return box;
+    for (size_t d = 0; d < box.lo.size() && d < dims->second.size(); ++d) {
+      if (!dims->second[d])
+        continue;
+      const int64_t perSample = sizes[d] / batch_; // elements of this dim per sample
+      const int64_t from = start->second * perSample;
+      box.lo[d] = from + (box.lo[d] - from) / m;
+      box.hi[d] = from + (box.hi[d] - from) / m;
+    }
+    return box;
+  }
+
+  int64_t sliceBytes(const std::vector<ir::Box> &slices, const ir::Value &value) const {
+    int64_t n = 0;
+    for (const ir::Box &box : slices)
+      n += box.numElements();
+    return n * ir::dtypeBytes(value.type.dtype);
   }
 
   void emit(const ir::Op &op) {
@@ -182,6 +293,112 @@ private:
                  static_cast<int64_t>(op.id) * 64, op.loc);
   }
 
+  // With several micro-batches, each backward pass adds its part of a parameter's gradient
+  // to an accumulator (zero at the start of the step); the synchronisation and the optimizer
+  // read the accumulator.
+  void accumulate(const ir::Value *grad) {
+    const ir::Annotation *layout = annotationOf(grad);
+    if (!layout)
+      return;
+    for (int d : layout->devices()) {
+      auto it = buffers_.find({d, grad});
+      if (programs_[d].microbatches <= 1 || it == buffers_.end())
+        continue;
+      const int partial = it->second;
+      const int sum = buffer(d, grad, *layout, ".acc");
+      ir::DeviceProgram &program = programs_[d];
+      program.buffers[static_cast<size_t>(sum)].zeroed = true;
+      ir::Instruction in;
+      in.kind = ir::InstrKind::Copy;
+      in.op = "copy-add";
+      in.inputs = {partial};
+      in.outputs = {sum};
+      in.slices = {program.buffers[static_cast<size_t>(partial)].region()};
+      in.loc = grad->def ? grad->def->loc : ir::Location{};
+      in.phase = ir::Phase::Backward;
+      program.body.push_back(std::move(in));
+      remember(d, grad, sum);
+    }
+  }
+
+  // A recomputing stage keeps only what its forward pass received (and its inputs) between
+  // the forward and the backward pass of a micro-batch: each backward pass starts by running
+  // again, into fresh buffers, the forward kernels, copies and collectives whose results it
+  // reads (transitively). Sends and receives are not repeated.
+  void addRecompute(ir::DeviceProgram &program) {
+    std::set<int> received, needed;
+    for (const ir::Instruction &in : program.body)
+      if (in.phase == ir::Phase::Forward && in.kind == ir::InstrKind::Recv)
+        received.insert(in.outputs.begin(), in.outputs.end());
+    for (const ir::Instruction &in : program.body)
+      if (in.phase == ir::Phase::Backward)
+        needed.insert(in.inputs.begin(), in.inputs.end());
+    std::vector<bool> keep(program.body.size(), false);
+    for (size_t i = program.body.size(); i-- > 0;) {
+      const ir::Instruction &in = program.body[i];
+      if (in.phase != ir::Phase::Forward || in.kind == ir::InstrKind::Send || in.kind == ir::InstrKind::Recv)
+        continue;
+      if (std::any_of(in.outputs.begin(), in.outputs.end(), [&](int b) { return received.count(b); }) ||
+          std::none_of(in.outputs.begin(), in.outputs.end(), [&](int b) { return needed.count(b); }))
+        continue;
+      keep[i] = true;
+      needed.insert(in.inputs.begin(), in.inputs.end());
+    }
+    std::map<int, int> fresh; // forward buffer -> its recomputed copy
+    std::vector<ir::Instruction> again;
+    for (size_t i = 0; i < program.body.size(); ++i) {
+      if (!keep[i])
+        continue;
+      ir::Instruction in = program.body[i];
+      for (int &b : in.inputs)
+        if (auto it = fresh.find(b); it != fresh.end())
+          b = it->second;
+      for (int &b : in.outputs) {
+        if (!fresh.count(b)) {
+          ir::Buffer copy = program.buffers[static_cast<size_t>(b)];
+          copy.id = static_cast<int>(program.buffers.size());
+          copy.value += ".recompute";
+          program.buffers.push_back(copy);
+          if (perMicrobatch_[program.device].count(b))
+            perMicrobatch_[program.device].insert(copy.id);
+          fresh[b] = copy.id;
+        }
+        b = fresh.at(b);
+      }
+      in.phase = ir::Phase::Recompute;
+      again.push_back(std::move(in));
+    }
+    for (ir::Instruction &in : program.body)
+      if (in.phase == ir::Phase::Backward)
+        for (int &b : in.inputs)
+          if (auto it = fresh.find(b); it != fresh.end())
+            b = it->second;
+    program.body.insert(program.body.end(), again.begin(), again.end());
+  }
+
+  // Values a forward pass produces (or loads: the inputs) and a later backward pass of the
+  // same micro-batch reads get one copy per micro-batch in flight on the device.
+  void stash(ir::DeviceProgram &program) {
+    const int inFlight = ir::maxInFlight(program.schedule);
+    if (inFlight <= 1)
+      return;
+    std::set<int> forward; // written by a forward pass, or loaded per micro-batch
+    for (const ir::Instruction &in : program.body)
+      if (in.phase == ir::Phase::Forward)
+        forward.insert(in.outputs.begin(), in.outputs.end());
+    std::set<int> written;
+    for (const ir::Instruction &in : program.body)
+      written.insert(in.outputs.begin(), in.outputs.end());
+    for (int b : perMicrobatch_[program.device])
+      if (!written.count(b))
+        forward.insert(b);
+    for (const ir::Instruction &in : program.body)
+      if (in.phase == ir::Phase::Recompute || in.phase == ir::Phase::Backward)
+        for (int b : in.inputs)
+          if (forward.count(b))
+            program.buffers[static_cast<size_t>(b)].slots = inFlight;
+  }
+
   // After the gradients are synchronised, each device holding a parameter (or, under `zero`,
   // its share of the optimizer state) updates it: AdamW with its two moment buffers, or SGD.
   // Under `zero` each device updates its share, and an all-gather brings the updated shares
@@ -243,12 +460,20 @@ private:
       std::map<int, int> target;
       for (int d : involved)
         target[d] = buffer(d, to, step.to, suffix);
-      // A device's own part first: receives (and reductions) then land on top of it.
+      // A collective writes its members' whole outputs (each element the sum, or the copy,
+      // of the members' inputs that hold it), own part included; devices outside its groups
+      // copy their own part. Before a batched send/receive each device copies its own part
+      // first, and receives then land on (or add to) it.
+      std::set<int> members;
+      if (collective)
+        for (const auto &group : step.groups)
+          members.insert(group.begin(), group.end());
       for (const LocalCopy &copy : step.local)
-        if (source.count(copy.device) && target.count(copy.device)) {
+        if (source.count(copy.device) && target.count(copy.device) && !members.count(copy.device)) {
           ir::Instruction in;
           in.kind = ir::InstrKind::Copy;
           in.op = copy.add ? "copy-add" : "copy";
+          in.slices = {toMicrobatch(copy.device, *to, copy.box)};
           in.inputs.push_back(source.at(copy.device));
           in.outputs.push_back(target.at(copy.device));
           in.loc = loc;
@@ -265,6 +490,8 @@ private:
             in.tag = tag;
             in.loc = loc;
             in.bytes = step.bytesReceived.count(d) ? step.bytesReceived.at(d) : 0;
+            if (isBatchDependent(*to))
+              in.bytes /= programs_[d].microbatches;
             if (source.count(d))
               in.inputs.push_back(source.at(d));
             if (target.count(d))
@@ -281,7 +508,9 @@ private:
           send.kind = ir::InstrKind::Send;
           send.op = "send";
           send.peer = m.to;
-          send.bytes = m.bytes;
+          for (const ir::Box &box : m.boxes)
+            send.slices.push_back(toMicrobatch(m.from, *to, box));
+          send.bytes = sliceBytes(send.slices, *to);
           send.tag = tag;
           send.loc = loc;
           if (source.count(m.from))
@@ -294,7 +523,9 @@ private:
           recv.kind = ir::InstrKind::Recv;
           recv.op = m.add ? "recv-add" : "recv";
           recv.peer = m.from;
-          recv.bytes = m.bytes;
+          for (const ir::Box &box : m.boxes)
+            recv.slices.push_back(toMicrobatch(m.to, *to, box));
+          recv.bytes = sliceBytes(recv.slices, *to);
           recv.tag = tag;
           recv.loc = loc;
           recv.outputs.push_back(target.at(m.to));

@@ -31,6 +31,13 @@ std::string list(const std::vector<int> &devices) {
   return text;
 }
 
+// What matches an instruction with its peers' counterparts: the tag, and whether it is the
+// recomputed copy of a forward instruction (which keeps the forward instruction's tag until
+// ir::expandSchedule makes the tags of every pass distinct).
+int64_t key(const ir::Instruction &in) {
+  return in.tag * 2 + (in.phase == ir::Phase::Recompute ? 1 : 0);
+}
+
 } // namespace
 
 bool verifyPrograms(const std::map<int, ir::DeviceProgram> &programs, const ReportFn &report) {
@@ -45,11 +52,11 @@ bool verifyPrograms(const std::map<int, ir::DeviceProgram> &programs, const Repo
   for (const auto &[device, program] : programs)
     for (const ir::Instruction &in : program.body) {
       if (in.kind == ir::InstrKind::Collective)
-        collectives[in.tag].push_back({device, &in});
+        collectives[key(in)].push_back({device, &in});
       else if (in.kind == ir::InstrKind::Send)
-        sends[{device, in.peer, in.tag}].push_back(&in);
+        sends[{device, in.peer, key(in)}].push_back(&in);
       else if (in.kind == ir::InstrKind::Recv)
-        recvs[{in.peer, device, in.tag}].push_back(&in);
+        recvs[{in.peer, device, key(in)}].push_back(&in);
     }
   for (const auto &[tag, members] : collectives) {
     // Members with the same group form one collective; each must be called by exactly them.
@@ -85,6 +92,9 @@ bool verifyPrograms(const std::map<int, ir::DeviceProgram> &programs, const Repo
                                       std::to_string(list_.front()->bytes) + " bytes but device " +
                                       std::to_string(std::get<1>(key)) + " receives " +
                                       std::to_string(match->second.front()->bytes));
+    else if (match->second.front()->slices != list_.front()->slices)
+      problem(list_.front()->loc, describe(std::get<0>(key), *list_.front()) + " sends other slices than device " +
+                                      std::to_string(std::get<1>(key)) + " receives");
   }
   for (const auto &[key, list_] : recvs)
     if (!sends.count(key))
@@ -106,9 +116,9 @@ bool verifyPrograms(const std::map<int, ir::DeviceProgram> &programs, const Repo
       while (at < program.body.size()) {
         const ir::Instruction &in = program.body[at];
         if (in.kind == ir::InstrKind::Send) {
-          posted.insert({device, in.peer, in.tag});
+          posted.insert({device, in.peer, key(in)});
         } else if (in.kind == ir::InstrKind::Recv) {
-          if (!posted.count({in.peer, device, in.tag}))
+          if (!posted.count({in.peer, device, key(in)}))
             break;
         } else if (in.kind == ir::InstrKind::Collective) {
           bool all = true;
@@ -116,7 +126,7 @@ bool verifyPrograms(const std::map<int, ir::DeviceProgram> &programs, const Repo
             const auto &other = programs.at(member);
             size_t oat = pc[member];
             all = all && oat < other.body.size() && other.body[oat].kind == ir::InstrKind::Collective &&
-                  other.body[oat].tag == in.tag;
+                  key(other.body[oat]) == key(in);
           }
           if (!all)
             break;
@@ -137,7 +147,7 @@ bool verifyPrograms(const std::map<int, ir::DeviceProgram> &programs, const Repo
     if (in.kind == ir::InstrKind::Collective) {
       for (int member : in.group) {
         const auto &other = programs.at(member);
-        if (pc[member] < other.body.size() && other.body[pc[member]].tag != in.tag)
+        if (pc[member] < other.body.size() && key(other.body[pc[member]]) != key(in))
           waits += (waits.empty() ? "" : "; ") + describe(member, other.body[pc[member]]);
       }
       waits = "; its group is busy elsewhere: " + waits;

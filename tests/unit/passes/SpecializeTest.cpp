@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <set>
 
 using namespace hspmd;
@@ -18,11 +19,14 @@ struct Programs : hspmd::testing::ExampleBuild {
   passes::PipelineResult result;
 };
 
-std::unique_ptr<Programs> compile(const std::string &plan, bool train = false) {
+std::unique_ptr<Programs> compile(const std::string &plan, bool train = false,
+                                  const std::function<void(ir::PlanSpec &)> &edit = {}) {
   auto p = std::make_unique<Programs>();
   p->build = driver::elaborateBuild(p->compilation, "examples/gpt/tiny_gpt.hspmd",
                                     {"examples/gpt/plans/" + plan + ".hspmd"}, "");
   EXPECT_TRUE(p->build);
+  if (edit)
+    edit(p->build->plans[0]);
   passes::PipelineOptions options;
   options.train = train;
   p->result = passes::runPipeline(*p->build->graph, p->build->plans, options, [](const passes::Problem &problem) {
@@ -48,8 +52,8 @@ std::vector<std::string> verify(const std::map<int, ir::DeviceProgram> &programs
 }
 
 TEST(Specialize, EveryExamplePlanGivesVerifiedPrograms) {
-  for (const char *plan :
-       {"single", "tp2", "dp2_tp2", "dp2_zero", "pipeline2", "hetero4", "cp_asym", "hp_asym", "raw_annotations"})
+  for (const char *plan : {"single", "tp2", "dp2_tp2", "dp2_zero", "pipeline2", "pipeline2_recompute", "hetero4",
+                           "cp_asym", "hp_asym", "raw_annotations"})
     for (bool train : {false, true}) {
       auto p = compile(plan, train);
       ASSERT_FALSE(p->result.programs.empty()) << plan;
@@ -75,49 +79,84 @@ TEST(Specialize, ProgramsRoundTripThroughText) {
   EXPECT_EQ(error, "3:1: expected 'tag', found '}'");
 }
 
+// Runs the scheduled step of a program over its arena, remembering for every 4 bytes which
+// buffer copy wrote them last; every read must find its own bytes intact. Buffer copies read
+// before anything writes them (parameters, inputs, optimizer state) hold their value from
+// the start of the step.
+void expectNoClobbering(const ir::DeviceProgram &program, const std::string &what) {
+  std::vector<int64_t> owner(static_cast<size_t>(program.peakBytes / 4 + 1), -1);
+  auto region = [&](int b, int microbatch) {
+    const ir::Buffer &buffer = program.buffers[static_cast<size_t>(b)];
+    const int64_t begin = buffer.offset + (microbatch % buffer.slots) * buffer.bytes();
+    return std::make_pair(begin / 4, (begin + buffer.bytes() + 3) / 4);
+  };
+  auto id = [&](int b, int microbatch) {
+    return static_cast<int64_t>(b) * 4096 + microbatch % program.buffers[static_cast<size_t>(b)].slots;
+  };
+  auto own = [&](int b, int microbatch) {
+    auto [lo, hi] = region(b, microbatch);
+    for (int64_t i = lo; i < hi; ++i)
+      owner[static_cast<size_t>(i)] = id(b, microbatch);
+  };
+  // The step as (instruction, micro-batch) pairs in execution order.
+  std::vector<std::pair<const ir::Instruction *, int>> step;
+  auto append = [&](ir::Phase phase, int microbatch) {
+    for (const auto &in : program.body)
+      if (in.phase == phase)
+        step.push_back({&in, microbatch});
+  };
+  for (const ir::ScheduleSlot &slot : program.schedule) {
+    if (slot.phase == ir::Phase::Backward)
+      append(ir::Phase::Recompute, slot.microbatch);
+    append(slot.phase, slot.microbatch);
+  }
+  append(ir::Phase::Update, 0);
+  std::set<int64_t> seen;
+  for (const auto &[in, microbatch] : step) {
+    for (int b : in->inputs)
+      if (seen.insert(id(b, microbatch)).second)
+        own(b, microbatch);
+    for (int b : in->outputs)
+      seen.insert(id(b, microbatch));
+  }
+  for (const auto &[in, microbatch] : step) {
+    for (int b : in->inputs) {
+      auto [lo, hi] = region(b, microbatch);
+      for (int64_t i = lo; i < hi; ++i)
+        ASSERT_EQ(owner[static_cast<size_t>(i)], id(b, microbatch))
+            << what << ": " << program.buffers[static_cast<size_t>(b)].value << " of micro-batch " << microbatch
+            << " was overwritten before " << in->op << " read it";
+    }
+    for (int b : in->outputs)
+      own(b, microbatch);
+  }
+}
+
 TEST(Specialize, MemoryPlanReusesDeadBuffers) {
-  auto p = compile("tp2", true);
-  for (const auto &[device, program] : p->result.programs[0]) {
-    int64_t sum = 0;
-    for (const auto &b : program.buffers) {
-      ASSERT_GE(b.offset, 0);
-      EXPECT_LE(b.offset + b.bytes(), program.peakBytes);
-      sum += b.bytes();
-    }
-    // Forward activations die during the backward pass: the arena is much smaller than the sum.
-    EXPECT_LT(program.peakBytes, sum / 2) << "device " << device;
-    // Buffers whose lifetimes overlap (from first write, or the start, to last use) never
-    // share a byte.
-    const size_t n = program.buffers.size();
-    std::vector<int> from(n, -1), to(n, static_cast<int>(program.body.size()));
-    std::vector<int> lastUse(n, -1);
-    for (size_t i = 0; i < program.body.size(); ++i) {
-      for (int b : program.body[i].outputs)
-        if (from[static_cast<size_t>(b)] < 0)
-          from[static_cast<size_t>(b)] = static_cast<int>(i);
-      for (int b : program.body[i].inputs)
-        lastUse[static_cast<size_t>(b)] = static_cast<int>(i);
-      for (int b : program.body[i].outputs)
-        lastUse[static_cast<size_t>(b)] = std::max(lastUse[static_cast<size_t>(b)], static_cast<int>(i));
-    }
-    for (size_t b = 0; b < n; ++b)
-      if (from[b] >= 0)
-        to[b] = lastUse[b];
-    for (size_t x = 0; x < n; ++x)
-      for (size_t y = x + 1; y < n; ++y) {
-        const auto &bx = program.buffers[x], &by = program.buffers[y];
-        const bool together = from[x] <= to[y] && from[y] <= to[x];
-        const bool shareBytes = bx.offset < by.offset + by.bytes() && by.offset < bx.offset + bx.bytes();
-        EXPECT_FALSE(together && shareBytes && bx.bytes() > 0 && by.bytes() > 0)
-            << "device " << device << ": " << bx.value << " and " << by.value;
+  for (const char *plan : {"tp2", "pipeline2", "pipeline2_recompute", "hetero4", "dp2_zero", "cp_asym"}) {
+    auto p = compile(plan, true);
+    for (const auto &[device, program] : p->result.programs[0]) {
+      int64_t sum = 0;
+      for (const auto &b : program.buffers) {
+        ASSERT_GE(b.offset, 0);
+        EXPECT_LE(b.offset + b.arenaBytes(), program.peakBytes);
+        sum += b.arenaBytes();
       }
+      // Activations die during the backward pass: the arena is smaller than the sum (much
+      // smaller without pipelining, where nothing is stashed).
+      EXPECT_LT(program.peakBytes, std::string(plan) == "tp2" ? sum / 2 : sum) << plan << " device " << device;
+      expectNoClobbering(program, std::string(plan) + " device " + std::to_string(device));
+    }
   }
   // Two buffers live at the same time never overlap.
   ir::DeviceProgram program;
-  program.buffers = {{0, "a", ir::DType::F32, {4}},
-                     {1, "b", ir::DType::F32, {4}},
-                     {2, "c", ir::DType::F32, {4}},
-                     {3, "d", ir::DType::F32, {4}}};
+  for (int b = 0; b < 4; ++b) {
+    ir::Buffer buffer;
+    buffer.id = b;
+    buffer.value = std::string(1, static_cast<char>('a' + b));
+    buffer.shape = {4};
+    program.buffers.push_back(buffer);
+  }
   auto kernel = [](std::vector<int> in, std::vector<int> out) {
     ir::Instruction i;
     i.op = "k";
@@ -138,12 +177,53 @@ TEST(Specialize, MemoryPlanReusesDeadBuffers) {
             true);
 }
 
+// A recomputing stage keeps only its inputs between the passes of a micro-batch and runs its
+// forward kernels and tensor-parallel all-reduces again (never its sends and receives); it
+// needs less memory than the same stage keeping its activations.
+TEST(Specialize, RecomputeKeepsOnlyTheStageInputs) {
+  auto recompute = compile("pipeline2_recompute", true);
+  auto keep = compile("pipeline2_recompute", true, [](ir::PlanSpec &plan) {
+    for (auto &stage : plan.pipelines[0].stages)
+      stage.recompute = false;
+  });
+  for (int device : {0, 1}) {
+    const ir::DeviceProgram &program = recompute->result.programs[0].at(device);
+    int kernels = 0, allReduces = 0, forwardAllReduces = 0;
+    for (const auto &in : program.body)
+      forwardAllReduces += in.phase == ir::Phase::Forward && in.op == "all-reduce";
+    for (const auto &in : program.body)
+      if (in.phase == ir::Phase::Recompute) {
+        EXPECT_TRUE(in.kind != ir::InstrKind::Send && in.kind != ir::InstrKind::Recv);
+        kernels += in.kind == ir::InstrKind::Kernel;
+        allReduces += in.op == "all-reduce";
+        for (int b : in.outputs)
+          EXPECT_NE(program.buffers[static_cast<size_t>(b)].value.find(".recompute"), std::string::npos);
+      }
+    EXPECT_GT(kernels, 0);
+    EXPECT_EQ(forwardAllReduces, 8); // partial sums are reduced before each of the 2 norms of 4 layers
+    EXPECT_EQ(allReduces, forwardAllReduces);
+    std::vector<std::string> stashed;
+    for (const auto &b : program.buffers)
+      if (b.slots > 1)
+        stashed.push_back(b.value);
+    EXPECT_EQ(stashed, std::vector<std::string>{"tokens"}) << "device " << device;
+    EXPECT_LT(program.peakBytes, keep->result.programs[0].at(device).peakBytes) << "device " << device;
+  }
+  // The last stage does not recompute.
+  for (const auto &in : recompute->result.programs[0].at(2).body)
+    EXPECT_NE(in.phase, ir::Phase::Recompute);
+}
+
 TEST(Specialize, LocalShapesDifferUnderUnequalPlans) {
   auto hetero = compile("hetero4");
   const auto &programs = hetero->result.programs[0];
   EXPECT_EQ(bufferOf(programs.at(0), "blocks[0].wqkv").shape, (std::vector<int64_t>{64, 96})); // TP pair
   EXPECT_EQ(bufferOf(programs.at(2), "blocks[0].wqkv").shape, (std::vector<int64_t>{64, 192}));
-  EXPECT_EQ(bufferOf(programs.at(0), "tokens").shape, (std::vector<int64_t>{4, 64}));
+  // Pipeline 0 holds samples [0, 4) of B = 8 in 2 micro-batches of 2; pipeline 1 holds
+  // [4, 8) in 4 micro-batches of 1, whose regions start at sample 4.
+  EXPECT_EQ(bufferOf(programs.at(0), "tokens").shape, (std::vector<int64_t>{2, 64}));
+  EXPECT_EQ(bufferOf(programs.at(2), "tokens").shape, (std::vector<int64_t>{1, 64}));
+  EXPECT_EQ(bufferOf(programs.at(2), "tokens").origin, (std::vector<int64_t>{4, 0}));
   EXPECT_FALSE(programs.count(3) && !programs.at(3).buffers.empty() &&
                std::any_of(programs.at(3).buffers.begin(), programs.at(3).buffers.end(),
                            [](const ir::Buffer &b) { return b.value == "blocks[0].wqkv"; }))
@@ -220,6 +300,16 @@ TEST(Specialize, VerifierCatchesBrokenPrograms) {
   auto problems = verify(hop);
   ASSERT_FALSE(problems.empty());
   EXPECT_NE(problems[0].find("has no matching receive on device 1"), std::string::npos) << problems[0];
+  // A receive that unpacks other slices than were packed.
+  auto slices = pipeline->result.programs[0];
+  auto moved = std::find_if(slices.at(1).body.begin(), slices.at(1).body.end(),
+                            [](const ir::Instruction &in) { return in.kind == ir::InstrKind::Recv; });
+  ASSERT_FALSE(moved->slices.empty());
+  moved->slices[0].lo[0] += 1;
+  moved->slices[0].hi[0] += 1;
+  problems = verify(slices);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find("sends other slices than device 1 receives"), std::string::npos) << problems[0];
 }
 
 } // namespace
@@ -267,12 +357,13 @@ TEST(Specialize, ProgramsCarryTheirStageAndScheduleInTraining) {
     EXPECT_EQ(program.stages, 2);
     EXPECT_EQ(program.microbatches, 4);
     EXPECT_EQ(program.microbatchSize, 2); // B = 8 over 4 micro-batches
-    size_t counts[3] = {0, 0, 0};
+    size_t counts[4] = {0, 0, 0, 0};      // forward, recompute, backward, update
     for (const ir::Instruction &in : program.body)
       ++counts[static_cast<int>(in.phase)];
     EXPECT_GT(counts[0], 0u);
-    EXPECT_GT(counts[1], 0u);
-    EXPECT_GT(counts[2], 0u) << "wte is tied across the stages: its gradient is synchronised once per step";
+    EXPECT_EQ(counts[1], 0u) << "no recompute in this plan";
+    EXPECT_GT(counts[2], 0u);
+    EXPECT_GT(counts[3], 0u) << "wte is tied across the stages: its gradient is synchronised once per step";
     for (const ir::Instruction &in : program.body) {
       if (in.phase != ir::Phase::Update || in.op == "adamw") // the optimizer step
         continue;
@@ -280,7 +371,7 @@ TEST(Specialize, ProgramsCarryTheirStageAndScheduleInTraining) {
         EXPECT_NE(program.buffers[static_cast<size_t>(out)].value.find(".synced"), std::string::npos);
     }
     const ir::DeviceProgram step = ir::expandSchedule(program);
-    EXPECT_EQ(step.body.size(), 4 * (counts[0] + counts[1]) + counts[2]);
+    EXPECT_EQ(step.body.size(), 4 * (counts[0] + counts[2]) + counts[3]);
   }
   std::map<int, ir::DeviceProgram> step;
   for (const auto &[device, program] : programs)
