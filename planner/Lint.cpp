@@ -35,8 +35,8 @@ std::string fixed(double value, int digits) {
 class Linter {
 public:
   Linter(const ir::Graph &graph, const passes::LoweredPlan &plan, const Cluster *cluster,
-         const passes::ReportFn &report)
-      : graph_(graph), plan_(plan), spec_(*plan.spec), cluster_(cluster), report_(report) {}
+         const passes::ReportFn &report, const std::map<int, int64_t> &plannedPeak)
+      : graph_(graph), plan_(plan), spec_(*plan.spec), cluster_(cluster), report_(report), plannedPeak_(plannedPeak) {}
 
   void run() {
     if (!cluster_)
@@ -60,6 +60,7 @@ private:
   const ir::PlanSpec &spec_;
   const Cluster *cluster_;
   const passes::ReportFn &report_;
+  const std::map<int, int64_t> &plannedPeak_;
 
   void error(const ir::Location &loc, const char *code, std::string message, const ir::Location &noteLoc = {},
              std::string note = {}) {
@@ -310,12 +311,25 @@ private:
         stageRecompute = stageRecompute || stage->recompute;
       const DeviceType &type = cluster_->typeOf(device);
       const double capacity = type.memoryGiB * 1024 * 1024 * 1024;
-      const double need = memory.total(stageRecompute);
-      if (need <= capacity)
-        continue;
       std::string note;
       if (!stageRecompute && memory.total(true) <= capacity)
         note = "with `recompute` the estimate is " + gib(memory.total(true));
+      if (auto planned = plannedPeak_.find(device); planned != plannedPeak_.end()) {
+        // The memory plan of the device's training program: exact for the program as
+        // compiled (parameters, gradients and optimizer state in the model's element types).
+        const double need = static_cast<double>(planned->second);
+        if (need <= capacity)
+          continue;
+        error(stage ? stage->devicesLoc : spec_.loc, "HS111",
+              "device " + std::to_string(device) + " needs " + gib(need) +
+                  " by the memory plan of its training program (first-order estimate " +
+                  gib(memory.total(stageRecompute)) + "), but a " + type.name + " has " + gib(capacity),
+              note.empty() ? ir::Location{} : (stage ? stage->devicesLoc : spec_.loc), note);
+        return;
+      }
+      const double need = memory.total(stageRecompute);
+      if (need <= capacity)
+        continue;
       error(stage ? stage->devicesLoc : spec_.loc, "HS111",
             "device " + std::to_string(device) + " needs an estimated " + gib(need) + " (parameters " +
                 gib(memory.params) + ", gradients " + gib(memory.grads) + ", optimizer state " + gib(memory.optimizer) +
@@ -445,8 +459,8 @@ private:
 } // namespace
 
 void lintPlan(const ir::Graph &graph, const passes::LoweredPlan &plan, const Cluster *cluster,
-              const passes::ReportFn &report) {
-  Linter(graph, plan, cluster, report).run();
+              const passes::ReportFn &report, const std::map<int, int64_t> &plannedPeak) {
+  Linter(graph, plan, cluster, report, plannedPeak).run();
 }
 
 } // namespace hspmd::planner

@@ -6,11 +6,15 @@
 #include "passes/PassSupport.h"
 #include "planner/Cluster.h"
 
+#include <map>
+
 namespace hspmd::planner {
 
 /// Reports every problem of `plan` (deduced on `graph`). `cluster` may be null: the device,
-/// memory, balance and link checks are then skipped with a warning.
+/// memory, balance and link checks are then skipped with a warning. `plannedPeak` (device ->
+/// bytes) is the peak of each device's training program from memory planning; the memory
+/// check (HS111) uses it where given, and its first-order estimate elsewhere.
 void lintPlan(const ir::Graph &graph, const passes::LoweredPlan &plan, const Cluster *cluster,
-              const passes::ReportFn &report);
+              const passes::ReportFn &report, const std::map<int, int64_t> &plannedPeak = {});
 
 } // namespace hspmd::planner

@@ -113,10 +113,24 @@ void lintFile(Compilation &compilation, const std::string &planFile, const std::
       passes::PipelineOptions options;
       if (cluster)
         options.links.assign(build->plans.size(), planner::linkModel(*cluster));
+      // The memory check uses the memory plan of each device's training program where the
+      // training build goes through (on a graph of its own: autodiff extends the graph).
+      std::vector<std::map<int, int64_t>> peaks(build->plans.size());
+      if (cluster) {
+        auto training = elaborateBuild(compilation, planFile, {planFile}, "");
+        passes::PipelineOptions trainOptions = options;
+        trainOptions.train = true;
+        auto trained = training ? passes::runPipeline(*training->graph, training->plans, trainOptions,
+                                                      [](const passes::Problem &) {})
+                                : passes::PipelineResult{};
+        for (size_t p = 0; trained.ok && p < trained.programs.size() && p < peaks.size(); ++p)
+          for (const auto &[device, program] : trained.programs[p])
+            peaks[p][device] = program.peakBytes;
+      }
       auto result = passes::runPipeline(*build->graph, build->plans, options, report);
       if (result.ok)
-        for (const passes::LoweredPlan &plan : result.plans)
-          planner::lintPlan(*build->graph, plan, cluster ? &*cluster : nullptr, report);
+        for (size_t p = 0; p < result.plans.size(); ++p)
+          planner::lintPlan(*build->graph, result.plans[p], cluster ? &*cluster : nullptr, report, peaks[p]);
     }
   }
 }

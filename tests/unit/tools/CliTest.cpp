@@ -30,6 +30,24 @@ TEST(Cli, CheckAcceptsEveryStdlibAndExampleFile) {
   EXPECT_NE(run.output.find("ok: "), std::string::npos);
 }
 
+// The memory check reports the peak of the device's training program (memory planning), the
+// same number `dump-program --train` prints.
+TEST(Cli, LintMemoryCheckUsesThePlannedPeak) {
+  CliRun program = hspmc("dump-program tests/lint/hs111_memory.hspmd --device 0 --train");
+  ASSERT_EQ(program.code, 0) << program.output.substr(0, 500);
+  const std::string header = "program device 0 plan 0 peak ";
+  ASSERT_EQ(program.output.rfind(header, 0), 0u);
+  const double peak = std::stod(program.output.substr(header.size()));
+  char mib[64];
+  std::snprintf(mib, sizeof mib, "%.1f MiB", peak / (1024 * 1024));
+  CliRun lint = hspmc("lint tests/lint/hs111_memory.hspmd");
+  EXPECT_EQ(lint.code, 1);
+  EXPECT_NE(lint.output.find("device 0 needs " + std::string(mib) + " by the memory plan of its training program"),
+            std::string::npos)
+      << mib << "\n"
+      << lint.output;
+}
+
 TEST(Cli, CheckReportsErrorsWithExitOne) {
   CliRun run = hspmc("check tests/diagnostics/shape_matmul_mismatch.hspmd");
   EXPECT_EQ(run.code, 1);
