@@ -13,6 +13,14 @@ int64_t Buffer::bytes() const {
   return n;
 }
 
+std::string storeName(const Buffer &buffer) {
+  const std::string suffix = ".shard";
+  if (buffer.value.size() > suffix.size() &&
+      buffer.value.compare(buffer.value.size() - suffix.size(), suffix.size(), suffix) == 0)
+    return buffer.value.substr(0, buffer.value.size() - suffix.size());
+  return buffer.value;
+}
+
 Box Buffer::region() const {
   Box box;
   for (size_t d = 0; d < shape.size(); ++d) {
@@ -134,8 +142,14 @@ std::string printProgram(const DeviceProgram &program) {
       text += " slots " + std::to_string(b.slots);
     if (b.zeroed)
       text += " zeroed";
+    static const char *const roles[] = {"", " param", " state", " input"};
+    text += roles[static_cast<int>(b.role)];
     text += "\n";
   }
+  if (program.lossBuffer >= 0)
+    text += "  loss %" + std::to_string(program.lossBuffer) + "\n";
+  if (program.batchStart != 0)
+    text += "  batch start " + std::to_string(program.batchStart) + "\n";
   for (const Instruction &in : program.body) {
     static const char *const prefix[] = {"  ", "  recompute ", "  backward ", "  update "};
     text += prefix[static_cast<int>(in.phase)];
@@ -150,6 +164,8 @@ std::string printProgram(const DeviceProgram &program) {
         }
       }
       text += "}";
+      if (!in.group.empty()) // kernels that communicate inside (vocabulary-parallel cross-entropy)
+        text += " group " + devices(in.group) + " tag " + std::to_string(in.tag);
       break;
     case InstrKind::Collective:
       text += in.op + " " + ids(in.inputs) + " -> " + ids(in.outputs) + " group " + devices(in.group) + " bytes " +
@@ -164,7 +180,10 @@ std::string printProgram(const DeviceProgram &program) {
               std::to_string(in.bytes) + " tag " + std::to_string(in.tag) + slices(in.slices);
       break;
     case InstrKind::Copy:
-      text += in.op + " " + ids(in.inputs) + " -> " + ids(in.outputs) + slices(in.slices);
+      if (in.op == "zero")
+        text += "zero " + ids(in.outputs);
+      else
+        text += in.op + " " + ids(in.inputs) + " -> " + ids(in.outputs) + slices(in.slices);
       break;
     }
     if (in.loc.isKnown())

@@ -15,6 +15,12 @@
 
 namespace hspmd::ir {
 
+/// Where a buffer's contents come from at the start of a run: parameters (and, under
+/// `zero`, their shards) and optimizer state from the plan-independent parameter store (by
+/// name: "wte", "wte.adam_m"; "wte.shard" holds part of "wte"), inputs from the data, once
+/// per micro-batch; everything else is computed.
+enum class BufferRole { Temporary, Parameter, State, Input };
+
 struct Buffer {
   int id = 0;
   std::string value; // the graph value it holds (its local piece)
@@ -27,6 +33,7 @@ struct Buffer {
   int slots = 1;
   /// Gradient accumulators: zero at the start of each step, added to by every micro-batch.
   bool zeroed = false;
+  BufferRole role = BufferRole::Temporary;
   int64_t bytes() const; // of one copy
   int64_t arenaBytes() const { return bytes() * slots; }
   /// The global region the buffer holds: [origin, origin + shape).
@@ -76,12 +83,24 @@ struct DeviceProgram {
   std::vector<ScheduleSlot> schedule;
   std::vector<Buffer> buffers;
   std::vector<Instruction> body;
+  /// The buffer holding this device's part of the model's loss after each forward pass, when
+  /// the device reports it: the global loss of a step is the sum, over reporting devices and
+  /// micro-batches, of these values (one device per replica group reports).
+  int lossBuffer = -1;
+  /// Where the device's pipeline's samples begin in the global batch: micro-batch k of a
+  /// pipeline with micro-batches of n samples holds samples batchStart + k n + [0, n).
+  int64_t batchStart = 0;
 };
+
+/// The name in the parameter store a Parameter or State buffer reads and writes.
+std::string storeName(const Buffer &buffer);
 
 /// Text, one instruction a line:
 ///   program device 0 plan 0 peak 1048576 {
 ///     buffer %3 "blocks[0].wqkv" : f32[64, 96] at 4096
 ///     buffer %4 "x" : f32[2, 64, 64] origin [4, 0, 0] at 8192 slots 2
+///     loss %9
+///     batch start 4
 ///     kernel matmul %2, %3 -> %4 {} loc("nn.hspmd":76:39)
 ///     all-reduce %4 -> %5 group [0, 1] bytes 131072 tag 12
 ///     send %5 to 3 bytes 65536 tag 40 slices [4:6, 0:64, 0:64]

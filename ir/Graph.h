@@ -30,6 +30,11 @@ struct Value {
   std::vector<std::optional<Annotation>> annotations; // one slot per plan
 };
 
+/// Orders values by id: maps keyed by values iterate in a deterministic order.
+struct ValueById {
+  bool operator()(const Value *a, const Value *b) const { return a->id < b->id; }
+};
+
 struct Op {
   int id = 0;
   OpKind kind = OpKind::Input;

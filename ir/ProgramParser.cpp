@@ -22,7 +22,18 @@ public:
     if (ok && lexer_.peek().isIdent("schedule")) // optional: one stage, one forward pass
       ok = scheduleLine(program);
     while (ok && !lexer_.peek().is("}"))
-      ok = lexer_.peek().isIdent("buffer") ? bufferLine(program) : instruction(program);
+      if (lexer_.peek().isIdent("loss")) {
+        lexer_.next();
+        std::vector<int> id;
+        ok = bufferRef(id);
+        if (ok)
+          program.lossBuffer = id[0];
+      } else if (lexer_.peek().isIdent("batch")) {
+        lexer_.next();
+        ok = word("start") && integer(program.batchStart);
+      } else {
+        ok = lexer_.peek().isIdent("buffer") ? bufferLine(program) : instruction(program);
+      }
     ok = ok && punct("}");
     if (ok && lexer_.peek().kind != TokenKind::End)
       ok = fail("unexpected " + lexer_.peek().describe() + " after the program");
@@ -178,6 +189,12 @@ private:
       return false;
     if (lexer_.peek().isIdent("zeroed"))
       b.zeroed = (lexer_.next(), true);
+    if (lexer_.peek().isIdent("param"))
+      b.role = (lexer_.next(), BufferRole::Parameter);
+    else if (lexer_.peek().isIdent("state"))
+      b.role = (lexer_.next(), BufferRole::State);
+    else if (lexer_.peek().isIdent("input"))
+      b.role = (lexer_.next(), BufferRole::Input);
     program.buffers.push_back(b);
     return true;
   }
@@ -204,12 +221,18 @@ private:
       in.kind = InstrKind::Kernel;
       in.op = lexer_.next().text;
       ok = bufferList(in.inputs) && punct("->") && bufferList(in.outputs) && attributes(in.attrs);
+      if (ok && lexer_.peek().isIdent("group"))
+        ok = word("group") && intList(in.group) && word("tag") && integer(in.tag);
     } else if (name == "send" || name == "recv" || name == "recv-add") {
       in.kind = name == "send" ? InstrKind::Send : InstrKind::Recv;
       in.op = name;
       ok = (name == "send" ? bufferList(in.inputs) && word("to") : bufferList(in.outputs) && word("from")) &&
            integer(in.peer) && word("bytes") && integer(in.bytes) && word("tag") && integer(in.tag) &&
            sliceList(in.slices);
+    } else if (name == "zero") {
+      in.kind = InstrKind::Copy;
+      in.op = name;
+      ok = bufferList(in.outputs);
     } else if (name == "copy" || name == "copy-add") {
       in.kind = InstrKind::Copy;
       in.op = name;

@@ -60,7 +60,7 @@ struct LoweredPlan {
   std::vector<InsertedReshard> reshards;                // filled by deduce-annotations
   /// Training builds: parameter -> its gradient; deduction reshards each gradient to the
   /// parameter's layout (or, under `zero`, to its optimizer state's).
-  std::map<const ir::Value *, ir::Value *> gradients;
+  std::map<const ir::Value *, ir::Value *, ir::ValueById> gradients;
   /// Training builds: the ops of the backward pass (they run once per micro-batch in the
   /// schedule's backward slots).
   std::set<const ir::Op *> backwardOps;

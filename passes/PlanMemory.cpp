@@ -40,7 +40,8 @@ int64_t planMemory(ir::DeviceProgram &program) {
   std::vector<bool> wholeStep(n, false);
   for (size_t b = 0; b < n; ++b) {
     const ir::Buffer &buffer = program.buffers[b];
-    wholeStep[b] = !written[b] || buffer.slots > 1 || buffer.zeroed;
+    // The loss is read by the runtime after each forward pass, not by an instruction.
+    wholeStep[b] = !written[b] || buffer.slots > 1 || buffer.zeroed || buffer.id == program.lossBuffer;
     if (wholeStep[b]) {
       first[b] = -1;
       last[b] = end;

@@ -41,6 +41,7 @@ public:
     for (auto &[d, program] : programs_)
       if (recompute_.count(d))
         addRecompute(program);
+    reportLoss();
     phase_ = ir::Phase::Update;
     for (const auto &[param, grad] : plan_.gradients)
       optimizerStep(*param, *grad);
@@ -104,6 +105,7 @@ private:
           for (size_t q = 0; q < p; ++q)
             start += plan_.batchPerPipeline[q];
           batchStart_[program.device] = start;
+          program.batchStart = start;
         }
         if (pipeline.stages[s].recompute && !plan_.backwardOps.empty())
           recompute_.insert(program.device);
@@ -228,7 +230,8 @@ private:
       return;
     if (op.kind == ir::OpKind::Param || op.kind == ir::OpKind::Input) {
       for (int d : out->devices())
-        buffer(d, op.result(), *out);
+        programs_[d].buffers[static_cast<size_t>(buffer(d, op.result(), *out))].role =
+            op.kind == ir::OpKind::Param ? ir::BufferRole::Parameter : ir::BufferRole::Input;
       return;
     }
     if (op.kind == ir::OpKind::Reshard) {
@@ -282,15 +285,59 @@ private:
       for (size_t axis = 0; axis + 1 < logits.size(); ++axis)
         tokens *= logits[axis];
       in.attrs["tokens"] = tokens;
+      vocabParallel(op, d, in);
     }
     if (op.kind == ir::OpKind::EmbeddingGrad || op.kind == ir::OpKind::Embedding) {
       in.attrs["vocab_offset"] = lo(op.kind == ir::OpKind::Embedding ? op.operands[0] : op.result(), 0);
     }
   }
 
+  // Logits split over the vocabulary: the loss of a row needs the maximum, the sum of
+  // exponentials and the target's logit over every piece of the row. The kernel exchanges
+  // them (Megatron's vocabulary-parallel cross-entropy) with the devices holding the other
+  // pieces of the same rows (same replica): its group.
+  void vocabParallel(const ir::Op &op, int d, ir::Instruction &in) {
+    const ir::Value *logits = op.operands[0];
+    const ir::Annotation &layout = *annotationOf(logits);
+    const auto shape = concrete(*logits);
+    const auto mine = ir::ownedRegion(layout, shape, d);
+    if (mine.empty() || shape.empty() || mine[0].box.hi.back() - mine[0].box.lo.back() == shape.back())
+      return;
+    in.attrs["vocab_offset"] = mine[0].box.lo.back();
+    for (int e : layout.devices()) {
+      const auto theirs = ir::ownedRegion(layout, shape, e);
+      if (theirs.empty() || theirs[0].replica != mine[0].replica)
+        continue;
+      bool sameRows = true;
+      for (size_t dim = 0; dim + 1 < shape.size(); ++dim)
+        sameRows =
+            sameRows && theirs[0].box.lo[dim] == mine[0].box.lo[dim] && theirs[0].box.hi[dim] == mine[0].box.hi[dim];
+      if (sameRows)
+        in.group.push_back(e);
+    }
+    std::sort(in.group.begin(), in.group.end());
+    in.tag = static_cast<int64_t>(op.id) * 64 + 60;
+  }
+
   void reshard(const ir::Op &op) {
     reshardValue(*annotationOf(op.operands[0]), byValue_[op.operands[0]], op.result(), *annotationOf(op.result()),
                  static_cast<int64_t>(op.id) * 64, op.loc);
+  }
+
+  // One device of each replica group of the model's output reports its part of the loss.
+  void reportLoss() {
+    if (graph_.outputs.empty())
+      return;
+    const ir::Value *loss = graph_.outputs[0];
+    const ir::Annotation *layout = annotationOf(loss);
+    if (!layout)
+      return;
+    for (int d : layout->devices()) {
+      auto it = buffers_.find({d, loss});
+      auto pieces = ir::ownedRegion(*layout, concrete(*loss), d);
+      if (it != buffers_.end() && !pieces.empty() && pieces[0].replica == 0)
+        programs_[d].lossBuffer = it->second;
+    }
   }
 
   // With several micro-batches, each backward pass adds its part of a parameter's gradient
@@ -423,10 +470,18 @@ private:
       in.loc = param.def ? param.def->loc : ir::Location{};
       in.phase = ir::Phase::Update;
       const int target = sharded ? buffer(d, &param, where, ".shard") : buffer(d, &param, *layout);
+      programs_[d].buffers[static_cast<size_t>(target)].role = ir::BufferRole::Parameter;
       in.inputs = {target, buffer(d, synced, *gradLayout)};
+      std::vector<const char *> moments;
       if (optimizer == "adamw")
-        for (const char *moment : {".adam_m", ".adam_v"})
-          in.inputs.push_back(buffer(d, &param, where, moment));
+        moments = {".adam_m", ".adam_v"};
+      else if (plan_.spec && plan_.spec->optimizerArgs.count("momentum") &&
+               plan_.spec->optimizerArgs.at("momentum") != 0)
+        moments = {".momentum"};
+      for (const char *name : moments) {
+        in.inputs.push_back(buffer(d, &param, where, name));
+        programs_[d].buffers[static_cast<size_t>(in.inputs.back())].role = ir::BufferRole::State;
+      }
       if (plan_.spec)
         for (const auto &[name, value] : plan_.spec->optimizerArgs)
           in.attrs[name] = value;
@@ -468,6 +523,36 @@ private:
       if (collective)
         for (const auto &group : step.groups)
           members.insert(group.begin(), group.end());
+      // Targets start from zero where something adds to them or leaves part of them unwritten
+      // (a partial sum's other copies hold zeros).
+      std::map<int, int64_t> written;
+      std::set<int> adds;
+      for (const LocalCopy &copy : step.local) {
+        written[copy.device] += copy.box.numElements();
+        if (copy.add)
+          adds.insert(copy.device);
+      }
+      for (const Message &m : step.messages) {
+        for (const ir::Box &box : m.boxes)
+          written[m.to] += box.numElements();
+        if (m.add)
+          adds.insert(m.to);
+      }
+      for (const auto &[d, buffer] : target) {
+        if (members.count(d))
+          continue;
+        const auto pieces = ir::ownedRegion(step.to, shape, d);
+        const int64_t size = pieces.empty() ? 0 : pieces[0].box.numElements();
+        if (!adds.count(d) && written[d] >= size)
+          continue;
+        ir::Instruction zero;
+        zero.kind = ir::InstrKind::Copy;
+        zero.op = "zero";
+        zero.outputs = {buffer};
+        zero.loc = loc;
+        zero.phase = phase_;
+        programs_[d].body.push_back(zero);
+      }
       for (const LocalCopy &copy : step.local)
         if (source.count(copy.device) && target.count(copy.device) && !members.count(copy.device)) {
           ir::Instruction in;

@@ -34,6 +34,12 @@ std::string list(const std::vector<int> &devices) {
 // What matches an instruction with its peers' counterparts: the tag, and whether it is the
 // recomputed copy of a forward instruction (which keeps the forward instruction's tag until
 // ir::expandSchedule makes the tags of every pass distinct).
+// Collectives, and kernels that exchange data inside with a group (vocabulary-parallel
+// cross-entropy): every member must call them in the same order.
+bool takesPart(const ir::Instruction &in) {
+  return in.kind == ir::InstrKind::Collective || !in.group.empty();
+}
+
 int64_t key(const ir::Instruction &in) {
   return in.tag * 2 + (in.phase == ir::Phase::Recompute ? 1 : 0);
 }
@@ -51,7 +57,7 @@ bool verifyPrograms(const std::map<int, ir::DeviceProgram> &programs, const Repo
   std::map<std::tuple<int, int, int64_t>, std::vector<const ir::Instruction *>> sends, recvs; // (from, to, tag)
   for (const auto &[device, program] : programs)
     for (const ir::Instruction &in : program.body) {
-      if (in.kind == ir::InstrKind::Collective)
+      if (takesPart(in))
         collectives[key(in)].push_back({device, &in});
       else if (in.kind == ir::InstrKind::Send)
         sends[{device, in.peer, key(in)}].push_back(&in);
@@ -120,13 +126,12 @@ bool verifyPrograms(const std::map<int, ir::DeviceProgram> &programs, const Repo
         } else if (in.kind == ir::InstrKind::Recv) {
           if (!posted.count({in.peer, device, key(in)}))
             break;
-        } else if (in.kind == ir::InstrKind::Collective) {
+        } else if (takesPart(in)) {
           bool all = true;
           for (int member : in.group) {
             const auto &other = programs.at(member);
             size_t oat = pc[member];
-            all = all && oat < other.body.size() && other.body[oat].kind == ir::InstrKind::Collective &&
-                  key(other.body[oat]) == key(in);
+            all = all && oat < other.body.size() && takesPart(other.body[oat]) && key(other.body[oat]) == key(in);
           }
           if (!all)
             break;
@@ -144,7 +149,7 @@ bool verifyPrograms(const std::map<int, ir::DeviceProgram> &programs, const Repo
       continue;
     const ir::Instruction &in = program.body[pc[device]];
     std::string waits;
-    if (in.kind == ir::InstrKind::Collective) {
+    if (takesPart(in)) {
       for (int member : in.group) {
         const auto &other = programs.at(member);
         if (pc[member] < other.body.size() && key(other.body[pc[member]]) != key(in))

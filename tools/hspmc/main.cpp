@@ -10,6 +10,7 @@
 #include "planner/Cluster.h"
 #include "planner/Lint.h"
 #include "tools/hspmc/Driver.h"
+#include "tools/hspmc/Train.h"
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -169,6 +170,38 @@ int runDumpProgram(const std::string &file, const std::vector<std::string> &plan
   return code;
 }
 
+// Compiles FILE under its plan for training and runs every device's program on a thread.
+int runTrain(const std::string &file, const std::vector<std::string> &planFiles, runtime::RunOptions run) {
+  SourceManager sources;
+  CollectingSink sink;
+  DiagnosticEngine diags(sink);
+  Compilation compilation(sources, diags);
+  auto build = driver::elaborateBuild(compilation, file, planFiles, "");
+  if (build && build->plans.empty())
+    diags.error(ir::Location{file, 0, 0, 1}, "train needs a plan (--plan PLAN)");
+  std::optional<passes::PipelineResult> result;
+  if (build && !build->plans.empty()) {
+    passes::PipelineOptions options;
+    options.train = true;
+    result = passes::runPipeline(*build->graph, build->plans, options,
+                                 [&](const passes::Problem &problem) { driver::reportProblem(diags, problem); });
+  }
+  if (int code = finish(sink, sources, false, diags.errorCount()); code != 0 || !result || !result->ok)
+    return code != 0 ? code : 1;
+  const runtime::ModelInfo model = driver::modelInfo(*build->graph);
+  std::cout << "training " << build->graph->name() << " under plan '" << build->plans[0].name << "' on "
+            << result->programs[0].size() << " devices (threads), " << model.batch << " x " << model.seq
+            << " tokens per step, data " << run.data << std::endl;
+  run.progress = &std::cout;
+  try {
+    runtime::runThreads(result->programs[0], model, run);
+  } catch (const std::exception &e) {
+    std::cerr << "hspmc train: error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -195,6 +228,23 @@ int main(int argc, char **argv) {
   dump->add_flag("--time-passes", timePasses, "Print the time each pass takes (stderr)");
   bool train = false;
   dump->add_flag("--train", train, "Differentiate the loss: add the backward graph and the gradient synchronisation");
+
+  auto *trainCommand = app.add_subcommand("train", "Compile a plan for training and run it on this machine (threads)");
+  std::string trainFile;
+  std::vector<std::string> trainPlans;
+  runtime::RunOptions trainRun;
+  int64_t trainTimeout = 120;
+  trainCommand->add_option("file", trainFile, "The plan (or model) file")->required();
+  trainCommand->add_option("--plan", trainPlans, "A plan file, when FILE is the model");
+  trainCommand->add_option("--data", trainRun.data, "Training data: text (bytes), .bin/.u32.bin tokens or .jsonl")
+      ->required();
+  trainCommand->add_option("--steps", trainRun.steps, "Optimizer steps")->check(CLI::PositiveNumber);
+  trainCommand->add_option("--seed", trainRun.seed, "Seed of the initial parameters");
+  trainCommand->add_option("--save", trainRun.save, "Write a checkpoint (plan-independent) at the end");
+  trainCommand->add_option("--load", trainRun.load, "Start from a checkpoint (saved under any plan)");
+  trainCommand->add_option("--trace", trainRun.trace, "Write a Chrome trace (one track per device)");
+  trainCommand->add_option("--timeout", trainTimeout, "Seconds a device waits for a peer before failing")
+      ->check(CLI::PositiveNumber);
 
   auto *program = app.add_subcommand("dump-program", "Print the DeviceProgram one device runs under a plan");
   std::string programFile;
@@ -241,6 +291,10 @@ int main(int argc, char **argv) {
                : 1;
   if (program->parsed())
     return runDumpProgram(programFile, programPlans, programDevice, programTrain);
+  if (trainCommand->parsed()) {
+    trainRun.timeout = std::chrono::seconds(trainTimeout);
+    return runTrain(trainFile, trainPlans, trainRun);
+  }
   if (lint->parsed())
     return runLint(lintPlan, lintModel, lintCluster, lintFormat == "json", lintWerror);
   if (dump->parsed())

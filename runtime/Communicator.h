@@ -1,0 +1,82 @@
+// Communicator.h - how the devices of a run talk: point-to-point messages and a collective
+// "exchange" on which every collective of a DeviceProgram is built (docs/cli.md: each member's
+// output element is the sum, or the copy, of the members' input elements with that global
+// index). Backends: threads (ThreadsWorld, every device a thread of one process) and MPI.
+//
+// No call waits forever: each wait has a deadline, and a device that fails stops the
+// others' waits. Both end in a CommError naming the peer that did not come.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace hspmd::runtime {
+
+struct CommError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// One member's contribution to an exchange: its input buffer (null when it has none) and
+/// the global region it holds.
+struct Piece {
+  const void *data = nullptr;
+  std::vector<int64_t> lo, hi;
+};
+
+class Communicator {
+public:
+  virtual ~Communicator() = default;
+  virtual int device() const = 0;
+  /// Queues a message (the call returns without waiting for the receiver).
+  virtual void send(int peer, int64_t tag, std::vector<char> message) = 0;
+  /// The message `peer` sent with `tag`.
+  virtual std::vector<char> recv(int peer, int64_t tag) = 0;
+  /// Every member of `group` (the same list, in the same order, on every member) offers its
+  /// piece; `use` sees all of them, in group order, and may read their data; the call
+  /// returns once every member's `use` has returned. `bytes` is the size of `mine.data`.
+  virtual void exchange(const std::vector<int> &group, int64_t tag, const Piece &mine, int64_t bytes,
+                        const std::function<void(const std::vector<Piece> &)> &use) = 0;
+  /// Waits for every device of the run.
+  virtual void barrier() = 0;
+};
+
+/// The shared state of a threads run: mailboxes and rendezvous, guarded by one mutex.
+class ThreadsWorld {
+public:
+  explicit ThreadsWorld(std::vector<int> devices, std::chrono::milliseconds timeout = std::chrono::seconds(120));
+  /// The communicator of one device (owned by the world).
+  Communicator &communicator(int device);
+  /// Stops every wait of every device: they throw CommError with `reason`.
+  void fail(const std::string &reason);
+  const std::vector<int> &devices() const { return devices_; }
+
+private:
+  friend class ThreadsCommunicator;
+  struct Rendezvous {
+    std::vector<Piece> pieces;
+    std::vector<bool> posted;
+    int arrived = 0, finished = 0, left = 0;
+  };
+  std::vector<int> devices_;
+  std::chrono::milliseconds timeout_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::string failure_;
+  std::map<std::tuple<int, int, int64_t>, std::deque<std::vector<char>>> mailboxes_; // (from, to, tag)
+  std::map<std::pair<int64_t, std::vector<int>>, Rendezvous> rendezvous_;            // (tag, group)
+  int barrierArrived_ = 0;
+  int64_t barrierGeneration_ = 0;
+  std::map<int, std::unique_ptr<Communicator>> communicators_;
+};
+
+} // namespace hspmd::runtime

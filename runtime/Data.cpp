@@ -1,0 +1,88 @@
+#include "runtime/Data.h"
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <iterator>
+#include <sstream>
+
+namespace hspmd::runtime {
+
+namespace {
+
+bool endsWith(const std::string &s, const std::string &suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string readAll(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw DataError(path + ": cannot open the data file");
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+} // namespace
+
+Dataset Dataset::load(const std::string &path, int64_t vocab) {
+  const std::string bytes = readAll(path);
+  std::vector<int32_t> tokens;
+  if (endsWith(path, ".u32.bin") || endsWith(path, ".bin")) {
+    const size_t width = endsWith(path, ".u32.bin") ? 4 : 2;
+    if (bytes.size() % width != 0)
+      throw DataError(path + ": a token file of " + std::to_string(width * 8) + "-bit tokens has " +
+                      std::to_string(bytes.size()) + " bytes, not a multiple of " + std::to_string(width));
+    for (size_t i = 0; i < bytes.size(); i += width) {
+      uint32_t token = 0;
+      for (size_t b = 0; b < width; ++b) // little-endian
+        token |= static_cast<uint32_t>(static_cast<unsigned char>(bytes[i + b])) << (8 * b);
+      tokens.push_back(static_cast<int32_t>(token));
+    }
+  } else if (endsWith(path, ".jsonl")) {
+    std::istringstream lines(bytes);
+    std::string line;
+    for (int number = 1; std::getline(lines, line); ++number) {
+      if (line.find_first_not_of(" \t\r") == std::string::npos)
+        continue;
+      nlohmann::json document;
+      try {
+        document = nlohmann::json::parse(line);
+      } catch (const nlohmann::json::parse_error &e) {
+        throw DataError(path + ":" + std::to_string(number) + ": not JSON: " + e.what());
+      }
+      if (!document.is_object() || !document.contains("text") || !document["text"].is_string())
+        throw DataError(path + ":" + std::to_string(number) + ": expected an object with a string field \"text\"");
+      for (unsigned char c : document["text"].get<std::string>())
+        tokens.push_back(c);
+      tokens.push_back('\n');
+    }
+  } else {
+    for (unsigned char c : bytes)
+      tokens.push_back(c);
+  }
+  for (size_t i = 0; i < tokens.size(); ++i)
+    if (tokens[i] < 0 || tokens[i] >= vocab)
+      throw DataError(path + ": token " + std::to_string(tokens[i]) + " at position " + std::to_string(i) +
+                      " is outside the model's vocabulary of " + std::to_string(vocab));
+  return Dataset(std::move(tokens));
+}
+
+Batch Dataset::batchFor(int64_t step, int64_t batch, int64_t seq) const {
+  const int64_t usable = size() - seq - 1;
+  if (usable <= 0)
+    throw DataError("the data has " + std::to_string(size()) + " tokens; a sequence needs " + std::to_string(seq + 1));
+  Batch out{batch, seq, {}};
+  auto &tokens = out.inputs["tokens"];
+  auto &targets = out.inputs["targets"];
+  tokens.resize(static_cast<size_t>(batch * seq));
+  targets.resize(tokens.size());
+  for (int64_t b = 0; b < batch; ++b) {
+    const int64_t start = ((step * batch + b) * seq) % usable;
+    for (int64_t s = 0; s < seq; ++s) {
+      tokens[static_cast<size_t>(b * seq + s)] = tokens_[static_cast<size_t>(start + s)];
+      targets[static_cast<size_t>(b * seq + s)] = tokens_[static_cast<size_t>(start + s + 1)];
+    }
+  }
+  return out;
+}
+
+} // namespace hspmd::runtime

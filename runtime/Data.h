@@ -1,0 +1,41 @@
+// Data.h - training data: a token stream read from real text (bytes), a token file
+// (.bin of uint16, or .u32.bin of uint32) or a jsonl file with a `text` field per line
+// (bytes of each text, documents joined by a newline), packed into sequences.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace hspmd::runtime {
+
+struct DataError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// One global batch: every input of the model by name ("tokens", "targets"), [batch, seq].
+struct Batch {
+  int64_t batch = 0, seq = 0;
+  std::map<std::string, std::vector<int32_t>> inputs;
+};
+
+class Dataset {
+public:
+  /// Reads `path`; the format follows the name (.bin, .u32.bin, .jsonl, else text bytes).
+  /// Throws DataError naming the file on a missing, unreadable or too short file.
+  static Dataset load(const std::string &path, int64_t vocab);
+  static Dataset fromTokens(std::vector<int32_t> tokens) { return Dataset(std::move(tokens)); }
+
+  /// The batch of `step`: sequence b starts at token ((step * batch + b) * seq) modulo the
+  /// usable length; targets are the tokens shifted by one. Every device computes the same.
+  Batch batchFor(int64_t step, int64_t batch, int64_t seq) const;
+  int64_t size() const { return static_cast<int64_t>(tokens_.size()); }
+
+private:
+  explicit Dataset(std::vector<int32_t> tokens) : tokens_(std::move(tokens)) {}
+  std::vector<int32_t> tokens_;
+};
+
+} // namespace hspmd::runtime

@@ -1,0 +1,311 @@
+#include "runtime/Executor.h"
+
+#include "runtime/Kernels.h"
+#include "runtime/Regions.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace hspmd::runtime {
+
+namespace {
+
+std::vector<int64_t> minus(const std::vector<int64_t> &a, const std::vector<int64_t> &b) {
+  std::vector<int64_t> out(a.size());
+  for (size_t i = 0; i < a.size(); ++i)
+    out[i] = a[i] - (i < b.size() ? b[i] : 0);
+  return out;
+}
+
+bool reduces(const std::string &op) {
+  return op == "all-reduce" || op == "reduce-scatter" || op == "split-all-reduce" || op == "split-reduce-scatter";
+}
+
+// The step is part of every tag, so a step's messages and collectives never meet the next's.
+int64_t stepTag(int64_t tag, int64_t step) {
+  return tag + (step << 40);
+}
+
+} // namespace
+
+DeviceExecutor::DeviceExecutor(const ir::DeviceProgram &program, Communicator &communicator)
+    : program_(program), comm_(communicator), byPhase_(4) {
+  arena_.assign(static_cast<size_t>(std::max<int64_t>(program.peakBytes, 0)) + 64, 0);
+  for (const ir::Instruction &in : program.body)
+    byPhase_[static_cast<size_t>(in.phase)].push_back(&in);
+}
+
+char *DeviceExecutor::address(int buffer, int microbatch) const {
+  const ir::Buffer &b = program_.buffers[static_cast<size_t>(buffer)];
+  return const_cast<char *>(arena_.data()) + b.offset + (microbatch % b.slots) * b.bytes();
+}
+
+void DeviceExecutor::load(const ParameterStore &store) {
+  for (const ir::Buffer &b : program_.buffers) {
+    if (b.role != ir::BufferRole::Parameter && b.role != ir::BufferRole::State)
+      continue;
+    const std::string name = ir::storeName(b);
+    auto it = store.tensors.find(name);
+    if (it == store.tensors.end()) {
+      if (b.role == ir::BufferRole::Parameter)
+        throw CheckpointError("parameter '" + name + "' is missing from the parameters loaded");
+      std::memset(address(b.id, 0), 0, static_cast<size_t>(b.bytes())); // fresh optimizer state
+      continue;
+    }
+    const ir::Box region = b.region();
+    for (size_t d = 0; d < region.hi.size(); ++d)
+      if (d >= it->second.shape.size() || region.hi[d] > it->second.shape[d])
+        throw CheckpointError("parameter '" + name + "' has another shape in the parameters loaded");
+    copyBox(4, it->second.data.data(), it->second.shape, region.lo, address(b.id, 0), b.shape,
+            std::vector<int64_t>(b.shape.size(), 0), b.shape);
+  }
+  stepNumber_ = store.step;
+}
+
+void DeviceExecutor::save(ParameterStore &store) const {
+  for (const ir::Buffer &b : program_.buffers) {
+    if (b.role != ir::BufferRole::Parameter && b.role != ir::BufferRole::State)
+      continue;
+    const std::string name = ir::storeName(b);
+    GlobalTensor &t = store.tensors[name];
+    if (t.data.empty()) { // optimizer state: the shape of its parameter
+      const std::string param = name.substr(0, name.rfind('.'));
+      auto owner = store.tensors.find(param);
+      if (owner == store.tensors.end())
+        throw CheckpointError("no parameter '" + param + "' for optimizer state '" + name + "'");
+      t.shape = owner->second.shape;
+      t.data.assign(owner->second.data.size(), 0.0f);
+    }
+    const ir::Box region = b.region();
+    copyBox(4, address(b.id, 0), b.shape, std::vector<int64_t>(b.shape.size(), 0), t.data.data(), t.shape, region.lo,
+            b.shape);
+  }
+  store.step = stepNumber_;
+}
+
+void DeviceExecutor::loadInputs(const Batch &batch, int microbatch) {
+  for (const ir::Buffer &b : program_.buffers) {
+    if (b.role != ir::BufferRole::Input)
+      continue;
+    auto it = batch.inputs.find(b.value);
+    if (it == batch.inputs.end())
+      throw DataError("the data gives no input named '" + b.value + "'");
+    // Row r of the buffer (micro-batch coordinates) is sample batchStart + k * size + (r - batchStart).
+    std::vector<int64_t> lo = b.region().lo;
+    if (!lo.empty())
+      lo[0] += microbatch * program_.microbatchSize;
+    const std::vector<int64_t> global = {batch.batch, batch.seq};
+    if (b.shape.size() != 2 || lo[0] + b.shape[0] > batch.batch || lo[1] + b.shape[1] > batch.seq)
+      throw DataError("input '" + b.value + "' does not fit the batch of " + std::to_string(batch.batch) + " x " +
+                      std::to_string(batch.seq));
+    copyBox(4, it->second.data(), global, lo, address(b.id, microbatch), b.shape, {0, 0}, b.shape);
+  }
+}
+
+double DeviceExecutor::step(const Batch &batch, int64_t step) {
+  stepNumber_ = step;
+  for (const ir::Buffer &b : program_.buffers)
+    if (b.zeroed)
+      std::memset(address(b.id, 0), 0, static_cast<size_t>(b.arenaBytes()));
+  double loss = 0;
+  for (const ir::ScheduleSlot &slot : program_.schedule) {
+    if (slot.phase == ir::Phase::Forward) {
+      loadInputs(batch, slot.microbatch);
+      run(ir::Phase::Forward, slot.microbatch);
+      if (program_.lossBuffer >= 0)
+        loss += *reinterpret_cast<const float *>(address(program_.lossBuffer, slot.microbatch));
+    } else {
+      run(ir::Phase::Recompute, slot.microbatch);
+      run(ir::Phase::Backward, slot.microbatch);
+    }
+  }
+  run(ir::Phase::Update, 0);
+  return loss;
+}
+
+void DeviceExecutor::run(ir::Phase phase, int microbatch) {
+  for (const ir::Instruction *in : byPhase_[static_cast<size_t>(phase)]) {
+    const auto start = std::chrono::steady_clock::now();
+    execute(*in, microbatch);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const bool communication = in->kind != ir::InstrKind::Kernel && in->kind != ir::InstrKind::Copy;
+    (communication ? times_.communicating : times_.busy) += seconds;
+    if (tracing_)
+      events_.push_back({in->op, communication, std::chrono::duration<double>(start - origin_).count(), seconds});
+  }
+}
+
+void DeviceExecutor::execute(const ir::Instruction &in, int microbatch) {
+  const int64_t tag = stepTag(ir::expandedTag(in.tag, in.phase, microbatch), stepNumber_);
+  auto view = [&](int buffer) {
+    const ir::Buffer &b = program_.buffers[static_cast<size_t>(buffer)];
+    return TensorView{address(buffer, microbatch), b.dtype, b.shape};
+  };
+  switch (in.kind) {
+  case ir::InstrKind::Kernel: {
+    if (!in.group.empty()) {
+      vocabParallelCrossEntropy(in, microbatch, tag);
+      return;
+    }
+    std::vector<TensorView> inputs, outputs;
+    for (int b : in.inputs)
+      inputs.push_back(view(b));
+    for (int b : in.outputs)
+      outputs.push_back(view(b));
+    runKernel(in.op, in.attrs, inputs, outputs, KernelContext{stepNumber_});
+    return;
+  }
+  case ir::InstrKind::Copy: {
+    if (in.op == "zero") {
+      std::memset(address(in.outputs[0], microbatch), 0,
+                  static_cast<size_t>(program_.buffers[static_cast<size_t>(in.outputs[0])].bytes()));
+      return;
+    }
+    const ir::Buffer &from = program_.buffers[static_cast<size_t>(in.inputs[0])];
+    const ir::Buffer &to = program_.buffers[static_cast<size_t>(in.outputs[0])];
+    for (const ir::Box &box : in.slices)
+      copyBox(ir::dtypeBytes(from.dtype), address(from.id, microbatch), from.shape, minus(box.lo, from.origin),
+              address(to.id, microbatch), to.shape, minus(box.lo, to.origin), minus(box.hi, box.lo),
+              in.op == "copy-add");
+    return;
+  }
+  case ir::InstrKind::Send: {
+    const ir::Buffer &from = program_.buffers[static_cast<size_t>(in.inputs.at(0))];
+    const int element = ir::dtypeBytes(from.dtype);
+    std::vector<char> message(static_cast<size_t>(in.bytes));
+    int64_t at = 0;
+    for (const ir::Box &box : in.slices) {
+      const auto size = minus(box.hi, box.lo);
+      copyBox(element, address(from.id, microbatch), from.shape, minus(box.lo, from.origin), message.data() + at, size,
+              std::vector<int64_t>(size.size(), 0), size);
+      at += box.numElements() * element;
+    }
+    comm_.send(in.peer, tag, std::move(message));
+    return;
+  }
+  case ir::InstrKind::Recv: {
+    const ir::Buffer &to = program_.buffers[static_cast<size_t>(in.outputs.at(0))];
+    const int element = ir::dtypeBytes(to.dtype);
+    const std::vector<char> message = comm_.recv(in.peer, tag);
+    if (static_cast<int64_t>(message.size()) != in.bytes)
+      throw CommError("device " + std::to_string(program_.device) + " expected " + std::to_string(in.bytes) +
+                      " bytes from device " + std::to_string(in.peer) + " but got " + std::to_string(message.size()));
+    int64_t at = 0;
+    for (const ir::Box &box : in.slices) {
+      const auto size = minus(box.hi, box.lo);
+      copyBox(element, message.data() + at, size, std::vector<int64_t>(size.size(), 0), address(to.id, microbatch),
+              to.shape, minus(box.lo, to.origin), size, in.op == "recv-add");
+      at += box.numElements() * element;
+    }
+    return;
+  }
+  case ir::InstrKind::Collective:
+    collective(in, microbatch, tag);
+    return;
+  }
+}
+
+// Cross-entropy over logits split by vocabulary among `in.group`: per row, the members
+// exchange their maxima, then their sums of exponentials and target logits (the target is
+// in one member's piece), and each computes the whole row's loss or its piece's gradient.
+void DeviceExecutor::vocabParallelCrossEntropy(const ir::Instruction &in, int microbatch, int64_t tag) {
+  const ir::Buffer &logits = program_.buffers[static_cast<size_t>(in.inputs[0])];
+  const float *x = reinterpret_cast<const float *>(address(logits.id, microbatch));
+  const int32_t *targets = reinterpret_cast<const int32_t *>(address(in.inputs[1], microbatch));
+  const int64_t V = logits.shape.back(), rows = logits.bytes() / 4 / std::max<int64_t>(V, 1);
+  const int64_t offset = ir::intAttr(in.attrs, "vocab_offset");
+  const double tokens = static_cast<double>(ir::intAttr(in.attrs, "tokens", rows));
+  // Gathers one value per row from every member and combines them.
+  auto combine = [&](std::vector<float> local, int round, auto fold) {
+    std::vector<float> all = local;
+    Piece mine;
+    mine.data = local.data();
+    comm_.exchange(in.group, tag + (static_cast<int64_t>(round) << 37), mine, static_cast<int64_t>(local.size() * 4),
+                   [&](const std::vector<Piece> &pieces) {
+                     all.assign(local.size(), 0.0f);
+                     bool first = true;
+                     for (const Piece &piece : pieces) {
+                       const float *values = static_cast<const float *>(piece.data);
+                       for (size_t r = 0; r < all.size(); ++r)
+                         all[r] = first ? values[r] : fold(all[r], values[r]);
+                       first = false;
+                     }
+                   });
+    return all;
+  };
+  std::vector<float> peak(static_cast<size_t>(rows), -INFINITY);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < V; ++c)
+      peak[static_cast<size_t>(r)] = std::max(peak[static_cast<size_t>(r)], x[r * V + c]);
+  peak = combine(peak, 0, [](float a, float b) { return std::max(a, b); });
+  std::vector<float> sums(static_cast<size_t>(2 * rows), 0.0f); // sum of exp, then the target's logit
+  for (int64_t r = 0; r < rows; ++r) {
+    double total = 0;
+    for (int64_t c = 0; c < V; ++c)
+      total += std::exp(static_cast<double>(x[r * V + c] - peak[static_cast<size_t>(r)]));
+    sums[static_cast<size_t>(r)] = static_cast<float>(total);
+    const int64_t t = targets[r] - offset;
+    sums[static_cast<size_t>(rows + r)] = t >= 0 && t < V ? x[r * V + t] : 0.0f;
+  }
+  sums = combine(sums, 1, [](float a, float b) { return a + b; });
+  if (in.op == "cross_entropy") {
+    double loss = 0;
+    for (int64_t r = 0; r < rows; ++r)
+      loss += std::log(static_cast<double>(sums[static_cast<size_t>(r)])) + peak[static_cast<size_t>(r)] -
+              sums[static_cast<size_t>(rows + r)];
+    *reinterpret_cast<float *>(address(in.outputs[0], microbatch)) = static_cast<float>(loss / tokens);
+    return;
+  }
+  const double upstream = *reinterpret_cast<const float *>(address(in.inputs[2], microbatch));
+  float *g = reinterpret_cast<float *>(address(in.outputs[0], microbatch));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < V; ++c) {
+      const double p =
+          std::exp(static_cast<double>(x[r * V + c] - peak[static_cast<size_t>(r)])) / sums[static_cast<size_t>(r)];
+      g[r * V + c] = static_cast<float>(upstream * (p - (c + offset == targets[r] ? 1.0 : 0.0)) / tokens);
+    }
+}
+
+// Each output element is the sum (reductions) or the copy of the group members' input
+// elements with its global index: every member's input piece is added (or copied) into the
+// part of the output region it overlaps.
+void DeviceExecutor::collective(const ir::Instruction &in, int microbatch, int64_t tag) {
+  Piece mine;
+  int64_t bytes = 0;
+  if (!in.inputs.empty()) {
+    const ir::Buffer &b = program_.buffers[static_cast<size_t>(in.inputs[0])];
+    mine.data = address(b.id, microbatch);
+    const ir::Box region = b.region();
+    mine.lo = region.lo;
+    mine.hi = region.hi;
+    bytes = b.bytes();
+  }
+  const ir::Buffer *out = in.outputs.empty() ? nullptr : &program_.buffers[static_cast<size_t>(in.outputs[0])];
+  const bool sum = reduces(in.op);
+  comm_.exchange(in.group, tag, mine, bytes, [&](const std::vector<Piece> &pieces) {
+    if (!out)
+      return;
+    char *target = address(out->id, microbatch);
+    const ir::Box region = out->region();
+    if (sum)
+      std::memset(target, 0, static_cast<size_t>(out->bytes()));
+    for (const Piece &piece : pieces) {
+      if (!piece.data)
+        continue;
+      std::vector<int64_t> lo(region.lo.size()), hi(region.lo.size());
+      bool empty = false;
+      for (size_t d = 0; d < lo.size(); ++d) {
+        lo[d] = std::max(region.lo[d], piece.lo[d]);
+        hi[d] = std::min(region.hi[d], piece.hi[d]);
+        empty = empty || hi[d] <= lo[d];
+      }
+      if (empty && !lo.empty())
+        continue;
+      copyBox(ir::dtypeBytes(out->dtype), piece.data, minus(piece.hi, piece.lo), minus(lo, piece.lo), target,
+              out->shape, minus(lo, region.lo), minus(hi, lo), sum);
+    }
+  });
+}
+
+} // namespace hspmd::runtime

@@ -1,0 +1,73 @@
+// Executor.h - runs one device's DeviceProgram: an arena of the program's peak size, the
+// schedule's forward/recompute/backward passes over micro-batches, then the update; kernels
+// from Kernels.h, communication through a Communicator (docs/cli.md defines what each
+// instruction means).
+#pragma once
+
+#include "ir/DeviceProgram.h"
+#include "runtime/Communicator.h"
+#include "runtime/Data.h"
+#include "runtime/ParameterStore.h"
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace hspmd::runtime {
+
+/// Time a device spent, in seconds: running kernels and copies, and waiting for or moving
+/// data in communication. Idle is the rest of the wall time.
+struct DeviceTimes {
+  double busy = 0, communicating = 0;
+};
+
+/// One instruction's span, for --trace (Chrome trace events).
+struct TraceEvent {
+  std::string name;
+  bool communication = false;
+  double start = 0, seconds = 0; // since the run's start
+};
+
+class DeviceExecutor {
+public:
+  DeviceExecutor(const ir::DeviceProgram &program, Communicator &communicator);
+
+  /// Copies the device's regions of the parameters and optimizer state in (missing state
+  /// starts at zero). Throws CheckpointError when a parameter is missing or has another shape.
+  void load(const ParameterStore &store);
+  /// Copies the device's regions out (the store must already hold the parameters, for their
+  /// shapes); callers serialise concurrent saves.
+  void save(ParameterStore &store) const;
+
+  /// One training step on `batch` (optimizer step `step`, from 1). Returns the device's
+  /// part of the loss (0 unless it reports the loss).
+  double step(const Batch &batch, int64_t step);
+
+  const DeviceTimes &times() const { return times_; }
+  /// Records every instruction from now on, with times since `origin`.
+  void trace(std::chrono::steady_clock::time_point origin) {
+    tracing_ = true;
+    origin_ = origin;
+  }
+  const std::vector<TraceEvent> &events() const { return events_; }
+
+private:
+  const ir::DeviceProgram &program_;
+  Communicator &comm_;
+  std::vector<char> arena_;
+  std::vector<std::vector<const ir::Instruction *>> byPhase_; // forward, recompute, backward, update
+  DeviceTimes times_;
+  bool tracing_ = false;
+  std::chrono::steady_clock::time_point origin_;
+  std::vector<TraceEvent> events_;
+  int64_t stepNumber_ = 0;
+
+  char *address(int buffer, int microbatch) const;
+  void loadInputs(const Batch &batch, int microbatch);
+  void run(ir::Phase phase, int microbatch);
+  void execute(const ir::Instruction &in, int microbatch);
+  void collective(const ir::Instruction &in, int microbatch, int64_t tag);
+  void vocabParallelCrossEntropy(const ir::Instruction &in, int microbatch, int64_t tag);
+};
+
+} // namespace hspmd::runtime

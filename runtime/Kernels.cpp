@@ -1,0 +1,69 @@
+#include "runtime/Kernels.h"
+
+namespace hspmd::runtime {
+
+int64_t TensorView::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+namespace kernels {
+
+std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;)
+    strides[d - 1] = strides[d] * shape[d];
+  return strides;
+}
+
+std::vector<int64_t> broadcastStrides(const std::vector<int64_t> &shape, const std::vector<int64_t> &to) {
+  std::vector<int64_t> strides(to.size(), 0);
+  const auto own = stridesOf(shape);
+  const size_t offset = to.size() - shape.size();
+  for (size_t d = 0; d < shape.size(); ++d)
+    strides[offset + d] = shape[d] == 1 ? 0 : own[d];
+  return strides;
+}
+
+void expect(bool condition, const std::string &op, const std::string &what) {
+  if (!condition)
+    throw KernelError("kernel " + op + ": " + what);
+}
+
+} // namespace kernels
+
+void runKernel(const std::string &op, const ir::AttrMap &attrs, std::span<const TensorView> inputs,
+               std::span<const TensorView> outputs, const KernelContext &context) {
+  using namespace kernels;
+  if (elementwise(op, attrs, inputs, outputs) || matmul(op, attrs, inputs, outputs) ||
+      layout(op, attrs, inputs, outputs) || norms(op, attrs, inputs, outputs) ||
+      attention(op, attrs, inputs, outputs) || embeddingAndLoss(op, attrs, inputs, outputs) ||
+      optimizer(op, attrs, inputs, outputs, context))
+    return;
+  throw KernelError("no CPU kernel named '" + op + "'");
+}
+
+std::vector<std::string> kernelNames() {
+  return {"constant",      "add",
+          "sub",           "mul",
+          "div",           "neg",
+          "gelu",          "silu",
+          "relu",          "gelu_grad",
+          "silu_grad",     "relu_grad",
+          "matmul",        "reshape",
+          "transpose",     "broadcast",
+          "sum",           "mean",
+          "unbind",        "split",
+          "concat",        "slice",
+          "pad",           "softmax",
+          "rmsnorm",       "layernorm",
+          "rmsnorm_grad",  "layernorm_grad",
+          "attention",     "attention_grad",
+          "embedding",     "embedding_grad",
+          "cross_entropy", "cross_entropy_grad",
+          "adamw",         "sgd"};
+}
+
+} // namespace hspmd::runtime

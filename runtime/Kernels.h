@@ -1,0 +1,65 @@
+// Kernels.h - the CPU kernels of the runtime: every built-in op, forward and backward, on
+// fp32 host tensors with the local shapes of a DeviceProgram, plus the optimizer steps.
+//
+// A kernel reads its inputs and writes its outputs; attributes come from the program
+// (`query_offset`, `vocab_offset`, `tokens`, ... see docs/cli.md). Kernels are grouped by
+// family in runtime/kernels/; runKernel() dispatches by name.
+#pragma once
+
+#include "ir/Ops.h"
+#include "ir/Type.h"
+
+#include <cstdint>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace hspmd::runtime {
+
+/// A tensor in memory the caller owns: dense, row-major.
+struct TensorView {
+  void *data = nullptr;
+  ir::DType dtype = ir::DType::F32;
+  std::vector<int64_t> shape;
+
+  int64_t numel() const;
+  float *f32() const { return static_cast<float *>(data); }
+  const int32_t *i32() const { return static_cast<const int32_t *>(data); }
+};
+
+/// A kernel called with what it cannot handle (unknown name, shapes that do not fit). The
+/// compiler's verifiers make this an internal error for compiled programs.
+struct KernelError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct KernelContext {
+  int64_t step = 1; // the optimizer step, from 1 (AdamW's bias correction)
+};
+
+void runKernel(const std::string &op, const ir::AttrMap &attrs, std::span<const TensorView> inputs,
+               std::span<const TensorView> outputs, const KernelContext &context = {});
+
+/// The kernel names runKernel knows.
+std::vector<std::string> kernelNames();
+
+namespace kernels {
+// One function per family (runtime/kernels/*.cpp); each returns false for names it does not own.
+using In = std::span<const TensorView>;
+bool elementwise(const std::string &op, const ir::AttrMap &attrs, In in, In out);
+bool matmul(const std::string &op, const ir::AttrMap &attrs, In in, In out);
+bool layout(const std::string &op, const ir::AttrMap &attrs, In in, In out);
+bool norms(const std::string &op, const ir::AttrMap &attrs, In in, In out);
+bool attention(const std::string &op, const ir::AttrMap &attrs, In in, In out);
+bool embeddingAndLoss(const std::string &op, const ir::AttrMap &attrs, In in, In out);
+bool optimizer(const std::string &op, const ir::AttrMap &attrs, In in, In out, const KernelContext &context);
+
+/// Row-major strides of a shape.
+std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape);
+/// Strides of `shape` broadcast (numpy rules, aligned at the right) to `to`: 0 where it repeats.
+std::vector<int64_t> broadcastStrides(const std::vector<int64_t> &shape, const std::vector<int64_t> &to);
+void expect(bool condition, const std::string &op, const std::string &what);
+} // namespace kernels
+
+} // namespace hspmd::runtime

@@ -1,0 +1,123 @@
+#include "runtime/ParameterStore.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <fstream>
+
+namespace hspmd::runtime {
+
+namespace {
+
+uint64_t splitmix(uint64_t &state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+uint64_t hashName(const std::string &name) {
+  uint64_t h = 1469598103934665603ULL; // FNV-1a
+  for (unsigned char c : name)
+    h = (h ^ c) * 1099511628211ULL;
+  return h;
+}
+
+} // namespace
+
+std::string ParameterStore::fingerprint(const std::string &modelName, const std::vector<ParamSpec> &params) {
+  std::string text = modelName;
+  for (const auto &p : params) {
+    text += ";" + p.name + "[";
+    for (size_t i = 0; i < p.shape.size(); ++i)
+      text += (i ? "," : "") + std::to_string(p.shape[i]);
+    text += "]";
+  }
+  return text;
+}
+
+ParameterStore ParameterStore::initial(const std::string &model, const std::vector<ParamSpec> &params, uint64_t seed) {
+  ParameterStore store;
+  store.model = model;
+  for (const ParamSpec &p : params) {
+    GlobalTensor t{p.shape, {}};
+    int64_t n = 1;
+    for (int64_t d : p.shape)
+      n *= d;
+    t.data.resize(static_cast<size_t>(n));
+    uint64_t state = seed * 0x2545F4914F6CDD1DULL ^ hashName(p.name);
+    for (int64_t i = 0; i < n; ++i) {
+      if (p.init == "ones") {
+        t.data[static_cast<size_t>(i)] = 1.0f;
+      } else if (p.init == "zeros") {
+        t.data[static_cast<size_t>(i)] = 0.0f;
+      } else { // normal, by Box-Muller from two 53-bit uniforms
+        const double u1 = (static_cast<double>(splitmix(state) >> 11) + 1.0) / 9007199254740993.0;
+        const double u2 = static_cast<double>(splitmix(state) >> 11) / 9007199254740992.0;
+        t.data[static_cast<size_t>(i)] =
+            static_cast<float>(p.std * std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2));
+      }
+    }
+    store.tensors[p.name] = std::move(t);
+  }
+  return store;
+}
+
+void ParameterStore::save(const std::string &path) const {
+  nlohmann::json header;
+  header["format"] = "hspmd-checkpoint-1";
+  header["model"] = model;
+  header["step"] = step;
+  header["tensors"] = nlohmann::json::array();
+  for (const auto &[name, t] : tensors)
+    header["tensors"].push_back({{"name", name}, {"shape", t.shape}});
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    if (!out)
+      throw CheckpointError(path + ": cannot write the checkpoint");
+    out << header.dump() << "\n";
+    for (const auto &[name, t] : tensors)
+      out.write(reinterpret_cast<const char *>(t.data.data()), static_cast<std::streamsize>(t.data.size() * 4));
+    if (!out)
+      throw CheckpointError(path + ": writing the checkpoint failed");
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    throw CheckpointError(path + ": cannot move the checkpoint into place");
+}
+
+ParameterStore ParameterStore::load(const std::string &path, const std::string &model) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw CheckpointError(path + ": cannot open the checkpoint");
+  std::string line;
+  std::getline(in, line);
+  nlohmann::json header;
+  try {
+    header = nlohmann::json::parse(line);
+  } catch (const nlohmann::json::exception &) {
+    throw CheckpointError(path + ": not an hspmd checkpoint (its first line is not a JSON header)");
+  }
+  if (!header.is_object() || header.value("format", "") != "hspmd-checkpoint-1")
+    throw CheckpointError(path + ": not an hspmd checkpoint (format is not hspmd-checkpoint-1)");
+  ParameterStore store;
+  store.model = header.value("model", "");
+  if (store.model != model)
+    throw CheckpointError(path + ": the checkpoint is of another model: it holds '" + store.model.substr(0, 120) +
+                          "...', the program needs '" + model.substr(0, 120) + "...'");
+  store.step = header.value("step", int64_t{0});
+  for (const auto &entry : header["tensors"]) {
+    GlobalTensor t{entry["shape"].get<std::vector<int64_t>>(), {}};
+    int64_t n = 1;
+    for (int64_t d : t.shape)
+      n *= d;
+    t.data.resize(static_cast<size_t>(n));
+    in.read(reinterpret_cast<char *>(t.data.data()), static_cast<std::streamsize>(n * 4));
+    if (!in)
+      throw CheckpointError(path + ": the checkpoint ends inside tensor '" + entry["name"].get<std::string>() + "'");
+    store.tensors[entry["name"].get<std::string>()] = std::move(t);
+  }
+  return store;
+}
+
+} // namespace hspmd::runtime

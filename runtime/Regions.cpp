@@ -1,0 +1,67 @@
+#include "runtime/Regions.h"
+
+#include <cstring>
+
+namespace hspmd::runtime {
+
+void copyBox(int elementBytes, const void *src, const std::vector<int64_t> &srcShape, const std::vector<int64_t> &srcLo,
+             void *dst, const std::vector<int64_t> &dstShape, const std::vector<int64_t> &dstLo,
+             const std::vector<int64_t> &size, bool add) {
+  const size_t rank = size.size();
+  for (int64_t s : size)
+    if (s <= 0)
+      return;
+  if (rank == 0) {
+    if (add)
+      *static_cast<float *>(dst) += *static_cast<const float *>(src);
+    else
+      std::memcpy(dst, src, static_cast<size_t>(elementBytes));
+    return;
+  }
+  // Element strides of both tensors.
+  std::vector<int64_t> srcStride(rank, 1), dstStride(rank, 1);
+  for (size_t d = rank; d-- > 1;) {
+    srcStride[d - 1] = srcStride[d] * srcShape[d];
+    dstStride[d - 1] = dstStride[d] * dstShape[d];
+  }
+  // Merge trailing dimensions that are whole in both tensors into one contiguous run.
+  size_t inner = rank - 1;
+  int64_t run = size[inner];
+  while (inner > 0 && size[inner] == srcShape[inner] && size[inner] == dstShape[inner] && srcLo[inner] == 0 &&
+         dstLo[inner] == 0) {
+    --inner;
+    run *= size[inner];
+  }
+  int64_t srcAt = 0, dstAt = 0;
+  for (size_t d = 0; d < rank; ++d) {
+    srcAt += srcLo[d] * srcStride[d];
+    dstAt += dstLo[d] * dstStride[d];
+  }
+  std::vector<int64_t> index(inner, 0);
+  const auto *from = static_cast<const char *>(src);
+  auto *to = static_cast<char *>(dst);
+  while (true) {
+    if (add) {
+      const float *a = reinterpret_cast<const float *>(from) + srcAt;
+      float *b = reinterpret_cast<float *>(to) + dstAt;
+      for (int64_t i = 0; i < run; ++i)
+        b[i] += a[i];
+    } else {
+      std::memcpy(to + dstAt * elementBytes, from + srcAt * elementBytes, static_cast<size_t>(run * elementBytes));
+    }
+    size_t d = inner;
+    while (d-- > 0) {
+      srcAt += srcStride[d];
+      dstAt += dstStride[d];
+      if (++index[d] < size[d])
+        break;
+      srcAt -= srcStride[d] * size[d];
+      dstAt -= dstStride[d] * size[d];
+      index[d] = 0;
+    }
+    if (d == static_cast<size_t>(-1))
+      return;
+  }
+}
+
+} // namespace hspmd::runtime

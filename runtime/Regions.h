@@ -1,0 +1,17 @@
+// Regions.h - copying boxes between dense row-major tensors: slices of a buffer into a
+// message and back, parts of one layout into another, concat/split along a dimension.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace hspmd::runtime {
+
+/// Copies (or, with `add`, adds: fp32 only) the box of extent `size` starting at `srcLo` in
+/// `src` (of shape `srcShape`) to the box starting at `dstLo` in `dst`. Innermost contiguous
+/// runs move with memcpy.
+void copyBox(int elementBytes, const void *src, const std::vector<int64_t> &srcShape, const std::vector<int64_t> &srcLo,
+             void *dst, const std::vector<int64_t> &dstShape, const std::vector<int64_t> &dstLo,
+             const std::vector<int64_t> &size, bool add = false);
+
+} // namespace hspmd::runtime

@@ -1,0 +1,138 @@
+#include "runtime/Run.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+extern "C" void openblas_set_num_threads(int);
+
+namespace hspmd::runtime {
+
+namespace {
+
+std::string progressLine(int64_t step, int64_t steps, double loss, double tokensPerSecond, double eta) {
+  char text[160];
+  std::snprintf(text, sizeof text, "step %lld/%lld  loss %.4f  %.0f tokens/s  ETA %.0f s", static_cast<long long>(step),
+                static_cast<long long>(steps), loss, tokensPerSecond, eta);
+  return text;
+}
+
+} // namespace
+
+void printSummary(std::ostream &out, const std::map<int, DeviceTimes> &times, double seconds) {
+  out << "device  busy       communicating  idle\n";
+  for (const auto &[device, t] : times) {
+    const double idle = std::max(0.0, seconds - t.busy - t.communicating);
+    char line[160];
+    std::snprintf(line, sizeof line, "%-6d  %5.2f s %3.0f%%  %5.2f s %3.0f%%    %5.2f s %3.0f%%\n", device, t.busy,
+                  100 * t.busy / seconds, t.communicating, 100 * t.communicating / seconds, idle, 100 * idle / seconds);
+    out << line;
+  }
+}
+
+void writeTrace(const std::string &path, const std::map<int, std::vector<TraceEvent>> &events) {
+  nlohmann::json trace;
+  trace["traceEvents"] = nlohmann::json::array();
+  for (const auto &[device, list] : events) {
+    trace["traceEvents"].push_back({{"name", "thread_name"},
+                                    {"ph", "M"},
+                                    {"pid", 0},
+                                    {"tid", device},
+                                    {"args", {{"name", "device " + std::to_string(device)}}}});
+    for (const TraceEvent &e : list)
+      trace["traceEvents"].push_back({{"name", e.name},
+                                      {"cat", e.communication ? "communication" : "compute"},
+                                      {"ph", "X"},
+                                      {"pid", 0},
+                                      {"tid", device},
+                                      {"ts", e.start * 1e6},
+                                      {"dur", e.seconds * 1e6}});
+  }
+  std::ofstream out(path);
+  if (!out)
+    throw RunError(path + ": cannot write the trace");
+  out << trace.dump() << "\n";
+}
+
+RunResult runThreads(const std::map<int, ir::DeviceProgram> &programs, const ModelInfo &model,
+                     const RunOptions &options) {
+  const std::string fingerprint = ParameterStore::fingerprint(model.name, model.params);
+  ParameterStore store = options.load.empty() ? ParameterStore::initial(fingerprint, model.params, options.seed)
+                                              : ParameterStore::load(options.load, fingerprint);
+  const Dataset data = Dataset::load(options.data, model.vocab);
+  std::vector<int> devices;
+  for (const auto &[device, program] : programs)
+    devices.push_back(device);
+  if (devices.size() > 1)
+    openblas_set_num_threads(1); // the devices are the parallelism
+  ThreadsWorld world(devices, options.timeout);
+
+  RunResult result;
+  result.tokensPerStep = model.batch * model.seq;
+  result.losses.assign(static_cast<size_t>(options.steps), 0.0);
+  std::mutex mutex;
+  std::string firstError;
+  std::map<int, std::vector<TraceEvent>> events;
+  const int64_t firstStep = store.step;
+  const auto start = std::chrono::steady_clock::now();
+  auto device = [&](int id) {
+    try {
+      Communicator &comm = world.communicator(id);
+      DeviceExecutor executor(programs.at(id), comm);
+      executor.load(store);
+      if (!options.trace.empty())
+        executor.trace(start);
+      for (int64_t s = 0; s < options.steps; ++s) {
+        const int64_t step = firstStep + s + 1;
+        const Batch batch = data.batchFor(step - 1, model.batch, model.seq);
+        const double loss = executor.step(batch, step);
+        {
+          std::lock_guard lock(mutex);
+          result.losses[static_cast<size_t>(s)] += loss;
+        }
+        comm.barrier();
+        if (id == devices.front() && options.progress) {
+          const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+          const double perStep = elapsed / static_cast<double>(s + 1);
+          *options.progress << progressLine(step, firstStep + options.steps, result.losses[static_cast<size_t>(s)],
+                                            static_cast<double>(result.tokensPerStep) / perStep,
+                                            perStep * static_cast<double>(options.steps - s - 1))
+                            << std::endl;
+        }
+      }
+      std::lock_guard lock(mutex);
+      result.times[id] = executor.times();
+      events[id] = executor.events();
+      if (!options.save.empty())
+        executor.save(store);
+    } catch (const std::exception &e) {
+      {
+        std::lock_guard lock(mutex);
+        if (firstError.empty())
+          firstError = e.what();
+      }
+      world.fail("device " + std::to_string(id) + " failed: " + e.what());
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int id : devices)
+    threads.emplace_back(device, id);
+  for (auto &t : threads)
+    t.join();
+  if (!firstError.empty())
+    throw RunError(firstError);
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!options.save.empty())
+    store.save(options.save);
+  if (!options.trace.empty())
+    writeTrace(options.trace, events);
+  if (options.progress)
+    printSummary(*options.progress, result.times, result.seconds);
+  return result;
+}
+
+} // namespace hspmd::runtime

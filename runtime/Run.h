@@ -1,0 +1,55 @@
+// Run.h - a training run over every device's program: the threads backend runs each device
+// on a thread of this process (runThreads); the MPI backend runs one device per process
+// (runMpi). Both print a progress line per step and a per-device summary at the end.
+#pragma once
+
+#include "ir/DeviceProgram.h"
+#include "runtime/Executor.h"
+
+#include <chrono>
+#include <map>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace hspmd::runtime {
+
+/// What a run needs to know of the model beyond the programs.
+struct ModelInfo {
+  std::string name;              // for checkpoints: ParameterStore::fingerprint
+  std::vector<ParamSpec> params; // global shapes and initialisers
+  int64_t batch = 0, seq = 0;    // the global batch: B sequences of S tokens
+  int64_t vocab = 0;             // tokens must be below it
+};
+
+struct RunOptions {
+  int64_t steps = 20;
+  uint64_t seed = 1;
+  std::string data;       // a text, token or jsonl file (Dataset::load)
+  std::string save, load; // checkpoint paths ("" for none)
+  std::string trace;      // Chrome trace JSON path ("" for none)
+  std::chrono::milliseconds timeout = std::chrono::seconds(120);
+  std::ostream *progress = nullptr; // progress lines and the summary ("" when null)
+};
+
+struct RunResult {
+  std::vector<double> losses; // per step: the global mean loss
+  std::map<int, DeviceTimes> times;
+  double seconds = 0; // wall time of the steps
+  int64_t tokensPerStep = 0;
+};
+
+struct RunError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+RunResult runThreads(const std::map<int, ir::DeviceProgram> &programs, const ModelInfo &model,
+                     const RunOptions &options);
+
+/// Writes one Chrome trace (one track per device) of the events of every device.
+void writeTrace(const std::string &path, const std::map<int, std::vector<TraceEvent>> &events);
+
+/// The per-device summary lines: busy, communicating, idle.
+void printSummary(std::ostream &out, const std::map<int, DeviceTimes> &times, double seconds);
+
+} // namespace hspmd::runtime

@@ -1,0 +1,129 @@
+// The threads backend: messages are moved between mailboxes; an exchange publishes each
+// member's input pointer and lets every member read the others' memory directly (no copy),
+// holding all members until everyone has read.
+#include "runtime/Communicator.h"
+
+#include <algorithm>
+
+namespace hspmd::runtime {
+
+class ThreadsCommunicator : public Communicator {
+public:
+  ThreadsCommunicator(ThreadsWorld &world, int device) : world_(world), device_(device) {}
+  int device() const override { return device_; }
+
+  void send(int peer, int64_t tag, std::vector<char> message) override {
+    std::lock_guard lock(world_.mutex_);
+    world_.mailboxes_[{device_, peer, tag}].push_back(std::move(message));
+    world_.changed_.notify_all();
+  }
+
+  std::vector<char> recv(int peer, int64_t tag) override {
+    std::unique_lock lock(world_.mutex_);
+    const auto key = std::make_tuple(peer, device_, tag);
+    wait(
+        lock, [&] { return world_.mailboxes_.count(key) && !world_.mailboxes_[key].empty(); },
+        "a message from device " + std::to_string(peer) + " (tag " + std::to_string(tag) + ")");
+    auto &box = world_.mailboxes_[key];
+    std::vector<char> message = std::move(box.front());
+    box.pop_front();
+    if (box.empty())
+      world_.mailboxes_.erase(key);
+    return message;
+  }
+
+  void exchange(const std::vector<int> &group, int64_t tag, const Piece &mine, int64_t,
+                const std::function<void(const std::vector<Piece> &)> &use) override {
+    const auto self = std::find(group.begin(), group.end(), device_);
+    if (self == group.end())
+      throw CommError("device " + std::to_string(device_) + " is not in the group of tag " + std::to_string(tag));
+    const size_t index = static_cast<size_t>(self - group.begin());
+    const int size = static_cast<int>(group.size());
+    const auto key = std::make_pair(tag, group);
+    std::unique_lock lock(world_.mutex_);
+    auto &r = world_.rendezvous_[key];
+    if (r.pieces.empty()) {
+      r.pieces.resize(group.size());
+      r.posted.assign(group.size(), false);
+    }
+    r.pieces[index] = mine;
+    r.posted[index] = true;
+    ++r.arrived;
+    world_.changed_.notify_all();
+    wait(
+        lock, [&] { return world_.rendezvous_[key].arrived == size; }, [&] { return missing(key, group); });
+    std::vector<Piece> pieces = world_.rendezvous_[key].pieces;
+    lock.unlock();
+    use(pieces);
+    lock.lock();
+    ++world_.rendezvous_[key].finished;
+    world_.changed_.notify_all();
+    wait(
+        lock, [&] { return world_.rendezvous_[key].finished == size; },
+        "the members of group tag " + std::to_string(tag) + " to finish reading");
+    if (++world_.rendezvous_[key].left == size)
+      world_.rendezvous_.erase(key);
+  }
+
+  void barrier() override {
+    std::unique_lock lock(world_.mutex_);
+    const int64_t generation = world_.barrierGeneration_;
+    if (++world_.barrierArrived_ == static_cast<int>(world_.devices_.size())) {
+      world_.barrierArrived_ = 0;
+      ++world_.barrierGeneration_;
+      world_.changed_.notify_all();
+      return;
+    }
+    wait(
+        lock, [&] { return world_.barrierGeneration_ != generation; }, "every device at a barrier");
+  }
+
+private:
+  ThreadsWorld &world_;
+  int device_;
+
+  std::string missing(const std::pair<int64_t, std::vector<int>> &key, const std::vector<int> &group) {
+    std::string who;
+    const auto &posted = world_.rendezvous_[key].posted;
+    for (size_t i = 0; i < group.size(); ++i)
+      if (!posted[i])
+        who += (who.empty() ? "" : ", ") + std::to_string(group[i]);
+    return "device(s) " + who + " to join the collective (tag " + std::to_string(key.first) + ")";
+  }
+
+  template <typename Ready, typename What> void wait(std::unique_lock<std::mutex> &lock, Ready ready, What what) {
+    const auto deadline = std::chrono::steady_clock::now() + world_.timeout_;
+    while (!ready()) {
+      if (!world_.failure_.empty())
+        throw CommError("device " + std::to_string(device_) + " stopped: " + world_.failure_);
+      if (world_.changed_.wait_until(lock, deadline) == std::cv_status::timeout && !ready()) {
+        std::string waitingFor;
+        if constexpr (std::is_invocable_v<What>)
+          waitingFor = what();
+        else
+          waitingFor = what;
+        throw CommError("device " + std::to_string(device_) + " waited " +
+                        std::to_string(world_.timeout_.count() / 1000) + " s for " + waitingFor);
+      }
+    }
+  }
+};
+
+ThreadsWorld::ThreadsWorld(std::vector<int> devices, std::chrono::milliseconds timeout)
+    : devices_(std::move(devices)), timeout_(timeout) {
+  for (int d : devices_)
+    communicators_[d] = std::make_unique<ThreadsCommunicator>(*this, d);
+}
+
+Communicator &ThreadsWorld::communicator(int device) {
+  return *communicators_.at(device);
+}
+
+void ThreadsWorld::fail(const std::string &reason) {
+  std::lock_guard lock(mutex_);
+  if (failure_.empty())
+    failure_ = reason;
+  changed_.notify_all();
+}
+
+} // namespace hspmd::runtime

@@ -1,0 +1,69 @@
+// Embedding lookups (on a vocabulary shard: rows outside [vocab_offset, vocab_offset + V)
+// read as zeros, a partial sum) and the fused softmax-cross-entropy, whose local sum is
+// divided by `tokens`, the global token count, so that pieces add up to the global mean.
+#include "runtime/Kernels.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace hspmd::runtime::kernels {
+
+bool embeddingAndLoss(const std::string &op, const ir::AttrMap &attrs, In in, In out) {
+  if (op == "embedding") {
+    const TensorView &table = in[0], &ids = in[1];
+    const int64_t V = table.shape[0], D = table.shape[1], offset = ir::intAttr(attrs, "vocab_offset");
+    float *y = out[0].f32();
+    for (int64_t i = 0; i < ids.numel(); ++i) {
+      const int64_t row = ids.i32()[i] - offset;
+      if (row >= 0 && row < V)
+        std::memcpy(y + i * D, table.f32() + row * D, static_cast<size_t>(D) * 4);
+      else
+        std::memset(y + i * D, 0, static_cast<size_t>(D) * 4);
+    }
+  } else if (op == "embedding_grad") {
+    const TensorView &ids = in[0], &dy = in[1];
+    const int64_t V = out[0].shape[0], D = out[0].shape[1], offset = ir::intAttr(attrs, "vocab_offset");
+    float *g = out[0].f32();
+    std::memset(g, 0, static_cast<size_t>(V * D) * 4);
+    for (int64_t i = 0; i < ids.numel(); ++i) {
+      const int64_t row = ids.i32()[i] - offset;
+      if (row < 0 || row >= V)
+        continue;
+      for (int64_t d = 0; d < D; ++d)
+        g[row * D + d] += dy.f32()[i * D + d];
+    }
+  } else if (op == "cross_entropy" || op == "cross_entropy_grad") {
+    const TensorView &logits = in[0], &targets = in[1];
+    const int64_t V = logits.shape.back(), rows = logits.numel() / V;
+    const double tokens = static_cast<double>(ir::intAttr(attrs, "tokens", rows));
+    const bool grad = op == "cross_entropy_grad";
+    const double upstream = grad ? in[2].f32()[0] : 1.0;
+    double loss = 0;
+    for (int64_t n = 0; n < rows; ++n) {
+      const float *row = logits.f32() + n * V;
+      const int64_t target = targets.i32()[n];
+      expect(target >= 0 && target < V, op, "target " + std::to_string(target) + " outside the vocabulary");
+      float peak = -INFINITY;
+      for (int64_t c = 0; c < V; ++c)
+        peak = std::max(peak, row[c]);
+      double total = 0;
+      for (int64_t c = 0; c < V; ++c)
+        total += std::exp(static_cast<double>(row[c] - peak));
+      if (!grad) {
+        loss += std::log(total) + peak - row[target];
+        continue;
+      }
+      float *g = out[0].f32() + n * V;
+      for (int64_t c = 0; c < V; ++c)
+        g[c] = static_cast<float>(upstream * (std::exp(static_cast<double>(row[c] - peak)) / total - (c == target)) /
+                                  tokens);
+    }
+    if (!grad)
+      out[0].f32()[0] = static_cast<float>(loss / tokens);
+  } else {
+    return false;
+  }
+  return true;
+}
+
+} // namespace hspmd::runtime::kernels

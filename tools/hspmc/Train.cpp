@@ -1,0 +1,41 @@
+#include "tools/hspmc/Train.h"
+
+#include <iostream>
+
+namespace hspmd::driver {
+
+namespace {
+std::string stringAttr(const ir::AttrMap &attrs, const std::string &name, const std::string &fallback) {
+  auto it = attrs.find(name);
+  if (it == attrs.end())
+    return fallback;
+  const auto *text = std::get_if<std::string>(&it->second);
+  return text ? *text : fallback;
+}
+} // namespace
+
+runtime::ModelInfo modelInfo(const ir::Graph &graph) {
+  runtime::ModelInfo info;
+  info.name = graph.name();
+  for (const ir::Value *param : graph.params()) {
+    runtime::ParamSpec spec;
+    spec.name = param->name;
+    spec.shape = ir::sizesWithUnboundAsOne(param->type.shape);
+    spec.init = stringAttr(param->def->attrs, "init", "normal");
+    spec.std = ir::floatAttr(param->def->attrs, "std", 0.02);
+    info.params.push_back(spec);
+  }
+  for (const ir::Value *input : graph.inputs())
+    if (input->type.shape.size() == 2) {
+      const auto sizes = ir::sizesWithUnboundAsOne(input->type.shape);
+      info.batch = sizes[0];
+      info.seq = sizes[1];
+    }
+  info.vocab = int64_t{1} << 31;
+  for (const auto &op : graph.ops())
+    if (op->kind == ir::OpKind::Embedding)
+      info.vocab = std::min(info.vocab, ir::sizesWithUnboundAsOne(op->operands[0]->type.shape)[0]);
+  return info;
+}
+
+} // namespace hspmd::driver
