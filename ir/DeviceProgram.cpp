@@ -170,6 +170,8 @@ std::string printProgram(const DeviceProgram &program) {
     case InstrKind::Collective:
       text += in.op + " " + ids(in.inputs) + " -> " + ids(in.outputs) + " group " + devices(in.group) + " bytes " +
               std::to_string(in.bytes) + " tag " + std::to_string(in.tag);
+      if (in.partial != 0)
+        text += " partial " + std::to_string(in.partial);
       break;
     case InstrKind::Send:
       text += "send " + ids(in.inputs) + " to " + std::to_string(in.peer) + " bytes " + std::to_string(in.bytes) +

@@ -60,6 +60,9 @@ struct Instruction {
   /// Send, receive and copy: the global regions moved, in order (a send packs them into one
   /// message, the receive unpacks them); each lies inside the buffers' regions.
   std::vector<Box> slices;
+  /// Reductions: which partial sum this device's input holds. Members holding the same one
+  /// (replicas) contribute it once, from the first of them in group order.
+  int partial = 0;
   Phase phase = Phase::Forward;
   Location loc;
 };

@@ -242,6 +242,8 @@ private:
       in.op = name;
       ok = bufferList(in.inputs) && punct("->") && bufferList(in.outputs) && word("group") && intList(in.group) &&
            word("bytes") && integer(in.bytes) && word("tag") && integer(in.tag);
+      if (ok && lexer_.peek().isIdent("partial"))
+        ok = word("partial") && integer(in.partial);
     }
     ok = ok && location(in.loc);
     if (ok)

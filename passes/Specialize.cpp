@@ -35,8 +35,10 @@ public:
     for (const auto &op : graph_.ops()) {
       phase_ = phaseOf(*op);
       emit(*op);
-      if (phase_ == ir::Phase::Backward && gradientValues_.count(op->result()))
-        accumulate(op->result());
+      if (phase_ == ir::Phase::Backward)
+        for (const ir::Value *result : op->results) // rmsnorm_grad's second result is dw
+          if (gradientValues_.count(result))
+            accumulate(result);
     }
     for (auto &[d, program] : programs_)
       if (recompute_.count(d))
@@ -581,6 +583,8 @@ private:
               in.inputs.push_back(source.at(d));
             if (target.count(d))
               in.outputs.push_back(target.at(d));
+            if (auto held = ir::ownedRegion(step.from, shape, d); !held.empty())
+              in.partial = held[0].partial;
             in.phase = phase_;
             programs_[d].body.push_back(in);
             involved.erase(d);

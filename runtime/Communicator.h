@@ -31,6 +31,7 @@ struct CommError : std::runtime_error {
 struct Piece {
   const void *data = nullptr;
   std::vector<int64_t> lo, hi;
+  int partial = 0; // reductions: which partial sum it holds
 };
 
 class Communicator {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 
 namespace hspmd::runtime {
 
@@ -267,9 +268,9 @@ void DeviceExecutor::vocabParallelCrossEntropy(const ir::Instruction &in, int mi
     }
 }
 
-// Each output element is the sum (reductions) or the copy of the group members' input
-// elements with its global index: every member's input piece is added (or copied) into the
-// part of the output region it overlaps.
+// A reduction sets each output element to the sum, over the partial sums the members hold,
+// of the element with its global index (a partial sum held by several members counts once,
+// from the first); a gather copies into the output whatever the members' inputs hold of it.
 void DeviceExecutor::collective(const ir::Instruction &in, int microbatch, int64_t tag) {
   Piece mine;
   int64_t bytes = 0;
@@ -283,6 +284,7 @@ void DeviceExecutor::collective(const ir::Instruction &in, int microbatch, int64
   }
   const ir::Buffer *out = in.outputs.empty() ? nullptr : &program_.buffers[static_cast<size_t>(in.outputs[0])];
   const bool sum = reduces(in.op);
+  mine.partial = in.partial;
   comm_.exchange(in.group, tag, mine, bytes, [&](const std::vector<Piece> &pieces) {
     if (!out)
       return;
@@ -290,20 +292,27 @@ void DeviceExecutor::collective(const ir::Instruction &in, int microbatch, int64
     const ir::Box region = out->region();
     if (sum)
       std::memset(target, 0, static_cast<size_t>(out->bytes()));
+    std::map<int, std::vector<ir::Box>> taken; // partial sum -> the parts already added
     for (const Piece &piece : pieces) {
       if (!piece.data)
         continue;
-      std::vector<int64_t> lo(region.lo.size()), hi(region.lo.size());
-      bool empty = false;
-      for (size_t d = 0; d < lo.size(); ++d) {
-        lo[d] = std::max(region.lo[d], piece.lo[d]);
-        hi[d] = std::min(region.hi[d], piece.hi[d]);
-        empty = empty || hi[d] <= lo[d];
+      ir::Box overlap{region.lo, region.hi};
+      for (size_t d = 0; d < overlap.lo.size(); ++d) {
+        overlap.lo[d] = std::max(overlap.lo[d], piece.lo[d]);
+        overlap.hi[d] = std::min(overlap.hi[d], piece.hi[d]);
       }
-      if (empty && !lo.empty())
+      if (overlap.empty() && !overlap.lo.empty())
         continue;
-      copyBox(ir::dtypeBytes(out->dtype), piece.data, minus(piece.hi, piece.lo), minus(lo, piece.lo), target,
-              out->shape, minus(lo, region.lo), minus(hi, lo), sum);
+      std::vector<ir::Box> parts{overlap};
+      if (sum) // a replica of a partial sum already added adds nothing
+        for (const ir::Box &done : taken[piece.partial])
+          parts = subtractBoxes(parts, done);
+      for (const ir::Box &part : parts) {
+        copyBox(ir::dtypeBytes(out->dtype), piece.data, minus(piece.hi, piece.lo), minus(part.lo, piece.lo), target,
+                out->shape, minus(part.lo, region.lo), minus(part.hi, part.lo), sum);
+        if (sum)
+          taken[piece.partial].push_back(part);
+      }
     }
   });
 }

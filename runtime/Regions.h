@@ -2,6 +2,8 @@
 // message and back, parts of one layout into another, concat/split along a dimension.
 #pragma once
 
+#include "ir/Annotation.h"
+
 #include <cstdint>
 #include <vector>
 
@@ -13,5 +15,8 @@ namespace hspmd::runtime {
 void copyBox(int elementBytes, const void *src, const std::vector<int64_t> &srcShape, const std::vector<int64_t> &srcLo,
              void *dst, const std::vector<int64_t> &dstShape, const std::vector<int64_t> &dstLo,
              const std::vector<int64_t> &size, bool add = false);
+
+/// The parts of `boxes` outside `cut` (as boxes).
+std::vector<ir::Box> subtractBoxes(const std::vector<ir::Box> &boxes, const ir::Box &cut);
 
 } // namespace hspmd::runtime

@@ -1,0 +1,198 @@
+// Training runs on the threads backend: every example plan of the tiny GPT and the tiny
+// LLaMA gives, step for step, the losses of the same model on one device (same seed, same
+// data), within 1e-4 relative; checkpoints continue under another plan; bad input fails
+// with a clear error.
+#include "tools/hspmc/Train.h"
+#include "../support/ExampleBuild.h"
+#include "passes/Pipeline.h"
+#include "runtime/Run.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+using namespace hspmd;
+
+namespace {
+
+const char *const kData = "examples/data/gpl-3.txt";
+
+int steps() {
+  const char *env = std::getenv("HSPMD_TRAIN_STEPS");
+  return env ? std::atoi(env) : 20;
+}
+
+struct Compiled : hspmd::testing::ExampleBuild {
+  passes::PipelineResult result;
+  runtime::ModelInfo model;
+};
+
+std::unique_ptr<Compiled> compile(const std::string &planPath) {
+  auto c = std::make_unique<Compiled>();
+  c->build = driver::elaborateBuild(c->compilation, planPath, {planPath}, "");
+  EXPECT_TRUE(c->build) << planPath << ": " << (c->sink.diagnostics.empty() ? "" : c->sink.diagnostics[0].message);
+  if (!c->build)
+    return c;
+  passes::PipelineOptions options;
+  options.train = true;
+  c->result = passes::runPipeline(*c->build->graph, c->build->plans, options, [&](const passes::Problem &p) {
+    ADD_FAILURE() << planPath << ": " << p.code << " " << p.message;
+  });
+  c->model = driver::modelInfo(*c->build->graph);
+  return c;
+}
+
+std::vector<double> train(const Compiled &c, runtime::RunOptions options) {
+  options.data = kData;
+  return runtime::runThreads(c.result.programs.at(0), c.model, options).losses;
+}
+
+// The same model, bindings and optimizer on device 0 alone.
+std::string referencePlan(const Compiled &c, const std::string &modelFile, const std::string &modelName) {
+  const ir::PlanSpec &spec = c.build->plans[0];
+  std::set<std::string> with;
+  for (const auto &p : c.model.params)
+    if (p.name.rfind("blocks[", 0) != 0)
+      with.insert(p.name.substr(0, p.name.find('.')));
+  std::string text = "import \"" + std::filesystem::absolute(modelFile).string() + "\"\nplan reference for " +
+                     modelName + " {\n  bind ";
+  bool first = true;
+  for (const auto &[name, value] : spec.bindings) {
+    text += (first ? "" : ", ") + name + " = " + std::to_string(value);
+    first = false;
+  }
+  text += "\n  optimizer " + spec.optimizer + "(";
+  first = true;
+  for (const auto &[name, value] : spec.optimizerArgs) {
+    text += (first ? "" : ", ") + name + " = " + std::to_string(value);
+    first = false;
+  }
+  text += ")\n  pipeline main {\n    stage devices [0] layers blocks with ";
+  first = true;
+  for (const auto &name : with) {
+    text += (first ? "" : ", ") + name;
+    first = false;
+  }
+  text += "\n  }\n}\n";
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("hspmd_reference_" + modelName + "_" + spec.name + "_" + std::to_string(::getpid()) + ".hspmd");
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+void expectSameLosses(const std::vector<double> &got, const std::vector<double> &want, const std::string &what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::getenv("HSPMD_SHOW_LOSSES"))
+      std::printf("%s step %zu: %.9f vs %.9f (%.2e)\n", what.c_str(), i + 1, got[i], want[i],
+                  std::abs(got[i] - want[i]) / std::abs(want[i]));
+    EXPECT_LE(std::abs(got[i] - want[i]), 1e-4 * std::abs(want[i]))
+        << what << ": step " << i + 1 << " loss " << got[i] << ", one device " << want[i];
+  }
+}
+
+struct Case {
+  const char *plan, *modelFile, *modelName;
+};
+
+class PlanTraining : public ::testing::TestWithParam<Case> {};
+
+TEST_P(PlanTraining, LossesMatchOneDevice) {
+  const Case &c = GetParam();
+  auto planned = compile(c.plan);
+  ASSERT_TRUE(planned->result.ok);
+  const std::string reference = referencePlan(*planned, c.modelFile, c.modelName);
+  auto single = compile(reference);
+  std::filesystem::remove(reference);
+  ASSERT_TRUE(single->result.ok);
+  ASSERT_EQ(single->result.programs[0].size(), 1u);
+  runtime::RunOptions options;
+  options.steps = steps();
+  options.seed = 7;
+  const auto losses = train(*planned, options);
+  const auto want = train(*single, options);
+  expectSameLosses(losses, want, c.plan);
+  EXPECT_LT(losses.back(), losses.front() - 0.1) << "the loss falls";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Examples, PlanTraining,
+    ::testing::Values(
+        Case{"examples/gpt/plans/tp2.hspmd", "examples/gpt/tiny_gpt.hspmd", "TinyGPT"},
+        Case{"examples/gpt/plans/dp2_tp2.hspmd", "examples/gpt/tiny_gpt.hspmd", "TinyGPT"},
+        Case{"examples/gpt/plans/pipeline2.hspmd", "examples/gpt/tiny_gpt.hspmd", "TinyGPT"},
+        Case{"examples/gpt/plans/pipeline2_recompute.hspmd", "examples/gpt/tiny_gpt.hspmd", "TinyGPT"},
+        Case{"examples/gpt/plans/hetero4.hspmd", "examples/gpt/tiny_gpt.hspmd", "TinyGPT"},
+        Case{"examples/gpt/plans/cp_asym.hspmd", "examples/gpt/tiny_gpt.hspmd", "TinyGPT"},
+        Case{"examples/gpt/plans/hp_asym.hspmd", "examples/gpt/tiny_gpt.hspmd", "TinyGPT"},
+        Case{"examples/gpt/plans/dp2_zero.hspmd", "examples/gpt/tiny_gpt.hspmd", "TinyGPT"},
+        Case{"examples/llama/plans/tiny_llama_dp2_tp2.hspmd", "examples/llama/tiny_llama.hspmd", "TinyLLaMA"},
+        Case{"examples/llama/plans/tiny_llama_pipeline2.hspmd", "examples/llama/tiny_llama.hspmd", "TinyLLaMA"},
+        Case{"examples/llama/plans/tiny_llama_hetero4.hspmd", "examples/llama/tiny_llama.hspmd", "TinyLLaMA"},
+        Case{"examples/llama/plans/tiny_llama_cp_asym.hspmd", "examples/llama/tiny_llama.hspmd", "TinyLLaMA"},
+        Case{"examples/llama/plans/tiny_llama_hp_asym.hspmd", "examples/llama/tiny_llama.hspmd", "TinyLLaMA"},
+        Case{"examples/llama/plans/tiny_llama_dp2_zero.hspmd", "examples/llama/tiny_llama.hspmd", "TinyLLaMA"}),
+    [](const ::testing::TestParamInfo<Case> &param) {
+      std::string name = std::filesystem::path(param.param.plan).stem().string();
+      for (char &ch : name)
+        if (!std::isalnum(static_cast<unsigned char>(ch)))
+          ch = '_';
+      return name;
+    });
+
+// A checkpoint saved under one plan continues under another as if uninterrupted.
+TEST(Training, CheckpointContinuesUnderAnotherPlan) {
+  auto hetero = compile("examples/gpt/plans/hetero4.hspmd");
+  auto pipeline = compile("examples/gpt/plans/pipeline2.hspmd");
+  ASSERT_TRUE(hetero->result.ok && pipeline->result.ok);
+  const auto path = std::filesystem::temp_directory_path() / ("hspmd_ckpt_" + std::to_string(::getpid()));
+  runtime::RunOptions options;
+  options.steps = 8;
+  const auto whole = train(*hetero, options);
+  options.steps = 4;
+  options.save = path.string();
+  const auto first = train(*hetero, options);
+  options.save.clear();
+  options.load = path.string();
+  const auto second = train(*pipeline, options);
+  std::filesystem::remove(path);
+  std::vector<double> joined = first;
+  joined.insert(joined.end(), second.begin(), second.end());
+  expectSameLosses(joined, whole, "hetero4 for 4 steps, then pipeline2 from its checkpoint");
+}
+
+TEST(Training, BadInputFailsWithAClearError) {
+  auto single = compile("examples/gpt/plans/single.hspmd");
+  ASSERT_TRUE(single->result.ok);
+  runtime::RunOptions options;
+  options.steps = 1;
+  options.data = "examples/data/no-such-file.txt";
+  try {
+    runtime::runThreads(single->result.programs.at(0), single->model, options);
+    ADD_FAILURE() << "a missing data file must fail";
+  } catch (const runtime::DataError &e) {
+    EXPECT_EQ(std::string(e.what()), "examples/data/no-such-file.txt: cannot open the data file");
+  }
+  // A checkpoint of another model.
+  auto llama = compile("examples/llama/plans/tiny_llama_single.hspmd");
+  const auto path = std::filesystem::temp_directory_path() / ("hspmd_llama_ckpt_" + std::to_string(::getpid()));
+  options.data = kData;
+  options.save = path.string();
+  runtime::runThreads(llama->result.programs.at(0), llama->model, options);
+  options.save.clear();
+  options.load = path.string();
+  try {
+    runtime::runThreads(single->result.programs.at(0), single->model, options);
+    ADD_FAILURE() << "a checkpoint of another model must fail";
+  } catch (const runtime::CheckpointError &e) {
+    EXPECT_EQ(
+        std::string(e.what()).rfind(path.string() + ": the checkpoint is of another model: it holds 'TinyLLaMA", 0), 0u)
+        << e.what();
+  }
+  std::filesystem::remove(path);
+}
+
+} // namespace
