@@ -49,6 +49,7 @@ public:
     tracing_ = true;
     origin_ = origin;
   }
+  void stopTracing() { tracing_ = false; }
   const std::vector<TraceEvent> &events() const { return events_; }
 
 private:

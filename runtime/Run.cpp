@@ -14,6 +14,8 @@ namespace hspmd::runtime {
 
 namespace {
 
+constexpr int64_t kTracedSteps = 4; // --trace records the first steps only (a step is many events)
+
 std::string progressLine(int64_t step, int64_t steps, double loss, double tokensPerSecond, double eta) {
   char text[160];
   std::snprintf(text, sizeof text, "step %lld/%lld  loss %.4f  %.0f tokens/s  ETA %.0f s", static_cast<long long>(step),
@@ -95,7 +97,11 @@ RunResult runThreads(const std::map<int, ir::DeviceProgram> &programs, const Mod
           result.losses[static_cast<size_t>(s)] += loss;
         }
         comm.barrier();
-        if (id == devices.front() && options.progress) {
+        if (s + 1 == kTracedSteps)
+          executor.stopTracing();
+        // A progress line for the first and last steps and about 20 in between.
+        const int64_t every = std::max<int64_t>(1, options.steps / 20);
+        if (id == devices.front() && options.progress && (s == 0 || (s + 1) % every == 0 || s + 1 == options.steps)) {
           const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
           const double perStep = elapsed / static_cast<double>(s + 1);
           *options.progress << progressLine(step, firstStep + options.steps, result.losses[static_cast<size_t>(s)],
@@ -104,6 +110,7 @@ RunResult runThreads(const std::map<int, ir::DeviceProgram> &programs, const Mod
                             << std::endl;
         }
       }
+      comm.barrier(); // every device has loaded and stepped before any saves into the store
       std::lock_guard lock(mutex);
       result.times[id] = executor.times();
       events[id] = executor.events();

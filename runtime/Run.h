@@ -27,7 +27,7 @@ struct RunOptions {
   uint64_t seed = 1;
   std::string data;       // a text, token or jsonl file (Dataset::load)
   std::string save, load; // checkpoint paths ("" for none)
-  std::string trace;      // Chrome trace JSON path ("" for none)
+  std::string trace;      // Chrome trace JSON path ("" for none), of the first 4 steps
   std::chrono::milliseconds timeout = std::chrono::seconds(120);
   std::ostream *progress = nullptr; // progress lines and the summary ("" when null)
 };

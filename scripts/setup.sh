@@ -8,6 +8,7 @@ packages=(
   libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libboost-graph-dev
   libgtest-dev libgmock-dev
   libopenmpi-dev openmpi-bin libopenblas-dev coinor-libcbc-dev
+  python3-torch  # test-only: the PyTorch oracle of tests/torch
 )
 
 missing=()

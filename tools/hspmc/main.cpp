@@ -171,7 +171,8 @@ int runDumpProgram(const std::string &file, const std::vector<std::string> &plan
 }
 
 // Compiles FILE under its plan for training and runs every device's program on a thread.
-int runTrain(const std::string &file, const std::vector<std::string> &planFiles, runtime::RunOptions run) {
+int runTrain(const std::string &file, const std::vector<std::string> &planFiles, runtime::RunOptions run,
+             const std::string &lossesPath) {
   SourceManager sources;
   CollectingSink sink;
   DiagnosticEngine diags(sink);
@@ -190,11 +191,24 @@ int runTrain(const std::string &file, const std::vector<std::string> &planFiles,
     return code != 0 ? code : 1;
   const runtime::ModelInfo model = driver::modelInfo(*build->graph);
   std::cout << "training " << build->graph->name() << " under plan '" << build->plans[0].name << "' on "
-            << result->programs[0].size() << " devices (threads), " << model.batch << " x " << model.seq
-            << " tokens per step, data " << run.data << std::endl;
+            << result->programs[0].size() << (result->programs[0].size() == 1 ? " device" : " devices")
+            << " (threads), " << model.batch << " x " << model.seq << " tokens per step, data " << run.data
+            << std::endl;
   run.progress = &std::cout;
   try {
-    runtime::runThreads(result->programs[0], model, run);
+    const runtime::RunResult trained = runtime::runThreads(result->programs[0], model, run);
+    if (!lossesPath.empty()) {
+      const ir::PlanSpec &spec = build->plans[0];
+      nlohmann::json out = {{"plan", spec.name},
+                            {"model", build->graph->name()},
+                            {"batch", model.batch},
+                            {"seq", model.seq},
+                            {"seed", run.seed},
+                            {"optimizer", spec.optimizer},
+                            {"optimizer_args", spec.optimizerArgs},
+                            {"losses", trained.losses}};
+      std::ofstream(lossesPath) << out.dump(2) << "\n";
+    }
   } catch (const std::exception &e) {
     std::cerr << "hspmc train: error: " << e.what() << "\n";
     return 1;
@@ -234,11 +248,14 @@ int main(int argc, char **argv) {
   std::vector<std::string> trainPlans;
   runtime::RunOptions trainRun;
   int64_t trainTimeout = 120;
+  std::string trainLosses;
   trainCommand->add_option("file", trainFile, "The plan (or model) file")->required();
   trainCommand->add_option("--plan", trainPlans, "A plan file, when FILE is the model");
   trainCommand->add_option("--data", trainRun.data, "Training data: text (bytes), .bin/.u32.bin tokens or .jsonl")
       ->required();
-  trainCommand->add_option("--steps", trainRun.steps, "Optimizer steps")->check(CLI::PositiveNumber);
+  trainCommand->add_option("--steps", trainRun.steps, "Optimizer steps (0: with --save, the initial parameters)")
+      ->check(CLI::NonNegativeNumber);
+  trainCommand->add_option("--losses", trainLosses, "Write the per-step losses and the optimizer as JSON");
   trainCommand->add_option("--seed", trainRun.seed, "Seed of the initial parameters");
   trainCommand->add_option("--save", trainRun.save, "Write a checkpoint (plan-independent) at the end");
   trainCommand->add_option("--load", trainRun.load, "Start from a checkpoint (saved under any plan)");
@@ -293,7 +310,7 @@ int main(int argc, char **argv) {
     return runDumpProgram(programFile, programPlans, programDevice, programTrain);
   if (trainCommand->parsed()) {
     trainRun.timeout = std::chrono::seconds(trainTimeout);
-    return runTrain(trainFile, trainPlans, trainRun);
+    return runTrain(trainFile, trainPlans, trainRun, trainLosses);
   }
   if (lint->parsed())
     return runLint(lintPlan, lintModel, lintCluster, lintFormat == "json", lintWerror);
