@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <sys/wait.h>
@@ -46,6 +47,26 @@ TEST(Cli, LintMemoryCheckUsesThePlannedPeak) {
             std::string::npos)
       << mib << "\n"
       << lint.output;
+}
+
+// docs/runtime.md: a short run prints its progress and summary; a missing data file is an
+// error with exit status 1.
+TEST(Cli, TrainRunsAndReportsBadData) {
+  CliRun run = hspmc("train examples/gpt/plans/tp2.hspmd --data examples/data/gpl-3.txt --steps 2");
+  EXPECT_EQ(run.code, 0) << run.output;
+  EXPECT_NE(run.output.find("training TinyGPT under plan 'tp2' on 2 devices (threads), 8 x 64 tokens per step"),
+            std::string::npos)
+      << run.output;
+  // Small initial weights predict nearly uniformly over 256 bytes: the first loss is near ln 256 = 5.545.
+  const size_t first = run.output.find("step 1/2  loss ");
+  ASSERT_NE(first, std::string::npos) << run.output;
+  EXPECT_NEAR(std::stod(run.output.substr(first + 15)), std::log(256.0), 0.1);
+  EXPECT_NE(run.output.find("step 2/2  loss "), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("device  busy       communicating  idle"), std::string::npos) << run.output;
+  CliRun missing = hspmc("train examples/gpt/plans/single.hspmd --data missing.txt");
+  EXPECT_EQ(missing.code, 1);
+  EXPECT_NE(missing.output.find("hspmc train: error: missing.txt: cannot open the data file\n"), std::string::npos)
+      << missing.output;
 }
 
 TEST(Cli, CheckReportsErrorsWithExitOne) {
