@@ -30,6 +30,15 @@ int64_t stepTag(int64_t tag, int64_t step) {
 
 } // namespace
 
+void copyRegions(const ir::DeviceProgram &program, const std::string &name, const GlobalTensor &from,
+                 GlobalTensor &to) {
+  for (const ir::Buffer &b : program.buffers)
+    if ((b.role == ir::BufferRole::Parameter || b.role == ir::BufferRole::State) && ir::storeName(b) == name) {
+      const ir::Box region = b.region();
+      copyBox(4, from.data.data(), from.shape, region.lo, to.data.data(), to.shape, region.lo, b.shape);
+    }
+}
+
 DeviceExecutor::DeviceExecutor(const ir::DeviceProgram &program, Communicator &communicator)
     : program_(program), comm_(communicator), byPhase_(4) {
   arena_.assign(static_cast<size_t>(std::max<int64_t>(program.peakBytes, 0)) + 64, 0);

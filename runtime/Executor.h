@@ -28,6 +28,10 @@ struct TraceEvent {
   double start = 0, seconds = 0; // since the run's start
 };
 
+/// Copies, from `from` into `to` (global tensors named `name`), the regions the Parameter and
+/// State buffers of `program` hold of it.
+void copyRegions(const ir::DeviceProgram &program, const std::string &name, const GlobalTensor &from, GlobalTensor &to);
+
 class DeviceExecutor {
 public:
   DeviceExecutor(const ir::DeviceProgram &program, Communicator &communicator);

@@ -17,18 +17,18 @@ def main():
     parser.add_argument("hspmc")
     parser.add_argument("plan")
     parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--launcher", default="", help="e.g. 'mpirun -np 4' for the MPI backend")
+    parser.add_argument("--mpi", action="store_true", help="train on the MPI backend, one process per device")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         init, graph, losses = (os.path.join(tmp, name) for name in ("init.ckpt", "graph.ir", "losses.json"))
-        subprocess.run([args.hspmc, "train", args.plan, "--data", DATA, "--steps", "0", "--save", init],
-                       check=True, stdout=subprocess.DEVNULL)
+        first = subprocess.run([args.hspmc, "train", args.plan, "--data", DATA, "--steps", "0", "--save", init],
+                               check=True, capture_output=True, text=True).stdout
+        devices = int(first.split(" on ")[1].split()[0])  # "training M under plan 'P' on N devices ..."
         with open(graph, "w") as out:
             subprocess.run([args.hspmc, "dump-ir", args.plan], check=True, stdout=out)
-        train = args.launcher.split() + [args.hspmc, "train", args.plan, "--data", DATA, "--steps",
-                                         str(args.steps), "--losses", losses]
-        if args.launcher:
-            train += ["--backend", "mpi"]
+        train = [args.hspmc, "train", args.plan, "--data", DATA, "--steps", str(args.steps), "--losses", losses]
+        if args.mpi:
+            train = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(devices)] + train + ["--backend", "mpi"]
         subprocess.run(train, check=True, stdout=subprocess.DEVNULL)
         got = json.load(open(losses))
         reference = subprocess.run(

@@ -9,6 +9,7 @@
 #include "passes/Pipeline.h"
 #include "planner/Cluster.h"
 #include "planner/Lint.h"
+#include "runtime/MpiRun.h"
 #include "tools/hspmc/Driver.h"
 #include "tools/hspmc/Train.h"
 
@@ -172,7 +173,7 @@ int runDumpProgram(const std::string &file, const std::vector<std::string> &plan
 
 // Compiles FILE under its plan for training and runs every device's program on a thread.
 int runTrain(const std::string &file, const std::vector<std::string> &planFiles, runtime::RunOptions run,
-             const std::string &lossesPath) {
+             const std::string &lossesPath, const std::string &backend) {
   SourceManager sources;
   CollectingSink sink;
   DiagnosticEngine diags(sink);
@@ -190,14 +191,18 @@ int runTrain(const std::string &file, const std::vector<std::string> &planFiles,
   if (int code = finish(sink, sources, false, diags.errorCount()); code != 0 || !result || !result->ok)
     return code != 0 ? code : 1;
   const runtime::ModelInfo model = driver::modelInfo(*build->graph);
-  std::cout << "training " << build->graph->name() << " under plan '" << build->plans[0].name << "' on "
-            << result->programs[0].size() << (result->programs[0].size() == 1 ? " device" : " devices")
-            << " (threads), " << model.batch << " x " << model.seq << " tokens per step, data " << run.data
-            << std::endl;
+  const bool mpi = backend == "mpi";
+  const bool leader = !mpi || runtime::launcherRank() <= 0; // prints and writes files
+  if (leader)
+    std::cout << "training " << build->graph->name() << " under plan '" << build->plans[0].name << "' on "
+              << result->programs[0].size() << (result->programs[0].size() == 1 ? " device" : " devices")
+              << (mpi ? " (MPI, one process each), " : " (threads), ") << model.batch << " x " << model.seq
+              << " tokens per step, data " << run.data << std::endl;
   run.progress = &std::cout;
   try {
-    const runtime::RunResult trained = runtime::runThreads(result->programs[0], model, run);
-    if (!lossesPath.empty()) {
+    const runtime::RunResult trained =
+        mpi ? runtime::runMpi(result->programs[0], model, run) : runtime::runThreads(result->programs[0], model, run);
+    if (leader && !lossesPath.empty()) {
       const ir::PlanSpec &spec = build->plans[0];
       nlohmann::json out = {{"plan", spec.name},
                             {"model", build->graph->name()},
@@ -248,7 +253,7 @@ int main(int argc, char **argv) {
   std::vector<std::string> trainPlans;
   runtime::RunOptions trainRun;
   int64_t trainTimeout = 120;
-  std::string trainLosses;
+  std::string trainLosses, trainBackend = "threads";
   trainCommand->add_option("file", trainFile, "The plan (or model) file")->required();
   trainCommand->add_option("--plan", trainPlans, "A plan file, when FILE is the model");
   trainCommand->add_option("--data", trainRun.data, "Training data: text (bytes), .bin/.u32.bin tokens or .jsonl")
@@ -256,6 +261,8 @@ int main(int argc, char **argv) {
   trainCommand->add_option("--steps", trainRun.steps, "Optimizer steps (0: with --save, the initial parameters)")
       ->check(CLI::NonNegativeNumber);
   trainCommand->add_option("--losses", trainLosses, "Write the per-step losses and the optimizer as JSON");
+  trainCommand->add_option("--backend", trainBackend, "threads (every device a thread) or mpi (under mpirun -np N)")
+      ->check(CLI::IsMember({"threads", "mpi"}));
   trainCommand->add_option("--seed", trainRun.seed, "Seed of the initial parameters");
   trainCommand->add_option("--save", trainRun.save, "Write a checkpoint (plan-independent) at the end");
   trainCommand->add_option("--load", trainRun.load, "Start from a checkpoint (saved under any plan)");
@@ -310,7 +317,7 @@ int main(int argc, char **argv) {
     return runDumpProgram(programFile, programPlans, programDevice, programTrain);
   if (trainCommand->parsed()) {
     trainRun.timeout = std::chrono::seconds(trainTimeout);
-    return runTrain(trainFile, trainPlans, trainRun, trainLosses);
+    return runTrain(trainFile, trainPlans, trainRun, trainLosses, trainBackend);
   }
   if (lint->parsed())
     return runLint(lintPlan, lintModel, lintCluster, lintFormat == "json", lintWerror);

@@ -1,0 +1,23 @@
+// MpiRun.h - the MPI backend: one device per process, started by `mpirun -np N` (N = the
+// plan's device count; rank r runs the r-th device in increasing id order). Messages carry
+// their 64-bit tag in a header; every wait polls against a deadline, so a peer that never
+// answers ends the run with an error naming it instead of a hang.
+#pragma once
+
+#include "runtime/Run.h"
+
+namespace hspmd::runtime {
+
+/// Whether this build has the MPI backend.
+bool mpiAvailable();
+
+/// Runs this process's device (MPI must not be initialised yet; it is finalised at the end).
+/// Rank 0 prints the progress and summary and writes the checkpoint and losses. Throws
+/// RunError when the world size does not match the plan.
+RunResult runMpi(const std::map<int, ir::DeviceProgram> &programs, const ModelInfo &model, const RunOptions &options);
+
+/// This process's MPI rank when started by mpirun (from the environment, before MPI_Init),
+/// else -1.
+int launcherRank();
+
+} // namespace hspmd::runtime
