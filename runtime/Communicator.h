@@ -26,6 +26,9 @@ struct CommError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// "120", "0.2": a timeout as the messages print it (seconds).
+std::string formatSeconds(std::chrono::milliseconds timeout);
+
 /// One member's contribution to an exchange: its input buffer (null when it has none) and
 /// the global region it holds.
 struct Piece {

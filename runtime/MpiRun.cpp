@@ -70,7 +70,7 @@ public:
       }
       progress();
       if (Clock::now() > deadline)
-        throw CommError("device " + std::to_string(device()) + " waited " + std::to_string(timeout_.count() / 1000) +
+        throw CommError("device " + std::to_string(device()) + " waited " + formatSeconds(timeout_) +
                         " s for a message from device " + std::to_string(peer) + " (tag " + std::to_string(tag) + ")");
       pause(spins);
     }
@@ -171,8 +171,7 @@ private:
       MPI_Test(&request, &done, MPI_STATUS_IGNORE);
       progress();
       if (!done && Clock::now() > deadline)
-        throw CommError("device " + std::to_string(device()) + " waited " + std::to_string(timeout_.count() / 1000) +
-                        " s for " + what);
+        throw CommError("device " + std::to_string(device()) + " waited " + formatSeconds(timeout_) + " s for " + what);
       if (!done)
         pause(spins);
     }

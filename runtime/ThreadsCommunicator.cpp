@@ -4,8 +4,15 @@
 #include "runtime/Communicator.h"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace hspmd::runtime {
+
+std::string formatSeconds(std::chrono::milliseconds timeout) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", static_cast<double>(timeout.count()) / 1000.0);
+  return text;
+}
 
 class ThreadsCommunicator : public Communicator {
 public:
@@ -102,8 +109,8 @@ private:
           waitingFor = what();
         else
           waitingFor = what;
-        throw CommError("device " + std::to_string(device_) + " waited " +
-                        std::to_string(world_.timeout_.count() / 1000) + " s for " + waitingFor);
+        throw CommError("device " + std::to_string(device_) + " waited " + formatSeconds(world_.timeout_) + " s for " +
+                        waitingFor);
       }
     }
   }

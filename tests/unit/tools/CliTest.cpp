@@ -69,6 +69,31 @@ TEST(Cli, TrainRunsAndReportsBadData) {
       << missing.output;
 }
 
+// Under mpirun, a world size other than the plan's device count is an error, not a hang.
+TEST(Cli, TrainOnMpiChecksTheWorldSize) {
+  if (std::system("command -v mpirun > /dev/null") != 0)
+    GTEST_SKIP() << "no mpirun";
+  CliRun run = CliRun{0, ""};
+  {
+    const std::string command = "timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 " +
+                                std::string(HSPMC_PATH) +
+                                " train examples/gpt/plans/hetero4.hspmd --data examples/data/gpl-3.txt --steps 2 "
+                                "--backend mpi 2>&1";
+    FILE *pipe = popen(command.c_str(), "r");
+    std::array<char, 4096> buffer;
+    while (size_t n = fread(buffer.data(), 1, buffer.size(), pipe))
+      run.output.append(buffer.data(), n);
+    const int status = pclose(pipe);
+    run.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  EXPECT_NE(run.code, 0);
+  EXPECT_NE(run.code, 124) << "timed out";
+  EXPECT_NE(run.output.find("hspmc train: error: mpirun started 2 processes but the plan has 4 devices: run it with "
+                            "mpirun -np 4"),
+            std::string::npos)
+      << run.output;
+}
+
 TEST(Cli, CheckReportsErrorsWithExitOne) {
   CliRun run = hspmc("check tests/diagnostics/shape_matmul_mismatch.hspmd");
   EXPECT_EQ(run.code, 1);

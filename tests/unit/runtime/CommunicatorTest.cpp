@@ -1,0 +1,68 @@
+// The threads backend's communicator: exchanges see every member's piece; a peer that never
+// comes, or one that fails, ends the wait with an error naming it instead of a hang.
+#include "runtime/Communicator.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+using namespace hspmd::runtime;
+
+TEST(ThreadsCommunicator, ExchangeShowsEveryMembersPiece) {
+  ThreadsWorld world({0, 1, 2});
+  std::vector<float> sums(3, 0);
+  std::vector<std::thread> threads;
+  for (int d = 0; d < 3; ++d)
+    threads.emplace_back([&, d] {
+      float value = static_cast<float>(d + 1);
+      Piece mine;
+      mine.data = &value;
+      world.communicator(d).exchange({0, 1, 2}, 7, mine, 4, [&](const std::vector<Piece> &pieces) {
+        for (const Piece &p : pieces)
+          sums[static_cast<size_t>(d)] += *static_cast<const float *>(p.data);
+      });
+    });
+  for (auto &t : threads)
+    t.join();
+  EXPECT_EQ(sums, (std::vector<float>{6, 6, 6}));
+}
+
+TEST(ThreadsCommunicator, MessagesArriveInOrderPerTag) {
+  ThreadsWorld world({0, 1});
+  world.communicator(0).send(1, 5, {'a'});
+  world.communicator(0).send(1, 6, {'b'});
+  EXPECT_EQ(world.communicator(1).recv(0, 6), std::vector<char>{'b'});
+  EXPECT_EQ(world.communicator(1).recv(0, 5), std::vector<char>{'a'});
+}
+
+TEST(ThreadsCommunicator, AMissingPeerIsATimeoutNamingIt) {
+  ThreadsWorld world({0, 1, 2}, std::chrono::milliseconds(200));
+  Piece mine;
+  try {
+    world.communicator(0).exchange({0, 2}, 11, mine, 0, [](const std::vector<Piece> &) {});
+    ADD_FAILURE() << "device 2 never comes";
+  } catch (const CommError &e) {
+    EXPECT_EQ(std::string(e.what()), "device 0 waited 0.2 s for device(s) 2 to join the collective (tag 11)");
+  }
+  try {
+    world.communicator(1).recv(2, 3);
+    ADD_FAILURE() << "device 2 never sends";
+  } catch (const CommError &e) {
+    EXPECT_EQ(std::string(e.what()), "device 1 waited 0.2 s for a message from device 2 (tag 3)");
+  }
+}
+
+TEST(ThreadsCommunicator, AFailedDeviceStopsTheOthers) {
+  ThreadsWorld world({0, 1});
+  std::string error;
+  std::thread waiting([&] {
+    try {
+      world.communicator(0).recv(1, 1);
+    } catch (const CommError &e) {
+      error = e.what();
+    }
+  });
+  world.fail("device 1 failed: out of memory");
+  waiting.join();
+  EXPECT_EQ(error, "device 0 stopped: device 1 failed: out of memory");
+}
