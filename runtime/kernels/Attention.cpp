@@ -1,9 +1,13 @@
 // Attention: q [B, S, H, D], k [B, T, Hk, D], v [B, T, Hk, Dv] -> [B, S, H, Dv], grouped KV
 // heads (query head h reads KV head h / (H / Hk)), a causal mask in global positions (query
 // s of this piece is at query_offset + s, key t at key_offset + t; a key after its query is
-// masked), and the backward pass, which recomputes the probabilities row by row.
+// masked), and the backward pass, which recomputes the probabilities. Each (batch, head)
+// block is a few cblas_sgemm calls on strided head slices.
 #include "runtime/Kernels.h"
 
+#include <cblas.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -15,29 +19,31 @@ struct Dims {
   int64_t B, S, T, H, Hk, D, Dv, group;
 };
 
-// Probabilities of one query row over the keys (masked ones 0); returns them in `p`.
-void probabilities(const Dims &n, const float *q, const float *k, int64_t b, int64_t s, int64_t h, bool causal,
-                   int64_t queryOffset, int64_t keyOffset, float scale, std::vector<double> &p) {
-  const float *qr = q + ((b * n.S + s) * n.H + h) * n.D;
-  double peak = -INFINITY;
-  for (int64_t t = 0; t < n.T; ++t) {
-    if (causal && keyOffset + t > queryOffset + s) {
-      p[static_cast<size_t>(t)] = -INFINITY;
-      continue;
-    }
-    const float *kr = k + ((b * n.T + t) * n.Hk + h / n.group) * n.D;
-    double dot = 0;
-    for (int64_t d = 0; d < n.D; ++d)
-      dot += static_cast<double>(qr[d]) * kr[d];
-    p[static_cast<size_t>(t)] = dot * scale;
-    peak = std::max(peak, p[static_cast<size_t>(t)]);
+// Probabilities of one (batch, head) block, [S, T], from q k^T (cblas_sgemm on the strided
+// head slices), scaled, masked and normalised row by row.
+void probabilities(const Dims &n, const float *q, const float *k, int64_t b, int64_t h, bool causal,
+                   int64_t queryOffset, int64_t keyOffset, float scale, float *p) {
+  const float *qb = q + (b * n.S * n.H + h) * n.D;
+  const float *kb = k + (b * n.T * n.Hk + h / n.group) * n.D;
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(n.S), static_cast<int>(n.T),
+              static_cast<int>(n.D), scale, qb, static_cast<int>(n.H * n.D), kb, static_cast<int>(n.Hk * n.D), 0.0f, p,
+              static_cast<int>(n.T));
+  for (int64_t s = 0; s < n.S; ++s) {
+    float *row = p + s * n.T;
+    // Keys after the query (in global positions) are masked.
+    const int64_t visible = causal ? std::clamp<int64_t>(queryOffset + s - keyOffset + 1, 0, n.T) : n.T;
+    float peak = -INFINITY;
+    for (int64_t t = 0; t < visible; ++t)
+      peak = std::max(peak, row[t]);
+    double total = 0;
+    for (int64_t t = 0; t < visible; ++t)
+      total += row[t] = std::exp(row[t] - peak);
+    const float inverse = total > 0 ? static_cast<float>(1.0 / total) : 0.0f;
+    for (int64_t t = 0; t < visible; ++t)
+      row[t] *= inverse;
+    for (int64_t t = visible; t < n.T; ++t)
+      row[t] = 0.0f;
   }
-  double total = 0;
-  for (int64_t t = 0; t < n.T; ++t)
-    total += p[static_cast<size_t>(t)] =
-        std::isinf(p[static_cast<size_t>(t)]) ? 0.0 : std::exp(p[static_cast<size_t>(t)] - peak);
-  for (int64_t t = 0; t < n.T; ++t)
-    p[static_cast<size_t>(t)] = total > 0 ? p[static_cast<size_t>(t)] / total : 0.0;
 }
 
 } // namespace
@@ -53,69 +59,54 @@ bool attention(const std::string &op, const ir::AttrMap &attrs, In in, In out) {
   const bool causal = ir::boolAttr(attrs, "causal");
   const auto scale = static_cast<float>(ir::floatAttr(attrs, "scale", 1.0 / std::sqrt(static_cast<double>(n.D))));
   const int64_t queryOffset = ir::intAttr(attrs, "query_offset"), keyOffset = ir::intAttr(attrs, "key_offset");
-  std::vector<double> p(static_cast<size_t>(n.T)), dP(static_cast<size_t>(n.T));
+  const int S = static_cast<int>(n.S), T = static_cast<int>(n.T), D = static_cast<int>(n.D),
+            Dv = static_cast<int>(n.Dv);
+  const int qStride = static_cast<int>(n.H * n.D), kStride = static_cast<int>(n.Hk * n.D),
+            vStride = static_cast<int>(n.Hk * n.Dv), oStride = static_cast<int>(n.H * n.Dv);
+  std::vector<float> p(static_cast<size_t>(n.S * n.T)), dP(p.size());
   if (op == "attention") {
-    float *o = out[0].f32();
     for (int64_t b = 0; b < n.B; ++b)
-      for (int64_t s = 0; s < n.S; ++s)
-        for (int64_t h = 0; h < n.H; ++h) {
-          probabilities(n, q.f32(), k.f32(), b, s, h, causal, queryOffset, keyOffset, scale, p);
-          float *orow = o + ((b * n.S + s) * n.H + h) * n.Dv;
-          std::vector<double> acc(static_cast<size_t>(n.Dv), 0.0);
-          for (int64_t t = 0; t < n.T; ++t) {
-            if (p[static_cast<size_t>(t)] == 0)
-              continue;
-            const float *vr = v.f32() + ((b * n.T + t) * n.Hk + h / n.group) * n.Dv;
-            for (int64_t d = 0; d < n.Dv; ++d)
-              acc[static_cast<size_t>(d)] += p[static_cast<size_t>(t)] * vr[d];
-          }
-          for (int64_t d = 0; d < n.Dv; ++d)
-            orow[d] = static_cast<float>(acc[static_cast<size_t>(d)]);
-        }
+      for (int64_t h = 0; h < n.H; ++h) {
+        probabilities(n, q.f32(), k.f32(), b, h, causal, queryOffset, keyOffset, scale, p.data());
+        // out[b, :, h, :] = P v
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, S, Dv, T, 1.0f, p.data(), T,
+                    v.f32() + (b * n.T * n.Hk + h / n.group) * n.Dv, vStride, 0.0f,
+                    out[0].f32() + (b * n.S * n.H + h) * n.Dv, oStride);
+      }
     return true;
   }
   const float *dy = in[3].f32();
   float *dq = out[0].f32(), *dk = out[1].f32(), *dv = out[2].f32();
-  std::memset(dq, 0, static_cast<size_t>(out[0].numel()) * 4);
   std::memset(dk, 0, static_cast<size_t>(out[1].numel()) * 4);
   std::memset(dv, 0, static_cast<size_t>(out[2].numel()) * 4);
   for (int64_t b = 0; b < n.B; ++b)
-    for (int64_t h = 0; h < n.H; ++h)
+    for (int64_t h = 0; h < n.H; ++h) {
+      probabilities(n, q.f32(), k.f32(), b, h, causal, queryOffset, keyOffset, scale, p.data());
+      const float *dyb = dy + (b * n.S * n.H + h) * n.Dv;
+      const float *vb = v.f32() + (b * n.T * n.Hk + h / n.group) * n.Dv;
+      const float *kb = k.f32() + (b * n.T * n.Hk + h / n.group) * n.D;
+      const float *qb = q.f32() + (b * n.S * n.H + h) * n.D;
+      // dP = dY v^T; dV += P^T dY
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, S, T, Dv, 1.0f, dyb, oStride, vb, vStride, 0.0f, dP.data(),
+                  T);
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, Dv, S, 1.0f, p.data(), T, dyb, oStride, 1.0f,
+                  dv + (b * n.T * n.Hk + h / n.group) * n.Dv, vStride);
+      // dS = P * (dP - rowsum(P * dP)) * scale, in place in dP
       for (int64_t s = 0; s < n.S; ++s) {
-        probabilities(n, q.f32(), k.f32(), b, s, h, causal, queryOffset, keyOffset, scale, p);
-        const float *g = dy + ((b * n.S + s) * n.H + h) * n.Dv;
-        double rowDot = 0;
-        for (int64_t t = 0; t < n.T; ++t) {
-          const size_t ti = static_cast<size_t>(t);
-          if (p[ti] == 0) {
-            dP[ti] = 0;
-            continue;
-          }
-          const float *vr = v.f32() + ((b * n.T + t) * n.Hk + h / n.group) * n.Dv;
-          float *dvr = dv + ((b * n.T + t) * n.Hk + h / n.group) * n.Dv;
-          double sum = 0;
-          for (int64_t d = 0; d < n.Dv; ++d) {
-            sum += static_cast<double>(g[d]) * vr[d];
-            dvr[d] += static_cast<float>(p[ti] * g[d]);
-          }
-          dP[ti] = sum;
-          rowDot += sum * p[ti];
-        }
-        const float *qr = q.f32() + ((b * n.S + s) * n.H + h) * n.D;
-        float *dqr = dq + ((b * n.S + s) * n.H + h) * n.D;
-        for (int64_t t = 0; t < n.T; ++t) {
-          const size_t ti = static_cast<size_t>(t);
-          if (p[ti] == 0)
-            continue;
-          const auto dS = static_cast<float>(p[ti] * (dP[ti] - rowDot) * scale);
-          const float *kr = k.f32() + ((b * n.T + t) * n.Hk + h / n.group) * n.D;
-          float *dkr = dk + ((b * n.T + t) * n.Hk + h / n.group) * n.D;
-          for (int64_t d = 0; d < n.D; ++d) {
-            dqr[d] += dS * kr[d];
-            dkr[d] += dS * qr[d];
-          }
-        }
+        float *row = dP.data() + s * n.T;
+        const float *prow = p.data() + s * n.T;
+        double dot = 0;
+        for (int64_t t = 0; t < n.T; ++t)
+          dot += static_cast<double>(prow[t]) * row[t];
+        for (int64_t t = 0; t < n.T; ++t)
+          row[t] = prow[t] * (row[t] - static_cast<float>(dot)) * scale;
       }
+      // dQ = dS k; dK += dS^T q
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, S, D, T, 1.0f, dP.data(), T, kb, kStride, 0.0f,
+                  dq + (b * n.S * n.H + h) * n.D, qStride);
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, D, S, 1.0f, dP.data(), T, qb, qStride, 1.0f,
+                  dk + (b * n.T * n.Hk + h / n.group) * n.D, kStride);
+    }
   return true;
 }
 

@@ -3,6 +3,7 @@
 #include "runtime/Kernels.h"
 #include "runtime/Regions.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace hspmd::runtime::kernels {
@@ -20,6 +21,20 @@ void transpose(const ir::AttrMap &attrs, const TensorView &x, const TensorView &
   auto strides = stridesOf(x.shape);
   std::swap(strides[d0], strides[d1]);
   const int bytes = elementBytes(x);
+  if (bytes == 4 && std::max(d0, d1) + 1 == x.shape.size() && std::min(d0, d1) + 2 == x.shape.size()) {
+    // The last two dimensions swap: a batch of matrix transposes, in tiles.
+    const int64_t rows = x.shape[x.shape.size() - 2], cols = x.shape.back(), count = x.numel() / (rows * cols);
+    const auto *src = static_cast<const float *>(x.data);
+    auto *dst = static_cast<float *>(y.data);
+    constexpr int64_t tile = 32;
+    for (int64_t m = 0; m < count; ++m, src += rows * cols, dst += rows * cols)
+      for (int64_t r0 = 0; r0 < rows; r0 += tile)
+        for (int64_t c0 = 0; c0 < cols; c0 += tile)
+          for (int64_t r = r0; r < std::min(rows, r0 + tile); ++r)
+            for (int64_t c = c0; c < std::min(cols, c0 + tile); ++c)
+              dst[c * rows + r] = src[r * cols + c];
+    return;
+  }
   const auto *src = static_cast<const char *>(x.data);
   auto *dst = static_cast<char *>(y.data);
   const size_t rank = y.shape.size();
@@ -64,6 +79,27 @@ void reduce(const std::string &op, const ir::AttrMap &attrs, const TensorView &x
       strides[d] = 0;
       count *= x.shape[d];
     }
+  // Leading dimensions summed away: column sums of a [rows, columns] matrix, row by row.
+  size_t leading = 0;
+  while (leading < reduced.size() && reduced[leading])
+    ++leading;
+  bool rest = leading > 0;
+  for (size_t d = leading; d < reduced.size(); ++d)
+    rest = rest && !reduced[d] && !ir::boolAttr(attrs, "keepdim");
+  if (rest) {
+    const int64_t columns = y.numel(), rows = x.numel() / std::max<int64_t>(columns, 1);
+    float *dst = y.f32();
+    std::memset(dst, 0, static_cast<size_t>(columns) * 4);
+    for (int64_t r = 0; r < rows; ++r) {
+      const float *row = x.f32() + r * columns;
+      for (int64_t c = 0; c < columns; ++c)
+        dst[c] += row[c];
+    }
+    if (op == "mean")
+      for (int64_t c = 0; c < columns; ++c)
+        dst[c] /= static_cast<float>(rows);
+    return;
+  }
   std::vector<double> sums(static_cast<size_t>(y.numel()), 0.0);
   const float *src = x.f32();
   std::vector<int64_t> index(x.shape.size(), 0);

@@ -14,6 +14,7 @@ import json
 import math
 import re
 import sys
+import time
 
 import torch
 import torch.nn.functional as F
@@ -158,9 +159,10 @@ def main():
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--optimizer", default="adamw")
     parser.add_argument("--args", default="{}", help="optimizer arguments as JSON")
+    parser.add_argument("--threads", type=int, default=1, help="torch.set_num_threads")
     args = parser.parse_args()
     torch.manual_seed(0)
-    torch.set_num_threads(1)
+    torch.set_num_threads(args.threads)
     ops, outputs = parse_graph(open(args.graph).read())
     weights = load_checkpoint(args.checkpoint)
     params = {}
@@ -185,6 +187,7 @@ def main():
                                     momentum=opt_args.get("momentum", 0.0),
                                     weight_decay=opt_args.get("weight_decay", 0.0))
     losses = []
+    began = time.perf_counter()
     for step in range(args.steps):
         tokens = torch.zeros(batch, seq, dtype=torch.int32)
         targets = torch.zeros(batch, seq, dtype=torch.int32)
@@ -199,7 +202,7 @@ def main():
         loss.backward()
         optimizer.step()
         losses.append(loss.item())
-    print(json.dumps({"losses": losses}))
+    print(json.dumps({"losses": losses, "seconds": time.perf_counter() - began}))
 
 
 if __name__ == "__main__":

@@ -211,7 +211,8 @@ int runTrain(const std::string &file, const std::vector<std::string> &planFiles,
                             {"seed", run.seed},
                             {"optimizer", spec.optimizer},
                             {"optimizer_args", spec.optimizerArgs},
-                            {"losses", trained.losses}};
+                            {"losses", trained.losses},
+                            {"seconds", trained.seconds}};
       std::ofstream(lossesPath) << out.dump(2) << "\n";
     }
   } catch (const std::exception &e) {
