@@ -135,15 +135,22 @@ double DeviceExecutor::step(const Batch &batch, int64_t step) {
 }
 
 void DeviceExecutor::run(ir::Phase phase, int microbatch) {
-  for (const ir::Instruction *in : byPhase_[static_cast<size_t>(phase)]) {
-    const auto start = std::chrono::steady_clock::now();
-    execute(*in, microbatch);
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const bool communication = in->kind != ir::InstrKind::Kernel && in->kind != ir::InstrKind::Copy;
-    (communication ? times_.communicating : times_.busy) += seconds;
-    if (tracing_)
-      events_.push_back({in->op, communication, std::chrono::duration<double>(start - origin_).count(), seconds});
+  if (const PhaseFunction generated = phases_[static_cast<size_t>(phase)]) {
+    generated(*this, microbatch);
+    return;
   }
+  for (const ir::Instruction *in : byPhase_[static_cast<size_t>(phase)])
+    timed(*in, microbatch);
+}
+
+void DeviceExecutor::timed(const ir::Instruction &in, int microbatch) {
+  const auto start = std::chrono::steady_clock::now();
+  execute(in, microbatch);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const bool communication = in.kind != ir::InstrKind::Kernel && in.kind != ir::InstrKind::Copy;
+  (communication ? times_.communicating : times_.busy) += seconds;
+  if (tracing_)
+    events_.push_back({in.op, communication, std::chrono::duration<double>(start - origin_).count(), seconds});
 }
 
 void DeviceExecutor::execute(const ir::Instruction &in, int microbatch) {

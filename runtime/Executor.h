@@ -9,6 +9,7 @@
 #include "runtime/Data.h"
 #include "runtime/ParameterStore.h"
 
+#include <array>
 #include <chrono>
 #include <string>
 #include <vector>
@@ -32,9 +33,21 @@ struct TraceEvent {
 /// State buffers of `program` hold of it.
 void copyRegions(const ir::DeviceProgram &program, const std::string &name, const GlobalTensor &from, GlobalTensor &to);
 
+class DeviceExecutor;
+/// Generated code (hspmc build): one function per phase (forward, recompute, backward,
+/// update) that runs that phase's instructions, each a call to instruction().
+using PhaseFunction = void (*)(DeviceExecutor &, int microbatch);
+using PhaseFunctions = std::array<PhaseFunction, 4>;
+
 class DeviceExecutor {
 public:
   DeviceExecutor(const ir::DeviceProgram &program, Communicator &communicator);
+
+  /// Runs the phases with generated functions instead of walking the program's body.
+  void setPhases(const PhaseFunctions &phases) { phases_ = phases; }
+  /// Runs instruction `index` of the body for `microbatch` (timed and traced): what
+  /// generated code calls, and what the executor's own walk calls.
+  void instruction(size_t index, int microbatch) { timed(program_.body[index], microbatch); }
 
   /// Copies the device's regions of the parameters and optimizer state in (missing state
   /// starts at zero). Throws CheckpointError when a parameter is missing or has another shape.
@@ -66,10 +79,12 @@ private:
   std::chrono::steady_clock::time_point origin_;
   std::vector<TraceEvent> events_;
   int64_t stepNumber_ = 0;
+  PhaseFunctions phases_{};
 
   char *address(int buffer, int microbatch) const;
   void loadInputs(const Batch &batch, int microbatch);
   void run(ir::Phase phase, int microbatch);
+  void timed(const ir::Instruction &in, int microbatch);
   void execute(const ir::Instruction &in, int microbatch);
   void collective(const ir::Instruction &in, int microbatch, int64_t tag);
   void vocabParallelCrossEntropy(const ir::Instruction &in, int microbatch, int64_t tag);

@@ -216,6 +216,9 @@ RunResult runMpi(const std::map<int, ir::DeviceProgram> &programs, const ModelIn
                                                 : ParameterStore::load(options.load, fingerprint);
     const Dataset data = Dataset::load(options.data, model.vocab);
     DeviceExecutor executor(programs.at(devices[static_cast<size_t>(rank)]), comm);
+    if (auto generated = options.generated.find(devices[static_cast<size_t>(rank)]);
+        generated != options.generated.end())
+      executor.setPhases(generated->second);
     executor.load(store);
     const int64_t firstStep = store.step;
     const auto start = Clock::now();

@@ -85,6 +85,8 @@ RunResult runThreads(const std::map<int, ir::DeviceProgram> &programs, const Mod
     try {
       Communicator &comm = world.communicator(id);
       DeviceExecutor executor(programs.at(id), comm);
+      if (auto generated = options.generated.find(id); generated != options.generated.end())
+        executor.setPhases(generated->second);
       executor.load(store);
       if (!options.trace.empty())
         executor.trace(start);

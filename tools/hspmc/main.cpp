@@ -5,6 +5,7 @@
 //   hspmc --version
 //
 // Exit codes: 0 success, 1 user errors (diagnostics printed), 2 usage errors.
+#include "codegen/Codegen.h"
 #include "frontend/Compilation.h"
 #include "passes/Pipeline.h"
 #include "planner/Cluster.h"
@@ -222,6 +223,69 @@ int runTrain(const std::string &file, const std::vector<std::string> &planFiles,
   return 0;
 }
 
+// Compiles FILE under its plan for training and writes (and builds) the generated C++.
+int runBuild(const std::string &file, const std::vector<std::string> &planFiles, const std::string &target,
+             const std::string &outDir, bool compile) {
+  SourceManager sources;
+  CollectingSink sink;
+  DiagnosticEngine diags(sink);
+  Compilation compilation(sources, diags);
+  if (target != "cpu") {
+    std::cerr << "hspmc build: error: --target " << target
+              << " is not available yet (the CUDA kernels and NCCL backend are not written); use --target cpu\n";
+    return 1;
+  }
+  auto build = driver::elaborateBuild(compilation, file, planFiles, "");
+  if (build && build->plans.empty())
+    diags.error(ir::Location{file, 0, 0, 1}, "build needs a plan (--plan PLAN)");
+  std::optional<passes::PipelineResult> result;
+  if (build && !build->plans.empty()) {
+    passes::PipelineOptions options;
+    options.train = true;
+    result = passes::runPipeline(*build->graph, build->plans, options,
+                                 [&](const passes::Problem &problem) { driver::reportProblem(diags, problem); });
+  }
+  if (int code = finish(sink, sources, false, diags.errorCount()); code != 0 || !result || !result->ok)
+    return code != 0 ? code : 1;
+  const std::string name = build->plans[0].name;
+  const auto files = codegen::generateCpu(result->programs[0], driver::modelInfo(*build->graph), build->plans[0], name,
+                                          codegen::Toolchain{HSPMD_SOURCE_DIR, HSPMD_BINARY_DIR});
+  std::error_code error;
+  std::filesystem::create_directories(outDir, error);
+  for (const auto &[path, text] : files) {
+    std::ofstream out(std::filesystem::path(outDir) / path);
+    out << text;
+    if (!out) {
+      std::cerr << "hspmc build: error: cannot write " << (std::filesystem::path(outDir) / path).string() << "\n";
+      return 1;
+    }
+  }
+  std::cout << "wrote " << files.size() << " files to " << outDir << " (" << result->programs[0].size()
+            << " device programs)" << std::endl;
+  if (!compile)
+    return 0;
+  const std::string log = (std::filesystem::path(outDir) / "build.log").string();
+  const std::string buildDir = (std::filesystem::path(outDir) / "build").string();
+  const std::string command = "cmake -S '" + outDir + "' -B '" + buildDir +
+                              "' -G Ninja -DCMAKE_BUILD_TYPE=Release > '" + log + "' 2>&1 && cmake --build '" +
+                              buildDir + "' >> '" + log + "' 2>&1";
+  std::cout << "compiling (log: " << log << ")" << std::endl;
+  if (std::system(command.c_str()) != 0) {
+    std::cerr << "hspmc build: error: compiling the generated code failed; see " << log << "\n";
+    return 1;
+  }
+  const auto binary = std::filesystem::path(outDir) / name;
+  std::filesystem::copy_file(std::filesystem::path(buildDir) / name, binary,
+                             std::filesystem::copy_options::overwrite_existing, error);
+  if (error) {
+    std::cerr << "hspmc build: error: cannot copy the binary to " << binary.string() << ": " << error.message() << "\n";
+    return 1;
+  }
+  std::cout << "built " << binary.string() << " (run it with --data FILE; --backend mpi under mpirun -np "
+            << result->programs[0].size() << ")" << std::endl;
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -271,6 +335,16 @@ int main(int argc, char **argv) {
   trainCommand->add_option("--timeout", trainTimeout, "Seconds a device waits for a peer before failing")
       ->check(CLI::PositiveNumber);
 
+  auto *buildCommand = app.add_subcommand("build", "Compile a plan for training into C++ and a binary");
+  std::string buildFile, buildTarget = "cpu", buildOut;
+  std::vector<std::string> buildPlans;
+  bool buildNoCompile = false;
+  buildCommand->add_option("file", buildFile, "The plan (or model) file")->required();
+  buildCommand->add_option("--plan", buildPlans, "A plan file, when FILE is the model");
+  buildCommand->add_option("--target", buildTarget, "cpu (cuda: not yet)");
+  buildCommand->add_option("-o,--output", buildOut, "The directory for the sources and the binary")->required();
+  buildCommand->add_flag("--no-compile", buildNoCompile, "Write the sources and build files only");
+
   auto *program = app.add_subcommand("dump-program", "Print the DeviceProgram one device runs under a plan");
   std::string programFile;
   std::vector<std::string> programPlans;
@@ -316,6 +390,8 @@ int main(int argc, char **argv) {
                : 1;
   if (program->parsed())
     return runDumpProgram(programFile, programPlans, programDevice, programTrain);
+  if (buildCommand->parsed())
+    return runBuild(buildFile, buildPlans, buildTarget, buildOut, !buildNoCompile);
   if (trainCommand->parsed()) {
     trainRun.timeout = std::chrono::seconds(trainTimeout);
     return runTrain(trainFile, trainPlans, trainRun, trainLosses, trainBackend);

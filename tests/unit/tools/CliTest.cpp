@@ -4,6 +4,8 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <sys/wait.h>
 
@@ -92,6 +94,24 @@ TEST(Cli, TrainOnMpiChecksTheWorldSize) {
                             "mpirun -np 4"),
             std::string::npos)
       << run.output;
+}
+
+// hspmc build writes one source per device, main.cpp and the build file; --target cuda is
+// not available yet and says so.
+TEST(Cli, BuildWritesTheGeneratedSources) {
+  const std::string out = "build/cli_build_test";
+  CliRun run = hspmc("build examples/gpt/plans/pipeline2.hspmd -o " + out + " --no-compile");
+  ASSERT_EQ(run.code, 0) << run.output;
+  EXPECT_NE(run.output.find("wrote 4 files to " + out + " (2 device programs)"), std::string::npos) << run.output;
+  std::ifstream device(out + "/device_1.cpp");
+  std::string text((std::istreambuf_iterator<char>(device)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("ir::DeviceProgram device_1_program() {"), std::string::npos);
+  EXPECT_NE(text.find("void device_1_backward(runtime::DeviceExecutor &x, int mb) {"), std::string::npos);
+  EXPECT_NE(text.find("x.instruction("), std::string::npos);
+  CliRun cuda = hspmc("build examples/gpt/plans/single.hspmd -o " + out + " --target cuda");
+  EXPECT_EQ(cuda.code, 1);
+  EXPECT_NE(cuda.output.find("hspmc build: error: --target cuda is not available yet"), std::string::npos)
+      << cuda.output;
 }
 
 TEST(Cli, CheckReportsErrorsWithExitOne) {
