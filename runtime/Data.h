@@ -28,8 +28,8 @@ public:
   static Dataset load(const std::string &path, int64_t vocab);
   static Dataset fromTokens(std::vector<int32_t> tokens) { return Dataset(std::move(tokens)); }
 
-  /// The batch of `step`: sequence b starts at token ((step * batch + b) * seq) modulo the
-  /// usable length; targets are the tokens shifted by one. Every device computes the same.
+  /// The batch of `step`: sequence b starts at token ((step * batch + b) * seq) modulo N - seq
+  /// (N tokens); targets are the tokens shifted by one. Every device computes the same.
   Batch batchFor(int64_t step, int64_t batch, int64_t seq) const;
   int64_t size() const { return static_cast<int64_t>(tokens_.size()); }
 

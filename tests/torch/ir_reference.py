@@ -176,7 +176,7 @@ def main():
             shapes[m.group(1)] = (int(m.group(2)), int(m.group(3)))
     batch, seq = shapes["%tokens"]
     data = list(open(args.data, "rb").read())
-    usable = len(data) - seq - 1
+    usable = len(data) - seq
     opt_args = json.loads(args.args)
     if args.optimizer == "adamw":
         optimizer = torch.optim.AdamW(params.values(), lr=opt_args.get("lr", 1e-3),

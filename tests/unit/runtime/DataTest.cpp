@@ -1,0 +1,80 @@
+// Training data: the three formats, packing into sequences, and the errors that name the file.
+#include "runtime/Data.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+using namespace hspmd::runtime;
+
+namespace {
+
+std::string write(const std::string &name, const std::string &bytes) {
+  const auto path = std::filesystem::temp_directory_path() / (std::to_string(::getpid()) + "_" + name);
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path.string();
+}
+
+std::string expectError(const std::string &path, int64_t vocab) {
+  try {
+    Dataset::load(path, vocab);
+  } catch (const DataError &e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+} // namespace
+
+TEST(Data, TextIsBytesAndBatchesArePackedSequences) {
+  const std::string path = write("text.txt", "abcdefghij");
+  Dataset data = Dataset::load(path, 256);
+  EXPECT_EQ(data.size(), 10);
+  // 10 - 3 = 7 starts leave room for a target: step 1, batch 2, seq 3 starts at
+  // (1*2+0)*3 % 7 = 6 and (1*2+1)*3 % 7 = 2.
+  Batch batch = data.batchFor(1, 2, 3);
+  EXPECT_EQ(batch.inputs["tokens"], (std::vector<int32_t>{'g', 'h', 'i', 'c', 'd', 'e'}));
+  EXPECT_EQ(batch.inputs["targets"], (std::vector<int32_t>{'h', 'i', 'j', 'd', 'e', 'f'}));
+  std::filesystem::remove(path);
+}
+
+TEST(Data, TokenFilesAreLittleEndian) {
+  const std::string u16 = write("tokens.bin", std::string("\x01\x00\x02\x01", 4));
+  Dataset a = Dataset::load(u16, 1000);
+  EXPECT_EQ(a.batchFor(0, 1, 1).inputs["tokens"], (std::vector<int32_t>{1}));
+  EXPECT_EQ(a.batchFor(0, 1, 1).inputs["targets"], (std::vector<int32_t>{258}));
+  const std::string u32 = write("tokens.u32.bin", std::string("\x05\x00\x00\x00\x00\x00\x01\x00", 8));
+  Dataset b = Dataset::load(u32, 100000);
+  EXPECT_EQ(b.batchFor(0, 1, 1).inputs["targets"], (std::vector<int32_t>{65536}));
+  EXPECT_EQ(expectError(u16, 100), u16 + ": token 258 at position 1 is outside the model's vocabulary of 100");
+  const std::string odd = write("odd.bin", "abc");
+  EXPECT_EQ(expectError(odd, 1000), odd + ": a token file of 16-bit tokens has 3 bytes, not a multiple of 2");
+  for (const auto &p : {u16, u32, odd})
+    std::filesystem::remove(p);
+}
+
+TEST(Data, JsonlTextFieldsAreJoinedByNewlines) {
+  const std::string path = write("docs.jsonl", "{\"text\": \"ab\"}\n\n{\"text\": \"c\"}\n");
+  Dataset data = Dataset::load(path, 256);
+  EXPECT_EQ(data.size(), 5); // a b \n c \n
+  const std::string bad = write("bad.jsonl", "{\"text\": \"ab\"}\n{\"body\": 1}\n");
+  EXPECT_EQ(expectError(bad, 256), bad + ":2: expected an object with a string field \"text\"");
+  const std::string broken = write("broken.jsonl", "{\"text\": \n");
+  EXPECT_EQ(expectError(broken, 256).rfind(broken + ":1: not JSON: ", 0), 0u);
+  for (const auto &p : {path, bad, broken})
+    std::filesystem::remove(p);
+}
+
+TEST(Data, MissingAndTooShortFilesAreErrors) {
+  EXPECT_EQ(expectError("no/such/file.txt", 256), "no/such/file.txt: cannot open the data file");
+  const std::string tiny = write("tiny.txt", "ab");
+  Dataset data = Dataset::load(tiny, 256);
+  try {
+    data.batchFor(0, 1, 4);
+    ADD_FAILURE() << "2 tokens cannot make a sequence of 4";
+  } catch (const DataError &e) {
+    EXPECT_EQ(std::string(e.what()), "the data has 2 tokens; a sequence needs 5");
+  }
+  std::filesystem::remove(tiny);
+}
