@@ -9,7 +9,9 @@
 #include "frontend/Compilation.h"
 #include "passes/Pipeline.h"
 #include "planner/Cluster.h"
+#include "planner/Estimates.h"
 #include "planner/Lint.h"
+#include "planner/Simulator.h"
 #include "runtime/MpiRun.h"
 #include "tools/hspmc/Driver.h"
 #include "tools/hspmc/Train.h"
@@ -223,6 +225,84 @@ int runTrain(const std::string &file, const std::vector<std::string> &planFiles,
   return 0;
 }
 
+// Compiles FILE under its plan for training and simulates one step on the cluster.
+int runSimulate(const std::string &file, const std::vector<std::string> &planFiles, const std::string &clusterFile,
+                const std::string &tracePath, bool json) {
+  SourceManager sources;
+  CollectingSink sink;
+  DiagnosticEngine diags(sink);
+  Compilation compilation(sources, diags);
+  auto build = driver::elaborateBuild(compilation, file, planFiles, "");
+  if (build && build->plans.empty())
+    diags.error(ir::Location{file, 0, 0, 1}, "simulate needs a plan (--plan PLAN)");
+  std::optional<planner::Cluster> cluster;
+  if (build && !build->plans.empty()) {
+    const std::string path = !clusterFile.empty() ? clusterFile : build->plans[0].clusterPath;
+    if (path.empty()) {
+      diags.error(build->plans[0].loc, "simulate needs a cluster: the plan names none (add `cluster \"FILE\"` or "
+                                       "pass --cluster FILE)");
+    } else {
+      std::vector<planner::ClusterError> errors;
+      cluster = planner::loadCluster(path, compilation.stdlibDir() + "/devices.toml", errors);
+      for (const auto &error : errors)
+        diags.error(error.loc, error.message);
+    }
+  }
+  std::optional<passes::PipelineResult> result;
+  if (cluster) {
+    passes::PipelineOptions options;
+    options.train = true;
+    options.links.assign(build->plans.size(), planner::linkModel(*cluster));
+    result = passes::runPipeline(*build->graph, build->plans, options,
+                                 [&](const passes::Problem &problem) { driver::reportProblem(diags, problem); });
+    for (const auto &[device, program] : result->programs[0])
+      if (device >= static_cast<int>(cluster->devices.size()))
+        diags.error(build->plans[0].loc, "device " + std::to_string(device) + " is not in the cluster (it has " +
+                                             std::to_string(cluster->devices.size()) + " devices)");
+  }
+  if (int code = finish(sink, sources, json, diags.errorCount()); code != 0 || !result || !result->ok)
+    return code != 0 ? code : 1;
+  const planner::CostModel model = planner::costModel(*cluster);
+  const planner::Simulation sim = planner::simulate(result->programs[0], model, !tracePath.empty());
+  const runtime::ModelInfo info = driver::modelInfo(*build->graph);
+  const double tokens = static_cast<double>(info.batch * info.seq);
+  if (json) {
+    nlohmann::json out = {{"plan", build->plans[0].name},
+                          {"cluster", cluster->name},
+                          {"step_seconds", sim.stepSeconds},
+                          {"tokens_per_second", tokens / sim.stepSeconds},
+                          {"devices", nlohmann::json::array()}};
+    for (const auto &[device, d] : sim.devices)
+      out["devices"].push_back({{"device", device},
+                                {"type", cluster->devices[static_cast<size_t>(device)].type},
+                                {"busy", d.busy},
+                                {"communicating", d.communicating},
+                                {"idle", d.idle},
+                                {"peak_bytes", d.peakBytes}});
+    std::cout << out.dump(2) << "\n";
+  } else {
+    char line[200];
+    std::snprintf(line, sizeof line, "step %.3f ms, %.0f tokens/s (%s under plan '%s' on cluster '%s')\n",
+                  sim.stepSeconds * 1e3, tokens / sim.stepSeconds, build->graph->name().c_str(),
+                  build->plans[0].name.c_str(), cluster->name.c_str());
+    std::cout << line << "device  type      busy           communicating  idle           peak memory\n";
+    for (const auto &[device, d] : sim.devices) {
+      std::snprintf(line, sizeof line, "%-6d  %-8s  %7.3f ms %3.0f%%  %7.3f ms %3.0f%%  %7.3f ms %3.0f%%  %.1f MiB\n",
+                    device, cluster->devices[static_cast<size_t>(device)].type.c_str(), d.busy * 1e3,
+                    100 * d.busy / sim.stepSeconds, d.communicating * 1e3, 100 * d.communicating / sim.stepSeconds,
+                    d.idle * 1e3, 100 * d.idle / sim.stepSeconds, static_cast<double>(d.peakBytes) / (1 << 20));
+      std::cout << line;
+    }
+  }
+  if (!tracePath.empty()) {
+    std::map<int, std::vector<runtime::TraceEvent>> events;
+    for (const auto &e : sim.events)
+      events[e.device].push_back({e.name, e.communication, e.start, e.seconds});
+    runtime::writeTrace(tracePath, events);
+  }
+  return 0;
+}
+
 // Compiles FILE under its plan for training and writes (and builds) the generated C++.
 int runBuild(const std::string &file, const std::vector<std::string> &planFiles, const std::string &target,
              const std::string &outDir, bool compile) {
@@ -335,6 +415,16 @@ int main(int argc, char **argv) {
   trainCommand->add_option("--timeout", trainTimeout, "Seconds a device waits for a peer before failing")
       ->check(CLI::PositiveNumber);
 
+  auto *simulateCommand =
+      app.add_subcommand("simulate", "Simulate one training step of a plan on its cluster (cost model)");
+  std::string simulateFile, simulateCluster, simulateTrace, simulateFormat = "text";
+  std::vector<std::string> simulatePlans;
+  simulateCommand->add_option("file", simulateFile, "The plan (or model) file")->required();
+  simulateCommand->add_option("--plan", simulatePlans, "A plan file, when FILE is the model");
+  simulateCommand->add_option("--cluster", simulateCluster, "A cluster file instead of the plan's own");
+  simulateCommand->add_option("--trace", simulateTrace, "Write the simulated step as a Chrome trace");
+  simulateCommand->add_option("--format", simulateFormat, "Output format")->check(CLI::IsMember({"text", "json"}));
+
   auto *buildCommand = app.add_subcommand("build", "Compile a plan for training into C++ and a binary");
   std::string buildFile, buildTarget = "cpu", buildOut;
   std::vector<std::string> buildPlans;
@@ -390,6 +480,8 @@ int main(int argc, char **argv) {
                : 1;
   if (program->parsed())
     return runDumpProgram(programFile, programPlans, programDevice, programTrain);
+  if (simulateCommand->parsed())
+    return runSimulate(simulateFile, simulatePlans, simulateCluster, simulateTrace, simulateFormat == "json");
   if (buildCommand->parsed())
     return runBuild(buildFile, buildPlans, buildTarget, buildOut, !buildNoCompile);
   if (trainCommand->parsed()) {

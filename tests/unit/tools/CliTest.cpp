@@ -114,6 +114,22 @@ TEST(Cli, BuildWritesTheGeneratedSources) {
       << cuda.output;
 }
 
+// hspmc simulate prints the step time and a line per device; --format json the same data.
+TEST(Cli, SimulatePrintsTheStepAndEachDevice) {
+  CliRun run = hspmc("simulate examples/gpt/plans/hetero4.hspmd");
+  ASSERT_EQ(run.code, 0) << run.output;
+  EXPECT_EQ(run.output.rfind("step ", 0), 0u) << run.output;
+  EXPECT_NE(run.output.find("(TinyGPT under plan 'hetero4' on cluster 'cpu4')"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("\n3       cpu "), std::string::npos) << run.output;
+  CliRun json = hspmc("simulate examples/gpt/plans/hetero4.hspmd --format json");
+  ASSERT_EQ(json.code, 0);
+  EXPECT_NE(json.output.find("\"step_seconds\""), std::string::npos);
+  EXPECT_NE(json.output.find("\"device\": 3"), std::string::npos) << json.output;
+  CliRun none = hspmc("simulate tests/lint/hs200_no_cluster.hspmd");
+  EXPECT_EQ(none.code, 1);
+  EXPECT_NE(none.output.find("simulate needs a cluster: the plan names none"), std::string::npos) << none.output;
+}
+
 TEST(Cli, CheckReportsErrorsWithExitOne) {
   CliRun run = hspmc("check tests/diagnostics/shape_matmul_mismatch.hspmd");
   EXPECT_EQ(run.code, 1);

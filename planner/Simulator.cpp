@@ -1,0 +1,235 @@
+#include "planner/Simulator.h"
+
+#include "planner/Estimates.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+#include <stdexcept>
+
+namespace hspmd::planner {
+
+CostModel costModel(const Cluster &cluster) {
+  CostModel model;
+  model.flops = [&cluster](int d) { return cluster.typeOf(d).bf16Tflops * 1e12; };
+  model.memoryBandwidth = [&cluster](int d) { return cluster.typeOf(d).hbmGBps * 1e9; };
+  model.links = linkModel(cluster);
+  return model;
+}
+
+namespace {
+
+double numel(const ir::Buffer &b) {
+  double n = 1;
+  for (int64_t d : b.shape)
+    n *= static_cast<double>(d);
+  return n;
+}
+
+} // namespace
+
+KernelCost kernelCost(const ir::Instruction &kernel, const ir::DeviceProgram &program) {
+  auto buffer = [&](int id) -> const ir::Buffer & { return program.buffers[static_cast<size_t>(id)]; };
+  KernelCost cost;
+  for (int b : kernel.inputs)
+    cost.bytes += static_cast<double>(buffer(b).bytes());
+  for (int b : kernel.outputs)
+    cost.bytes += static_cast<double>(buffer(b).bytes());
+  const std::string &op = kernel.op;
+  const double out = kernel.outputs.empty() ? 0 : numel(buffer(kernel.outputs[0]));
+  if (op == "matmul") {
+    const auto &a = buffer(kernel.inputs[0]).shape;
+    cost.flops = 2 * out * static_cast<double>(a.empty() ? 1 : a.back());
+  } else if (op == "attention" || op == "attention_grad") {
+    const auto &q = buffer(kernel.inputs[0]).shape, &k = buffer(kernel.inputs[1]).shape;
+    if (q.size() == 4 && k.size() == 4) {
+      // Scores and their product with V: 4 B H S T D; a causal mask over a query range
+      // [a, b) of keys from c sees sum over s of (a + s + 1 - c) keys.
+      const double B = static_cast<double>(q[0]), S = static_cast<double>(q[1]), H = static_cast<double>(q[2]),
+                   D = static_cast<double>(q[3]), T = static_cast<double>(k[1]);
+      double keys = S * T;
+      if (ir::boolAttr(kernel.attrs, "causal")) {
+        const double a = static_cast<double>(ir::intAttr(kernel.attrs, "query_offset")) -
+                         static_cast<double>(ir::intAttr(kernel.attrs, "key_offset"));
+        keys = 0;
+        for (double s = 0; s < S; ++s)
+          keys += std::clamp(a + s + 1, 0.0, T);
+      }
+      cost.flops = 4 * B * H * keys * D * (op == "attention_grad" ? 2.5 : 1.0);
+    }
+  } else if (op == "adamw") {
+    cost.flops = 12 * out;
+  } else if (op == "rmsnorm" || op == "layernorm" || op == "softmax" || op == "cross_entropy") {
+    cost.flops = 5 * numel(buffer(kernel.inputs[0]));
+  } else if (op == "rmsnorm_grad" || op == "layernorm_grad" || op == "cross_entropy_grad") {
+    cost.flops = 8 * numel(buffer(kernel.inputs[0]));
+  } else if (op == "gelu" || op == "gelu_grad" || op == "silu" || op == "silu_grad") {
+    cost.flops = 20 * out; // erf/exp per element
+  } else {
+    cost.flops = out;
+  }
+  return cost;
+}
+
+namespace {
+
+class Simulator {
+public:
+  Simulator(const std::map<int, ir::DeviceProgram> &programs, const CostModel &model, bool keep)
+      : model_(model), keep_(keep) {
+    for (const auto &[device, program] : programs) {
+      original_[device] = &program;
+      steps_[device] = ir::expandSchedule(program);
+      at_[device] = 0;
+      clock_[device] = 0;
+    }
+  }
+
+  Simulation run() {
+    bool progress = true;
+    while (progress) {
+      progress = false;
+      for (auto &[device, step] : steps_)
+        while (at_[device] < step.body.size() && advance(device, step.body[at_[device]]))
+          progress = true;
+    }
+    for (const auto &[device, step] : steps_)
+      if (at_[device] < step.body.size())
+        throw std::runtime_error("the programs deadlock at device " + std::to_string(device) +
+                                 " (the verifier should have caught this)");
+    Simulation result;
+    for (const auto &[device, t] : clock_)
+      result.stepSeconds = std::max(result.stepSeconds, t);
+    for (auto &[device, stats] : stats_) {
+      stats.idle = std::max(0.0, result.stepSeconds - stats.busy - stats.communicating);
+      stats.peakBytes = original_.at(device)->peakBytes;
+    }
+    for (const auto &[device, program] : original_)
+      if (!stats_.count(device))
+        stats_[device] = {0, 0, result.stepSeconds, program->peakBytes};
+    result.devices = stats_;
+    result.events = std::move(events_);
+    return result;
+  }
+
+private:
+  const CostModel &model_;
+  bool keep_;
+  std::map<int, const ir::DeviceProgram *> original_;
+  std::map<int, ir::DeviceProgram> steps_;
+  std::map<int, size_t> at_;
+  std::map<int, double> clock_;
+  std::map<int, SimulatedDevice> stats_;
+  std::map<std::tuple<int, int, int64_t>, double> arrivals_; // (from, to, tag) -> time
+  std::vector<SimulatedEvent> events_;
+
+  void record(int device, const std::string &name, bool communication, double start, double seconds) {
+    (communication ? stats_[device].communicating : stats_[device].busy) += seconds;
+    if (keep_)
+      events_.push_back({device, name, communication, start, seconds});
+  }
+
+  double bandwidth(int a, int b) const { return model_.links.bandwidth(a, b) * 1e9; }
+
+  // Runs the instruction if it can run now; returns false when it waits for a peer.
+  bool advance(int device, const ir::Instruction &in) {
+    double &t = clock_[device];
+    const ir::DeviceProgram &program = steps_.at(device);
+    if (!in.group.empty() || in.kind == ir::InstrKind::Collective) {
+      for (int member : in.group) {
+        const auto &other = steps_.at(member).body;
+        const size_t position = at_[member];
+        if (position >= other.size() || other[position].tag != in.tag)
+          return false;
+      }
+      double start = 0, slowest = std::numeric_limits<double>::infinity();
+      for (int member : in.group) {
+        start = std::max(start, clock_[member]);
+        for (int other : in.group)
+          if (other != member)
+            slowest = std::min(slowest, bandwidth(member, other));
+      }
+      const double n = static_cast<double>(in.group.size());
+      double seconds = 0;
+      if (in.kind == ir::InstrKind::Kernel) { // vocabulary-parallel cross-entropy: compute plus small exchanges
+        seconds = 3 * (n - 1) * model_.links.alpha;
+      } else if (n > 1) {
+        double bytes = 0;
+        for (int member : in.group) {
+          const auto &other = steps_.at(member).body[at_[member]];
+          bytes = std::max(bytes, static_cast<double>(other.bytes));
+        }
+        // `bytes` is what a member receives: for a ring all-reduce of a buffer of S bytes,
+        // 2(n-1)/n S (specialize takes it from the communication plan).
+        const bool allReduce = in.op == "all-reduce" || in.op == "split-all-reduce";
+        const double rounds = allReduce ? 2 * (n - 1) : n - 1;
+        seconds = bytes / slowest + rounds * model_.links.alpha;
+      }
+      for (int member : in.group) {
+        double kernel = 0;
+        if (in.kind == ir::InstrKind::Kernel)
+          kernel = kernelSeconds(member, steps_.at(member).body[at_[member]], steps_.at(member));
+        record(member, in.op, true, start, seconds);
+        if (kernel > 0)
+          record(member, in.op, false, start + seconds, kernel);
+        clock_[member] = start + seconds + kernel;
+        if (member != device)
+          ++at_[member];
+      }
+      ++at_[device];
+      return true;
+    }
+    switch (in.kind) {
+    case ir::InstrKind::Send: {
+      const double seconds = model_.links.alpha + static_cast<double>(in.bytes) / bandwidth(device, in.peer);
+      arrivals_[{device, in.peer, in.tag}] = t + seconds;
+      record(device, "send", true, t, 0);
+      break;
+    }
+    case ir::InstrKind::Recv: {
+      auto it = arrivals_.find({in.peer, device, in.tag});
+      if (it == arrivals_.end())
+        return false;
+      // Waiting for the sender to send is idle time; the transfer itself is communication.
+      const double transfer = model_.links.alpha + static_cast<double>(in.bytes) / bandwidth(in.peer, device);
+      const double arrival = std::max(t, it->second);
+      const double moving = std::min(arrival - t, transfer);
+      record(device, in.op, true, arrival - moving, moving);
+      t = arrival;
+      arrivals_.erase(it);
+      break;
+    }
+    default: {
+      const double seconds = kernelSeconds(device, in, program);
+      record(device, in.op, false, t, seconds);
+      t += seconds;
+    }
+    }
+    ++at_[device];
+    return true;
+  }
+
+  double kernelSeconds(int device, const ir::Instruction &in, const ir::DeviceProgram &program) const {
+    if (in.kind == ir::InstrKind::Copy) {
+      double bytes = 0;
+      for (const ir::Box &box : in.slices)
+        bytes += static_cast<double>(box.numElements()) * 4;
+      if (in.op == "zero" && !in.outputs.empty())
+        bytes = static_cast<double>(program.buffers[static_cast<size_t>(in.outputs[0])].bytes());
+      return 2 * bytes / model_.memoryBandwidth(device);
+    }
+    const KernelCost cost = kernelCost(in, program);
+    auto it = model_.kernelEfficiency.find(in.op);
+    const double efficiency = it != model_.kernelEfficiency.end() ? it->second : model_.efficiency;
+    return std::max(cost.flops / (model_.flops(device) * efficiency), cost.bytes / model_.memoryBandwidth(device));
+  }
+};
+
+} // namespace
+
+Simulation simulate(const std::map<int, ir::DeviceProgram> &programs, const CostModel &model, bool keepEvents) {
+  return Simulator(programs, model, keepEvents).run();
+}
+
+} // namespace hspmd::planner

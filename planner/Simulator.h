@@ -1,0 +1,61 @@
+// Simulator.h - replays every device's DeviceProgram with a cost model (shared/DESIGN.md
+// section 10), event by event: each device runs its scheduled step in order; a kernel takes
+// max(FLOPs / (peak x efficiency), bytes / memory bandwidth); a message arrives alpha +
+// bytes / bandwidth after its send; a collective starts when its last member arrives and
+// takes its ring time: the bytes each member receives (all-reduce of S bytes: 2(n-1)/n x S;
+// reduce-scatter and all-gather: (n-1)/n x S) over the slowest link of the group, plus
+// alpha per round (2(n-1) rounds for an all-reduce, n-1 otherwise).
+#pragma once
+
+#include "ir/DeviceProgram.h"
+#include "passes/Communication.h"
+#include "planner/Cluster.h"
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace hspmd::planner {
+
+struct CostModel {
+  /// Per device: peak FLOP/s and memory bandwidth (bytes/s).
+  std::function<double(int)> flops = [](int) { return 1e12; };
+  std::function<double(int)> memoryBandwidth = [](int) { return 1e11; };
+  /// The fraction of peak kernels reach, by kernel name ("matmul"), else `efficiency`.
+  double efficiency = 0.5;
+  std::map<std::string, double> kernelEfficiency;
+  passes::LinkModel links; // GB/s between devices, alpha in seconds
+};
+
+/// The cost model of a cluster file: its device types' bf16 peak, HBM bandwidth and links.
+CostModel costModel(const Cluster &cluster);
+
+/// FLOPs and bytes moved of one kernel at its local shapes (the buffers of `program`).
+struct KernelCost {
+  double flops = 0, bytes = 0;
+};
+KernelCost kernelCost(const ir::Instruction &kernel, const ir::DeviceProgram &program);
+
+struct SimulatedDevice {
+  double busy = 0, communicating = 0, idle = 0; // seconds of the step
+  int64_t peakBytes = 0;
+};
+
+struct SimulatedEvent {
+  int device = 0;
+  std::string name;
+  bool communication = false;
+  double start = 0, seconds = 0;
+};
+
+struct Simulation {
+  double stepSeconds = 0;
+  std::map<int, SimulatedDevice> devices;
+  std::vector<SimulatedEvent> events; // when asked for
+};
+
+/// Simulates one training step of `programs` (one per device, as specialize made them).
+Simulation simulate(const std::map<int, ir::DeviceProgram> &programs, const CostModel &model, bool keepEvents = false);
+
+} // namespace hspmd::planner

@@ -1,0 +1,146 @@
+// The simulator on programs whose step time can be worked out by hand.
+#include "planner/Simulator.h"
+
+#include <gtest/gtest.h>
+
+using namespace hspmd;
+
+namespace {
+
+// A cost model where a kernel of N output elements of an unnamed op takes N microseconds
+// (1 FLOP per element at 1 MFLOP/s), memory is free and links are ideal unless set.
+planner::CostModel unitModel() {
+  planner::CostModel model;
+  model.flops = [](int) { return 1e6; };
+  model.memoryBandwidth = [](int) { return 1e30; };
+  model.efficiency = 1.0;
+  model.links.alpha = 0;
+  model.links.bandwidth = [](int, int) { return 1e12; };
+  return model;
+}
+
+int addBuffer(ir::DeviceProgram &p, int64_t elements) {
+  ir::Buffer b;
+  b.id = static_cast<int>(p.buffers.size());
+  b.value = "b" + std::to_string(b.id);
+  b.shape = {elements};
+  b.offset = 0;
+  p.buffers.push_back(b);
+  return b.id;
+}
+
+void work(ir::DeviceProgram &p, ir::Phase phase, int64_t microseconds) {
+  ir::Instruction in;
+  in.op = "work";
+  in.outputs = {addBuffer(p, microseconds)};
+  in.phase = phase;
+  p.body.push_back(in);
+}
+
+void message(ir::DeviceProgram &p, ir::InstrKind kind, int peer, int64_t tag, ir::Phase phase) {
+  ir::Instruction in;
+  in.kind = kind;
+  in.op = kind == ir::InstrKind::Send ? "send" : "recv";
+  in.peer = peer;
+  in.tag = tag;
+  in.bytes = 4;
+  (kind == ir::InstrKind::Send ? in.inputs : in.outputs).push_back(addBuffer(p, 1));
+  in.phase = phase;
+  p.body.push_back(in);
+}
+
+} // namespace
+
+// Two stages of equal forward time f and backward time b, m micro-batches under 1F1B: the
+// step takes (m + stages - 1)(f + b), the bubble (stages - 1)(f + b).
+TEST(Simulator, PipelineBubbleMatchesTheFormula) {
+  const int64_t f = 10, b = 20;
+  for (int m : {1, 2, 4, 8}) {
+    std::map<int, ir::DeviceProgram> programs;
+    for (int stage = 0; stage < 2; ++stage) {
+      ir::DeviceProgram &p = programs[stage];
+      p.device = stage;
+      p.stage = stage;
+      p.stages = 2;
+      p.microbatches = m;
+      p.schedule = ir::pipelineSchedule("1f1b", stage, 2, m);
+      if (stage == 1)
+        message(p, ir::InstrKind::Recv, 0, 1, ir::Phase::Forward);
+      work(p, ir::Phase::Forward, f);
+      if (stage == 0)
+        message(p, ir::InstrKind::Send, 1, 1, ir::Phase::Forward);
+      if (stage == 0)
+        message(p, ir::InstrKind::Recv, 1, 2, ir::Phase::Backward);
+      work(p, ir::Phase::Backward, b);
+      if (stage == 1)
+        message(p, ir::InstrKind::Send, 0, 2, ir::Phase::Backward);
+    }
+    const auto sim = planner::simulate(programs, unitModel());
+    EXPECT_NEAR(sim.stepSeconds, (m + 1) * (f + b) * 1e-6, 1e-12) << m << " micro-batches";
+    EXPECT_NEAR(sim.devices.at(0).busy, m * (f + b) * 1e-6, 1e-12);
+    EXPECT_NEAR(sim.devices.at(0).idle, (f + b) * 1e-6, 1e-12) << "the bubble";
+  }
+}
+
+// A ring all-reduce of S bytes over n devices: 2(n-1)/n S / B + 2(n-1) alpha.
+TEST(Simulator, RingAllReduceMatchesTheFormula) {
+  const double S = 64e6, B = 10e9, alpha = 5e-6;
+  for (int n : {2, 4, 8}) {
+    std::map<int, ir::DeviceProgram> programs;
+    std::vector<int> group;
+    for (int d = 0; d < n; ++d)
+      group.push_back(d);
+    for (int d = 0; d < n; ++d) {
+      ir::DeviceProgram &p = programs[d];
+      p.device = d;
+      p.schedule = {{ir::Phase::Forward, 0}};
+      ir::Instruction in;
+      in.kind = ir::InstrKind::Collective;
+      in.op = "all-reduce";
+      in.group = group;
+      in.tag = 9;
+      in.bytes = static_cast<int64_t>(2.0 * (n - 1) / n * S); // what each member receives
+      in.inputs = {addBuffer(p, 1)};
+      in.outputs = {addBuffer(p, 1)};
+      p.body.push_back(in);
+    }
+    planner::CostModel model = unitModel();
+    model.links.alpha = alpha;
+    model.links.bandwidth = [&](int, int) { return B / 1e9; };
+    const auto sim = planner::simulate(programs, model);
+    EXPECT_NEAR(sim.stepSeconds, 2.0 * (n - 1) / n * S / B + 2 * (n - 1) * alpha, 1e-9) << n << " devices";
+  }
+}
+
+// A straggler delays exactly its collectives: work after the all-reduce on the others starts
+// late by the straggler's extra time; work before it does not.
+TEST(Simulator, AStragglerDelaysExactlyItsCollectives) {
+  std::map<int, ir::DeviceProgram> programs;
+  for (int d = 0; d < 3; ++d) {
+    ir::DeviceProgram &p = programs[d];
+    p.device = d;
+    p.schedule = {{ir::Phase::Forward, 0}};
+    work(p, ir::Phase::Forward, d == 1 ? 50 : 10); // device 1 is slow
+    ir::Instruction in;
+    in.kind = ir::InstrKind::Collective;
+    in.op = "all-reduce";
+    in.group = d < 2 ? std::vector<int>{0, 1} : std::vector<int>{2};
+    in.tag = d < 2 ? 3 : 4;
+    in.inputs = {addBuffer(p, 1)};
+    in.outputs = {addBuffer(p, 1)};
+    p.body.push_back(in);
+    work(p, ir::Phase::Forward, 5);
+  }
+  const auto sim = planner::simulate(programs, unitModel(), true);
+  // Devices 0 and 1 leave the all-reduce at 50 us and finish at 55; device 2, in no group
+  // with device 1, finishes at 15.
+  EXPECT_NEAR(sim.stepSeconds, 55e-6, 1e-12);
+  EXPECT_NEAR(sim.devices.at(0).idle, 40e-6, 1e-12);
+  EXPECT_NEAR(sim.devices.at(2).busy, 15e-6, 1e-12);
+  EXPECT_NEAR(sim.devices.at(2).idle, 40e-6, 1e-12); // the rest of the step
+  for (const auto &e : sim.events) {
+    if (e.device == 0 && e.name == "all-reduce") {
+      EXPECT_NEAR(e.start, 50e-6, 1e-12);
+    }
+  }
+}
