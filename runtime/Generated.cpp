@@ -3,7 +3,6 @@
 #include "runtime/MpiRun.h"
 
 #include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
 
 #include <fstream>
 #include <iostream>
@@ -34,25 +33,12 @@ int main(int argc, char **argv, const ModelInfo &model, const Plan &plan, const 
   const bool mpi = backend == "mpi";
   const bool leader = !mpi || launcherRank() <= 0;
   if (leader)
-    std::cout << "training " << model.name << " under plan '" << plan.name << "' on " << programs.size()
-              << (programs.size() == 1 ? " device" : " devices")
-              << (mpi ? " (MPI, one process each), " : " (threads), ") << model.batch << " x " << model.seq
-              << " tokens per step, data " << run.data << " (generated code)" << std::endl;
+    std::cout << runBanner(model, plan.name, programs.size(), mpi, run.data) << " (generated code)" << std::endl;
   run.progress = &std::cout;
   try {
     const RunResult result = mpi ? runMpi(programs, model, run) : runThreads(programs, model, run);
-    if (leader && !losses.empty()) {
-      nlohmann::json out = {{"plan", plan.name},
-                            {"model", model.name},
-                            {"batch", model.batch},
-                            {"seq", model.seq},
-                            {"seed", run.seed},
-                            {"optimizer", plan.optimizer},
-                            {"optimizer_args", plan.optimizerArgs},
-                            {"losses", result.losses},
-                            {"seconds", result.seconds}};
-      std::ofstream(losses) << out.dump(2) << "\n";
-    }
+    if (leader && !losses.empty())
+      writeLosses(losses, plan.name, model, run.seed, plan.optimizer, plan.optimizerArgs, result);
   } catch (const std::exception &e) {
     std::cerr << argv[0] << ": error: " << e.what() << "\n";
     return 1;

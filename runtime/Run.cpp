@@ -25,6 +25,31 @@ std::string progressLine(int64_t step, int64_t steps, double loss, double tokens
 
 } // namespace
 
+std::string runBanner(const ModelInfo &model, const std::string &plan, size_t devices, bool mpi,
+                      const std::string &data) {
+  return "training " + model.name + " under plan '" + plan + "' on " + std::to_string(devices) +
+         (devices == 1 ? " device" : " devices") + (mpi ? " (MPI, one process each), " : " (threads), ") +
+         std::to_string(model.batch) + " x " + std::to_string(model.seq) + " tokens per step, data " + data;
+}
+
+void writeLosses(const std::string &path, const std::string &plan, const ModelInfo &model, uint64_t seed,
+                 const std::string &optimizer, const std::map<std::string, double> &optimizerArgs,
+                 const RunResult &result) {
+  const nlohmann::json out = {{"plan", plan},
+                              {"model", model.name},
+                              {"batch", model.batch},
+                              {"seq", model.seq},
+                              {"seed", seed},
+                              {"optimizer", optimizer},
+                              {"optimizer_args", optimizerArgs},
+                              {"losses", result.losses},
+                              {"seconds", result.seconds}};
+  std::ofstream file(path);
+  file << out.dump(2) << "\n";
+  if (!file)
+    throw RunError(path + ": cannot write the losses");
+}
+
 void printSummary(std::ostream &out, const std::map<int, DeviceTimes> &times, double seconds) {
   out << "device  busy       communicating  idle\n";
   for (const auto &[device, t] : times) {

@@ -49,6 +49,17 @@ struct RunError : std::runtime_error {
 RunResult runThreads(const std::map<int, ir::DeviceProgram> &programs, const ModelInfo &model,
                      const RunOptions &options);
 
+/// The first line of a run: "training M under plan 'P' on N devices (threads), B x S tokens
+/// per step, data FILE".
+std::string runBanner(const ModelInfo &model, const std::string &plan, size_t devices, bool mpi,
+                      const std::string &data);
+
+/// Writes the per-step losses with what produced them (plan, model, batch, seed, optimizer)
+/// as JSON: what tests/torch/check_plan.py reads.
+void writeLosses(const std::string &path, const std::string &plan, const ModelInfo &model, uint64_t seed,
+                 const std::string &optimizer, const std::map<std::string, double> &optimizerArgs,
+                 const RunResult &result);
+
 /// Writes one Chrome trace (one track per device) of the events of every device.
 void writeTrace(const std::string &path, const std::map<int, std::vector<TraceEvent>> &events);
 

@@ -174,50 +174,64 @@ int runDumpProgram(const std::string &file, const std::vector<std::string> &plan
   return code;
 }
 
-// Compiles FILE under its plan for training and runs every device's program on a thread.
-int runTrain(const std::string &file, const std::vector<std::string> &planFiles, runtime::RunOptions run,
-             const std::string &lossesPath, const std::string &backend) {
+// What train, simulate and build share: FILE under its plan, compiled for training into
+// DevicePrograms, with the diagnostics collected for finish().
+struct TrainingBuild {
   SourceManager sources;
   CollectingSink sink;
-  DiagnosticEngine diags(sink);
-  Compilation compilation(sources, diags);
-  auto build = driver::elaborateBuild(compilation, file, planFiles, "");
-  if (build && build->plans.empty())
-    diags.error(ir::Location{file, 0, 0, 1}, "train needs a plan (--plan PLAN)");
+  DiagnosticEngine diags{sink};
+  Compilation compilation{sources, diags};
+  std::optional<driver::Build> build;
   std::optional<passes::PipelineResult> result;
-  if (build && !build->plans.empty()) {
+
+  /// Elaborates, and unless `later`, compiles (later: the caller calls compile()).
+  TrainingBuild(const std::string &file, const std::vector<std::string> &planFiles, const std::string &command,
+                bool later = false) {
+    build = driver::elaborateBuild(compilation, file, planFiles, "");
+    if (build && build->plans.empty())
+      diags.error(ir::Location{file, 0, 0, 1}, command + " needs a plan (--plan PLAN)");
+    if (!later && hasPlan())
+      compile();
+  }
+  bool hasPlan() const { return build && !build->plans.empty(); }
+  void compile(const std::optional<passes::LinkModel> &links = {}) {
     passes::PipelineOptions options;
     options.train = true;
+    if (links)
+      options.links.assign(build->plans.size(), *links);
     result = passes::runPipeline(*build->graph, build->plans, options,
                                  [&](const passes::Problem &problem) { driver::reportProblem(diags, problem); });
   }
-  if (int code = finish(sink, sources, false, diags.errorCount()); code != 0 || !result || !result->ok)
-    return code != 0 ? code : 1;
+  /// Prints the diagnostics; 0 when the programs are there, else the exit code.
+  int report(bool json = false) {
+    const int code = finish(sink, sources, json, diags.errorCount());
+    return code != 0 ? code : (!result || !result->ok) ? 1 : 0;
+  }
+  const std::map<int, ir::DeviceProgram> &programs() const { return result->programs[0]; }
+  const ir::PlanSpec &plan() const { return build->plans[0]; }
+};
+
+// Compiles FILE under its plan for training and runs every device's program on a thread.
+int runTrain(const std::string &file, const std::vector<std::string> &planFiles, runtime::RunOptions run,
+             const std::string &lossesPath, const std::string &backend) {
+  TrainingBuild t(file, planFiles, "train");
+  if (int code = t.report(); code != 0)
+    return code;
+  const auto &build = t.build;
+  const auto &result = t.result;
   const runtime::ModelInfo model = driver::modelInfo(*build->graph);
   const bool mpi = backend == "mpi";
   const bool leader = !mpi || runtime::launcherRank() <= 0; // prints and writes files
   if (leader)
-    std::cout << "training " << build->graph->name() << " under plan '" << build->plans[0].name << "' on "
-              << result->programs[0].size() << (result->programs[0].size() == 1 ? " device" : " devices")
-              << (mpi ? " (MPI, one process each), " : " (threads), ") << model.batch << " x " << model.seq
-              << " tokens per step, data " << run.data << std::endl;
+    std::cout << runtime::runBanner(model, build->plans[0].name, result->programs[0].size(), mpi, run.data)
+              << std::endl;
   run.progress = &std::cout;
   try {
     const runtime::RunResult trained =
         mpi ? runtime::runMpi(result->programs[0], model, run) : runtime::runThreads(result->programs[0], model, run);
-    if (leader && !lossesPath.empty()) {
-      const ir::PlanSpec &spec = build->plans[0];
-      nlohmann::json out = {{"plan", spec.name},
-                            {"model", build->graph->name()},
-                            {"batch", model.batch},
-                            {"seq", model.seq},
-                            {"seed", run.seed},
-                            {"optimizer", spec.optimizer},
-                            {"optimizer_args", spec.optimizerArgs},
-                            {"losses", trained.losses},
-                            {"seconds", trained.seconds}};
-      std::ofstream(lossesPath) << out.dump(2) << "\n";
-    }
+    if (leader && !lossesPath.empty())
+      runtime::writeLosses(lossesPath, build->plans[0].name, model, run.seed, build->plans[0].optimizer,
+                           build->plans[0].optimizerArgs, trained);
   } catch (const std::exception &e) {
     std::cerr << "hspmc train: error: " << e.what() << "\n";
     return 1;
@@ -228,40 +242,31 @@ int runTrain(const std::string &file, const std::vector<std::string> &planFiles,
 // Compiles FILE under its plan for training and simulates one step on the cluster.
 int runSimulate(const std::string &file, const std::vector<std::string> &planFiles, const std::string &clusterFile,
                 const std::string &tracePath, bool json) {
-  SourceManager sources;
-  CollectingSink sink;
-  DiagnosticEngine diags(sink);
-  Compilation compilation(sources, diags);
-  auto build = driver::elaborateBuild(compilation, file, planFiles, "");
-  if (build && build->plans.empty())
-    diags.error(ir::Location{file, 0, 0, 1}, "simulate needs a plan (--plan PLAN)");
+  TrainingBuild t(file, planFiles, "simulate", true);
   std::optional<planner::Cluster> cluster;
-  if (build && !build->plans.empty()) {
-    const std::string path = !clusterFile.empty() ? clusterFile : build->plans[0].clusterPath;
+  if (t.hasPlan()) {
+    const std::string path = !clusterFile.empty() ? clusterFile : t.plan().clusterPath;
     if (path.empty()) {
-      diags.error(build->plans[0].loc, "simulate needs a cluster: the plan names none (add `cluster \"FILE\"` or "
-                                       "pass --cluster FILE)");
+      t.diags.error(t.plan().loc, "simulate needs a cluster: the plan names none (add `cluster \"FILE\"` or "
+                                  "pass --cluster FILE)");
     } else {
       std::vector<planner::ClusterError> errors;
-      cluster = planner::loadCluster(path, compilation.stdlibDir() + "/devices.toml", errors);
+      cluster = planner::loadCluster(path, t.compilation.stdlibDir() + "/devices.toml", errors);
       for (const auto &error : errors)
-        diags.error(error.loc, error.message);
+        t.diags.error(error.loc, error.message);
     }
   }
-  std::optional<passes::PipelineResult> result;
   if (cluster) {
-    passes::PipelineOptions options;
-    options.train = true;
-    options.links.assign(build->plans.size(), planner::linkModel(*cluster));
-    result = passes::runPipeline(*build->graph, build->plans, options,
-                                 [&](const passes::Problem &problem) { driver::reportProblem(diags, problem); });
-    for (const auto &[device, program] : result->programs[0])
+    t.compile(planner::linkModel(*cluster));
+    for (const auto &[device, program] : t.result->programs[0])
       if (device >= static_cast<int>(cluster->devices.size()))
-        diags.error(build->plans[0].loc, "device " + std::to_string(device) + " is not in the cluster (it has " +
-                                             std::to_string(cluster->devices.size()) + " devices)");
+        t.diags.error(t.plan().loc, "device " + std::to_string(device) + " is not in the cluster (it has " +
+                                        std::to_string(cluster->devices.size()) + " devices)");
   }
-  if (int code = finish(sink, sources, json, diags.errorCount()); code != 0 || !result || !result->ok)
-    return code != 0 ? code : 1;
+  if (int code = t.report(json); code != 0)
+    return code;
+  const auto &build = t.build;
+  const auto &result = t.result;
   const planner::CostModel model = planner::costModel(*cluster);
   const planner::Simulation sim = planner::simulate(result->programs[0], model, !tracePath.empty());
   const runtime::ModelInfo info = driver::modelInfo(*build->graph);
@@ -306,27 +311,16 @@ int runSimulate(const std::string &file, const std::vector<std::string> &planFil
 // Compiles FILE under its plan for training and writes (and builds) the generated C++.
 int runBuild(const std::string &file, const std::vector<std::string> &planFiles, const std::string &target,
              const std::string &outDir, bool compile) {
-  SourceManager sources;
-  CollectingSink sink;
-  DiagnosticEngine diags(sink);
-  Compilation compilation(sources, diags);
   if (target != "cpu") {
     std::cerr << "hspmc build: error: --target " << target
               << " is not available yet (the CUDA kernels and NCCL backend are not written); use --target cpu\n";
     return 1;
   }
-  auto build = driver::elaborateBuild(compilation, file, planFiles, "");
-  if (build && build->plans.empty())
-    diags.error(ir::Location{file, 0, 0, 1}, "build needs a plan (--plan PLAN)");
-  std::optional<passes::PipelineResult> result;
-  if (build && !build->plans.empty()) {
-    passes::PipelineOptions options;
-    options.train = true;
-    result = passes::runPipeline(*build->graph, build->plans, options,
-                                 [&](const passes::Problem &problem) { driver::reportProblem(diags, problem); });
-  }
-  if (int code = finish(sink, sources, false, diags.errorCount()); code != 0 || !result || !result->ok)
-    return code != 0 ? code : 1;
+  TrainingBuild t(file, planFiles, "build");
+  if (int code = t.report(); code != 0)
+    return code;
+  const auto &build = t.build;
+  const auto &result = t.result;
   const std::string name = build->plans[0].name;
   const auto files = codegen::generateCpu(result->programs[0], driver::modelInfo(*build->graph), build->plans[0], name,
                                           codegen::Toolchain{HSPMD_SOURCE_DIR, HSPMD_BINARY_DIR});
