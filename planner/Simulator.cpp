@@ -222,7 +222,7 @@ private:
     const KernelCost cost = kernelCost(in, program);
     auto it = model_.kernelEfficiency.find(in.op);
     const double efficiency = it != model_.kernelEfficiency.end() ? it->second : model_.efficiency;
-    return std::max(cost.flops / (model_.flops(device) * efficiency), cost.bytes / model_.memoryBandwidth(device));
+    return std::max(cost.flops / model_.flops(device), cost.bytes / model_.memoryBandwidth(device)) / efficiency;
   }
 };
 

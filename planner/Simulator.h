@@ -1,6 +1,7 @@
 // Simulator.h - replays every device's DeviceProgram with a cost model (shared/DESIGN.md
 // section 10), event by event: each device runs its scheduled step in order; a kernel takes
-// max(FLOPs / (peak x efficiency), bytes / memory bandwidth); a message arrives alpha +
+// its roofline time max(FLOPs / peak, bytes / memory bandwidth) divided by the kernel's
+// efficiency (a fraction of the roofline, calibrated per kernel); a message arrives alpha +
 // bytes / bandwidth after its send; a collective starts when its last member arrives and
 // takes its ring time: the bytes each member receives (all-reduce of S bytes: 2(n-1)/n x S;
 // reduce-scatter and all-gather: (n-1)/n x S) over the slowest link of the group, plus
@@ -22,7 +23,7 @@ struct CostModel {
   /// Per device: peak FLOP/s and memory bandwidth (bytes/s).
   std::function<double(int)> flops = [](int) { return 1e12; };
   std::function<double(int)> memoryBandwidth = [](int) { return 1e11; };
-  /// The fraction of peak kernels reach, by kernel name ("matmul"), else `efficiency`.
+  /// The fraction of their roofline kernels reach, by kernel name ("matmul"), else `efficiency`.
   double efficiency = 0.5;
   std::map<std::string, double> kernelEfficiency;
   passes::LinkModel links; // GB/s between devices, alpha in seconds

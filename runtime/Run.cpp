@@ -115,6 +115,7 @@ RunResult runThreads(const std::map<int, ir::DeviceProgram> &programs, const Mod
       executor.load(store);
       if (!options.trace.empty())
         executor.trace(start);
+      double stepStart = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       for (int64_t s = 0; s < options.steps; ++s) {
         const int64_t step = firstStep + s + 1;
         const Batch batch = data.batchFor(step - 1, model.batch, model.seq);
@@ -124,6 +125,11 @@ RunResult runThreads(const std::map<int, ir::DeviceProgram> &programs, const Mod
           result.losses[static_cast<size_t>(s)] += loss;
         }
         comm.barrier();
+        if (id == devices.front()) {
+          const double now = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+          result.stepSeconds.push_back(now - stepStart);
+          stepStart = now;
+        }
         if (s + 1 == kTracedSteps)
           executor.stopTracing();
         // A progress line for the first and last steps and about 20 in between.

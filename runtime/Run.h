@@ -38,7 +38,8 @@ struct RunOptions {
 struct RunResult {
   std::vector<double> losses; // per step: the global mean loss
   std::map<int, DeviceTimes> times;
-  double seconds = 0; // wall time of the steps
+  double seconds = 0;              // wall time of the run
+  std::vector<double> stepSeconds; // per step, from the end of the previous one (threads backend)
   int64_t tokensPerStep = 0;
 };
 
