@@ -146,10 +146,7 @@ PipelineResult runPipeline(ir::Graph &graph, const std::vector<ir::PlanSpec> &pl
         ok = false;
         continue;
       }
-      std::map<int, ir::DeviceProgram> expanded;
-      for (const auto &[device, program] : programs)
-        expanded[device] = ir::expandSchedule(program);
-      ok = verifyPrograms(expanded, counting) && ok;
+      ok = verifyScheduledStep(programs, counting) && ok;
     }
     return ok;
   });

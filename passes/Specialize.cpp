@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <set>
+#include <unordered_map>
 
 namespace hspmd::passes {
 
@@ -127,7 +128,14 @@ private:
     return a ? &*a : nullptr;
   }
 
-  static std::vector<int64_t> concrete(const ir::Value &v) { return ir::sizesWithUnboundAsOne(v.type.shape); }
+  // Global shapes, computed once per value.
+  mutable std::unordered_map<const ir::Value *, std::vector<int64_t>> concrete_;
+  const std::vector<int64_t> &concrete(const ir::Value &v) const {
+    auto it = concrete_.find(&v);
+    if (it == concrete_.end())
+      it = concrete_.emplace(&v, ir::sizesWithUnboundAsOne(v.type.shape)).first;
+    return it->second;
+  }
 
   // The buffer of `value` on `device` (its local piece under `layout`).
   int buffer(int device, const ir::Value *value, const ir::Annotation &layout, const std::string &suffix = "") {
@@ -204,7 +212,7 @@ private:
     const int m = programs_.at(device).microbatches;
     if (m <= 1 || start == batchStart_.end() || batch_ <= 0)
       return box;
-    const auto sizes = concrete(value);
+    const auto &sizes = concrete(value);
     const auto dims = batchDims_.find(&value);
     if (dims == batchDims_.end())
       return box;
@@ -301,7 +309,7 @@ private:
   void vocabParallel(const ir::Op &op, int d, ir::Instruction &in) {
     const ir::Value *logits = op.operands[0];
     const ir::Annotation &layout = *annotationOf(logits);
-    const auto shape = concrete(*logits);
+    const auto &shape = concrete(*logits);
     const auto mine = ir::ownedRegion(layout, shape, d);
     if (mine.empty() || shape.empty() || mine[0].box.hi.back() - mine[0].box.lo.back() == shape.back())
       return;
@@ -500,7 +508,7 @@ private:
   // under `toLayout`, as the steps of its communication plan.
   void reshardValue(const ir::Annotation &fromLayout, std::map<int, int> source, const ir::Value *to,
                     const ir::Annotation &toLayout, int64_t baseTag, const ir::Location &loc) {
-    const auto shape = concrete(*to);
+    const auto &shape = concrete(*to);
     CommPlan comm = planReshard(shape, ir::dtypeBytes(to->type.dtype), fromLayout, toLayout, links_);
     for (size_t s = 0; s < comm.steps.size(); ++s) {
       const CommStep &step = comm.steps[s];
@@ -553,7 +561,7 @@ private:
         zero.outputs = {buffer};
         zero.loc = loc;
         zero.phase = phase_;
-        programs_[d].body.push_back(zero);
+        programs_[d].body.push_back(std::move(zero));
       }
       for (const LocalCopy &copy : step.local)
         if (source.count(copy.device) && target.count(copy.device) && !members.count(copy.device)) {
@@ -565,7 +573,7 @@ private:
           in.outputs.push_back(target.at(copy.device));
           in.loc = loc;
           in.phase = phase_;
-          programs_[copy.device].body.push_back(in);
+          programs_[copy.device].body.push_back(std::move(in));
         }
       if (collective) {
         for (const auto &group : step.groups)
@@ -586,7 +594,7 @@ private:
             if (auto held = ir::ownedRegion(step.from, shape, d); !held.empty())
               in.partial = held[0].partial;
             in.phase = phase_;
-            programs_[d].body.push_back(in);
+            programs_[d].body.push_back(std::move(in));
             involved.erase(d);
           }
       } else {
@@ -605,7 +613,7 @@ private:
           if (source.count(m.from))
             send.inputs.push_back(source.at(m.from));
           send.phase = phase_;
-          programs_[m.from].body.push_back(send);
+          programs_[m.from].body.push_back(std::move(send));
         }
         for (const Message &m : step.messages) {
           ir::Instruction recv;
@@ -619,7 +627,7 @@ private:
           recv.loc = loc;
           recv.outputs.push_back(target.at(m.to));
           recv.phase = phase_;
-          programs_[m.to].body.push_back(recv);
+          programs_[m.to].body.push_back(std::move(recv));
         }
       }
       source = target; // the intermediate result is the next step's source

@@ -26,5 +26,8 @@ std::map<int, ir::DeviceProgram> specialize(const ir::Graph &graph, const Lowere
 /// peers, size and tag). Reports each violation naming the devices, the instructions and
 /// their source locations; returns whether all is well.
 bool verifyPrograms(const std::map<int, ir::DeviceProgram> &programs, const ReportFn &report);
+/// The same for the step the schedules run: every micro-batch's passes in schedule order,
+/// then the update (as ir::expandSchedule lays it out, without copying the programs).
+bool verifyScheduledStep(const std::map<int, ir::DeviceProgram> &programs, const ReportFn &report);
 
 } // namespace hspmd::passes

@@ -15,13 +15,22 @@ std::string where(const ir::Instruction &in) {
   return in.loc.isKnown() ? " (" + in.loc.str() + ")" : "";
 }
 
-std::string describe(int device, const ir::Instruction &in) {
+// One instruction as a device runs it: the tag that matches it with its peers (distinct per
+// micro-batch and pass once the schedule is expanded) and the tag messages show.
+struct Step {
+  const ir::Instruction *in;
+  int64_t key, tag;
+};
+using Streams = std::map<int, std::vector<Step>>;
+
+std::string describe(int device, const Step &step) {
+  const ir::Instruction &in = *step.in;
   std::string text = "device " + std::to_string(device) + "'s " + in.op;
   if (in.kind == ir::InstrKind::Send)
     text += " to " + std::to_string(in.peer);
   if (in.kind == ir::InstrKind::Recv)
     text += " from " + std::to_string(in.peer);
-  return text + " (tag " + std::to_string(in.tag) + ")" + where(in);
+  return text + " (tag " + std::to_string(step.tag) + ")" + where(in);
 }
 
 std::string list(const std::vector<int> &devices) {
@@ -44,9 +53,7 @@ int64_t key(const ir::Instruction &in) {
   return in.tag * 2 + (in.phase == ir::Phase::Recompute ? 1 : 0);
 }
 
-} // namespace
-
-bool verifyPrograms(const std::map<int, ir::DeviceProgram> &programs, const ReportFn &report) {
+bool verifyStreams(const Streams &programs, const ReportFn &report) {
   bool ok = true;
   auto problem = [&](const ir::Location &loc, std::string message) {
     ok = false;
@@ -54,17 +61,22 @@ bool verifyPrograms(const std::map<int, ir::DeviceProgram> &programs, const Repo
   };
   // Static matching: collectives by tag, sends with receives.
   std::map<int64_t, std::vector<std::pair<int, const ir::Instruction *>>> collectives;
-  std::map<std::tuple<int, int, int64_t>, std::vector<const ir::Instruction *>> sends, recvs; // (from, to, tag)
+  std::map<std::tuple<int, int, int64_t>, std::vector<Step>> sends, recvs; // (from, to, tag)
+  std::map<int64_t, int64_t> shown;                                        // key -> tag
   for (const auto &[device, program] : programs)
-    for (const ir::Instruction &in : program.body) {
-      if (takesPart(in))
-        collectives[key(in)].push_back({device, &in});
-      else if (in.kind == ir::InstrKind::Send)
-        sends[{device, in.peer, key(in)}].push_back(&in);
-      else if (in.kind == ir::InstrKind::Recv)
-        recvs[{in.peer, device, key(in)}].push_back(&in);
+    for (const Step &step : program) {
+      const ir::Instruction &in = *step.in;
+      if (takesPart(in)) {
+        collectives[step.key].push_back({device, &in});
+        shown[step.key] = step.tag;
+      } else if (in.kind == ir::InstrKind::Send) {
+        sends[{device, in.peer, step.key}].push_back(step);
+      } else if (in.kind == ir::InstrKind::Recv) {
+        recvs[{in.peer, device, step.key}].push_back(step);
+      }
     }
-  for (const auto &[tag, members] : collectives) {
+  for (const auto &[key, members] : collectives) {
+    const int64_t tag = shown[key];
     // Members with the same group form one collective; each must be called by exactly them.
     std::map<std::vector<int>, std::vector<std::pair<int, const ir::Instruction *>>> byGroup;
     for (const auto &member : members)
@@ -89,23 +101,23 @@ bool verifyPrograms(const std::map<int, ir::DeviceProgram> &programs, const Repo
     }
   }
   for (const auto &[key, list_] : sends) {
+    const ir::Instruction &send = *list_.front().in;
     auto match = recvs.find(key);
     if (match == recvs.end() || match->second.size() != list_.size())
-      problem(list_.front()->loc, describe(std::get<0>(key), *list_.front()) + " has no matching receive on device " +
-                                      std::to_string(std::get<1>(key)));
-    else if (match->second.front()->bytes != list_.front()->bytes)
-      problem(list_.front()->loc, describe(std::get<0>(key), *list_.front()) + " sends " +
-                                      std::to_string(list_.front()->bytes) + " bytes but device " +
-                                      std::to_string(std::get<1>(key)) + " receives " +
-                                      std::to_string(match->second.front()->bytes));
-    else if (match->second.front()->slices != list_.front()->slices)
-      problem(list_.front()->loc, describe(std::get<0>(key), *list_.front()) + " sends other slices than device " +
-                                      std::to_string(std::get<1>(key)) + " receives");
+      problem(send.loc, describe(std::get<0>(key), list_.front()) + " has no matching receive on device " +
+                            std::to_string(std::get<1>(key)));
+    else if (match->second.front().in->bytes != send.bytes)
+      problem(send.loc, describe(std::get<0>(key), list_.front()) + " sends " + std::to_string(send.bytes) +
+                            " bytes but device " + std::to_string(std::get<1>(key)) + " receives " +
+                            std::to_string(match->second.front().in->bytes));
+    else if (match->second.front().in->slices != send.slices)
+      problem(send.loc, describe(std::get<0>(key), list_.front()) + " sends other slices than device " +
+                            std::to_string(std::get<1>(key)) + " receives");
   }
   for (const auto &[key, list_] : recvs)
     if (!sends.count(key))
-      problem(list_.front()->loc, describe(std::get<1>(key), *list_.front()) + " has no matching send on device " +
-                                      std::to_string(std::get<0>(key)));
+      problem(list_.front().in->loc, describe(std::get<1>(key), list_.front()) + " has no matching send on device " +
+                                         std::to_string(std::get<0>(key)));
   if (!ok)
     return false;
 
@@ -119,19 +131,20 @@ bool verifyPrograms(const std::map<int, ir::DeviceProgram> &programs, const Repo
     progress = false;
     for (const auto &[device, program] : programs) {
       size_t &at = pc[device];
-      while (at < program.body.size()) {
-        const ir::Instruction &in = program.body[at];
+      while (at < program.size()) {
+        const ir::Instruction &in = *program[at].in;
+        const int64_t key = program[at].key;
         if (in.kind == ir::InstrKind::Send) {
-          posted.insert({device, in.peer, key(in)});
+          posted.insert({device, in.peer, key});
         } else if (in.kind == ir::InstrKind::Recv) {
-          if (!posted.count({in.peer, device, key(in)}))
+          if (!posted.count({in.peer, device, key}))
             break;
         } else if (takesPart(in)) {
           bool all = true;
           for (int member : in.group) {
             const auto &other = programs.at(member);
             size_t oat = pc[member];
-            all = all && oat < other.body.size() && takesPart(other.body[oat]) && key(other.body[oat]) == key(in);
+            all = all && oat < other.size() && takesPart(*other[oat].in) && other[oat].key == key;
           }
           if (!all)
             break;
@@ -145,22 +158,57 @@ bool verifyPrograms(const std::map<int, ir::DeviceProgram> &programs, const Repo
     }
   }
   for (const auto &[device, program] : programs) {
-    if (pc[device] >= program.body.size())
+    if (pc[device] >= program.size())
       continue;
-    const ir::Instruction &in = program.body[pc[device]];
+    const Step &step = program[pc[device]];
+    const ir::Instruction &in = *step.in;
     std::string waits;
     if (takesPart(in)) {
       for (int member : in.group) {
         const auto &other = programs.at(member);
-        if (pc[member] < other.body.size() && key(other.body[pc[member]]) != key(in))
-          waits += (waits.empty() ? "" : "; ") + describe(member, other.body[pc[member]]);
+        if (pc[member] < other.size() && other[pc[member]].key != step.key)
+          waits += (waits.empty() ? "" : "; ") + describe(member, other[pc[member]]);
       }
       waits = "; its group is busy elsewhere: " + waits;
     }
-    problem(in.loc, "deadlock: " + describe(device, in) + " waits forever" + waits);
+    problem(in.loc, "deadlock: " + describe(device, step) + " waits forever" + waits);
     break; // one report tells the story
   }
   return ok;
+}
+
+} // namespace
+
+bool verifyPrograms(const std::map<int, ir::DeviceProgram> &programs, const ReportFn &report) {
+  Streams streams;
+  for (const auto &[device, program] : programs)
+    for (const ir::Instruction &in : program.body)
+      streams[device].push_back({&in, key(in), in.tag});
+  return verifyStreams(streams, report);
+}
+
+bool verifyScheduledStep(const std::map<int, ir::DeviceProgram> &programs, const ReportFn &report) {
+  Streams streams;
+  for (const auto &[device, program] : programs) {
+    std::vector<Step> &stream = streams[device];
+    auto append = [&](ir::Phase phase, int microbatch) {
+      for (const ir::Instruction &in : program.body)
+        if (in.phase == phase) {
+          const int64_t tag = ir::expandedTag(in.tag, phase, microbatch);
+          stream.push_back({&in, tag, tag});
+        }
+    };
+    const auto slots = program.schedule.empty()
+                           ? std::vector<ir::ScheduleSlot>{{ir::Phase::Forward, 0}, {ir::Phase::Backward, 0}}
+                           : program.schedule;
+    for (const ir::ScheduleSlot &slot : slots) {
+      if (slot.phase == ir::Phase::Backward)
+        append(ir::Phase::Recompute, slot.microbatch);
+      append(slot.phase, slot.microbatch);
+    }
+    append(ir::Phase::Update, 0);
+  }
+  return verifyStreams(streams, report);
 }
 
 } // namespace hspmd::passes
