@@ -131,6 +131,14 @@ std::optional<Cluster> loadCluster(const std::string &path, const std::string &d
       return std::nullopt;
     }
     node.devices = static_cast<int>(*devices);
+    if (const toml::node *uplink = table->get("network_gbps")) {
+      auto value = uplink->value<double>();
+      if (!value || *value <= 0) {
+        errors.push_back({where(path, uplink->source()), "'network_gbps' must be a positive number"});
+        return std::nullopt;
+      }
+      node.networkGBps = *value;
+    }
     if (node.name.empty())
       node.name = "node" + std::to_string(cluster.nodes.size());
     for (int i = 0; i < node.devices; ++i)

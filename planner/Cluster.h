@@ -6,6 +6,7 @@
 //   [[nodes]]
 //   type = "H800"                   # a type from stdlib/devices.toml or [types.NAME] below
 //   devices = 8                     # device ids are given in order, node after node
+//   network_gbps = 50.0             # optional: this node's uplink (else inter_node_gbps)
 //   [types.MyGPU]                   # optional inline types, same keys as devices.toml
 //   bf16_tflops = 312.0
 //   memory_gib = 80.0
@@ -40,6 +41,7 @@ struct Node {
   std::string name;
   std::string type;
   int devices = 0;
+  double networkGBps = 0; // the node's uplink to the network (0: the cluster's inter_node_gbps)
 };
 
 struct Cluster {

@@ -1,5 +1,9 @@
 #include "planner/Estimates.h"
 
+#include "planner/Topology.h"
+
+#include <memory>
+
 #include <algorithm>
 #include <numeric>
 #include <set>
@@ -34,11 +38,8 @@ passes::LinkModel linkModel(const Cluster &cluster) {
     const int n = static_cast<int>(cluster.devices.size());
     return a >= 0 && b >= 0 && a < n && b < n && cluster.devices[a].node == cluster.devices[b].node;
   };
-  links.bandwidth = [&cluster, same = links.sameNode](int a, int b) {
-    if (!same(a, b))
-      return cluster.interNodeGBps;
-    return std::min(cluster.typeOf(a).intraNodeGBps, cluster.typeOf(b).intraNodeGBps);
-  };
+  auto topology = std::make_shared<Topology>(cluster);
+  links.bandwidth = [topology](int a, int b) { return topology->bandwidth(a, b); };
   return links;
 }
 
