@@ -222,20 +222,13 @@ RunResult runMpi(const std::map<int, ir::DeviceProgram> &programs, const ModelIn
     executor.load(store);
     const int64_t firstStep = store.step;
     const auto start = Clock::now();
+    Progress progress(options.progress, firstStep, options.steps, result.tokensPerStep);
     for (int64_t s = 0; s < options.steps; ++s) {
       const int64_t step = firstStep + s + 1;
       const double loss = comm.sum(executor.step(data.batchFor(step - 1, model.batch, model.seq), step));
       result.losses.push_back(loss);
-      const int64_t every = std::max<int64_t>(1, options.steps / 20);
-      if (rank == 0 && options.progress && (s == 0 || (s + 1) % every == 0 || s + 1 == options.steps)) {
-        const double perStep = std::chrono::duration<double>(Clock::now() - start).count() / static_cast<double>(s + 1);
-        char line[160];
-        std::snprintf(line, sizeof line, "step %lld/%lld  loss %.4f  %.0f tokens/s  ETA %.0f s",
-                      static_cast<long long>(step), static_cast<long long>(firstStep + options.steps), loss,
-                      static_cast<double>(result.tokensPerStep) / perStep,
-                      perStep * static_cast<double>(options.steps - s - 1));
-        *options.progress << line << std::endl;
-      }
+      if (rank == 0)
+        progress.step(s, result.losses);
     }
     result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
     // Times and checkpoint regions go to rank 0.

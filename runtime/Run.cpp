@@ -16,14 +16,25 @@ namespace {
 
 constexpr int64_t kTracedSteps = 4; // --trace records the first steps only (a step is many events)
 
-std::string progressLine(int64_t step, int64_t steps, double loss, double tokensPerSecond, double eta) {
-  char text[160];
-  std::snprintf(text, sizeof text, "step %lld/%lld  loss %.4f  %.0f tokens/s  ETA %.0f s", static_cast<long long>(step),
-                static_cast<long long>(steps), loss, tokensPerSecond, eta);
-  return text;
-}
-
 } // namespace
+
+void Progress::step(int64_t s, const std::vector<double> &losses) {
+  const int64_t every = std::max<int64_t>(1, steps_ / 20);
+  if (!out_ || !(s == 0 || (s + 1) % every == 0 || s + 1 == steps_))
+    return;
+  double sum = 0;
+  for (int64_t i = printed_; i <= s; ++i)
+    sum += losses[static_cast<size_t>(i)];
+  const double loss = sum / static_cast<double>(s + 1 - printed_);
+  printed_ = s + 1;
+  const double perStep =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count() / static_cast<double>(s + 1);
+  char text[160];
+  std::snprintf(text, sizeof text, "step %lld/%lld  loss %.4f  %.0f tokens/s  ETA %.0f s",
+                static_cast<long long>(firstStep_ + s + 1), static_cast<long long>(firstStep_ + steps_), loss,
+                static_cast<double>(tokensPerStep_) / perStep, perStep * static_cast<double>(steps_ - s - 1));
+  *out_ << text << std::endl;
+}
 
 std::string runBanner(const ModelInfo &model, const std::string &plan, size_t devices, bool mpi,
                       const std::string &data) {
@@ -106,6 +117,7 @@ RunResult runThreads(const std::map<int, ir::DeviceProgram> &programs, const Mod
   std::map<int, std::vector<TraceEvent>> events;
   const int64_t firstStep = store.step;
   const auto start = std::chrono::steady_clock::now();
+  Progress progress(options.progress, firstStep, options.steps, result.tokensPerStep);
   auto device = [&](int id) {
     try {
       Communicator &comm = world.communicator(id);
@@ -132,16 +144,8 @@ RunResult runThreads(const std::map<int, ir::DeviceProgram> &programs, const Mod
         }
         if (s + 1 == kTracedSteps)
           executor.stopTracing();
-        // A progress line for the first and last steps and about 20 in between.
-        const int64_t every = std::max<int64_t>(1, options.steps / 20);
-        if (id == devices.front() && options.progress && (s == 0 || (s + 1) % every == 0 || s + 1 == options.steps)) {
-          const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-          const double perStep = elapsed / static_cast<double>(s + 1);
-          *options.progress << progressLine(step, firstStep + options.steps, result.losses[static_cast<size_t>(s)],
-                                            static_cast<double>(result.tokensPerStep) / perStep,
-                                            perStep * static_cast<double>(options.steps - s - 1))
-                            << std::endl;
-        }
+        if (id == devices.front())
+          progress.step(s, result.losses);
       }
       comm.barrier(); // every device has loaded and stepped before any saves into the store
       std::lock_guard lock(mutex);

@@ -50,6 +50,21 @@ struct RunError : std::runtime_error {
 RunResult runThreads(const std::map<int, ir::DeviceProgram> &programs, const ModelInfo &model,
                      const RunOptions &options);
 
+/// Prints the progress line of step s (from 0) when it is due: the first and last steps and
+/// about 20 in between. The loss shown is the mean of the steps since the previous line.
+class Progress {
+public:
+  Progress(std::ostream *out, int64_t firstStep, int64_t steps, int64_t tokensPerStep)
+      : out_(out), firstStep_(firstStep), steps_(steps), tokensPerStep_(tokensPerStep),
+        start_(std::chrono::steady_clock::now()) {}
+  void step(int64_t s, const std::vector<double> &losses);
+
+private:
+  std::ostream *out_;
+  int64_t firstStep_, steps_, tokensPerStep_, printed_ = 0;
+  std::chrono::steady_clock::time_point start_;
+};
+
 /// The first line of a run: "training M under plan 'P' on N devices (threads), B x S tokens
 /// per step, data FILE".
 std::string runBanner(const ModelInfo &model, const std::string &plan, size_t devices, bool mpi,
