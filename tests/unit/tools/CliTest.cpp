@@ -130,6 +130,32 @@ TEST(Cli, SimulatePrintsTheStepAndEachDevice) {
   EXPECT_NE(none.output.find("simulate needs a cluster: the plan names none"), std::string::npos) << none.output;
 }
 
+// hspmc plan writes a plan that lints clean, trains, and in the simulator beats equal shares
+// on a mixed cluster (slow devices take fewer, earlier positions).
+TEST(Cli, PlanWritesAContextParallelPlan) {
+  const std::string out = "build/cli_plan_test.hspmd";
+  CliRun run = hspmc("plan examples/gpt/tiny_gpt.hspmd --cluster examples/clusters/cpu_mixed4.toml --seq 64 "
+                     "--tokens 256 -o " +
+                     out + " --report");
+  ASSERT_EQ(run.code, 0) << run.output;
+  EXPECT_NE(run.output.find("wrote " + out + ": 4 devices in one context-parallel group"), std::string::npos)
+      << run.output;
+  const size_t ratio = run.output.find(" ms: ");
+  ASSERT_NE(ratio, std::string::npos) << run.output;
+  EXPECT_GT(std::stod(run.output.substr(ratio + 5)), 1.0) << run.output;
+  CliRun lint = hspmc("lint " + out);
+  EXPECT_EQ(lint.code, 0) << lint.output;
+  EXPECT_NE(lint.output.find("lint: 0 errors"), std::string::npos) << lint.output;
+  CliRun train = hspmc("train " + out + " --data examples/data/gpl-3.txt --steps 2");
+  EXPECT_EQ(train.code, 0) << train.output;
+  CliRun bad = hspmc("plan examples/gpt/tiny_gpt.hspmd --cluster examples/clusters/cpu_mixed4.toml --seq 64 "
+                     "--tokens 100 -o " +
+                     out);
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.output.find("--tokens (100) must be a positive multiple of --seq (64)"), std::string::npos)
+      << bad.output;
+}
+
 TEST(Cli, CheckReportsErrorsWithExitOne) {
   CliRun run = hspmc("check tests/diagnostics/shape_matmul_mismatch.hspmd");
   EXPECT_EQ(run.code, 1);
