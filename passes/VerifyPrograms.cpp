@@ -189,8 +189,9 @@ bool verifyPrograms(const std::map<int, ir::DeviceProgram> &programs, const Repo
 
 bool verifyScheduledStep(const std::map<int, ir::DeviceProgram> &programs, const ReportFn &report) {
   Streams streams;
-  for (const auto &[device, program] : programs) {
-    std::vector<Step> &stream = streams[device];
+  for (const auto &entry : programs) {
+    const ir::DeviceProgram &program = entry.second; // (a lambda may not capture a structured binding in C++20)
+    std::vector<Step> &stream = streams[entry.first];
     auto append = [&](ir::Phase phase, int microbatch) {
       for (const ir::Instruction &in : program.body)
         if (in.phase == phase) {
