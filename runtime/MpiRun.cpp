@@ -220,6 +220,8 @@ RunResult runMpi(const std::map<int, ir::DeviceProgram> &programs, const ModelIn
         generated != options.generated.end())
       executor.setPhases(generated->second);
     executor.load(store);
+    if (!options.trace.empty())
+      executor.trace(Clock::now());
     const int64_t firstStep = store.step;
     const auto start = Clock::now();
     Progress progress(options.progress, firstStep, options.steps, result.tokensPerStep);
@@ -227,6 +229,8 @@ RunResult runMpi(const std::map<int, ir::DeviceProgram> &programs, const ModelIn
       const int64_t step = firstStep + s + 1;
       const double loss = comm.sum(executor.step(data.batchFor(step - 1, model.batch, model.seq), step));
       result.losses.push_back(loss);
+      if (s + 1 == kTracedSteps)
+        executor.stopTracing();
       if (rank == 0)
         progress.step(s, result.losses);
     }
@@ -263,6 +267,46 @@ RunResult runMpi(const std::map<int, ir::DeviceProgram> &programs, const ModelIn
         }
       if (rank == 0)
         store.save(options.save);
+    }
+    if (!options.trace.empty()) {
+      // Every rank's events go to rank 0: names joined by newlines, then (communication,
+      // start, seconds) per event.
+      std::string names;
+      std::vector<double> numbers;
+      for (const TraceEvent &e : executor.events()) {
+        names += e.name + "\n";
+        numbers.insert(numbers.end(), {e.communication ? 1.0 : 0.0, e.start, e.seconds});
+      }
+      std::map<int, std::vector<TraceEvent>> traced;
+      for (int r = 0; r < size; ++r) {
+        if (r == 0 && rank == 0) {
+          traced[devices[0]] = executor.events();
+          continue;
+        }
+        int64_t counts[2] = {static_cast<int64_t>(names.size()), static_cast<int64_t>(numbers.size())};
+        if (rank == r) {
+          MPI_Send(counts, 2, MPI_INT64_T, 0, 2, MPI_COMM_WORLD);
+          MPI_Send(names.data(), static_cast<int>(names.size()), MPI_CHAR, 0, 3, MPI_COMM_WORLD);
+          MPI_Send(numbers.data(), static_cast<int>(numbers.size()), MPI_DOUBLE, 0, 4, MPI_COMM_WORLD);
+        } else if (rank == 0) {
+          MPI_Recv(counts, 2, MPI_INT64_T, r, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+          std::string theirNames(static_cast<size_t>(counts[0]), '\0');
+          std::vector<double> theirNumbers(static_cast<size_t>(counts[1]));
+          MPI_Recv(theirNames.data(), static_cast<int>(counts[0]), MPI_CHAR, r, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+          MPI_Recv(theirNumbers.data(), static_cast<int>(counts[1]), MPI_DOUBLE, r, 4, MPI_COMM_WORLD,
+                   MPI_STATUS_IGNORE);
+          auto &list = traced[devices[static_cast<size_t>(r)]];
+          size_t at = 0;
+          for (size_t i = 0; i + 2 < theirNumbers.size(); i += 3) {
+            const size_t end = theirNames.find('\n', at);
+            list.push_back(
+                {theirNames.substr(at, end - at), theirNumbers[i] != 0, theirNumbers[i + 1], theirNumbers[i + 2]});
+            at = end + 1;
+          }
+        }
+      }
+      if (rank == 0)
+        writeTrace(options.trace, traced);
     }
     if (rank == 0 && options.progress)
       printSummary(*options.progress, result.times, result.seconds);

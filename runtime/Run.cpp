@@ -12,11 +12,7 @@ extern "C" void openblas_set_num_threads(int);
 
 namespace hspmd::runtime {
 
-namespace {
-
-constexpr int64_t kTracedSteps = 4; // --trace records the first steps only (a step is many events)
-
-} // namespace
+namespace {} // namespace
 
 void Progress::step(int64_t s, const std::vector<double> &losses) {
   const int64_t every = std::max<int64_t>(1, steps_ / 20);

@@ -35,6 +35,9 @@ struct RunOptions {
   std::map<int, PhaseFunctions> generated;
 };
 
+/// --trace records the first steps only (a step is many events).
+constexpr int64_t kTracedSteps = 4;
+
 struct RunResult {
   std::vector<double> losses; // per step: the global mean loss
   std::map<int, DeviceTimes> times;

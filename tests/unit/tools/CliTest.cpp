@@ -94,6 +94,19 @@ TEST(Cli, TrainOnMpiChecksTheWorldSize) {
                             "mpirun -np 4"),
             std::string::npos)
       << run.output;
+  // The right size trains, and --trace gathers both processes' events into one file.
+  const std::string trace = "build/cli_mpi_trace.json";
+  std::remove(trace.c_str());
+  const std::string command = "timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 " +
+                              std::string(HSPMC_PATH) +
+                              " train examples/gpt/plans/pipeline2.hspmd --data examples/data/gpl-3.txt --steps 1 "
+                              "--backend mpi --trace " +
+                              trace + " > /dev/null 2>&1";
+  EXPECT_EQ(std::system(command.c_str()), 0);
+  std::ifstream in(trace);
+  const std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(json.find("\"name\":\"device 0\""), std::string::npos);
+  EXPECT_NE(json.find("\"name\":\"device 1\""), std::string::npos);
 }
 
 // hspmc build writes one source per device, main.cpp and the build file; --target cuda is
