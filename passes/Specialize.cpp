@@ -67,11 +67,9 @@ private:
   std::map<const ir::Value *, std::map<int, int>> byValue_;  // value -> device -> buffer id
   ir::Phase phase_ = ir::Phase::Forward;                     // of the op being emitted
   int64_t batch_ = 0;                                        // the global batch B (0: unbound)
-  // Per device in a pipeline: where its pipeline's samples begin in the global batch.
-  std::map<int, int64_t> batchStart_;
-  std::set<int> recompute_;                    // devices whose stage recomputes
-  std::map<int, std::set<int>> perMicrobatch_; // device -> buffers of batch-dependent values
-  std::set<const ir::Value *> gradientValues_; // the gradients the optimizer reads
+  std::set<int> recompute_;                                  // devices whose stage recomputes
+  std::map<int, std::set<int>> perMicrobatch_;               // device -> buffers of batch-dependent values
+  std::set<const ir::Value *> gradientValues_;               // the gradients the optimizer reads
 
   // Gradient synchronisation runs once per step, after every micro-batch; the backward ops
   // and the reshards of their results run in backward slots; everything else in forward ones.
@@ -107,7 +105,6 @@ private:
           int64_t start = 0;
           for (size_t q = 0; q < p; ++q)
             start += plan_.batchPerPipeline[q];
-          batchStart_[program.device] = start;
           program.batchStart = start;
         }
         if (pipeline.stages[s].recompute && !plan_.backwardOps.empty())
@@ -208,9 +205,9 @@ private:
   // a pipeline holding samples [P, P + n) of the batch covers [P, P + n / m). Devices of one
   // pipeline agree on them, so the slices of the messages between them do too.
   ir::Box toMicrobatch(int device, const ir::Value &value, ir::Box box) const {
-    const auto start = batchStart_.find(device);
-    const int m = programs_.at(device).microbatches;
-    if (m <= 1 || start == batchStart_.end() || batch_ <= 0)
+    const ir::DeviceProgram &program = programs_.at(device);
+    const int m = program.microbatches;
+    if (m <= 1 || batch_ <= 0) // one micro-batch, or a batch the plan does not bind
       return box;
     const auto &sizes = concrete(value);
     const auto dims = batchDims_.find(&value);
@@ -220,7 +217,7 @@ private:
       if (!dims->second[d])
         continue;
       const int64_t perSample = sizes[d] / batch_; // elements of this dim per sample
-      const int64_t from = start->second * perSample;
+      const int64_t from = program.batchStart * perSample;
       box.lo[d] = from + (box.lo[d] - from) / m;
       box.hi[d] = from + (box.hi[d] - from) / m;
     }
@@ -600,35 +597,28 @@ private:
       } else {
         // Batched send/receive: every device posts its sends, then its receives, peers in
         // increasing order: one grouped call per device and step.
-        for (const Message &m : step.messages) {
-          ir::Instruction send;
-          send.kind = ir::InstrKind::Send;
-          send.op = "send";
-          send.peer = m.to;
+        auto message = [&](const Message &m, bool sending) {
+          const int device = sending ? m.from : m.to;
+          ir::Instruction in;
+          in.kind = sending ? ir::InstrKind::Send : ir::InstrKind::Recv;
+          in.op = sending ? "send" : m.add ? "recv-add" : "recv";
+          in.peer = sending ? m.to : m.from;
           for (const ir::Box &box : m.boxes)
-            send.slices.push_back(toMicrobatch(m.from, *to, box));
-          send.bytes = sliceBytes(send.slices, *to);
-          send.tag = tag;
-          send.loc = loc;
-          if (source.count(m.from))
-            send.inputs.push_back(source.at(m.from));
-          send.phase = phase_;
-          programs_[m.from].body.push_back(std::move(send));
-        }
-        for (const Message &m : step.messages) {
-          ir::Instruction recv;
-          recv.kind = ir::InstrKind::Recv;
-          recv.op = m.add ? "recv-add" : "recv";
-          recv.peer = m.from;
-          for (const ir::Box &box : m.boxes)
-            recv.slices.push_back(toMicrobatch(m.to, *to, box));
-          recv.bytes = sliceBytes(recv.slices, *to);
-          recv.tag = tag;
-          recv.loc = loc;
-          recv.outputs.push_back(target.at(m.to));
-          recv.phase = phase_;
-          programs_[m.to].body.push_back(std::move(recv));
-        }
+            in.slices.push_back(toMicrobatch(device, *to, box));
+          in.bytes = sliceBytes(in.slices, *to);
+          in.tag = tag;
+          in.loc = loc;
+          if (sending && source.count(m.from))
+            in.inputs.push_back(source.at(m.from));
+          if (!sending)
+            in.outputs.push_back(target.at(m.to));
+          in.phase = phase_;
+          programs_[device].body.push_back(std::move(in));
+        };
+        for (const Message &m : step.messages)
+          message(m, true);
+        for (const Message &m : step.messages)
+          message(m, false);
       }
       source = target; // the intermediate result is the next step's source
     }

@@ -16,8 +16,9 @@ struct CliRun {
   std::string output; // stdout and stderr
 };
 
-CliRun hspmc(const std::string &args) {
-  std::string command = std::string(HSPMC_PATH) + " " + args + " 2>&1";
+// Runs a shell command line, collecting stdout and stderr.
+CliRun shell(const std::string &line) {
+  std::string command = line + " 2>&1";
   FILE *pipe = popen(command.c_str(), "r");
   std::string output;
   std::array<char, 4096> buffer;
@@ -25,6 +26,17 @@ CliRun hspmc(const std::string &args) {
     output.append(buffer.data(), n);
   int status = pclose(pipe);
   return CliRun{WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+CliRun hspmc(const std::string &args) {
+  return shell(std::string(HSPMC_PATH) + " " + args);
+}
+
+// hspmc under mpirun with `processes` processes (as root, more processes than cores).
+// OpenMPI's own allocations would fail a run under LeakSanitizer: leaks are not checked there.
+CliRun hspmcUnderMpirun(int processes, const std::string &args) {
+  return shell("timeout 120 mpirun --allow-run-as-root --oversubscribe -x ASAN_OPTIONS=detect_leaks=0 -np " +
+               std::to_string(processes) + " " + HSPMC_PATH + " " + args);
 }
 
 TEST(Cli, CheckAcceptsEveryStdlibAndExampleFile) {
@@ -75,21 +87,8 @@ TEST(Cli, TrainRunsAndReportsBadData) {
 TEST(Cli, TrainOnMpiChecksTheWorldSize) {
   if (std::system("command -v mpirun > /dev/null") != 0)
     GTEST_SKIP() << "no mpirun";
-  CliRun run = CliRun{0, ""};
-  {
-    // (OpenMPI's own allocations would fail a run under LeakSanitizer: leaks are not checked here.)
-    const std::string command = "timeout 120 mpirun --allow-run-as-root --oversubscribe -x ASAN_OPTIONS=detect_leaks=0 "
-                                "-np 2 " +
-                                std::string(HSPMC_PATH) +
-                                " train examples/gpt/plans/hetero4.hspmd --data examples/data/gpl-3.txt --steps 2 "
-                                "--backend mpi 2>&1";
-    FILE *pipe = popen(command.c_str(), "r");
-    std::array<char, 4096> buffer;
-    while (size_t n = fread(buffer.data(), 1, buffer.size(), pipe))
-      run.output.append(buffer.data(), n);
-    const int status = pclose(pipe);
-    run.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
+  CliRun run = hspmcUnderMpirun(
+      2, "train examples/gpt/plans/hetero4.hspmd --data examples/data/gpl-3.txt --steps 2 --backend mpi");
   EXPECT_NE(run.code, 0);
   EXPECT_NE(run.code, 124) << "timed out";
   EXPECT_NE(run.output.find("hspmc train: error: mpirun started 2 processes but the plan has 4 devices: run it with "
@@ -99,14 +98,10 @@ TEST(Cli, TrainOnMpiChecksTheWorldSize) {
   // The right size trains, and --trace gathers both processes' events into one file.
   const std::string trace = "build/cli_mpi_trace.json";
   std::remove(trace.c_str());
-  // (OpenMPI's own allocations would fail a run under LeakSanitizer: leaks are not checked here.)
-  const std::string command = "timeout 120 mpirun --allow-run-as-root --oversubscribe -x ASAN_OPTIONS=detect_leaks=0 "
-                              "-np 2 " +
-                              std::string(HSPMC_PATH) +
-                              " train examples/gpt/plans/pipeline2.hspmd --data examples/data/gpl-3.txt --steps 1 "
-                              "--backend mpi --trace " +
-                              trace + " > /dev/null 2>&1";
-  EXPECT_EQ(std::system(command.c_str()), 0);
+  CliRun traced = hspmcUnderMpirun(2, "train examples/gpt/plans/pipeline2.hspmd --data examples/data/gpl-3.txt "
+                                      "--steps 1 --backend mpi --trace " +
+                                          trace);
+  EXPECT_EQ(traced.code, 0) << traced.output;
   std::ifstream in(trace);
   const std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_NE(json.find("\"name\":\"device 0\""), std::string::npos);
