@@ -17,12 +17,14 @@
 #include "tools/hspmc/Train.h"
 
 #include <cblas.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <thread>
 
 extern "C" void openblas_set_num_threads(int);
@@ -119,20 +121,11 @@ int main(int argc, char **argv) {
     for (const auto &e : ideal.events)
       if (!e.communication)
         predicted[e.name] += e.seconds;
-    std::FILE *f = std::fopen(run.trace.c_str(), "r");
-    std::string text;
-    char chunk[65536];
-    while (size_t n = std::fread(chunk, 1, sizeof chunk, f))
-      text.append(chunk, n);
-    std::fclose(f);
-    // {"cat":"compute","dur":12.2,"name":"embedding",...}
-    for (size_t at = text.find("\"cat\":\"compute\""); at != std::string::npos;
-         at = text.find("\"cat\":\"compute\"", at + 1)) {
-      const size_t dur = text.find("\"dur\":", at), name = text.find("\"name\":\"", at);
-      const double us = std::atof(text.c_str() + dur + 6);
-      const size_t end = text.find('"', name + 8);
-      measured[text.substr(name + 8, end - name - 8)] += us * 1e-6 / 3; // per step
-    }
+    std::ifstream file(run.trace);
+    const nlohmann::json trace = nlohmann::json::parse(file);
+    for (const auto &event : trace["traceEvents"])
+      if (event.value("cat", "") == "compute")
+        measured[event["name"].get<std::string>()] += event["dur"].get<double>() * 1e-6 / 3; // per step
     for (const auto &[name, seconds] : measured)
       if (predicted.count(name) && seconds > 0) {
         model.kernelEfficiency[name] = predicted[name] / seconds;
