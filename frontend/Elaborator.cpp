@@ -169,8 +169,9 @@ void Elaborator::elaborateMember(Instance &instance, const Member &member) {
     const std::string path = joinPath(instance.path, layer->name);
     if (layer->count) {
       int64_t count = expectConstInt(eval(*layer->count, instance.scope), layer->count->loc, "a stack size");
-      if (count < 1 || count > 100000)
-        fail(layer->count->loc, "a stack needs between 1 and 100000 layers, got " + std::to_string(count));
+      // 4096 is far beyond any real model, and keeps elaboration time bounded.
+      if (count < 1 || count > 4096)
+        fail(layer->count->loc, "a stack needs between 1 and 4096 layers, got " + std::to_string(count));
       auto stack = std::make_unique<Stack>();
       stack->path = path;
       for (int64_t i = 0; i < count; ++i)
