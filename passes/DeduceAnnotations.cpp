@@ -657,10 +657,27 @@ private:
         continue;
       if (state.subgroups.size() > 1 && state.hetero.kind == ir::HeteroKind::Dup)
         state.hetero = {ir::HeteroKind::Split, 0, {}, false};
-      for (auto &local : state.subgroups)
+      // Each copy axis splits a dimension no other axis splits, so that a device's share
+      // of the state lies inside its piece of the parameter (under tensor parallelism the
+      // parameter's own split keeps its dimension).
+      const auto sizes = ir::sizesWithUnboundAsOne(param->type.shape);
+      for (auto &local : state.subgroups) {
+        std::set<int> split;
+        for (const auto &axis : local.axes)
+          if (axis.kind == ir::AxisKind::Split)
+            split.insert(axis.dim);
         for (auto &axis : local.axes)
-          if (axis.kind == ir::AxisKind::Dup && axis.count > 1)
-            axis = {ir::AxisKind::Split, 0, axis.count};
+          if (axis.kind == ir::AxisKind::Dup && axis.count > 1) {
+            int dim = 0;
+            for (int d = 0; d < static_cast<int>(sizes.size()); ++d)
+              if (!split.count(d) && sizes[static_cast<size_t>(d)] % axis.count == 0) {
+                dim = d;
+                break;
+              }
+            split.insert(dim);
+            axis = {ir::AxisKind::Split, dim, axis.count};
+          }
+      }
       plan_.optimizerState[param->name] = state;
     }
   }
