@@ -139,7 +139,7 @@ std::string deviceSource(const ir::DeviceProgram &p) {
   for (int phase = 0; phase < 4; ++phase) {
     out << "\nvoid device_" << d << "_" << phases[phase] << "(runtime::DeviceExecutor &x, int mb) {\n";
     for (size_t i = 0; i < p.body.size(); ++i)
-      if (static_cast<int>(p.body[i].phase) == phase)
+      if (static_cast<int>(ir::passOf(p.body[i].phase)) == phase)
         out << "  x.instruction(" << i << ", mb); // " << p.body[i].op << "\n";
     out << "  (void)x;\n  (void)mb;\n}\n";
   }

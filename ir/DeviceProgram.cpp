@@ -76,17 +76,14 @@ DeviceProgram expandSchedule(const DeviceProgram &program) {
                                         : program.schedule;
   auto append = [&](Phase phase, int microbatch) {
     for (const Instruction &in : program.body)
-      if (in.phase == phase) {
+      if (passOf(in.phase) == phase) {
         Instruction copy = in;
-        copy.tag = expandedTag(in.tag, phase, microbatch);
+        copy.tag = expandedTag(in.tag, in.phase, microbatch);
         out.body.push_back(copy);
       }
   };
-  for (const ScheduleSlot &slot : slots) {
-    if (slot.phase == Phase::Backward)
-      append(Phase::Recompute, slot.microbatch);
+  for (const ScheduleSlot &slot : slots)
     append(slot.phase, slot.microbatch);
-  }
   append(Phase::Update, 0);
   return out;
 }

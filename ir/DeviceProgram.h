@@ -44,9 +44,15 @@ enum class InstrKind { Kernel, Collective, Send, Recv, Copy };
 
 /// When an instruction runs: once per micro-batch in the forward or backward pass, or once
 /// per step after all micro-batches (gradient synchronisation, optimizer). Recompute
-/// instructions re-run a stage's forward at the start of each backward pass, so its
-/// activations need not be kept from the forward pass.
+/// instructions re-run part of a stage's forward inside each backward pass, in body order,
+/// each just before the backward instructions that read it (a layer's forward runs again
+/// right before its backward), so a stage keeps only its layers' inputs from the forward.
 enum class Phase { Forward, Recompute, Backward, Update };
+
+/// The pass a phase's instructions run in: recompute instructions run in the backward pass.
+inline Phase passOf(Phase phase) {
+  return phase == Phase::Recompute ? Phase::Backward : phase;
+}
 
 struct Instruction {
   InstrKind kind = InstrKind::Kernel;

@@ -11,12 +11,14 @@ namespace hspmd::passes {
 int64_t planMemory(ir::DeviceProgram &program) {
   const size_t n = program.buffers.size();
   const int end = static_cast<int>(program.body.size());
-  // One micro-batch's passes in execution order: forward, recompute, backward, update.
+  // One micro-batch's passes in execution order: forward, backward (recomputation inside
+  // it), update.
   std::vector<size_t> order(program.body.size());
   for (size_t i = 0; i < order.size(); ++i)
     order[i] = i;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return program.body[a].phase < program.body[b].phase; });
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return ir::passOf(program.body[a].phase) < ir::passOf(program.body[b].phase);
+  });
   std::vector<int> first(n, std::numeric_limits<int>::max()), last(n, -1);
   // `written` ends up false for a buffer read before anything writes it: a parameter, an
   // input or optimizer state, which lives across steps (the optimizer step updates it in

@@ -49,10 +49,11 @@ public:
     for (const auto &[param, grad] : plan_.gradients)
       optimizerStep(*param, *grad);
     for (auto &[d, program] : programs_) {
-      // Execution order: forward, recompute, backward, update (ir::expandSchedule repeats
-      // the first three per micro-batch).
-      std::stable_sort(program.body.begin(), program.body.end(),
-                       [](const ir::Instruction &a, const ir::Instruction &b) { return a.phase < b.phase; });
+      // Execution order: forward, backward (recomputation interleaved), update
+      // (ir::expandSchedule repeats the first two per micro-batch).
+      std::stable_sort(
+          program.body.begin(), program.body.end(),
+          [](const ir::Instruction &a, const ir::Instruction &b) { return ir::passOf(a.phase) < ir::passOf(b.phase); });
       stash(program);
     }
     return std::move(programs_);
@@ -375,15 +376,40 @@ private:
     }
   }
 
-  // A recomputing stage keeps only what its forward pass received (and its inputs) between
-  // the forward and the backward pass of a micro-batch: each backward pass starts by running
-  // again, into fresh buffers, the forward kernels, copies and collectives whose results it
-  // reads (transitively). Sends and receives are not repeated.
+  // A recomputing stage keeps only what its forward pass received (and its inputs) and the
+  // input of each layer of its stack between the forward and the backward pass of a
+  // micro-batch: the backward pass runs again, into fresh buffers, the forward kernels,
+  // copies and collectives whose results it reads (transitively), each layer's just before
+  // its backward. Sends and receives are not repeated.
   void addRecompute(ir::DeviceProgram &program) {
     std::set<int> received, needed;
     for (const ir::Instruction &in : program.body)
       if (in.phase == ir::Phase::Forward && in.kind == ir::InstrKind::Recv)
         received.insert(in.outputs.begin(), in.outputs.end());
+    // Layer checkpoints: a forward instruction belongs to the highest layer of the stack
+    // whose parameters it reads, directly or through its inputs; a buffer one layer writes
+    // and a later layer reads is kept.
+    std::map<int, int> layerOf; // buffer -> layer of its writer (-1: before the stack)
+    for (const ir::Buffer &b : program.buffers) {
+      const auto open = b.value.find('[');
+      if (b.role == ir::BufferRole::Parameter && open != std::string::npos && open > 0 &&
+          std::isdigit(static_cast<unsigned char>(b.value[open + 1])))
+        layerOf[b.id] = std::stoi(b.value.substr(open + 1));
+    }
+    for (const ir::Instruction &in : program.body) {
+      if (in.phase != ir::Phase::Forward)
+        continue;
+      int layer = -1;
+      for (int b : in.inputs)
+        if (auto it = layerOf.find(b); it != layerOf.end())
+          layer = std::max(layer, it->second);
+      for (int b : in.inputs)
+        if (auto it = layerOf.find(b); it != layerOf.end() && it->second < layer &&
+                                       program.buffers[static_cast<size_t>(b)].role == ir::BufferRole::Temporary)
+          received.insert(b);
+      for (int b : in.outputs)
+        layerOf.emplace(b, layer);
+    }
     for (const ir::Instruction &in : program.body)
       if (in.phase == ir::Phase::Backward)
         needed.insert(in.inputs.begin(), in.inputs.end());
@@ -427,7 +453,43 @@ private:
         for (int &b : in.inputs)
           if (auto it = fresh.find(b); it != fresh.end())
             b = it->second;
-    program.body.insert(program.body.end(), again.begin(), again.end());
+    // Each recomputed instruction goes just before the first backward instruction that reads
+    // it, directly or through later recomputed ones: a layer's forward runs again right
+    // before its backward, and its buffers die with it.
+    const size_t n = program.body.size();
+    size_t firstBackward = n;
+    std::map<int, size_t> firstReader; // recomputed buffer -> first backward reader
+    for (size_t i = 0; i < n; ++i) {
+      const ir::Instruction &in = program.body[i];
+      if (in.phase != ir::Phase::Backward)
+        continue;
+      firstBackward = std::min(firstBackward, i);
+      for (int b : in.inputs)
+        firstReader.emplace(b, i);
+    }
+    std::vector<size_t> deadline(again.size(), firstBackward);
+    std::map<int, size_t> needBy; // recomputed buffer -> the earliest deadline of its readers
+    for (size_t j = again.size(); j-- > 0;) {
+      size_t due = n;
+      for (int b : again[j].outputs) {
+        if (auto it = firstReader.find(b); it != firstReader.end())
+          due = std::min(due, it->second);
+        if (auto it = needBy.find(b); it != needBy.end())
+          due = std::min(due, it->second);
+      }
+      deadline[j] = due < n ? due : firstBackward;
+      for (int b : again[j].inputs)
+        needBy[b] = needBy.count(b) ? std::min(needBy[b], deadline[j]) : deadline[j];
+    }
+    std::vector<ir::Instruction> body;
+    for (size_t i = 0; i <= n; ++i) {
+      for (size_t j = 0; j < again.size(); ++j)
+        if (deadline[j] == i)
+          body.push_back(again[j]);
+      if (i < n)
+        body.push_back(std::move(program.body[i]));
+    }
+    program.body = std::move(body);
   }
 
   // Values a forward pass produces (or loads: the inputs) and a later backward pass of the

@@ -194,19 +194,16 @@ bool verifyScheduledStep(const std::map<int, ir::DeviceProgram> &programs, const
     std::vector<Step> &stream = streams[entry.first];
     auto append = [&](ir::Phase phase, int microbatch) {
       for (const ir::Instruction &in : program.body)
-        if (in.phase == phase) {
-          const int64_t tag = ir::expandedTag(in.tag, phase, microbatch);
+        if (ir::passOf(in.phase) == phase) {
+          const int64_t tag = ir::expandedTag(in.tag, in.phase, microbatch);
           stream.push_back({&in, tag, tag});
         }
     };
     const auto slots = program.schedule.empty()
                            ? std::vector<ir::ScheduleSlot>{{ir::Phase::Forward, 0}, {ir::Phase::Backward, 0}}
                            : program.schedule;
-    for (const ir::ScheduleSlot &slot : slots) {
-      if (slot.phase == ir::Phase::Backward)
-        append(ir::Phase::Recompute, slot.microbatch);
+    for (const ir::ScheduleSlot &slot : slots)
       append(slot.phase, slot.microbatch);
-    }
     append(ir::Phase::Update, 0);
   }
   return verifyStreams(streams, report);

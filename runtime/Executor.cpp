@@ -43,7 +43,7 @@ DeviceExecutor::DeviceExecutor(const ir::DeviceProgram &program, Communicator &c
     : program_(program), comm_(communicator), byPhase_(4) {
   arena_.assign(static_cast<size_t>(std::max<int64_t>(program.peakBytes, 0)) + 64, 0);
   for (const ir::Instruction &in : program.body)
-    byPhase_[static_cast<size_t>(in.phase)].push_back(&in);
+    byPhase_[static_cast<size_t>(ir::passOf(in.phase))].push_back(&in);
 }
 
 char *DeviceExecutor::address(int buffer, int microbatch) const {
@@ -126,8 +126,7 @@ double DeviceExecutor::step(const Batch &batch, int64_t step) {
       if (program_.lossBuffer >= 0)
         loss += *reinterpret_cast<const float *>(address(program_.lossBuffer, slot.microbatch));
     } else {
-      run(ir::Phase::Recompute, slot.microbatch);
-      run(ir::Phase::Backward, slot.microbatch);
+      run(ir::Phase::Backward, slot.microbatch); // recomputation included
     }
   }
   run(ir::Phase::Update, 0);

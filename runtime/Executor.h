@@ -73,7 +73,8 @@ private:
   const ir::DeviceProgram &program_;
   Communicator &comm_;
   std::vector<char> arena_;
-  std::vector<std::vector<const ir::Instruction *>> byPhase_; // forward, recompute, backward, update
+  std::vector<std::vector<const ir::Instruction *>>
+      byPhase_; // by pass: forward, (none), backward with recomputation, update
   DeviceTimes times_;
   bool tracing_ = false;
   std::chrono::steady_clock::time_point origin_;
