@@ -15,6 +15,7 @@
 #include "planner/Simulator.h"
 #include "runtime/MpiRun.h"
 #include "tools/hspmc/Driver.h"
+#include "tools/hspmc/Plan.h"
 #include "tools/hspmc/Train.h"
 
 #include <CLI/CLI.hpp>
@@ -310,141 +311,32 @@ int runSimulate(const std::string &file, const std::vector<std::string> &planFil
   return 0;
 }
 
-// Simulates the plan in `file` on `cluster` (the plan's own cluster file): its step seconds.
-std::optional<double> simulatedStep(const std::string &file, const planner::Cluster &cluster) {
-  TrainingBuild t(file, {file}, "plan", true);
-  if (!t.hasPlan())
-    return std::nullopt;
-  t.compile(planner::linkModel(cluster));
-  if (t.report() != 0)
-    return std::nullopt;
-  return planner::simulate(t.programs(), planner::costModel(cluster)).stepSeconds;
-}
-
-std::string relativeTo(const std::string &path, const std::string &file) {
-  const auto from = std::filesystem::absolute(std::filesystem::path(file)).parent_path();
-  return std::filesystem::relative(std::filesystem::absolute(path), from).string();
-}
-
-// hspmc plan: for now one strategy, a context-parallel group over every device of the
-// cluster with sequence shares from the causal-attention cost model (planner/ContextShares.h).
-int runPlan(const std::string &modelFile, const std::string &clusterFile, int64_t seq, int64_t tokens,
-            const std::string &out, bool report) {
-  SourceManager sources;
-  CollectingSink sink;
-  DiagnosticEngine diags(sink);
-  Compilation compilation(sources, diags);
-  std::vector<planner::ClusterError> errors;
-  auto cluster = planner::loadCluster(clusterFile, compilation.stdlibDir() + "/devices.toml", errors);
-  for (const auto &error : errors)
-    diags.error(error.loc, error.message);
-  auto build = driver::elaborateBuild(compilation, modelFile, {}, "");
-  if (tokens % seq != 0 || seq <= 0)
-    diags.error(ir::Location{modelFile, 0, 0, 1}, "--tokens (" + std::to_string(tokens) +
-                                                      ") must be a positive multiple of --seq (" + std::to_string(seq) +
-                                                      ")");
-  if (int code = finish(sink, sources, false, diags.errorCount()); code != 0 || !cluster || !build)
-    return code != 0 ? code : 1;
-  // The model: its stacked layer and the other parameters, the attention FLOPs per (query,
-  // key) pair and the rest per position (training: 3x forward; 2 FLOPs per parameter).
-  std::string stack;
-  std::set<std::string> others;
-  double parameters = 0, perPair = 0;
-  for (const ir::Value *p : build->graph->params()) {
-    const auto bracket = p->name.find('[');
-    if (bracket != std::string::npos && (stack.empty() || p->name.compare(0, bracket, stack) == 0))
-      stack = p->name.substr(0, bracket);
-    else
-      others.insert(p->name.substr(0, p->name.find('.')));
-    double n = 1;
-    for (int64_t d : ir::sizesWithUnboundAsOne(p->type.shape))
-      n *= static_cast<double>(d);
-    parameters += n;
-  }
-  for (const auto &op : build->graph->ops())
-    if (op->kind == ir::OpKind::Attention) {
-      const auto q = ir::sizesWithUnboundAsOne(op->operands[0]->type.shape);
-      perPair += 4.0 * static_cast<double>(q[2] * q[3]);
-    }
-  const planner::ContextCost cost{3 * perPair, 3 * 2 * parameters, 0};
-  // Slow devices first: the early positions cost least.
-  std::vector<int> order;
-  for (const auto &device : cluster->devices)
-    order.push_back(device.id);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int a, int b) { return cluster->typeOf(a).bf16Tflops < cluster->typeOf(b).bf16Tflops; });
-  std::vector<planner::ShareDevice> group;
-  for (int d : order)
-    group.push_back({cluster->typeOf(d).bf16Tflops * 1e12, 0});
-  int64_t block = std::max<int64_t>(1, seq / 128);
-  while (seq % block != 0)
-    --block;
-  const planner::ContextPlan shares = planner::planContextSharesFast(group, seq, block, cost);
-  if (!shares.error.empty()) {
-    std::cerr << "hspmc plan: error: " << shares.error << "\n";
+// hspmc plan: the planner's search, its finalists simulated, the fastest written
+// (tools/hspmc/Plan.h).
+int runPlan(const driver::PlanFiles &files, bool report) {
+  driver::PlanOutcome outcome;
+  if (!driver::planModel(files, outcome, std::cout, std::cerr))
     return 1;
-  }
-  auto planText = [&](const std::string &name, bool symmetric) {
-    std::string devices, cp, with;
-    for (size_t i = 0; i < order.size(); ++i) {
-      if (!symmetric && shares.lengths[i] == 0)
-        continue; // too slow to help
-      devices += (devices.empty() ? "" : ", ") + std::to_string(order[i]);
-      cp += (cp.empty() ? "" : ", ") + std::to_string(order[i]) + ": " +
-            std::to_string(symmetric ? 1 : shares.lengths[i]);
-    }
-    for (const auto &o : others)
-      with += (with.empty() ? "" : ", ") + o;
-    return "// Planned by hspmc plan: one context-parallel group over the devices of " + cluster->name +
-           (symmetric ? ", equal sequence shares (the symmetric plan)"
-                      : ", sequence shares from the causal-attention "
-                        "cost model, slower devices first") +
-           ".\nimport \"" + relativeTo(modelFile, out) + "\"\n\nplan " + name + " for " + build->graph->name() +
-           " {\n  cluster \"" + relativeTo(clusterFile, out) + "\"\n  bind B = " + std::to_string(tokens / seq) +
-           ", S = " + std::to_string(seq) +
-           "\n  optimizer adamw(lr = 1e-3)\n  pipeline main share 1 microbatches 1 {\n" + "    stage devices [" +
-           devices + "] cp [" + cp + "] layers " + stack + " with " + with + "\n  }\n}\n";
-  };
-  std::string name = std::filesystem::path(out).stem().string();
-  for (char &c : name)
-    if (!std::isalnum(static_cast<unsigned char>(c)))
-      c = '_';
-  {
-    std::ofstream file(out);
-    file << planText(name, false);
-    if (!file) {
-      std::cerr << "hspmc plan: error: cannot write " << out << "\n";
-      return 1;
-    }
-  }
-  // The plan must lint clean.
-  {
-    SourceManager lintSources;
-    CollectingSink lintSink;
-    DiagnosticEngine lintDiags(lintSink);
-    Compilation lintCompilation(lintSources, lintDiags);
-    driver::lintFile(lintCompilation, out, "", "");
-    if (lintDiags.errorCount() > 0) {
-      finish(lintSink, lintSources, false, lintDiags.errorCount());
-      std::cerr << "hspmc plan: error: the plan written to " << out << " does not lint clean\n";
-      return 1;
-    }
-  }
-  std::cout << "wrote " << out << ": " << order.size() << " devices in one context-parallel group, shares";
-  for (size_t i = 0; i < order.size(); ++i)
-    std::cout << (i ? ", " : " ") << order[i] << ": " << shares.lengths[i];
-  std::cout << " of " << seq << " positions" << std::endl;
+  const auto &chosen = *outcome.chosen;
+  const double seconds = chosen.simulated.seconds;
+  std::printf("wrote %s: %s\n", files.out.c_str(), chosen.candidate.strategy.c_str());
+  std::printf("simulated step %.3f ms, %.0f tokens/s", seconds * 1e3, static_cast<double>(files.tokens) / seconds);
+  if (outcome.bestSymmetric && outcome.bestSymmetric != &chosen)
+    std::printf("; best symmetric plan %.3f ms: %.2fx", outcome.bestSymmetric->simulated.seconds * 1e3,
+                outcome.bestSymmetric->simulated.seconds / seconds);
+  else if (!outcome.bestSymmetric)
+    std::printf("; no symmetric plan fits");
+  else
+    std::printf("; it is the best symmetric plan");
+  std::printf("\n");
   if (report) {
-    const std::string symmetricPath = out + ".symmetric.hspmd";
-    std::ofstream(symmetricPath) << planText(name + "_symmetric", true);
-    const auto planned = simulatedStep(out, *cluster), symmetric = simulatedStep(symmetricPath, *cluster);
-    std::filesystem::remove(symmetricPath);
-    if (!planned || !symmetric) {
-      std::cerr << "hspmc plan: error: cannot simulate the plans\n";
-      return 1;
-    }
-    std::printf("simulated step: planned %.3f ms, symmetric (equal shares) %.3f ms: %.2fx\n", *planned * 1e3,
-                *symmetric * 1e3, *symmetric / *planned);
+    planner::PlanRequest request;
+    request.tokens = files.tokens;
+    request.sequence = files.sequence;
+    const planner::LocalCheck check =
+        planner::checkLocalPrograms(chosen.candidate, outcome.shape, outcome.cluster, request);
+    std::printf("search %.1f ms over %d candidates, simulation of the finalists %.1f s\nlocal programs: %s\n",
+                outcome.searchSeconds * 1e3, outcome.considered, outcome.simulateSeconds, check.text.c_str());
   }
   return 0;
 }
@@ -561,18 +453,23 @@ int main(int argc, char **argv) {
   simulateCommand->add_option("--format", simulateFormat, "Output format")->check(CLI::IsMember({"text", "json"}));
 
   auto *planCommand =
-      app.add_subcommand("plan", "Write a plan for a model on a cluster (for now: context parallelism, HexiSeq style)");
-  std::string planModel, planCluster, planOut;
-  int64_t planSeq = 0, planTokens = 0;
+      app.add_subcommand("plan", "Write a plan for a model on a cluster: pipelines, tensor, context and head "
+                                 "parallelism sized for its devices");
+  driver::PlanFiles planFiles;
   bool planReport = false;
-  planCommand->add_option("model", planModel, "The model file")->required();
-  planCommand->add_option("--cluster", planCluster, "The cluster file")->required();
-  planCommand->add_option("--seq", planSeq, "Sequence length (positions)")->required()->check(CLI::PositiveNumber);
-  planCommand->add_option("--tokens", planTokens, "Tokens per step (a multiple of --seq)")
+  planCommand->add_option("model", planFiles.model, "The model file")->required();
+  planCommand->add_option("--cluster", planFiles.cluster, "The cluster file")->required();
+  planCommand->add_option("--seq", planFiles.sequence, "Sequence length (positions)")
       ->required()
       ->check(CLI::PositiveNumber);
-  planCommand->add_option("-o,--output", planOut, "The plan file to write")->required();
-  planCommand->add_flag("--report", planReport, "Compare with the symmetric plan in the simulator");
+  planCommand->add_option("--tokens", planFiles.tokens, "Tokens per step (a multiple of --seq)")
+      ->required()
+      ->check(CLI::PositiveNumber);
+  planCommand->add_option("-o,--output", planFiles.out, "The plan file to write")->required();
+  planCommand
+      ->add_option("--finalists", planFiles.finalists, "Candidates of each kind (planned, symmetric) to simulate")
+      ->check(CLI::Range(1, 20));
+  planCommand->add_flag("--report", planReport, "Print every finalist and the local programs' gap to CBC");
 
   auto *buildCommand = app.add_subcommand("build", "Compile a plan for training into C++ and a binary");
   std::string buildFile, buildTarget = "cpu", buildOut;
@@ -630,7 +527,7 @@ int main(int argc, char **argv) {
   if (program->parsed())
     return runDumpProgram(programFile, programPlans, programDevice, programTrain);
   if (planCommand->parsed())
-    return runPlan(planModel, planCluster, planSeq, planTokens, planOut, planReport);
+    return runPlan(planFiles, planReport);
   if (simulateCommand->parsed())
     return runSimulate(simulateFile, simulatePlans, simulateCluster, simulateTrace, simulateFormat == "json");
   if (buildCommand->parsed())

@@ -144,17 +144,18 @@ TEST(Cli, SimulatePrintsTheStepAndEachDevice) {
 
 // hspmc plan writes a plan that lints clean, trains, and in the simulator beats equal shares
 // on a mixed cluster (slow devices take fewer, earlier positions).
-TEST(Cli, PlanWritesAContextParallelPlan) {
+TEST(Cli, PlanWritesAPlanThatLintsAndTrains) {
   const std::string out = "build/cli_plan_test.hspmd";
   CliRun run = hspmc("plan examples/gpt/tiny_gpt.hspmd --cluster examples/clusters/cpu_mixed4.toml --seq 64 "
                      "--tokens 256 -o " +
                      out + " --report");
   ASSERT_EQ(run.code, 0) << run.output;
-  EXPECT_NE(run.output.find("wrote " + out + ": 4 devices in one context-parallel group"), std::string::npos)
-      << run.output;
-  const size_t ratio = run.output.find(" ms: ");
-  ASSERT_NE(ratio, std::string::npos) << run.output;
-  EXPECT_GT(std::stod(run.output.substr(ratio + 5)), 1.0) << run.output;
+  EXPECT_NE(run.output.find("wrote " + out + ": "), std::string::npos) << run.output;
+  // Both kinds of finalists were simulated, and the local programs' fast algorithms reach
+  // CBC's optimum on this instance.
+  EXPECT_NE(run.output.find("\n  planned   "), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("\n  symmetric "), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("(proven optimal): gap 0.00%"), std::string::npos) << run.output;
   CliRun lint = hspmc("lint " + out);
   EXPECT_EQ(lint.code, 0) << lint.output;
   EXPECT_NE(lint.output.find("lint: 0 errors"), std::string::npos) << lint.output;
@@ -164,8 +165,8 @@ TEST(Cli, PlanWritesAContextParallelPlan) {
                      "--tokens 100 -o " +
                      out);
   EXPECT_EQ(bad.code, 1);
-  EXPECT_NE(bad.output.find("--tokens (100) must be a positive multiple of --seq (64)"), std::string::npos)
-      << bad.output;
+  EXPECT_EQ(bad.output,
+            "examples/gpt/tiny_gpt.hspmd: error: --tokens (100) must be a positive multiple of --seq (64)\n");
 }
 
 TEST(Cli, CheckReportsErrorsWithExitOne) {

@@ -1,0 +1,204 @@
+// The planner's search and local programs (planner/Search.h): each fast algorithm against
+// CBC and against trying every answer; the model shape read from a graph; the structure of
+// what the search proposes on a heterogeneous cluster.
+#include "planner/Search.h"
+
+#include "../support/ExampleBuild.h"
+#include "planner/Cluster.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <numeric>
+#include <random>
+#include <set>
+
+using namespace hspmd;
+using namespace hspmd::planner;
+
+namespace {
+
+// Every composition of `total` into `parts` values within [lo[i], hi[i]].
+void compositions(int64_t total, const std::vector<int64_t> &lo, const std::vector<int64_t> &hi,
+                  const std::function<void(const std::vector<int64_t> &)> &visit) {
+  std::vector<int64_t> x(lo.size());
+  std::function<void(size_t, int64_t)> rec = [&](size_t i, int64_t left) {
+    if (i + 1 == x.size()) {
+      if (left >= lo[i] && left <= hi[i]) {
+        x[i] = left;
+        visit(x);
+      }
+      return;
+    }
+    for (int64_t v = lo[i]; v <= std::min(hi[i], left); ++v) {
+      x[i] = v;
+      rec(i + 1, left - v);
+    }
+  };
+  rec(0, total);
+}
+
+} // namespace
+
+TEST(LocalPrograms, LayerSplitMatchesCbcAndExhaustiveSearch) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> speed(0.5, 4), fixed(0, 3);
+  for (int trial = 0; trial < 30; ++trial) {
+    const size_t stages = 2 + trial % 3;
+    const int64_t layers = 6 + trial % 7;
+    std::vector<double> per, extra;
+    std::vector<int64_t> most, ones(stages, 1);
+    for (size_t s = 0; s < stages; ++s) {
+      per.push_back(1 / speed(rng));
+      extra.push_back(fixed(rng));
+      most.push_back(trial % 2 ? layers : 2 + static_cast<int64_t>(s) * 2); // memory caps on odd trials
+    }
+    double best = 1e300;
+    compositions(layers, ones, most, [&](const std::vector<int64_t> &l) {
+      double worst = 0;
+      for (size_t s = 0; s < stages; ++s)
+        worst = std::max(worst, static_cast<double>(l[s]) * per[s] + extra[s]);
+      best = std::min(best, worst);
+    });
+    const LayerSplit fast = splitLayers(layers, per, extra, most);
+    const LayerSplit exact = splitLayersExact(layers, per, extra, most);
+    if (best == 1e300) {
+      EXPECT_FALSE(fast.feasible) << "trial " << trial;
+      EXPECT_FALSE(exact.feasible) << "trial " << trial;
+      continue;
+    }
+    ASSERT_TRUE(fast.feasible && exact.feasible) << "trial " << trial;
+    EXPECT_NEAR(fast.seconds, best, 1e-9 * best) << "trial " << trial;
+    EXPECT_NEAR(exact.seconds, best, 1e-6 * best) << "trial " << trial;
+    EXPECT_EQ(std::accumulate(fast.layers.begin(), fast.layers.end(), int64_t{0}), layers);
+    for (size_t s = 0; s < stages; ++s)
+      EXPECT_TRUE(fast.layers[s] >= 1 && fast.layers[s] <= most[s]) << "trial " << trial;
+  }
+}
+
+TEST(LocalPrograms, BatchSplitMatchesCbcAndExhaustiveSearch) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> tau(0.2, 3), sync(0, 2);
+  for (int trial = 0; trial < 30; ++trial) {
+    const size_t pipelines = 2 + trial % 3;
+    const int64_t sequences = 3 + trial % 9;
+    std::vector<int> stages;
+    std::vector<double> t, after;
+    std::vector<int64_t> most, zeros(pipelines, 0);
+    for (size_t i = 0; i < pipelines; ++i) {
+      stages.push_back(1 + static_cast<int>(rng() % 4));
+      t.push_back(tau(rng));
+      after.push_back(sync(rng));
+      most.push_back(sequences);
+    }
+    double best = 1e300;
+    compositions(sequences, zeros, most, [&](const std::vector<int64_t> &b) {
+      double worst = 0;
+      for (size_t i = 0; i < pipelines; ++i)
+        if (b[i] > 0)
+          worst = std::max(worst, static_cast<double>(b[i] + stages[i] - 1) * t[i] + after[i]);
+      best = std::min(best, worst);
+    });
+    const BatchSplit fast = splitBatch(sequences, stages, t, after, most);
+    const BatchSplit exact = splitBatchExact(sequences, stages, t, after, most);
+    ASSERT_TRUE(fast.feasible && exact.feasible) << "trial " << trial;
+    EXPECT_NEAR(fast.seconds, best, 1e-9 * best) << "trial " << trial;
+    EXPECT_NEAR(exact.seconds, best, 1e-6 * best) << "trial " << trial;
+    EXPECT_EQ(std::accumulate(fast.sequences.begin(), fast.sequences.end(), int64_t{0}), sequences);
+  }
+  // A pipeline whose fill alone costs more than the others' whole work is left unused.
+  const BatchSplit split = splitBatch(4, {1, 8}, {1.0, 1.0}, {0, 0}, {4, 4});
+  EXPECT_EQ(split.sequences, (std::vector<int64_t>{4, 0}));
+  EXPECT_DOUBLE_EQ(split.seconds, 4.0);
+}
+
+TEST(LocalPrograms, HeadSplitAgainstCbcAndExhaustiveSearch) {
+  // Three groups of speeds 1, 2, 3; 8 heads in units of 2, 12 blocks of positions.
+  const std::vector<double> headSeconds = {1.0, 0.5, 1.0 / 3}, blockSeconds = {0.5, 0.25, 0.5 / 3};
+  double best = 1e300;
+  compositions(4, {0, 0, 0}, {4, 4, 4}, [&](const std::vector<int64_t> &units) {
+    compositions(12, {0, 0, 0}, {12, 12, 12}, [&](const std::vector<int64_t> &blocks) {
+      double worst = 0;
+      for (size_t g = 0; g < 3; ++g)
+        worst = std::max(worst, static_cast<double>(2 * units[g]) * headSeconds[g] +
+                                    static_cast<double>(blocks[g]) * blockSeconds[g]);
+      best = std::min(best, worst);
+    });
+  });
+  const HeadSplit exact = splitHeadsExact(8, 2, 12, headSeconds, blockSeconds);
+  ASSERT_TRUE(exact.feasible);
+  EXPECT_TRUE(exact.optimal);
+  EXPECT_NEAR(exact.seconds, best, 1e-6 * best);
+  const HeadSplit fast = splitHeads(8, 2, 12, headSeconds, blockSeconds);
+  ASSERT_TRUE(fast.feasible);
+  EXPECT_GE(fast.seconds, best * (1 - 1e-9));
+  EXPECT_LE(fast.seconds, best * 1.10) << "the greedy head split is within 10% here";
+  EXPECT_EQ(std::accumulate(fast.heads.begin(), fast.heads.end(), int64_t{0}), 8);
+  EXPECT_EQ(std::accumulate(fast.blocks.begin(), fast.blocks.end(), int64_t{0}), 12);
+  for (int64_t h : fast.heads)
+    EXPECT_EQ(h % 2, 0);
+}
+
+TEST(Search, ReadsTheModelShape) {
+  hspmd::testing::ExampleBuild b;
+  b.build = driver::elaborateBuild(b.compilation, "examples/llama/tiny_llama.hspmd", {}, "");
+  ASSERT_TRUE(b.build);
+  std::string error;
+  const ModelShape shape = modelShape(*b.build->graph, error);
+  EXPECT_EQ(error, "");
+  EXPECT_EQ(shape.stack, "blocks");
+  EXPECT_EQ(shape.layers, 4);
+  EXPECT_EQ(shape.first, (std::vector<std::string>{"embed"}));
+  EXPECT_EQ(shape.last, (std::vector<std::string>{"head", "norm"}));
+  // d 64, 4 heads (2 key/value heads) of 16, ffn 172: norms 2 x 64, wq and wo 64 x 64, wk and
+  // wv 64 x 32, w1, w3 and w2 64 x 172.
+  EXPECT_EQ(shape.layerParams, 2 * 64 + 2 * 64 * 64 + 2 * 64 * 32 + 3 * 64 * 172);
+  EXPECT_EQ(shape.heads, 4);
+  EXPECT_EQ(shape.kvHeads, 2);
+  EXPECT_EQ(shape.hidden, 64);
+  EXPECT_EQ(shape.kvDim, 32);
+  EXPECT_EQ(shape.headFlopsPerToken, 2 * 64 * 256);
+  EXPECT_EQ(shape.attentionFlopsPerPair, 4 * 64);
+}
+
+TEST(Search, ProposesWholePlansOnAMixedCluster) {
+  hspmd::testing::ExampleBuild b;
+  b.build = driver::elaborateBuild(b.compilation, "examples/llama/llama32b.hspmd", {}, "");
+  ASSERT_TRUE(b.build);
+  std::string error;
+  const ModelShape shape = modelShape(*b.build->graph, error);
+  std::vector<ClusterError> errors;
+  const auto cluster = loadCluster("examples/clusters/h800x16_h20x32.toml", "stdlib/devices.toml", errors);
+  ASSERT_TRUE(cluster);
+  PlanRequest request;
+  request.tokens = 36 * 4096;
+  request.sequence = 4096;
+  const SearchResult result = searchPlans(shape, *cluster, request, 5);
+  ASSERT_FALSE(result.planned.empty());
+  ASSERT_FALSE(result.symmetric.empty());
+  EXPECT_GT(result.considered, 10);
+  for (const auto *list : {&result.planned, &result.symmetric})
+    for (const Candidate &c : *list) {
+      // Every pipeline runs every layer once, in order; devices serve one stage; the batch
+      // adds up.
+      std::set<int> used;
+      int64_t sequences = 0;
+      for (const PipelinePlan &pipeline : c.pipelines) {
+        int64_t at = 0;
+        for (const StagePlan &stage : pipeline.stages) {
+          EXPECT_EQ(stage.layerBegin, at) << c.strategy;
+          at = stage.layerEnd;
+          EXPECT_EQ(stage.devices.size() % static_cast<size_t>(stage.tp), 0u) << c.strategy;
+          for (int d : stage.devices)
+            EXPECT_TRUE(used.insert(d).second) << c.strategy << ": device " << d << " twice";
+        }
+        EXPECT_EQ(at, shape.layers) << c.strategy;
+        EXPECT_EQ(pipeline.sequences % pipeline.microbatches, 0) << c.strategy;
+        sequences += pipeline.sequences;
+      }
+      EXPECT_EQ(sequences, 36) << c.strategy;
+      EXPECT_GT(c.seconds, 0) << c.strategy;
+    }
+  // On 16 H800s and 32 H20s (6.7x slower each), sizing parts by speed beats equal parts.
+  EXPECT_LT(result.planned.front().seconds, result.symmetric.front().seconds);
+}

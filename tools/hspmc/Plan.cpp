@@ -1,0 +1,191 @@
+#include "tools/hspmc/Plan.h"
+
+#include "passes/Pipeline.h"
+#include "planner/Estimates.h"
+#include "planner/Simulator.h"
+#include "tools/hspmc/Driver.h"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+namespace hspmd::driver {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::string relativeTo(const std::string &path, const std::string &file) {
+  const auto from = std::filesystem::absolute(std::filesystem::path(file)).parent_path();
+  return std::filesystem::relative(std::filesystem::absolute(path), from).string();
+}
+
+std::string firstError(const frontend::CollectingSink &sink) {
+  for (const auto &d : sink.diagnostics)
+    if (d.severity == frontend::Severity::Error)
+      return frontend::diagnosticHeader(d);
+  return "failed";
+}
+
+} // namespace
+
+SimulatedPlan simulatePlanFile(const std::string &path, const planner::Cluster &cluster) {
+  SimulatedPlan out;
+  frontend::SourceManager sources;
+  frontend::CollectingSink sink;
+  frontend::DiagnosticEngine diags(sink);
+  frontend::Compilation compilation(sources, diags);
+  auto build = elaborateBuild(compilation, path, {path}, "");
+  if (!build || build->plans.empty() || diags.errorCount() > 0) {
+    out.error = firstError(sink);
+    return out;
+  }
+  passes::PipelineOptions options;
+  options.train = true;
+  options.links.assign(build->plans.size(), planner::linkModel(cluster));
+  const auto result = passes::runPipeline(*build->graph, build->plans, options,
+                                          [&](const passes::Problem &problem) { reportProblem(diags, problem); });
+  if (!result.ok || diags.errorCount() > 0) {
+    out.error = firstError(sink);
+    return out;
+  }
+  out.seconds = planner::simulate(result.programs[0], planner::costModel(cluster)).stepSeconds;
+  out.fits = true;
+  for (const auto &[device, program] : result.programs[0]) {
+    out.peakBytes = std::max(out.peakBytes, static_cast<double>(program.peakBytes));
+    out.fits = out.fits && device < static_cast<int>(cluster.devices.size()) &&
+               static_cast<double>(program.peakBytes) <= cluster.typeOf(device).memoryGiB * (1ull << 30);
+  }
+  return out;
+}
+
+bool planModel(const PlanFiles &files, PlanOutcome &outcome, std::ostream &progress, std::ostream &errors) {
+  frontend::SourceManager sources;
+  frontend::CollectingSink sink;
+  frontend::DiagnosticEngine diags(sink);
+  frontend::Compilation compilation(sources, diags);
+  std::vector<planner::ClusterError> clusterErrors;
+  auto cluster = planner::loadCluster(files.cluster, compilation.stdlibDir() + "/devices.toml", clusterErrors);
+  for (const auto &error : clusterErrors)
+    diags.error(error.loc, error.message);
+  auto build = elaborateBuild(compilation, files.model, {}, "");
+  if (files.sequence <= 0 || files.tokens <= 0 || files.tokens % files.sequence != 0)
+    diags.error(ir::Location{files.model, 0, 0, 1}, "--tokens (" + std::to_string(files.tokens) +
+                                                        ") must be a positive multiple of --seq (" +
+                                                        std::to_string(files.sequence) + ")");
+  std::string shapeError;
+  if (build && diags.errorCount() == 0) {
+    outcome.shape = planner::modelShape(*build->graph, shapeError);
+    if (!shapeError.empty())
+      diags.error(ir::Location{files.model, 0, 0, 1}, shapeError);
+  }
+  if (diags.errorCount() > 0 || !cluster || !build) {
+    for (const auto &d : sink.diagnostics)
+      errors << frontend::renderDiagnostic(d, &sources);
+    return false;
+  }
+  outcome.cluster = *cluster;
+  planner::PlanRequest request;
+  request.tokens = files.tokens;
+  request.sequence = files.sequence;
+
+  auto start = Clock::now();
+  const planner::SearchResult search = planner::searchPlans(outcome.shape, *cluster, request, files.finalists);
+  outcome.searchSeconds = since(start);
+  outcome.considered = search.considered;
+  if (search.planned.empty() && search.symmetric.empty()) {
+    errors << "hspmc plan: error: no strategy places " << outcome.shape.model << " on " << cluster->name
+           << " (the model's layers or heads do not divide over its devices)\n";
+    return false;
+  }
+  char line[160];
+  std::snprintf(line, sizeof line, "searched %d candidates in %.1f ms; simulating the best %zu:", search.considered,
+                outcome.searchSeconds * 1e3, search.planned.size() + search.symmetric.size());
+  progress << line << std::endl;
+
+  // The finalists, compiled and simulated; the fastest that fits is the plan.
+  start = Clock::now();
+  const std::string name = [&] {
+    std::string n = std::filesystem::path(files.out).stem().string();
+    for (char &c : n)
+      if (!std::isalnum(static_cast<unsigned char>(c)))
+        c = '_';
+    return n.empty() || std::isdigit(static_cast<unsigned char>(n[0])) ? "p" + n : n;
+  }();
+  const std::string modelImport = relativeTo(files.model, files.out),
+                    clusterPath = relativeTo(files.cluster, files.out);
+  const std::string scratch = files.out + ".candidate.hspmd";
+  for (const auto *list : {&search.planned, &search.symmetric})
+    for (const auto &candidate : *list) {
+      SimulatedCandidate s{candidate, {}};
+      {
+        std::ofstream file(scratch);
+        file << planner::planText(candidate, outcome.shape, request, name, modelImport, clusterPath);
+        if (!file) {
+          errors << "hspmc plan: error: cannot write " << scratch << "\n";
+          return false;
+        }
+      }
+      s.simulated = simulatePlanFile(scratch, *cluster);
+      (list == &search.planned ? outcome.planned : outcome.symmetric).push_back(s);
+      char text[160];
+      if (s.simulated.error.empty())
+        std::snprintf(text, sizeof text, "estimated %.3f ms, simulated %.3f ms, memory %.1f GiB%s",
+                      candidate.seconds * 1e3, s.simulated.seconds * 1e3, s.simulated.peakBytes / (1ull << 30),
+                      s.simulated.fits ? "" : " (over a device's memory)");
+      progress << "  " << (list == &search.planned ? "planned   " : "symmetric ") << candidate.strategy << ": "
+               << (s.simulated.error.empty() ? text : s.simulated.error) << std::endl;
+    }
+  std::filesystem::remove(scratch);
+  outcome.simulateSeconds = since(start);
+  // The fastest finalist whose programs fit the devices' memory.
+  auto better = [](const SimulatedCandidate *best, const SimulatedCandidate &c) {
+    if (c.simulated.seconds <= 0 || !c.simulated.fits)
+      return best;
+    return !best || c.simulated.seconds < best->simulated.seconds ? &c : best;
+  };
+  for (const auto &c : outcome.symmetric)
+    outcome.bestSymmetric = better(outcome.bestSymmetric, c);
+  outcome.chosen = outcome.bestSymmetric;
+  for (const auto &c : outcome.planned)
+    outcome.chosen = better(outcome.chosen, c);
+  if (!outcome.chosen) {
+    errors << "hspmc plan: error: no finalist fits the devices' memory";
+    for (const auto *list : {&outcome.planned, &outcome.symmetric})
+      for (const auto &c : *list)
+        errors << "\n  " << c.candidate.strategy << ": "
+               << (c.simulated.error.empty() ? std::to_string(c.simulated.peakBytes / (1ull << 30)) + " GiB"
+                                             : c.simulated.error);
+    errors << "\n";
+    return false;
+  }
+  {
+    std::ofstream file(files.out);
+    file << planner::planText(outcome.chosen->candidate, outcome.shape, request, name, modelImport, clusterPath);
+    if (!file) {
+      errors << "hspmc plan: error: cannot write " << files.out << "\n";
+      return false;
+    }
+  }
+  // The plan must lint clean.
+  frontend::SourceManager lintSources;
+  frontend::CollectingSink lintSink;
+  frontend::DiagnosticEngine lintDiags(lintSink);
+  frontend::Compilation lintCompilation(lintSources, lintDiags);
+  lintFile(lintCompilation, files.out, "", "");
+  if (lintDiags.errorCount() > 0) {
+    for (const auto &d : lintSink.diagnostics)
+      errors << frontend::renderDiagnostic(d, &lintSources);
+    errors << "hspmc plan: error: the plan written to " << files.out << " does not lint clean\n";
+    return false;
+  }
+  return true;
+}
+
+} // namespace hspmd::driver

@@ -1,0 +1,52 @@
+// Plan.h - `hspmc plan`: the planner's search (planner/Search.h) on a model and a cluster
+// file, its finalists compiled and simulated (planner/Simulator.h), the fastest written as a
+// plan file that lints clean.
+#pragma once
+
+#include "planner/Cluster.h"
+#include "planner/Search.h"
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace hspmd::driver {
+
+struct PlanFiles {
+  std::string model, cluster, out; // the plan is written to `out`
+  int64_t tokens = 0, sequence = 0;
+  size_t finalists = 3; // of each kind (planned, symmetric) simulated
+};
+
+/// A plan compiled for training and simulated for one step.
+struct SimulatedPlan {
+  double seconds = 0;   // per step in the simulator (0: not simulated)
+  double peakBytes = 0; // the fullest device's memory plan
+  bool fits = false;    // every device's memory plan within its memory
+  std::string error;    // why it could not be compiled
+};
+
+struct SimulatedCandidate {
+  planner::Candidate candidate;
+  SimulatedPlan simulated;
+};
+
+struct PlanOutcome {
+  planner::ModelShape shape;
+  planner::Cluster cluster;
+  int considered = 0;
+  double searchSeconds = 0, simulateSeconds = 0;
+  std::vector<SimulatedCandidate> planned, symmetric; // finalists, in the search's order
+  // The fastest finalist whose programs fit memory (it is written), and the fastest
+  // symmetric one that fits (null when none does).
+  const SimulatedCandidate *chosen = nullptr, *bestSymmetric = nullptr;
+};
+
+/// Plans, writes the plan to `files.out` and checks that it lints clean. Progress lines go to
+/// `progress`; errors (with locations) to `errors`. Returns false on error.
+bool planModel(const PlanFiles &files, PlanOutcome &outcome, std::ostream &progress, std::ostream &errors);
+
+/// Compiles the plan file `path` for training and simulates one step on `cluster`.
+SimulatedPlan simulatePlanFile(const std::string &path, const planner::Cluster &cluster);
+
+} // namespace hspmd::driver
