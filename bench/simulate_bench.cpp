@@ -103,6 +103,7 @@ int main(int argc, char **argv) {
   // Kernel efficiencies from one traced step of the single-device plan.
   auto single = compile("single");
   planner::CostModel model;
+  model.overlap = false; // the threads backend runs communication on the device thread
   model.flops = [&](int) { return peak; };
   model.memoryBandwidth = [&](int) { return bandwidth; };
   model.efficiency = 1.0;

@@ -100,6 +100,13 @@ std::optional<Cluster> loadCluster(const std::string &path, const std::string &d
   cluster.name = root->get("name") ? root->get("name")->value_or(std::string()) : "";
   if (!readNumber(path, *root, "inter_node_gbps", cluster.interNodeGBps, errors, root->source()))
     return std::nullopt;
+  if (const toml::node *overlap = root->get("overlap_communication")) {
+    if (!overlap->is_boolean()) {
+      errors.push_back({where(path, overlap->source()), "'overlap_communication' must be true or false"});
+      return std::nullopt;
+    }
+    cluster.overlapCommunication = overlap->value_or(true);
+  }
   const toml::array *nodes = root->get("nodes") ? root->get("nodes")->as_array() : nullptr;
   if (!nodes || nodes->empty()) {
     errors.push_back({ir::Location{path, 1, 1, 1}, "a cluster file needs at least one [[nodes]] entry"});

@@ -3,6 +3,7 @@
 //
 //   name = "h800x16_h20x32"
 //   inter_node_gbps = 25.0          # network bandwidth per device, GB/s
+//   overlap_communication = true    # optional: communication overlaps computation (default)
 //   [[nodes]]
 //   type = "H800"                   # a type from stdlib/devices.toml or [types.NAME] below
 //   devices = 8                     # device ids are given in order, node after node
@@ -47,6 +48,7 @@ struct Node {
 struct Cluster {
   std::string name;
   double interNodeGBps = 0;
+  bool overlapCommunication = true; // collectives on their own stream (false: the CPU backend)
   std::map<std::string, DeviceType> types;
   std::vector<Node> nodes;
   std::vector<Device> devices;

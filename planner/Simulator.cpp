@@ -15,6 +15,7 @@ CostModel costModel(const Cluster &cluster) {
   model.flops = [&cluster](int d) { return cluster.typeOf(d).bf16Tflops * 1e12; };
   model.memoryBandwidth = [&cluster](int d) { return cluster.typeOf(d).hbmGBps * 1e9; };
   model.links = linkModel(cluster);
+  model.overlap = cluster.overlapCommunication;
   return model;
 }
 
@@ -82,7 +83,7 @@ public:
       original_[device] = &program;
       steps_[device] = ir::expandSchedule(program);
       at_[device] = 0;
-      clock_[device] = 0;
+      streams_[device] = {};
     }
   }
 
@@ -99,8 +100,8 @@ public:
         throw std::runtime_error("the programs deadlock at device " + std::to_string(device) +
                                  " (the verifier should have caught this)");
     Simulation result;
-    for (const auto &[device, t] : clock_)
-      result.stepSeconds = std::max(result.stepSeconds, t);
+    for (const auto &[device, streams] : streams_)
+      result.stepSeconds = std::max({result.stepSeconds, streams.compute, streams.comm});
     for (auto &[device, stats] : stats_) {
       stats.idle = std::max(0.0, result.stepSeconds - stats.busy - stats.communicating);
       stats.peakBytes = original_.at(device)->peakBytes;
@@ -119,7 +120,13 @@ private:
   std::map<int, const ir::DeviceProgram *> original_;
   std::map<int, ir::DeviceProgram> steps_;
   std::map<int, size_t> at_;
-  std::map<int, double> clock_;
+  // Per device: when its compute and communication streams are free (one stream without
+  // overlap), when each buffer's last write ends and its last read ends.
+  struct Streams {
+    double compute = 0, comm = 0;
+    std::map<int, double> written, read;
+  };
+  std::map<int, Streams> streams_;
   std::map<int, SimulatedDevice> stats_;
   std::map<std::tuple<int, int, int64_t>, double> arrivals_; // (from, to, tag) -> time
   std::vector<SimulatedEvent> events_;
@@ -132,9 +139,31 @@ private:
 
   double bandwidth(int a, int b) const { return model_.links.bandwidth(a, b) * 1e9; }
 
+  double &stream(int device, bool communication) {
+    Streams &s = streams_[device];
+    return communication && model_.overlap ? s.comm : s.compute;
+  }
+  // The earliest an instruction may start on `device`: its inputs written, its outputs no
+  // longer read or written by earlier instructions.
+  double ready(int device, const ir::Instruction &in) {
+    Streams &s = streams_[device];
+    double t = 0;
+    for (int b : in.inputs)
+      t = std::max(t, s.written[b]);
+    for (int b : in.outputs)
+      t = std::max({t, s.written[b], s.read[b]});
+    return t;
+  }
+  void done(int device, const ir::Instruction &in, double readUntil, double writtenAt) {
+    Streams &s = streams_[device];
+    for (int b : in.inputs)
+      s.read[b] = std::max(s.read[b], readUntil);
+    for (int b : in.outputs)
+      s.written[b] = writtenAt;
+  }
+
   // Runs the instruction if it can run now; returns false when it waits for a peer.
   bool advance(int device, const ir::Instruction &in) {
-    double &t = clock_[device];
     const ir::DeviceProgram &program = steps_.at(device);
     if (!in.group.empty() || in.kind == ir::InstrKind::Collective) {
       for (int member : in.group) {
@@ -143,16 +172,18 @@ private:
         if (position >= other.size() || other[position].tag != in.tag)
           return false;
       }
+      const bool kernelToo = in.kind == ir::InstrKind::Kernel;
       double start = 0, slowest = std::numeric_limits<double>::infinity();
       for (int member : in.group) {
-        start = std::max(start, clock_[member]);
+        const ir::Instruction &mine = steps_.at(member).body[at_[member]];
+        start = std::max({start, stream(member, true), kernelToo ? stream(member, false) : 0.0, ready(member, mine)});
         for (int other : in.group)
           if (other != member)
             slowest = std::min(slowest, bandwidth(member, other));
       }
       const double n = static_cast<double>(in.group.size());
       double seconds = 0;
-      if (in.kind == ir::InstrKind::Kernel) { // vocabulary-parallel cross-entropy: compute plus small exchanges
+      if (kernelToo) { // vocabulary-parallel cross-entropy: compute plus small exchanges
         seconds = 3 * (n - 1) * model_.links.alpha;
       } else if (n > 1) {
         double bytes = 0;
@@ -167,13 +198,18 @@ private:
         seconds = bytes / slowest + rounds * model_.links.alpha;
       }
       for (int member : in.group) {
+        const ir::Instruction &mine = steps_.at(member).body[at_[member]];
         double kernel = 0;
-        if (in.kind == ir::InstrKind::Kernel)
-          kernel = kernelSeconds(member, steps_.at(member).body[at_[member]], steps_.at(member));
+        if (kernelToo)
+          kernel = kernelSeconds(member, mine, steps_.at(member));
         record(member, in.op, true, start, seconds);
         if (kernel > 0)
           record(member, in.op, false, start + seconds, kernel);
-        clock_[member] = start + seconds + kernel;
+        const double end = start + seconds + kernel;
+        stream(member, true) = end;
+        if (kernelToo)
+          stream(member, false) = end;
+        done(member, mine, end, end);
         if (member != device)
           ++at_[member];
       }
@@ -182,9 +218,13 @@ private:
     }
     switch (in.kind) {
     case ir::InstrKind::Send: {
+      // The sender's stream is not held: the transfer proceeds while it goes on.
+      const double start = std::max(stream(device, true), ready(device, in));
       const double seconds = model_.links.alpha + static_cast<double>(in.bytes) / bandwidth(device, in.peer);
-      arrivals_[{device, in.peer, in.tag}] = t + seconds;
-      record(device, "send", true, t, 0);
+      arrivals_[{device, in.peer, in.tag}] = start + seconds;
+      stream(device, true) = start;
+      record(device, "send", true, start, 0);
+      done(device, in, start + seconds, start);
       break;
     }
     case ir::InstrKind::Recv: {
@@ -192,18 +232,22 @@ private:
       if (it == arrivals_.end())
         return false;
       // Waiting for the sender to send is idle time; the transfer itself is communication.
+      const double t = std::max(stream(device, true), ready(device, in));
       const double transfer = model_.links.alpha + static_cast<double>(in.bytes) / bandwidth(in.peer, device);
       const double arrival = std::max(t, it->second);
       const double moving = std::min(arrival - t, transfer);
       record(device, in.op, true, arrival - moving, moving);
-      t = arrival;
+      stream(device, true) = arrival;
+      done(device, in, arrival, arrival);
       arrivals_.erase(it);
       break;
     }
     default: {
+      const double start = std::max(stream(device, false), ready(device, in));
       const double seconds = kernelSeconds(device, in, program);
-      record(device, in.op, false, t, seconds);
-      t += seconds;
+      record(device, in.op, false, start, seconds);
+      stream(device, false) = start + seconds;
+      done(device, in, start + seconds, start + seconds);
     }
     }
     ++at_[device];

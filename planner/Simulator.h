@@ -1,5 +1,8 @@
 // Simulator.h - replays every device's DeviceProgram with a cost model (shared/DESIGN.md
-// section 10), event by event: each device runs its scheduled step in order; a kernel takes
+// section 10), event by event: each device issues its scheduled step in order onto two
+// streams, compute and communication, and an instruction starts when its stream is free,
+// its inputs are written and its outputs no longer read (so communication overlaps the
+// computation that does not depend on it; `overlap = false` gives one stream); a kernel takes
 // its roofline time max(FLOPs / peak, bytes / memory bandwidth) divided by the kernel's
 // efficiency (a fraction of the roofline, calibrated per kernel); a message arrives alpha +
 // bytes / bandwidth after its send; a collective starts when its last member arrives and
@@ -27,6 +30,9 @@ struct CostModel {
   double efficiency = 0.5;
   std::map<std::string, double> kernelEfficiency;
   passes::LinkModel links; // GB/s between devices, alpha in seconds
+  /// Communication runs on its own stream, overlapping computation that does not need it
+  /// (GPU runtimes); false: one stream per device (the CPU threads backend).
+  bool overlap = true;
 };
 
 /// The cost model of a cluster file: its device types' bf16 peak, HBM bandwidth and links.

@@ -29,24 +29,30 @@ int addBuffer(ir::DeviceProgram &p, int64_t elements) {
   return b.id;
 }
 
-void work(ir::DeviceProgram &p, ir::Phase phase, int64_t microseconds) {
+// A kernel of `microseconds`, reading `input` (if any); returns the buffer it writes.
+int work(ir::DeviceProgram &p, ir::Phase phase, int64_t microseconds, int input = -1) {
   ir::Instruction in;
   in.op = "work";
+  if (input >= 0)
+    in.inputs = {input};
   in.outputs = {addBuffer(p, microseconds)};
   in.phase = phase;
   p.body.push_back(in);
+  return in.outputs[0];
 }
 
-void message(ir::DeviceProgram &p, ir::InstrKind kind, int peer, int64_t tag, ir::Phase phase) {
+// A send of `buffer` (a fresh one if -1) or a receive; returns the buffer sent or received.
+int message(ir::DeviceProgram &p, ir::InstrKind kind, int peer, int64_t tag, ir::Phase phase, int buffer = -1) {
   ir::Instruction in;
   in.kind = kind;
   in.op = kind == ir::InstrKind::Send ? "send" : "recv";
   in.peer = peer;
   in.tag = tag;
   in.bytes = 4;
-  (kind == ir::InstrKind::Send ? in.inputs : in.outputs).push_back(addBuffer(p, 1));
+  (kind == ir::InstrKind::Send ? in.inputs : in.outputs).push_back(buffer >= 0 ? buffer : addBuffer(p, 1));
   in.phase = phase;
   p.body.push_back(in);
+  return kind == ir::InstrKind::Send ? in.inputs[0] : in.outputs[0];
 }
 
 } // namespace
@@ -64,16 +70,15 @@ TEST(Simulator, PipelineBubbleMatchesTheFormula) {
       p.stages = 2;
       p.microbatches = m;
       p.schedule = ir::pipelineSchedule("1f1b", stage, 2, m);
-      if (stage == 1)
-        message(p, ir::InstrKind::Recv, 0, 1, ir::Phase::Forward);
-      work(p, ir::Phase::Forward, f);
+      // Stage 1's forward needs stage 0's activation; stage 0's backward its gradient.
+      const int received = stage == 1 ? message(p, ir::InstrKind::Recv, 0, 1, ir::Phase::Forward) : -1;
+      const int activation = work(p, ir::Phase::Forward, f, received);
       if (stage == 0)
-        message(p, ir::InstrKind::Send, 1, 1, ir::Phase::Forward);
-      if (stage == 0)
-        message(p, ir::InstrKind::Recv, 1, 2, ir::Phase::Backward);
-      work(p, ir::Phase::Backward, b);
+        message(p, ir::InstrKind::Send, 1, 1, ir::Phase::Forward, activation);
+      const int gradient = stage == 0 ? message(p, ir::InstrKind::Recv, 1, 2, ir::Phase::Backward) : activation;
+      const int out = work(p, ir::Phase::Backward, b, gradient);
       if (stage == 1)
-        message(p, ir::InstrKind::Send, 0, 2, ir::Phase::Backward);
+        message(p, ir::InstrKind::Send, 0, 2, ir::Phase::Backward, out);
     }
     const auto sim = planner::simulate(programs, unitModel());
     EXPECT_NEAR(sim.stepSeconds, (m + 1) * (f + b) * 1e-6, 1e-12) << m << " micro-batches";
@@ -120,16 +125,16 @@ TEST(Simulator, AStragglerDelaysExactlyItsCollectives) {
     ir::DeviceProgram &p = programs[d];
     p.device = d;
     p.schedule = {{ir::Phase::Forward, 0}};
-    work(p, ir::Phase::Forward, d == 1 ? 50 : 10); // device 1 is slow
+    const int x = work(p, ir::Phase::Forward, d == 1 ? 50 : 10); // device 1 is slow
     ir::Instruction in;
     in.kind = ir::InstrKind::Collective;
     in.op = "all-reduce";
     in.group = d < 2 ? std::vector<int>{0, 1} : std::vector<int>{2};
     in.tag = d < 2 ? 3 : 4;
-    in.inputs = {addBuffer(p, 1)};
+    in.inputs = {x};
     in.outputs = {addBuffer(p, 1)};
     p.body.push_back(in);
-    work(p, ir::Phase::Forward, 5);
+    work(p, ir::Phase::Forward, 5, in.outputs[0]);
   }
   const auto sim = planner::simulate(programs, unitModel(), true);
   // Devices 0 and 1 leave the all-reduce at 50 us and finish at 55; device 2, in no group
@@ -142,5 +147,38 @@ TEST(Simulator, AStragglerDelaysExactlyItsCollectives) {
     if (e.device == 0 && e.name == "all-reduce") {
       EXPECT_NEAR(e.start, 50e-6, 1e-12);
     }
+  }
+}
+
+// Communication runs on its own stream: a kernel that does not need an all-reduce's result
+// runs while it is in flight; one that does waits for it. Without overlap (the CPU threads
+// backend), everything runs in order on one stream.
+TEST(Simulator, CommunicationOverlapsIndependentComputation) {
+  for (bool overlap : {true, false}) {
+    std::map<int, ir::DeviceProgram> programs;
+    for (int d = 0; d < 2; ++d) {
+      ir::DeviceProgram &p = programs[d];
+      p.device = d;
+      p.schedule = {{ir::Phase::Forward, 0}};
+      const int x = work(p, ir::Phase::Forward, 10);
+      ir::Instruction in;
+      in.kind = ir::InstrKind::Collective;
+      in.op = "all-reduce";
+      in.group = {0, 1};
+      in.tag = 1;
+      in.bytes = 20'000; // 20 us at 1 GB/s
+      in.inputs = {x};
+      in.outputs = {addBuffer(p, 1)};
+      p.body.push_back(in);
+      work(p, ir::Phase::Forward, 10);               // independent of the all-reduce
+      work(p, ir::Phase::Forward, 1, in.outputs[0]); // needs its result
+    }
+    const auto sim = planner::simulate(programs, [&] {
+      auto model = unitModel();
+      model.overlap = overlap;
+      model.links.bandwidth = [](int, int) { return 1.0; };
+      return model;
+    }());
+    EXPECT_NEAR(sim.stepSeconds, overlap ? 31e-6 : 41e-6, 1e-12) << (overlap ? "overlap" : "one stream");
   }
 }
