@@ -391,14 +391,38 @@ void pipelineCandidates(const Context &cx, std::vector<Candidate> &planned, std:
           }
           assignLayers(cx, pipeline, recompute, c.zero, 1, true);
           c.pipelines.push_back(pipeline);
+          c.family = "pipeline";
           c.strategy = "symmetric: " + std::string(subset.empty() ? "all devices" : *subset.begin() + " only") +
-                       ", one pipeline of " + std::to_string(p) + " equal stages, tp " + std::to_string(t) + " dp " +
-                       std::to_string(dp);
+                       ", one pipeline of " + std::to_string(p) + (p == 1 ? " stage" : " equal stages") + ", tp " +
+                       std::to_string(t) + " dp " + std::to_string(dp);
           if (finish(c, cx, symmetric))
             break;
         }
       }
     }
+  // Hetero: one pipeline over every TP group of the cluster, in device order, layers split
+  // by speed and memory.
+  for (int t : tpDegrees(cx)) {
+    const auto groups = tpGroups(cx.cluster, {}, t);
+    if (types.size() < 2 || groups.size() < 2 || static_cast<int64_t>(groups.size()) > m.layers)
+      continue;
+    for (bool recompute : {false, true}) {
+      ++considered;
+      Candidate c;
+      c.recompute = recompute;
+      c.family = "one pipeline";
+      PipelinePlan pipeline{"main", B, B, {}};
+      for (const auto &g : groups)
+        pipeline.stages.push_back(StagePlan{g, t, 0, 0, false, false, {}, {}});
+      if (!assignLayers(cx, pipeline, recompute, false, 1, false))
+        continue;
+      c.pipelines.push_back(pipeline);
+      c.strategy = "one pipeline of " + std::to_string(groups.size()) + " stages tp " + std::to_string(t) +
+                   " over all devices, layers by speed";
+      if (finish(c, cx, planned))
+        break;
+    }
+  }
   // Hetero: per type, options (tp t, k pipelines of p stages); the best few per type by their
   // own throughput, then every combination, sizes from the local programs.
   struct Option {
@@ -458,8 +482,9 @@ void pipelineCandidates(const Context &cx, std::vector<Candidate> &planned, std:
       for (size_t i = 0; i < usable.size() && ok; ++i) {
         const Option &o = options[usable[i]][pick[i]];
         const auto groups = tpGroups(cx.cluster, {usable[i]}, o.t);
-        strategy += (strategy.empty() ? "" : "; ") + usable[i] + ": " + std::to_string(o.k) + " x " +
-                    std::to_string(o.p) + " stages tp " + std::to_string(o.t);
+        strategy += (strategy.empty() ? "" : "; ") + usable[i] + ": " + std::to_string(o.k) +
+                    (o.k == 1 ? " pipeline of " : " pipelines of ") + std::to_string(o.p) +
+                    (o.p == 1 ? " stage" : " stages") + " tp " + std::to_string(o.t);
         for (int64_t j = 0; j < o.k && ok; ++j) {
           PipelinePlan pipeline{usable[i] + std::to_string(j), 1, 1, {}};
           for (int64_t s = 0; s < o.p; ++s)
@@ -481,6 +506,7 @@ void pipelineCandidates(const Context &cx, std::vector<Candidate> &planned, std:
           pipelines[i].sequences = pipelines[i].microbatches = split.sequences[i];
           c.pipelines.push_back(pipelines[i]);
         }
+      c.family = "pipelines per type";
       c.strategy = "pipelines per type: " + strategy;
       if (finish(c, cx, planned))
         break;
@@ -578,6 +604,7 @@ void contextCandidates(const Context &cx, std::vector<Candidate> &planned, std::
           c.recompute = recompute;
           c.zero = true;
           c.pipelines.push_back(PipelinePlan{"main", B, B, {kept}});
+          c.family = hp ? "head" : "context";
           c.strategy = std::string(equal ? "symmetric: " : "") + (hp ? "head" : "context") + "-parallel group of " +
                        std::to_string(kept.devices.size() / static_cast<size_t>(t)) + " x tp " + std::to_string(t) +
                        " (" + where + ")" + (equal ? ", equal shares" : ", shares from the local program");
@@ -686,12 +713,18 @@ SearchResult searchPlans(const ModelShape &shape, const Cluster &cluster, const 
   const Context cx(shape, cluster, request);
   pipelineCandidates(cx, result.planned, result.symmetric, result.considered);
   contextCandidates(cx, result.planned, result.symmetric, result.considered);
+  // The best `limit` of each family: the analytic model ranks within a family better than
+  // across families, whose communication it prices more roughly.
   for (auto *list : {&result.planned, &result.symmetric}) {
     std::stable_sort(list->begin(), list->end(), [](const Candidate &a, const Candidate &b) {
       return a.fits != b.fits ? a.fits : a.seconds < b.seconds;
     });
-    if (list->size() > limit)
-      list->resize(limit);
+    std::map<std::string, size_t> kept;
+    std::vector<Candidate> best;
+    for (Candidate &c : *list)
+      if (kept[c.family]++ < limit)
+        best.push_back(std::move(c));
+    *list = std::move(best);
   }
   return result;
 }

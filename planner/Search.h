@@ -71,7 +71,8 @@ struct PipelinePlan {
 };
 
 struct Candidate {
-  std::string strategy; // one line, e.g. "H800: 1 pipeline x 2 stages tp 8; H20: 1 x 4 tp 8"
+  std::string family;   // "pipelines per type", "one pipeline", "pipeline", "context", "head"
+  std::string strategy; // one line, e.g. "pipelines per type: H800: 1 x 2 stages tp 8; H20: 1 x 4 stages tp 8"
   bool symmetric = false;
   bool recompute = false, zero = false;
   std::vector<PipelinePlan> pipelines;

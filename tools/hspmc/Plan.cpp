@@ -120,19 +120,27 @@ bool planModel(const PlanFiles &files, PlanOutcome &outcome, std::ostream &progr
   }();
   const std::string modelImport = relativeTo(files.model, files.out),
                     clusterPath = relativeTo(files.cluster, files.out);
-  const std::string scratch = files.out + ".candidate.hspmd";
+  // Each finalist is written next to the plan (or into --keep-finalists DIR, where it stays).
+  int index = 0;
   for (const auto *list : {&search.planned, &search.symmetric})
     for (const auto &candidate : *list) {
       SimulatedCandidate s{candidate, {}};
+      const std::string kind = list == &search.planned ? "planned" : "symmetric";
+      const std::string scratch = files.finalistsDir.empty() ? files.out + ".candidate.hspmd"
+                                                             : files.finalistsDir + "/" + name + "_" +
+                                                                   std::to_string(++index) + "_" + kind + ".hspmd";
       {
         std::ofstream file(scratch);
-        file << planner::planText(candidate, outcome.shape, request, name, modelImport, clusterPath);
+        file << planner::planText(candidate, outcome.shape, request, name, relativeTo(files.model, scratch),
+                                  relativeTo(files.cluster, scratch));
         if (!file) {
           errors << "hspmc plan: error: cannot write " << scratch << "\n";
           return false;
         }
       }
       s.simulated = simulatePlanFile(scratch, *cluster);
+      if (files.finalistsDir.empty())
+        std::filesystem::remove(scratch);
       (list == &search.planned ? outcome.planned : outcome.symmetric).push_back(s);
       char text[160];
       if (s.simulated.error.empty())
@@ -142,11 +150,10 @@ bool planModel(const PlanFiles &files, PlanOutcome &outcome, std::ostream &progr
       progress << "  " << (list == &search.planned ? "planned   " : "symmetric ") << candidate.strategy << ": "
                << (s.simulated.error.empty() ? text : s.simulated.error) << std::endl;
     }
-  std::filesystem::remove(scratch);
   outcome.simulateSeconds = since(start);
   // The fastest finalist whose programs fit the devices' memory.
-  auto better = [](const SimulatedCandidate *best, const SimulatedCandidate &c) {
-    if (c.simulated.seconds <= 0 || !c.simulated.fits)
+  auto better = [&](const SimulatedCandidate *best, const SimulatedCandidate &c) {
+    if (c.simulated.seconds <= 0 || (!c.simulated.fits && !files.ignoreMemory))
       return best;
     return !best || c.simulated.seconds < best->simulated.seconds ? &c : best;
   };
@@ -173,6 +180,8 @@ bool planModel(const PlanFiles &files, PlanOutcome &outcome, std::ostream &progr
       return false;
     }
   }
+  if (files.ignoreMemory)
+    return true; // it may not fit, and then does not lint clean
   // The plan must lint clean.
   frontend::SourceManager lintSources;
   frontend::CollectingSink lintSink;

@@ -15,7 +15,9 @@ namespace hspmd::driver {
 struct PlanFiles {
   std::string model, cluster, out; // the plan is written to `out`
   int64_t tokens = 0, sequence = 0;
-  size_t finalists = 3; // of each kind (planned, symmetric) simulated
+  size_t finalists = 2;      // of each family of strategies, planned and symmetric, simulated
+  std::string finalistsDir;  // where to keep the finalists' plan files (empty: not kept)
+  bool ignoreMemory = false; // choose by simulated time alone (benches; the plan is not linted)
 };
 
 /// A plan compiled for training and simulated for one step.

@@ -467,8 +467,11 @@ int main(int argc, char **argv) {
       ->check(CLI::PositiveNumber);
   planCommand->add_option("-o,--output", planFiles.out, "The plan file to write")->required();
   planCommand
-      ->add_option("--finalists", planFiles.finalists, "Candidates of each kind (planned, symmetric) to simulate")
+      ->add_option("--finalists", planFiles.finalists,
+                   "Candidates of each family of strategies (planned and symmetric) to simulate")
       ->check(CLI::Range(1, 20));
+  planCommand->add_option("--keep-finalists", planFiles.finalistsDir, "Keep every simulated finalist's plan in DIR")
+      ->check(CLI::ExistingDirectory);
   planCommand->add_flag("--report", planReport, "Print every finalist and the local programs' gap to CBC");
 
   auto *buildCommand = app.add_subcommand("build", "Compile a plan for training into C++ and a binary");

@@ -1,0 +1,181 @@
+// bench_plan: what `hspmc plan` finds, all in the simulator (planner/Simulator.h), against
+// the best symmetric plan it finds for the same cluster (equal parts: Megatron-style
+// pipelines, equal sequence or head shares, over all devices or over one type).
+//
+//   1. the 32B model on 16 x H800 + 32 x H20 (4K positions, 36 sequences per step);
+//   2. LLaMA-2-7B on 8 x H100 + 8 x A100 with 32K-256K positions (HexiSeq's setting);
+//   3. a FLOP-matched pair: LLaMA-2-7B on 4 x H100 + 4 x A100 (5204 TFLOP/s) and on
+//      16 x A100 (4992 TFLOP/s), compared per peak TFLOP/s;
+//   4. the search's speed at 16-128 devices of 4 types, and the local programs' gap to CBC.
+//
+// Each setting runs the planner's search, compiles and simulates its finalists (the best 2
+// of each family of strategies, planned and symmetric) and prints the fastest planned
+// (non-symmetric) finalist against the fastest symmetric one. Memory is reported, not
+// enforced: the programs hold fp32 weights, gradients and activations, so long contexts do
+// not fit 80 GiB devices (`hspmc plan` itself only writes plans that fit).
+// Usage: bench_plan [--quick]   (--quick: the 32K context only, no 128-device search)
+#include "planner/Search.h"
+#include "tools/hspmc/Driver.h"
+#include "tools/hspmc/Plan.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+
+using namespace hspmd;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+const std::string kSource = HSPMD_SOURCE_DIR;
+
+struct Result {
+  const driver::SimulatedCandidate *planned = nullptr, *symmetric = nullptr;
+  driver::PlanOutcome outcome;
+  bool ok = false;
+};
+
+// The planner on `model` and `cluster`; the fastest planned and symmetric finalists.
+std::unique_ptr<Result> plan(const std::string &model, const std::string &cluster, int64_t seq, int64_t tokens) {
+  auto r = std::make_unique<Result>();
+  driver::PlanFiles files;
+  files.model = kSource + "/" + model;
+  files.cluster = kSource + "/" + cluster;
+  files.out = (std::filesystem::temp_directory_path() / "bench_plan.hspmd").string();
+  files.sequence = seq;
+  files.tokens = tokens;
+  files.ignoreMemory = true;
+  std::ostringstream progress;
+  r->ok = driver::planModel(files, r->outcome, progress, std::cerr);
+  std::filesystem::remove(files.out);
+  auto fastest = [](const std::vector<driver::SimulatedCandidate> &list) {
+    const driver::SimulatedCandidate *best = nullptr;
+    for (const auto &c : list)
+      if (c.simulated.seconds > 0 && (!best || c.simulated.seconds < best->simulated.seconds))
+        best = &c;
+    return best;
+  };
+  r->planned = fastest(r->outcome.planned);
+  r->symmetric = fastest(r->outcome.symmetric);
+  return r;
+}
+
+std::string gib(const driver::SimulatedCandidate &c) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.0f GiB%s", c.simulated.peakBytes / (1ull << 30), c.simulated.fits ? "" : "!");
+  return text;
+}
+
+// One line: planned vs symmetric; returns symmetric / planned (0 when either is missing).
+double report(const std::string &label, const Result &r) {
+  if (!r.planned || !r.symmetric) {
+    std::printf("%-34s no %s finalist compiled\n", label.c_str(), r.planned ? "symmetric" : "planned");
+    return 0;
+  }
+  const double ratio = r.symmetric->simulated.seconds / r.planned->simulated.seconds;
+  std::printf("%-34s %10.1f ms %7s  %10.1f ms %7s  %5.2fx\n", label.c_str(), r.planned->simulated.seconds * 1e3,
+              gib(*r.planned).c_str(), r.symmetric->simulated.seconds * 1e3, gib(*r.symmetric).c_str(), ratio);
+  std::printf("%-34s   planned:   %s\n%-34s   symmetric: %s\n", "", r.planned->candidate.strategy.c_str(), "",
+              r.symmetric->candidate.strategy.c_str());
+  return ratio;
+}
+
+void header() {
+  std::printf("%-34s %13s %7s  %13s %7s  %6s\n", "setting", "planned", "memory", "symmetric", "memory", "ratio");
+}
+
+// A synthetic cluster of n devices in nodes of 8, the nodes cycling through 4 types.
+planner::Cluster syntheticCluster(int n) {
+  std::vector<planner::ClusterError> errors;
+  planner::Cluster cluster;
+  cluster.name = "synthetic" + std::to_string(n);
+  cluster.interNodeGBps = 25;
+  cluster.types = *planner::loadDeviceTypes(kSource + "/stdlib/devices.toml", errors);
+  const char *types[] = {"H100", "A100", "H20", "L40S"};
+  for (int node = 0; node * 8 < n; ++node) {
+    cluster.nodes.push_back({"node" + std::to_string(node), types[node % 4], 8, 0});
+    for (int d = 0; d < 8; ++d)
+      cluster.devices.push_back({node * 8 + d, node, types[node % 4]});
+  }
+  return cluster;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  header();
+  // 1. The 32B model on 16 x H800 + 32 x H20.
+  report("32B, 16 H800 + 32 H20, 4K",
+         *plan("examples/llama/llama32b.hspmd", "examples/clusters/h800x16_h20x32.toml", 4096, 36 * 4096));
+  // 2. LLaMA-2-7B on 8 x H100 + 8 x A100, 256K tokens per step.
+  std::vector<int64_t> contexts = {32768, 65536, 131072, 262144};
+  if (quick)
+    contexts.resize(1);
+  double sum = 0, most = 0;
+  int n = 0;
+  for (int64_t seq : contexts) {
+    const double ratio = report("7B, 8 H100 + 8 A100, " + std::to_string(seq / 1024) + "K",
+                                *plan("examples/llama/llama2_7b.hspmd", "examples/clusters/h100x8_a100x8.toml", seq,
+                                      std::max<int64_t>(seq, 262144)));
+    if (ratio > 0) {
+      sum += ratio;
+      most = std::max(most, ratio);
+      ++n;
+    }
+  }
+  if (n > 0)
+    std::printf("7B, 8 H100 + 8 A100: %.2fx on average, %.2fx at best (HexiSeq reports 1.11x and 1.19x on real "
+                "H100-A100 clusters)\n",
+                sum / n, most);
+  // 3. The FLOP-matched pair.
+  auto mixed = plan("examples/llama/llama2_7b.hspmd", "examples/clusters/h100x4_a100x4.toml", 4096, 262144);
+  auto same = plan("examples/llama/llama2_7b.hspmd", "examples/clusters/a100x16.toml", 4096, 262144);
+  const driver::SimulatedCandidate *m = mixed->outcome.chosen, *s = same->outcome.chosen;
+  if (m && s) {
+    const double perFlopMixed = 262144 / m->simulated.seconds / 5204,
+                 perFlopSame = 262144 / s->simulated.seconds / 4992;
+    std::printf("FLOP-matched, 7B, 4K: 4 H100 + 4 A100 %.0f tokens/s (%s), 16 A100 %.0f tokens/s (%s)\n",
+                262144 / m->simulated.seconds, m->candidate.strategy.c_str(), 262144 / s->simulated.seconds,
+                s->candidate.strategy.c_str());
+    std::printf("FLOP-matched: tokens/s per peak PFLOP/s %.1f (mixed) vs %.1f (A100s): %.1f%% %s\n", perFlopMixed * 1e3,
+                perFlopSame * 1e3, 100 * (perFlopMixed / perFlopSame - 1),
+                std::abs(perFlopMixed / perFlopSame - 1) <= 0.03 ? "(within 3%)" : "(not within 3%)");
+  }
+  // 4. Search speed with up to 4 types, and the local programs' gap to CBC.
+  hspmd::frontend::SourceManager sources;
+  hspmd::frontend::CollectingSink sink;
+  hspmd::frontend::DiagnosticEngine diags(sink);
+  hspmd::frontend::Compilation compilation(sources, diags);
+  auto build = driver::elaborateBuild(compilation, kSource + "/examples/llama/llama2_7b.hspmd", {}, "");
+  std::string error;
+  const planner::ModelShape shape = planner::modelShape(*build->graph, error);
+  planner::PlanRequest request;
+  request.sequence = 32768;
+  request.tokens = 262144;
+  for (int devices : {16, 32, 64, 128}) {
+    if (quick && devices > 64)
+      break;
+    const planner::Cluster cluster = syntheticCluster(devices);
+    std::vector<double> times;
+    planner::SearchResult result;
+    for (int i = 0; i < 5; ++i) {
+      const auto start = Clock::now();
+      result = planner::searchPlans(shape, cluster, request);
+      times.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+    }
+    std::sort(times.begin(), times.end());
+    std::printf("search, %3d devices of 4 types: %7.2f ms (median of 5, %d candidates priced)", devices, times[2] * 1e3,
+                result.considered);
+    if (!result.planned.empty()) {
+      const auto check = planner::checkLocalPrograms(result.planned.front(), shape, cluster, request, 20);
+      std::printf("; best candidate's local programs: %s", check.text.c_str());
+    }
+    std::printf("\n");
+  }
+  return 0;
+}
