@@ -4,6 +4,7 @@
 #include "TestSupport.h"
 #include "ir/AnnotationText.h"
 #include "tools/hspmc/Driver.h"
+#include "tools/hspmc/Plan.h"
 
 #include <gtest/gtest.h>
 
@@ -112,6 +113,29 @@ TEST(Docs, EveryExampleRuns) {
       if (doc.contains("minimal")) {
         EXPECT_TRUE(doc["minimal"].get<bool>()) << where;
       }
+      ++checked;
+    } else if (block.kind == "plan") {
+      // "$ hspmc plan MODEL --cluster C --seq S --tokens N -o PLAN": the planner writes a plan
+      // (here into build/) that lints clean.
+      std::istringstream words(block.text);
+      std::vector<std::string> args;
+      for (std::string w; words >> w;)
+        args.push_back(w);
+      ASSERT_GE(args.size(), 4u) << where;
+      hspmd::driver::PlanFiles files;
+      files.model = args[3];
+      for (size_t i = 4; i + 1 < args.size(); i += 2) {
+        if (args[i] == "--cluster")
+          files.cluster = args[i + 1];
+        else if (args[i] == "--seq")
+          files.sequence = std::stoll(args[i + 1]);
+        else if (args[i] == "--tokens")
+          files.tokens = std::stoll(args[i + 1]);
+      }
+      files.out = "build/docs_" + fs::path(block.file).stem().string() + "_plan.hspmd";
+      hspmd::driver::PlanOutcome outcome;
+      std::ostringstream progress, errors;
+      EXPECT_TRUE(hspmd::driver::planModel(files, outcome, progress, errors)) << where << errors.str();
       ++checked;
     } else if (block.kind == "annotation") {
       std::istringstream lines(block.text);
