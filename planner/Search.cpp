@@ -341,6 +341,16 @@ BatchInputs batchInputs(const Context &cx, std::vector<PipelinePlan> pipelines, 
   return in;
 }
 
+// Micro-batches for `replicaSequences` sequences per replica through p stages: enough to keep
+// the pipeline full (up to 4 per stage), no more (each costs messages and kernel launches);
+// a divisor, so that micro-batches are equal.
+int64_t microbatches(int64_t replicaSequences, int64_t p) {
+  for (int64_t m = std::min(replicaSequences, 4 * p); m > 1; --m)
+    if (replicaSequences % m == 0)
+      return m;
+  return 1;
+}
+
 // ---- candidate builders ---------------------------------------------------------------
 
 // Prices `candidate`, first without recomputation, then with it when memory is short.
@@ -380,7 +390,7 @@ void pipelineCandidates(const Context &cx, std::vector<Candidate> &planned, std:
           c.symmetric = true;
           c.recompute = recompute;
           c.zero = dp > 1;
-          PipelinePlan pipeline{"main", B, B / dp, {}};
+          PipelinePlan pipeline{"main", B, microbatches(B / dp, p), {}};
           for (int64_t s = 0; s < p; ++s) {
             StagePlan stage;
             stage.tp = t;
@@ -411,7 +421,7 @@ void pipelineCandidates(const Context &cx, std::vector<Candidate> &planned, std:
       Candidate c;
       c.recompute = recompute;
       c.family = "one pipeline";
-      PipelinePlan pipeline{"main", B, B, {}};
+      PipelinePlan pipeline{"main", B, microbatches(B, static_cast<int64_t>(groups.size())), {}};
       for (const auto &g : groups)
         pipeline.stages.push_back(StagePlan{g, t, 0, 0, false, false, {}, {}});
       if (!assignLayers(cx, pipeline, recompute, false, 1, false))
@@ -503,7 +513,9 @@ void pipelineCandidates(const Context &cx, std::vector<Candidate> &planned, std:
         continue;
       for (size_t i = 0; i < pipelines.size(); ++i)
         if (split.sequences[i] > 0) {
-          pipelines[i].sequences = pipelines[i].microbatches = split.sequences[i];
+          pipelines[i].sequences = split.sequences[i];
+          pipelines[i].microbatches =
+              microbatches(split.sequences[i], static_cast<int64_t>(pipelines[i].stages.size()));
           c.pipelines.push_back(pipelines[i]);
         }
       c.family = "pipelines per type";

@@ -6,10 +6,12 @@
 #include "tools/hspmc/Driver.h"
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 
 namespace hspmd::driver {
 
@@ -194,6 +196,77 @@ bool planModel(const PlanFiles &files, PlanOutcome &outcome, std::ostream &progr
     errors << "hspmc plan: error: the plan written to " << files.out << " does not lint clean\n";
     return false;
   }
+  return true;
+}
+
+bool planForLengths(const PlanFiles &files, const std::string &lengthsPath, LengthPlan &plan, std::ostream &progress,
+                    std::ostream &errors) {
+  std::ifstream in(lengthsPath);
+  if (!in) {
+    errors << lengthsPath << ": error: cannot read '" << lengthsPath << "'\n";
+    return false;
+  }
+  // One length per line; blank lines and # comments are skipped.
+  std::map<int64_t, LengthBucket> buckets;
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    const std::string text = line.substr(0, line.find('#'));
+    const auto first = text.find_first_not_of(" \t\r");
+    if (first == std::string::npos)
+      continue;
+    const std::string word = text.substr(first, text.find_last_not_of(" \t\r") + 1 - first);
+    int64_t length = 0;
+    const auto [end, ec] = std::from_chars(word.data(), word.data() + word.size(), length);
+    if (ec != std::errc() || end != word.data() + word.size() || length <= 0) {
+      errors << lengthsPath << ":" << number << ": error: '" << word << "' is not a sequence length\n";
+      return false;
+    }
+    if (length > files.sequence) {
+      errors << lengthsPath << ":" << number << ": error: length " << length << " exceeds --seq (" << files.sequence
+             << ")\n";
+      return false;
+    }
+    int64_t bucket = files.sequence;
+    while (bucket % 2 == 0 && bucket / 2 >= length)
+      bucket /= 2;
+    LengthBucket &b = buckets[bucket];
+    b.positions = bucket;
+    ++b.sequences;
+    b.tokens += static_cast<double>(length);
+    plan.tokens += static_cast<double>(length);
+  }
+  if (buckets.empty()) {
+    errors << lengthsPath << ": error: no sequence lengths\n";
+    return false;
+  }
+  buckets[files.sequence].positions = files.sequence; // S's plan prices the padded baseline
+  const auto out = std::filesystem::path(files.out);
+  for (auto &[positions, bucket] : buckets) {
+    PlanFiles f = files;
+    f.sequence = positions;
+    f.tokens = std::max(positions, files.tokens / positions * positions);
+    f.out =
+        positions == files.sequence
+            ? files.out
+            : (out.parent_path() / (out.stem().string() + "_" + std::to_string(positions) + out.extension().string()))
+                  .string();
+    progress << "bucket of " << positions << " positions (" << bucket.sequences << " sequences):" << std::endl;
+    PlanOutcome outcome;
+    if (!planModel(f, outcome, progress, errors))
+      return false;
+    bucket.path = f.out;
+    bucket.stepSeconds = outcome.chosen->simulated.seconds;
+    bucket.perStep = f.tokens / positions;
+    plan.bucketedSeconds +=
+        static_cast<double>(bucket.sequences) / static_cast<double>(bucket.perStep) * bucket.stepSeconds;
+  }
+  const LengthBucket &longest = buckets.at(files.sequence);
+  int64_t all = 0;
+  for (const auto &[positions, bucket] : buckets) {
+    all += bucket.sequences;
+    plan.buckets.push_back(bucket);
+  }
+  plan.paddedSeconds = static_cast<double>(all) / static_cast<double>(longest.perStep) * longest.stepSeconds;
   return true;
 }
 

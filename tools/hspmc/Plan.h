@@ -48,6 +48,26 @@ struct PlanOutcome {
 /// `progress`; errors (with locations) to `errors`. Returns false on error.
 bool planModel(const PlanFiles &files, PlanOutcome &outcome, std::ostream &progress, std::ostream &errors);
 
+/// `--length-distribution FILE`: one plan per length bucket. Buckets are S, S/2, S/4, ...
+/// (S = `files.sequence`); a sequence runs padded to the smallest bucket that holds it. The
+/// plan for S is written to `files.out`, the others next to it as STEM_<bucket>.hspmd.
+struct LengthBucket {
+  int64_t positions = 0;  // the bucket's sequence length
+  int64_t sequences = 0;  // of the distribution in this bucket
+  double tokens = 0;      // their real (unpadded) tokens
+  std::string path;       // its plan
+  double stepSeconds = 0; // simulated step of its plan
+  int64_t perStep = 0;    // sequences per step of its plan
+};
+struct LengthPlan {
+  std::vector<LengthBucket> buckets; // shortest first
+  double bucketedSeconds = 0;        // the whole distribution, each bucket under its plan
+  double paddedSeconds = 0;          // the whole distribution padded to S under S's plan
+  double tokens = 0;                 // real tokens of the distribution
+};
+bool planForLengths(const PlanFiles &files, const std::string &lengthsPath, LengthPlan &plan, std::ostream &progress,
+                    std::ostream &errors);
+
 /// Compiles the plan file `path` for training and simulates one step on `cluster`.
 SimulatedPlan simulatePlanFile(const std::string &path, const planner::Cluster &cluster);
 

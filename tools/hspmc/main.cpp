@@ -313,6 +313,23 @@ int runSimulate(const std::string &file, const std::vector<std::string> &planFil
 
 // hspmc plan: the planner's search, its finalists simulated, the fastest written
 // (tools/hspmc/Plan.h).
+// hspmc plan --length-distribution: one plan per length bucket, and what switching between
+// them gains over padding every sequence to --seq.
+int runPlanForLengths(const driver::PlanFiles &files, const std::string &lengths) {
+  driver::LengthPlan plan;
+  if (!driver::planForLengths(files, lengths, plan, std::cout, std::cerr))
+    return 1;
+  std::printf("\n%10s %10s %8s %12s  %s\n", "positions", "sequences", "tokens", "step", "plan");
+  for (const auto &b : plan.buckets)
+    std::printf("%10lld %10lld %7.1f%% %9.3f ms  %s\n", static_cast<long long>(b.positions),
+                static_cast<long long>(b.sequences), 100 * b.tokens / plan.tokens, b.stepSeconds * 1e3, b.path.c_str());
+  std::printf("the distribution (%.0f tokens): %.3f s with a plan per bucket, %.3f s padded to %lld under one plan: "
+              "%.2fx\n",
+              plan.tokens, plan.bucketedSeconds, plan.paddedSeconds, static_cast<long long>(files.sequence),
+              plan.paddedSeconds / plan.bucketedSeconds);
+  return 0;
+}
+
 int runPlan(const driver::PlanFiles &files, bool report) {
   driver::PlanOutcome outcome;
   if (!driver::planModel(files, outcome, std::cout, std::cerr))
@@ -470,6 +487,9 @@ int main(int argc, char **argv) {
       ->add_option("--finalists", planFiles.finalists,
                    "Candidates of each family of strategies (planned and symmetric) to simulate")
       ->check(CLI::Range(1, 20));
+  std::string planLengths;
+  planCommand->add_option("--length-distribution", planLengths,
+                          "Sequence lengths seen in training, one per line: one plan per length bucket");
   planCommand->add_option("--keep-finalists", planFiles.finalistsDir, "Keep every simulated finalist's plan in DIR")
       ->check(CLI::ExistingDirectory);
   planCommand->add_flag("--report", planReport, "Print every finalist and the local programs' gap to CBC");
@@ -530,7 +550,7 @@ int main(int argc, char **argv) {
   if (program->parsed())
     return runDumpProgram(programFile, programPlans, programDevice, programTrain);
   if (planCommand->parsed())
-    return runPlan(planFiles, planReport);
+    return planLengths.empty() ? runPlan(planFiles, planReport) : runPlanForLengths(planFiles, planLengths);
   if (simulateCommand->parsed())
     return runSimulate(simulateFile, simulatePlans, simulateCluster, simulateTrace, simulateFormat == "json");
   if (buildCommand->parsed())

@@ -169,6 +169,38 @@ TEST(Cli, PlanWritesAPlanThatLintsAndTrains) {
             "examples/gpt/tiny_gpt.hspmd: error: --tokens (100) must be a positive multiple of --seq (64)\n");
 }
 
+TEST(Cli, PlanPerLengthBucket) {
+  // examples/data/lengths_tiny.txt: 200 lengths from 8 to 64; buckets of 8, 16, 32 and 64.
+  const std::string out = "build/cli_lengths.hspmd";
+  CliRun run = hspmc("plan examples/gpt/tiny_gpt.hspmd --cluster examples/clusters/cpu_mixed4.toml --seq 64 "
+                     "--tokens 256 -o " +
+                     out + " --length-distribution examples/data/lengths_tiny.txt");
+  ASSERT_EQ(run.code, 0) << run.output;
+  for (const std::string &plan :
+       {out, std::string("build/cli_lengths_16.hspmd"), std::string("build/cli_lengths_32.hspmd")}) {
+    CliRun lint = hspmc("lint " + plan);
+    EXPECT_NE(lint.output.find("lint: 0 errors"), std::string::npos) << plan << ": " << lint.output;
+  }
+  // Padding every sequence to 64 positions costs more than a plan per bucket.
+  const size_t at = run.output.find(" under one plan: ");
+  ASSERT_NE(at, std::string::npos) << run.output;
+  EXPECT_GT(std::stod(run.output.substr(at + 17)), 1.0) << run.output;
+  // Bad files.
+  std::ofstream("build/cli_lengths_bad.txt") << "# lengths\n12\nabc\n";
+  std::ofstream("build/cli_lengths_long.txt") << "12\n100\n";
+  const std::string base = "plan examples/gpt/tiny_gpt.hspmd --cluster examples/clusters/cpu_mixed4.toml --seq 64 "
+                           "--tokens 256 -o build/cli_lengths_x.hspmd --length-distribution ";
+  CliRun bad = hspmc(base + "build/cli_lengths_bad.txt");
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_EQ(bad.output, "build/cli_lengths_bad.txt:3: error: 'abc' is not a sequence length\n");
+  CliRun longer = hspmc(base + "build/cli_lengths_long.txt");
+  EXPECT_EQ(longer.code, 1);
+  EXPECT_EQ(longer.output, "build/cli_lengths_long.txt:2: error: length 100 exceeds --seq (64)\n");
+  CliRun missing = hspmc(base + "build/no_such_lengths.txt");
+  EXPECT_EQ(missing.code, 1);
+  EXPECT_EQ(missing.output, "build/no_such_lengths.txt: error: cannot read 'build/no_such_lengths.txt'\n");
+}
+
 TEST(Cli, CheckReportsErrorsWithExitOne) {
   CliRun run = hspmc("check tests/diagnostics/shape_matmul_mismatch.hspmd");
   EXPECT_EQ(run.code, 1);
