@@ -2,6 +2,8 @@
 
 #include <toml++/toml.h>
 
+#include <fstream>
+
 namespace hspmd::planner {
 
 namespace {
@@ -10,6 +12,10 @@ ir::Location where(const std::string &path, const toml::source_region &region) {
 }
 
 std::optional<toml::table> parseToml(const std::string &path, std::vector<ClusterError> &errors) {
+  if (!std::ifstream(path)) {
+    errors.push_back({ir::Location{path, 0, 0, 1}, "cannot read '" + path + "'"});
+    return std::nullopt;
+  }
   try {
     return toml::parse_file(path);
   } catch (const toml::parse_error &error) {

@@ -120,8 +120,7 @@ StageCost stageCost(const Context &cx, const StagePlan &stage, bool recompute, b
     // One group per share: the slowest group sets the pace.
     const std::vector<int64_t> &lengths = stage.cp;
     int64_t at = 0;
-    std::vector<int> all = stage.devices;
-    const double crossBw = cx.ringBandwidth(all);
+    const double crossBw = cx.ringBandwidth(stage.devices);
     for (size_t g = 0; g < groups; ++g) {
       const auto devices = groupOf(stage, g);
       const double v = cx.slowest(devices) * t;

@@ -167,6 +167,18 @@ TEST(Cli, PlanWritesAPlanThatLintsAndTrains) {
   EXPECT_EQ(bad.code, 1);
   EXPECT_EQ(bad.output,
             "examples/gpt/tiny_gpt.hspmd: error: --tokens (100) must be a positive multiple of --seq (64)\n");
+  CliRun unpriced = hspmc("plan tests/planner/no_attention.hspmd --cluster examples/clusters/cpu4.toml --seq 64 "
+                          "--tokens 256 -o " +
+                          out);
+  EXPECT_EQ(unpriced.code, 1);
+  EXPECT_EQ(
+      unpriced.output,
+      "tests/planner/no_attention.hspmd: error: model 'Mixer' has no attention: the planner's cost model needs one\n");
+  CliRun nowhere = hspmc("plan examples/gpt/tiny_gpt.hspmd --cluster examples/clusters/no_such.toml --seq 64 "
+                         "--tokens 256 -o " +
+                         out);
+  EXPECT_EQ(nowhere.code, 1);
+  EXPECT_EQ(nowhere.output, "examples/clusters/no_such.toml: error: cannot read 'examples/clusters/no_such.toml'\n");
 }
 
 TEST(Cli, PlanPerLengthBucket) {
