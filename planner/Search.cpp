@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <set>
@@ -340,20 +341,38 @@ BatchInputs batchInputs(const Context &cx, std::vector<PipelinePlan> pipelines, 
   return in;
 }
 
-// Micro-batches for `replicaSequences` sequences per replica through p stages: enough to keep
-// the pipeline full (up to 4 per stage), no more (each costs messages and kernel launches);
-// a divisor, so that micro-batches are equal.
-int64_t microbatches(int64_t replicaSequences, int64_t p) {
-  for (int64_t m = std::min(replicaSequences, 4 * p); m > 1; --m)
-    if (replicaSequences % m == 0)
-      return m;
-  return 1;
-}
-
 // ---- candidate builders ---------------------------------------------------------------
+
+// Micro-batches per pipeline: the divisor of its sequences per data-parallel replica whose
+// estimated step is shortest (more fill the pipeline; fewer send fewer messages and keep
+// fewer tiny kernels), preferring those that fit memory.
+void chooseMicrobatches(Candidate &c, const Context &cx) {
+  for (PipelinePlan &pipeline : c.pipelines) {
+    const StagePlan &first = pipeline.stages.front();
+    if (!first.cp.empty() || !first.hp.empty())
+      continue;
+    const int64_t perReplica = pipeline.sequences / static_cast<int64_t>(first.devices.size() / first.tp);
+    int64_t best = pipeline.microbatches;
+    double bestSeconds = std::numeric_limits<double>::infinity();
+    bool bestFits = false;
+    for (int64_t m = 1; m <= perReplica; ++m) {
+      if (perReplica % m != 0)
+        continue;
+      pipeline.microbatches = m;
+      estimate(c, cx.shape, cx.cluster, cx.request);
+      if ((c.fits && !bestFits) || (c.fits == bestFits && c.seconds < bestSeconds)) {
+        best = m;
+        bestSeconds = c.seconds;
+        bestFits = c.fits;
+      }
+    }
+    pipeline.microbatches = best;
+  }
+}
 
 // Prices `candidate`, first without recomputation, then with it when memory is short.
 bool finish(Candidate &candidate, const Context &cx, std::vector<Candidate> &out) {
+  chooseMicrobatches(candidate, cx);
   estimate(candidate, cx.shape, cx.cluster, cx.request);
   if (!candidate.fits && !candidate.recompute)
     return false; // the caller retries with recomputation
@@ -389,7 +408,7 @@ void pipelineCandidates(const Context &cx, std::vector<Candidate> &planned, std:
           c.symmetric = true;
           c.recompute = recompute;
           c.zero = dp > 1;
-          PipelinePlan pipeline{"main", B, microbatches(B / dp, p), {}};
+          PipelinePlan pipeline{"main", B, B / dp, {}};
           for (int64_t s = 0; s < p; ++s) {
             StagePlan stage;
             stage.tp = t;
@@ -420,7 +439,7 @@ void pipelineCandidates(const Context &cx, std::vector<Candidate> &planned, std:
       Candidate c;
       c.recompute = recompute;
       c.family = "one pipeline";
-      PipelinePlan pipeline{"main", B, microbatches(B, static_cast<int64_t>(groups.size())), {}};
+      PipelinePlan pipeline{"main", B, B, {}};
       for (const auto &g : groups)
         pipeline.stages.push_back(StagePlan{g, t, 0, 0, false, false, {}, {}});
       if (!assignLayers(cx, pipeline, recompute, false, 1, false))
@@ -512,9 +531,7 @@ void pipelineCandidates(const Context &cx, std::vector<Candidate> &planned, std:
         continue;
       for (size_t i = 0; i < pipelines.size(); ++i)
         if (split.sequences[i] > 0) {
-          pipelines[i].sequences = split.sequences[i];
-          pipelines[i].microbatches =
-              microbatches(split.sequences[i], static_cast<int64_t>(pipelines[i].stages.size()));
+          pipelines[i].sequences = pipelines[i].microbatches = split.sequences[i];
           c.pipelines.push_back(pipelines[i]);
         }
       c.family = "pipelines per type";
