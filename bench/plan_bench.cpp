@@ -4,8 +4,9 @@
 //
 //   1. the 32B model on 16 x H800 + 32 x H20 (4K positions, 36 sequences per step);
 //   2. LLaMA-2-7B on 8 x H100 + 8 x A100 with 32K-256K positions (HexiSeq's setting);
-//   3. a FLOP-matched pair: LLaMA-2-7B on 4 x H100 + 4 x A100 (5204 TFLOP/s) and on
-//      16 x A100 (4992 TFLOP/s), compared per peak TFLOP/s;
+//   3. FLOP-matched pairs, compared per peak FLOP/s: LLaMA-2-7B on 4 A100 + 2 devices of
+//      twice an A100 vs 8 A100 (equal FLOP/s and HBM bandwidth in all), and on 4 H100 + 4 A100
+//      (5204 TFLOP/s) vs 16 A100 (4992 TFLOP/s);
 //   4. the search's speed at 16-128 devices of 4 types, and the local programs' gap to CBC.
 //
 // Each setting runs the planner's search, compiles and simulates its finalists (the best 2
@@ -148,25 +149,38 @@ int main(int argc, char **argv) {
     std::printf("7B, 8 H100 + 8 A100: %.2fx on average, %.2fx at best (HexiSeq reports 1.11x and 1.19x on real "
                 "H100-A100 clusters)\n",
                 sum / n, most);
-  // 3. The FLOP-matched pair.
-  auto mixed = plan("examples/llama/llama2_7b.hspmd", "examples/clusters/h100x4_a100x4.toml", 4096, 262144);
-  auto same = plan("examples/llama/llama2_7b.hspmd", "examples/clusters/a100x16.toml", 4096, 262144);
-  // The plan `hspmc plan` would write: the fastest finalist that fits memory.
+  // 3. FLOP-matched pairs: the plan `hspmc plan` would write (the fastest finalist that fits
+  // memory) on each side, in tokens/s per peak PFLOP/s.
   auto written = [](const Result &r) {
     const auto *a = r.planned, *b = r.symmetric;
     return !a ? b : !b ? a : a->simulated.seconds < b->simulated.seconds ? a : b;
   };
-  const driver::SimulatedCandidate *m = written(*mixed), *s = written(*same);
-  if (m && s) {
-    const double perFlopMixed = 262144 / m->simulated.seconds / 5204,
-                 perFlopSame = 262144 / s->simulated.seconds / 4992;
-    std::printf("FLOP-matched, 7B, 4K: 4 H100 + 4 A100 %.0f tokens/s (%s), 16 A100 %.0f tokens/s (%s)\n",
+  auto pair = [&](const std::string &label, const std::string &mixedCluster, double mixedTflops,
+                  const std::string &sameCluster, double sameTflops) {
+    auto mixed = plan("examples/llama/llama2_7b.hspmd", mixedCluster, 4096, 262144);
+    auto same = plan("examples/llama/llama2_7b.hspmd", sameCluster, 4096, 262144);
+    const driver::SimulatedCandidate *m = written(*mixed), *s = written(*same);
+    if (!m || !s) {
+      std::printf("%s: no plan fits\n", label.c_str());
+      return;
+    }
+    const double perMixed = 262144 / m->simulated.seconds / mixedTflops * 1e3,
+                 perSame = 262144 / s->simulated.seconds / sameTflops * 1e3;
+    std::printf("%s, 7B, 4K:\n  mixed %.0f tokens/s (%s)\n  same  %.0f tokens/s (%s)\n", label.c_str(),
                 262144 / m->simulated.seconds, m->candidate.strategy.c_str(), 262144 / s->simulated.seconds,
                 s->candidate.strategy.c_str());
-    std::printf("FLOP-matched: tokens/s per peak PFLOP/s %.1f (mixed) vs %.1f (A100s): %.1f%% %s\n", perFlopMixed * 1e3,
-                perFlopSame * 1e3, 100 * (perFlopMixed / perFlopSame - 1),
-                std::abs(perFlopMixed / perFlopSame - 1) <= 0.03 ? "(within 3%)" : "(not within 3%)");
-  }
+    std::printf("  tokens/s per peak PFLOP/s: %.1f vs %.1f: %+.1f%% %s\n", perMixed, perSame,
+                100 * (perMixed / perSame - 1),
+                std::abs(perMixed / perSame - 1) <= 0.03 ? "(within 3%)" : "(not within 3%)");
+  };
+  // Controlled: 4 A100 + 2 devices of twice an A100 (FLOP/s, HBM, memory) vs 8 A100, both in
+  // two nodes: the same totals, only the devices are unequal.
+  pair("FLOP-matched, 4 A100 + 2 double-A100 vs 8 A100", "examples/clusters/a100x4_double2.toml", 2496,
+       "examples/clusters/a100x4x2.toml", 2496);
+  // Real devices: 4 H100 + 4 A100 (5204 TFLOP/s, 21.5 TB/s of HBM) vs 16 A100 (4992 TFLOP/s,
+  // 32.6 TB/s): the H100 has half an A100's HBM bandwidth per FLOP.
+  pair("FLOP-matched, 4 H100 + 4 A100 vs 16 A100", "examples/clusters/h100x4_a100x4.toml", 5204,
+       "examples/clusters/a100x16.toml", 4992);
   // 4. Search speed with up to 4 types, and the local programs' gap to CBC.
   hspmd::frontend::SourceManager sources;
   hspmd::frontend::CollectingSink sink;
