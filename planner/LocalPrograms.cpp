@@ -296,7 +296,7 @@ HeadSplit splitHeads(int64_t heads, int64_t headUnit, int64_t blocks, const std:
 }
 
 HeadSplit splitHeadsExact(int64_t heads, int64_t headUnit, int64_t blocks, const std::vector<double> &headSeconds,
-                          const std::vector<double> &blockSeconds) {
+                          const std::vector<double> &blockSeconds, double timeLimitSeconds) {
   HeadSplit split;
   const size_t n = headSeconds.size();
   Program program;
@@ -314,7 +314,7 @@ HeadSplit splitHeadsExact(int64_t heads, int64_t headUnit, int64_t blocks, const
   }
   program.row(headSum, 'E', static_cast<double>(heads / headUnit));
   program.row(blockSum, 'E', static_cast<double>(blocks));
-  if (n == 0 || heads % headUnit != 0 || !program.solve())
+  if (n == 0 || heads % headUnit != 0 || !program.solve(timeLimitSeconds))
     return split;
   for (size_t g = 0; g < n; ++g) {
     split.heads.push_back(program.integer(h[g]) * headUnit);

@@ -341,6 +341,18 @@ BatchInputs batchInputs(const Context &cx, std::vector<PipelinePlan> pipelines, 
   return in;
 }
 
+// The head program as the search solves it: the greedy split, replaced by CBC's when CBC
+// finds a better one within a second (the greedy one is not always optimal; these programs
+// are small).
+HeadSplit planHeads(int64_t heads, int64_t unit, int64_t blocks, const std::vector<double> &headSeconds,
+                    const std::vector<double> &blockSeconds) {
+  HeadSplit split = splitHeads(heads, unit, blocks, headSeconds, blockSeconds);
+  const HeadSplit exact = splitHeadsExact(heads, unit, blocks, headSeconds, blockSeconds, 1.0);
+  if (exact.feasible && (!split.feasible || exact.seconds < split.seconds))
+    split = exact;
+  return split;
+}
+
 // ---- candidate builders ---------------------------------------------------------------
 
 // Micro-batches per pipeline: the divisor of its sequences per data-parallel replica whose
@@ -599,7 +611,7 @@ void contextCandidates(const Context &cx, std::vector<Candidate> &planned, std::
         } else if (!equal && m.heads % headUnit == 0) {
           std::vector<double> headSeconds, blockSeconds;
           headInputs(cx, base, block, headSeconds, blockSeconds);
-          const HeadSplit split = splitHeads(m.heads, headUnit, blocks, headSeconds, blockSeconds);
+          const HeadSplit split = planHeads(m.heads, headUnit, blocks, headSeconds, blockSeconds);
           if (!split.feasible)
             continue;
           stage.hp = split.heads;
@@ -780,8 +792,9 @@ LocalCheck checkLocalPrograms(const Candidate &candidate, const ModelShape &shap
     std::vector<double> headSeconds, blockSeconds;
     headInputs(cx, stage, block, headSeconds, blockSeconds);
     const int64_t unit = static_cast<int64_t>(stage.tp) * (shape.heads / shape.kvHeads);
-    const HeadSplit fast = splitHeads(shape.heads, unit, request.sequence / block, headSeconds, blockSeconds);
-    const HeadSplit exact = splitHeadsExact(shape.heads, unit, request.sequence / block, headSeconds, blockSeconds);
+    const HeadSplit fast = planHeads(shape.heads, unit, request.sequence / block, headSeconds, blockSeconds);
+    const HeadSplit exact =
+        splitHeadsExact(shape.heads, unit, request.sequence / block, headSeconds, blockSeconds, timeLimitSeconds);
     gapText("heads and sequence shares", fast.seconds, exact.seconds, exact.optimal);
   } else if (!stage.cp.empty()) {
     const int64_t block = contextBlock(request.sequence);

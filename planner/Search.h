@@ -144,6 +144,6 @@ struct HeadSplit {
 HeadSplit splitHeads(int64_t heads, int64_t headUnit, int64_t blocks, const std::vector<double> &headSeconds,
                      const std::vector<double> &blockSeconds);
 HeadSplit splitHeadsExact(int64_t heads, int64_t headUnit, int64_t blocks, const std::vector<double> &headSeconds,
-                          const std::vector<double> &blockSeconds);
+                          const std::vector<double> &blockSeconds, double timeLimitSeconds = 30);
 
 } // namespace hspmd::planner
