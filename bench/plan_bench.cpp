@@ -14,7 +14,8 @@
 // (non-symmetric) finalist against the fastest symmetric one, first among those whose
 // programs fit memory (what `hspmc plan` compares), then regardless of memory: the programs
 // hold fp32 weights, gradients and activations, so long contexts do not fit 80 GiB devices.
-// Usage: bench_plan [--quick]   (--quick: the 32K context only, no 128-device search)
+// Usage: bench_plan [--quick | --speed]   (--quick: the 32K context only, no 128-device search;
+// --speed: only the search speed)
 #include "planner/Search.h"
 #include "tools/hspmc/Driver.h"
 #include "tools/hspmc/Plan.h"
@@ -121,10 +122,7 @@ planner::Cluster syntheticCluster(int n) {
   return cluster;
 }
 
-} // namespace
-
-int main(int argc, char **argv) {
-  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+void runSettings(bool quick) {
   header();
   // 1. The 32B model on 16 x H800 + 32 x H20.
   report("32B, 16 H800 + 32 H20, 4K",
@@ -181,6 +179,9 @@ int main(int argc, char **argv) {
   // 32.6 TB/s): the H100 has half an A100's HBM bandwidth per FLOP.
   pair("FLOP-matched, 4 H100 + 4 A100 vs 16 A100", "examples/clusters/h100x4_a100x4.toml", 5204,
        "examples/clusters/a100x16.toml", 4992);
+}
+
+void searchSpeed(bool quick) {
   // 4. Search speed with up to 4 types, and the local programs' gap to CBC.
   hspmd::frontend::SourceManager sources;
   hspmd::frontend::CollectingSink sink;
@@ -212,5 +213,15 @@ int main(int argc, char **argv) {
     }
     std::printf("\n");
   }
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  const bool speedOnly = argc > 1 && std::strcmp(argv[1], "--speed") == 0;
+  if (!speedOnly)
+    runSettings(quick);
+  searchSpeed(quick);
   return 0;
 }

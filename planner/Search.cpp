@@ -341,16 +341,22 @@ BatchInputs batchInputs(const Context &cx, std::vector<PipelinePlan> pipelines, 
   return in;
 }
 
-// The head program as the search solves it: the greedy split, replaced by CBC's when CBC
-// finds a better one within a second (the greedy one is not always optimal; these programs
-// are small).
-HeadSplit planHeads(int64_t heads, int64_t unit, int64_t blocks, const std::vector<double> &headSeconds,
-                    const std::vector<double> &blockSeconds) {
-  HeadSplit split = splitHeads(heads, unit, blocks, headSeconds, blockSeconds);
-  const HeadSplit exact = splitHeadsExact(heads, unit, blocks, headSeconds, blockSeconds, 1.0);
-  if (exact.feasible && (!split.feasible || exact.seconds < split.seconds))
-    split = exact;
-  return split;
+// The stage without its TP groups that have nothing to do (no positions, no heads).
+StagePlan withoutIdleGroups(const StagePlan &stage) {
+  StagePlan kept = stage;
+  kept.devices.clear();
+  kept.cp.clear();
+  kept.hp.clear();
+  for (size_t g = 0; g < stage.devices.size() / static_cast<size_t>(stage.tp); ++g) {
+    if (stage.cp[g] == 0 && (stage.hp.empty() || stage.hp[g] == 0))
+      continue;
+    const auto group = groupOf(stage, g);
+    kept.devices.insert(kept.devices.end(), group.begin(), group.end());
+    kept.cp.push_back(stage.cp[g]);
+    if (!stage.hp.empty())
+      kept.hp.push_back(stage.hp[g]);
+  }
+  return kept;
 }
 
 // ---- candidate builders ---------------------------------------------------------------
@@ -611,7 +617,7 @@ void contextCandidates(const Context &cx, std::vector<Candidate> &planned, std::
         } else if (!equal && m.heads % headUnit == 0) {
           std::vector<double> headSeconds, blockSeconds;
           headInputs(cx, base, block, headSeconds, blockSeconds);
-          const HeadSplit split = planHeads(m.heads, headUnit, blocks, headSeconds, blockSeconds);
+          const HeadSplit split = splitHeads(m.heads, headUnit, blocks, headSeconds, blockSeconds);
           if (!split.feasible)
             continue;
           stage.hp = split.heads;
@@ -621,20 +627,7 @@ void contextCandidates(const Context &cx, std::vector<Candidate> &planned, std::
           continue;
         }
         // A group with nothing to do is left out.
-        StagePlan kept = stage;
-        kept.devices.clear();
-        kept.cp.clear();
-        kept.hp.clear();
-        for (int64_t g = 0; g < G; ++g) {
-          const bool idle = stage.cp[static_cast<size_t>(g)] == 0 && (!hp || stage.hp[static_cast<size_t>(g)] == 0);
-          if (idle)
-            continue;
-          const auto group = groupOf(stage, static_cast<size_t>(g));
-          kept.devices.insert(kept.devices.end(), group.begin(), group.end());
-          kept.cp.push_back(stage.cp[static_cast<size_t>(g)]);
-          if (hp)
-            kept.hp.push_back(stage.hp[static_cast<size_t>(g)]);
-        }
+        const StagePlan kept = withoutIdleGroups(stage);
         if (kept.devices.size() / static_cast<size_t>(t) < 2)
           continue;
         for (bool recompute : {false, true}) {
@@ -769,6 +762,37 @@ SearchResult searchPlans(const ModelShape &shape, const Cluster &cluster, const 
   return result;
 }
 
+bool refineLocalPrograms(Candidate &candidate, const ModelShape &shape, const Cluster &cluster,
+                         const PlanRequest &request, double timeLimitSeconds) {
+  if (candidate.symmetric || candidate.pipelines.size() != 1 || candidate.pipelines[0].stages.size() != 1)
+    return false;
+  StagePlan &stage = candidate.pipelines[0].stages[0];
+  if (stage.hp.empty())
+    return false; // the other local programs' fast algorithms are exact
+  const Context cx(shape, cluster, request);
+  const int64_t block = contextBlock(request.sequence);
+  std::vector<double> headSeconds, blockSeconds;
+  headInputs(cx, stage, block, headSeconds, blockSeconds);
+  const int64_t unit = static_cast<int64_t>(stage.tp) * (shape.heads / shape.kvHeads);
+  const HeadSplit exact =
+      splitHeadsExact(shape.heads, unit, request.sequence / block, headSeconds, blockSeconds, timeLimitSeconds);
+  double current = 0;
+  for (size_t g = 0; g < headSeconds.size(); ++g)
+    current = std::max(current, static_cast<double>(stage.hp[g]) * headSeconds[g] +
+                                    static_cast<double>(stage.cp[g] / block) * blockSeconds[g]);
+  if (!exact.feasible || exact.seconds >= current * (1 - 1e-9))
+    return false;
+  stage.hp = exact.heads;
+  for (size_t g = 0; g < exact.blocks.size(); ++g)
+    stage.cp[g] = exact.blocks[g] * block;
+  const StagePlan kept = withoutIdleGroups(stage);
+  if (kept.devices.size() / static_cast<size_t>(kept.tp) < 2)
+    return false;
+  stage = kept;
+  estimate(candidate, shape, cluster, request);
+  return true;
+}
+
 LocalCheck checkLocalPrograms(const Candidate &candidate, const ModelShape &shape, const Cluster &cluster,
                               const PlanRequest &request, double timeLimitSeconds) {
   const Context cx(shape, cluster, request);
@@ -778,7 +802,7 @@ LocalCheck checkLocalPrograms(const Candidate &candidate, const ModelShape &shap
     check.exact = exact;
     check.optimal = optimal;
     char line[256];
-    std::snprintf(line, sizeof line, "%s: fast %.6g s, CBC %.6g s%s: gap %.2f%%", what.c_str(), fast, exact,
+    std::snprintf(line, sizeof line, "%s: planned %.6g s, CBC %.6g s%s: gap %.2f%%", what.c_str(), fast, exact,
                   optimal ? " (proven optimal)" : " (time limit, best found)", 100 * (fast - exact) / exact);
     check.text = line;
   };
@@ -786,43 +810,51 @@ LocalCheck checkLocalPrograms(const Candidate &candidate, const ModelShape &shap
     check.text = "none (a symmetric plan: equal parts)";
     return check;
   }
+  // The candidate's own answer (what the plan holds) against CBC's optimum.
   const StagePlan &stage = candidate.pipelines.front().stages.front();
   if (!stage.hp.empty()) {
     const int64_t block = contextBlock(request.sequence);
     std::vector<double> headSeconds, blockSeconds;
     headInputs(cx, stage, block, headSeconds, blockSeconds);
     const int64_t unit = static_cast<int64_t>(stage.tp) * (shape.heads / shape.kvHeads);
-    const HeadSplit fast = planHeads(shape.heads, unit, request.sequence / block, headSeconds, blockSeconds);
+    double planned = 0;
+    for (size_t g = 0; g < headSeconds.size(); ++g)
+      planned = std::max(planned, static_cast<double>(stage.hp[g]) * headSeconds[g] +
+                                      static_cast<double>(stage.cp[g] / block) * blockSeconds[g]);
     const HeadSplit exact =
         splitHeadsExact(shape.heads, unit, request.sequence / block, headSeconds, blockSeconds, timeLimitSeconds);
-    gapText("heads and sequence shares", fast.seconds, exact.seconds, exact.optimal);
+    gapText("heads and sequence shares", planned, exact.seconds, exact.optimal);
   } else if (!stage.cp.empty()) {
     const int64_t block = contextBlock(request.sequence);
     const auto devices = shareDevices(cx, stage);
-    const ContextPlan fast = planContextSharesFast(devices, request.sequence, block, contextCost(cx));
     const ContextPlan exact = planContextShares(devices, request.sequence, block, contextCost(cx), timeLimitSeconds);
-    gapText("sequence shares", fast.makespan, exact.makespan, exact.optimal);
+    gapText("sequence shares", contextMakespan(devices, stage.cp, contextCost(cx)), exact.makespan, exact.optimal);
   } else {
     std::vector<PipelinePlan> pipelines = candidate.pipelines;
-    double worstFast = 0, worstExact = 0;
+    double worstPlanned = 0, worstExact = 0;
     bool optimal = true;
     for (auto &pipeline : pipelines) {
       const LayerInputs in =
           layerInputs(cx, pipeline, candidate.recompute, candidate.zero, static_cast<int>(pipelines.size()));
-      const LayerSplit fast = splitLayers(shape.layers, in.layerSeconds, in.fixedSeconds, in.maxLayers);
+      for (size_t st = 0; st < pipeline.stages.size(); ++st)
+        worstPlanned =
+            std::max(worstPlanned, static_cast<double>(pipeline.stages[st].layerEnd - pipeline.stages[st].layerBegin) *
+                                           in.layerSeconds[st] +
+                                       in.fixedSeconds[st]);
       const LayerSplit exact = splitLayersExact(shape.layers, in.layerSeconds, in.fixedSeconds, in.maxLayers);
-      worstFast = std::max(worstFast, fast.seconds);
       worstExact = std::max(worstExact, exact.seconds);
       optimal = optimal && exact.optimal;
     }
-    std::string text;
-    gapText("layers per stage (slowest stage)", worstFast, worstExact, optimal);
-    text = check.text;
+    gapText("layers per stage (slowest stage)", worstPlanned, worstExact, optimal);
+    const std::string layers = check.text;
     const BatchInputs in = batchInputs(cx, pipelines, candidate.recompute, candidate.zero);
-    const BatchSplit fast = splitBatch(cx.sequences(), in.stages, in.tau, in.after, in.most);
+    double planned = 0;
+    for (size_t i = 0; i < pipelines.size(); ++i)
+      planned =
+          std::max(planned, static_cast<double>(pipelines[i].sequences + in.stages[i] - 1) * in.tau[i] + in.after[i]);
     const BatchSplit exact = splitBatchExact(cx.sequences(), in.stages, in.tau, in.after, in.most);
-    gapText("sequences per pipeline", fast.seconds, exact.seconds, exact.optimal);
-    check.text = text + "; " + check.text;
+    gapText("sequences per pipeline", planned, exact.seconds, exact.optimal);
+    check.text = layers + "; " + check.text;
   }
   return check;
 }

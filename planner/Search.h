@@ -96,10 +96,15 @@ void estimate(Candidate &candidate, const ModelShape &shape, const Cluster &clus
 std::string planText(const Candidate &candidate, const ModelShape &shape, const PlanRequest &request,
                      const std::string &name, const std::string &modelImport, const std::string &clusterPath);
 
-/// The chosen candidate's local programs solved again with CBC: the gap of the fast
-/// algorithms to the integer program's optimum.
+/// The finalists' local programs where the fast algorithm is not exact (the head program),
+/// solved again with CBC; the better answer is kept. Returns whether the candidate changed.
+bool refineLocalPrograms(Candidate &candidate, const ModelShape &shape, const Cluster &cluster,
+                         const PlanRequest &request, double timeLimitSeconds = 10);
+
+/// A candidate's local programs solved again with CBC: the gap of the candidate's own
+/// answer (what its plan holds) to the integer program's optimum.
 struct LocalCheck {
-  double fast = 0, exact = 0; // the objective of each (seconds)
+  double fast = 0, exact = 0; // the objective of the candidate's answer and of CBC's (seconds)
   bool optimal = false;       // CBC proved optimality within the time limit
   std::string text;           // one line
 };

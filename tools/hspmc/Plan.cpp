@@ -127,13 +127,14 @@ bool planModel(const PlanFiles &files, PlanOutcome &outcome, std::ostream &progr
   for (const auto *list : {&search.planned, &search.symmetric})
     for (const auto &candidate : *list) {
       SimulatedCandidate s{candidate, {}};
+      planner::refineLocalPrograms(s.candidate, outcome.shape, *cluster, request);
       const std::string kind = list == &search.planned ? "planned" : "symmetric";
       const std::string scratch = files.finalistsDir.empty() ? files.out + ".candidate.hspmd"
                                                              : files.finalistsDir + "/" + name + "_" +
                                                                    std::to_string(++index) + "_" + kind + ".hspmd";
       {
         std::ofstream file(scratch);
-        file << planner::planText(candidate, outcome.shape, request, name, relativeTo(files.model, scratch),
+        file << planner::planText(s.candidate, outcome.shape, request, name, relativeTo(files.model, scratch),
                                   relativeTo(files.cluster, scratch));
         if (!file) {
           errors << "hspmc plan: error: cannot write " << scratch << "\n";
@@ -147,9 +148,9 @@ bool planModel(const PlanFiles &files, PlanOutcome &outcome, std::ostream &progr
       char text[160];
       if (s.simulated.error.empty())
         std::snprintf(text, sizeof text, "estimated %.3f ms, simulated %.3f ms, memory %.1f GiB%s",
-                      candidate.seconds * 1e3, s.simulated.seconds * 1e3, s.simulated.peakBytes / (1ull << 30),
+                      s.candidate.seconds * 1e3, s.simulated.seconds * 1e3, s.simulated.peakBytes / (1ull << 30),
                       s.simulated.fits ? "" : " (over a device's memory)");
-      progress << "  " << (list == &search.planned ? "planned   " : "symmetric ") << candidate.strategy << ": "
+      progress << "  " << (list == &search.planned ? "planned   " : "symmetric ") << s.candidate.strategy << ": "
                << (s.simulated.error.empty() ? text : s.simulated.error) << std::endl;
     }
   outcome.simulateSeconds = since(start);
