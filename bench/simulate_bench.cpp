@@ -2,12 +2,11 @@
 // threads backend), for the tiny GPT under several plans.
 //
 // Calibration, all measured in this run: a device's peak is single-threaded cblas_sgemm
-// (1024^3), its memory bandwidth memcpy's (shared by the devices as below); each kernel's
+// (1024^3), its memory bandwidth memcpy's; each kernel's
 // efficiency is its measured time on one device (the `single` plan's trace) over its
 // roofline time; links run at memcpy bandwidth with an alpha measured on an empty exchange.
-// Devices share the cores while they work at once: a plan's devices run at cores / (devices
-// working at once, on average) of one core (found by iterating the simulation from full
-// speed), not at cores / devices.
+// The devices' threads share the machine's cores: the simulator hands each kernel (and each
+// collective's copying) the next free core, in time order (CostModel::cores).
 // Then every plan is simulated and measured (median step of `steps` steps after one warm-up
 // step), and the bench prints the ratio and whether the ranking by step time is the same.
 // Usage: bench_simulate [steps]
@@ -142,20 +141,9 @@ int main(int argc, char **argv) {
   std::vector<std::pair<std::string, std::pair<double, double>>> rows;
   for (const char *plan : {"single", "tp2", "dp2_tp2", "pipeline2", "hetero4", "dp2_zero", "pipeline2_recompute"}) {
     auto c = compile(plan);
-    // Devices share the cores while they work at once: each runs at cores / (devices working
-    // at once, on average) of a core's speed, found by iterating from full speed.
-    double share = 1, simulated = 0;
-    for (int round = 0; round < 4; ++round) {
-      planner::CostModel shared = model;
-      shared.flops = [&, share](int) { return peak * share; };
-      shared.memoryBandwidth = [&, share](int) { return bandwidth * share; };
-      const planner::Simulation sim = planner::simulate(c->result.programs[0], shared);
-      simulated = sim.stepSeconds;
-      double working = 0;
-      for (const auto &[device, d] : sim.devices)
-        working += d.busy + d.communicating;
-      share = std::min(1.0, static_cast<double>(cores) / (working / sim.stepSeconds));
-    }
+    planner::CostModel shared = model;
+    shared.cores = static_cast<int>(cores); // the devices' threads share the machine's cores
+    const double simulated = planner::simulate(c->result.programs[0], shared).stepSeconds;
     const double measuredStep = measure(*c, steps);
     rows.push_back({plan, {measuredStep, simulated}});
     std::printf("%-22s %9.2f ms %9.2f ms %8.2f\n", plan, measuredStep * 1e3, simulated * 1e3, simulated / measuredStep);

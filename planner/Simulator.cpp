@@ -88,12 +88,33 @@ public:
   }
 
   Simulation run() {
-    bool progress = true;
-    while (progress) {
-      progress = false;
-      for (auto &[device, step] : steps_)
-        while (at_[device] < step.body.size() && advance(device, step.body[at_[device]]))
-          progress = true;
+    if (model_.cores > 0) {
+      // Devices share cores: issue instructions in time order, the device that is furthest
+      // behind first, so that cores go to work in the order it asks for them.
+      coreFree_.assign(static_cast<size_t>(model_.cores), 0.0);
+      for (;;) {
+        std::vector<std::pair<double, int>> order;
+        for (const auto &[device, step] : steps_)
+          if (at_[device] < step.body.size())
+            order.push_back({stream(device, false), device});
+        std::sort(order.begin(), order.end());
+        bool progress = false;
+        for (const auto &[t, device] : order)
+          if (advance(device, steps_.at(device).body[at_[device]])) {
+            progress = true;
+            break;
+          }
+        if (!progress)
+          break;
+      }
+    } else {
+      bool progress = true;
+      while (progress) {
+        progress = false;
+        for (auto &[device, step] : steps_)
+          while (at_[device] < step.body.size() && advance(device, step.body[at_[device]]))
+            progress = true;
+      }
     }
     for (const auto &[device, step] : steps_)
       if (at_[device] < step.body.size())
@@ -127,6 +148,7 @@ private:
     std::map<int, double> written, read;
   };
   std::map<int, Streams> streams_;
+  std::vector<double> coreFree_; // when each core is free (CostModel::cores)
   std::map<int, SimulatedDevice> stats_;
   std::map<std::tuple<int, int, int64_t>, double> arrivals_; // (from, to, tag) -> time
   std::vector<SimulatedEvent> events_;
@@ -138,6 +160,20 @@ private:
   }
 
   double bandwidth(int a, int b) const { return model_.links.bandwidth(a, b) * 1e9; }
+
+  // With a core pool: `members` cores from `start` (or when they are free) for `seconds`;
+  // returns the start. Without one: `start`.
+  double onCores(double start, double seconds, size_t members = 1) {
+    if (coreFree_.empty())
+      return start;
+    std::sort(coreFree_.begin(), coreFree_.end());
+    const size_t n = std::min(members, coreFree_.size());
+    start = std::max(start, coreFree_[n - 1]);
+    const double busy = seconds * static_cast<double>(members) / static_cast<double>(n);
+    for (size_t i = 0; i < n; ++i)
+      coreFree_[i] = start + busy;
+    return start;
+  }
 
   double &stream(int device, bool communication) {
     Streams &s = streams_[device];
@@ -197,6 +233,8 @@ private:
         const double rounds = allReduce ? 2 * (n - 1) : n - 1;
         seconds = bytes / slowest + rounds * model_.links.alpha;
       }
+      if (!model_.overlap) // the members' threads do the copying
+        start = onCores(start, seconds, in.group.size());
       for (int member : in.group) {
         const ir::Instruction &mine = steps_.at(member).body[at_[member]];
         double kernel = 0;
@@ -243,8 +281,8 @@ private:
       break;
     }
     default: {
-      const double start = std::max(stream(device, false), ready(device, in));
       const double seconds = kernelSeconds(device, in, program);
+      const double start = onCores(std::max(stream(device, false), ready(device, in)), seconds);
       record(device, in.op, false, start, seconds);
       stream(device, false) = start + seconds;
       done(device, in, start + seconds, start + seconds);

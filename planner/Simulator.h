@@ -33,6 +33,9 @@ struct CostModel {
   /// Communication runs on its own stream, overlapping computation that does not need it
   /// (GPU runtimes); false: one stream per device (the CPU threads backend).
   bool overlap = true;
+  /// Devices share this many cores (0: each device has its own; the CPU threads backend
+  /// runs more devices than cores): kernels, and without overlap collectives, wait for one.
+  int cores = 0;
 };
 
 /// The cost model of a cluster file: its device types' bf16 peak, HBM bandwidth and links.
