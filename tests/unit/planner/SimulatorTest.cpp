@@ -182,3 +182,20 @@ TEST(Simulator, CommunicationOverlapsIndependentComputation) {
     EXPECT_NEAR(sim.stepSeconds, overlap ? 31e-6 : 41e-6, 1e-12) << (overlap ? "overlap" : "one stream");
   }
 }
+
+// Devices sharing a pool of cores (the CPU threads backend): three devices' 10 us kernels on
+// two cores take 20 us; with a core each, 10 us.
+TEST(Simulator, DevicesShareAPoolOfCores) {
+  for (int cores : {0, 2, 3}) {
+    std::map<int, ir::DeviceProgram> programs;
+    for (int d = 0; d < 3; ++d) {
+      ir::DeviceProgram &p = programs[d];
+      p.device = d;
+      p.schedule = {{ir::Phase::Forward, 0}};
+      work(p, ir::Phase::Forward, 10);
+    }
+    auto model = unitModel();
+    model.cores = cores;
+    EXPECT_NEAR(planner::simulate(programs, model).stepSeconds, cores == 2 ? 20e-6 : 10e-6, 1e-12) << cores << " cores";
+  }
+}
