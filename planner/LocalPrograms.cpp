@@ -234,22 +234,24 @@ HeadSplit splitHeads(int64_t heads, int64_t headUnit, int64_t blocks, const std:
   HeadSplit split;
   const size_t n = headSeconds.size();
   const int64_t units = heads / headUnit;
-  // For a makespan T: give head units one at a time where they cost the fewest blocks of
-  // capacity, then check that the blocks left fit.
+  // For a makespan T: every group starts with one head unit; the others go one at a time to
+  // the group left with the most room for blocks; then check that the blocks fit.
   auto assign = [&](double T, std::vector<int64_t> &h, std::vector<int64_t> &s) {
-    h.assign(n, 0);
+    h.assign(n, headUnit);
     s.assign(n, 0);
     std::vector<double> used(n, 0);
-    for (int64_t k = 0; k < units; ++k) {
+    for (size_t g = 0; g < n; ++g)
+      used[g] = static_cast<double>(headUnit) * headSeconds[g];
+    for (int64_t k = static_cast<int64_t>(n); k < units; ++k) {
       size_t best = n;
-      double bestLoss = kInf;
+      double bestRoom = -kInf;
       for (size_t g = 0; g < n; ++g) {
         const double add = static_cast<double>(headUnit) * headSeconds[g];
         if (used[g] + add > T * (1 + 1e-12))
           continue;
-        const double loss = add / blockSeconds[g];
-        if (loss < bestLoss) {
-          bestLoss = loss;
+        const double room = (T - used[g] - add) / blockSeconds[g];
+        if (room > bestRoom) {
+          bestRoom = room;
           best = g;
         }
       }
@@ -277,7 +279,7 @@ HeadSplit splitHeads(int64_t heads, int64_t headUnit, int64_t blocks, const std:
   for (size_t g = 0; g < n; ++g)
     hi = std::max(hi, static_cast<double>(heads) * headSeconds[g] + static_cast<double>(blocks) * blockSeconds[g]);
   std::vector<int64_t> h, s;
-  if (n == 0 || heads % headUnit != 0 || !assign(hi, h, s))
+  if (n == 0 || heads % headUnit != 0 || units < static_cast<int64_t>(n) || !assign(hi, h, s))
     return split;
   double lo = 0;
   for (int i = 0; i < 100 && hi - lo > 1e-12 * hi; ++i) {
@@ -302,7 +304,7 @@ HeadSplit splitHeadsExact(int64_t heads, int64_t headUnit, int64_t blocks, const
   Program program;
   std::vector<int> h, s;
   for (size_t g = 0; g < n; ++g) {
-    h.push_back(program.column(0, static_cast<double>(heads / headUnit), true));
+    h.push_back(program.column(1, static_cast<double>(heads / headUnit), true)); // a unit at least
     s.push_back(program.column(0, static_cast<double>(blocks), true));
   }
   const int T = program.column(0, 1e30, false, 1);

@@ -782,14 +782,20 @@ bool refineLocalPrograms(Candidate &candidate, const ModelShape &shape, const Cl
                                     static_cast<double>(stage.cp[g] / block) * blockSeconds[g]);
   if (!exact.feasible || exact.seconds >= current * (1 - 1e-9))
     return false;
-  stage.hp = exact.heads;
+  // CBC balances computation; keep its answer only if the whole estimated step (with
+  // communication) is no worse.
+  Candidate refined = candidate;
+  StagePlan &changed = refined.pipelines[0].stages[0];
+  changed.hp = exact.heads;
   for (size_t g = 0; g < exact.blocks.size(); ++g)
-    stage.cp[g] = exact.blocks[g] * block;
-  const StagePlan kept = withoutIdleGroups(stage);
-  if (kept.devices.size() / static_cast<size_t>(kept.tp) < 2)
+    changed.cp[g] = exact.blocks[g] * block;
+  changed = withoutIdleGroups(changed);
+  if (changed.devices.size() / static_cast<size_t>(changed.tp) < 2)
     return false;
-  stage = kept;
-  estimate(candidate, shape, cluster, request);
+  estimate(refined, shape, cluster, request);
+  if (refined.seconds > candidate.seconds || (candidate.fits && !refined.fits))
+    return false;
+  candidate = refined;
   return true;
 }
 

@@ -97,7 +97,8 @@ std::string planText(const Candidate &candidate, const ModelShape &shape, const 
                      const std::string &name, const std::string &modelImport, const std::string &clusterPath);
 
 /// The finalists' local programs where the fast algorithm is not exact (the head program),
-/// solved again with CBC; the better answer is kept. Returns whether the candidate changed.
+/// solved again with CBC; CBC's answer is kept when the whole estimated step is no worse.
+/// Returns whether the candidate changed.
 bool refineLocalPrograms(Candidate &candidate, const ModelShape &shape, const Cluster &cluster,
                          const PlanRequest &request, double timeLimitSeconds = 10);
 
@@ -138,9 +139,9 @@ BatchSplit splitBatch(int64_t sequences, const std::vector<int> &stages, const s
 BatchSplit splitBatchExact(int64_t sequences, const std::vector<int> &stages, const std::vector<double> &tau,
                            const std::vector<double> &afterSeconds, const std::vector<int64_t> &maxSequences);
 
-/// Heads and sequence shares of a head-parallel group: group g takes h_g heads (a multiple of
-/// `headUnit`) at `headSeconds[g]` each and s_g blocks of positions at `blockSeconds[g]` each;
-/// minimise the slowest group.
+/// Heads and sequence shares of a head-parallel group: group g takes h_g heads (a positive
+/// multiple of `headUnit`) at `headSeconds[g]` each and s_g blocks of positions at
+/// `blockSeconds[g]` each; minimise the slowest group.
 struct HeadSplit {
   std::vector<int64_t> heads, blocks;
   double seconds = 0;
