@@ -28,6 +28,11 @@ for plan in examples/gpt/plans/hetero4.hspmd examples/llama/plans/llama32b_heter
   echo "$plan:"; "$hspmc" lint "$plan"
 done
 
+echo "== hspmc plan: the tiny GPT on a mixed CPU cluster (2 devices at a third of the others' speed)"
+"$hspmc" plan examples/gpt/tiny_gpt.hspmd --cluster examples/clusters/cpu_mixed4.toml --seq 64 --tokens 256 \
+  -o "$out/planned.hspmd" | grep -v '^  '
+"$hspmc" lint "$out/planned.hspmd"
+
 echo "== the 32B model (examples/llama/llama32b.hspmd): parameters of its last block"
 "$hspmc" dump-ir examples/llama/llama32b.hspmd >"$out/32b.ir"
 grep -E '^  %blocks\[63\]\.[a-z_.0-9]+ = param' "$out/32b.ir" | sed 's/ loc(.*//'
