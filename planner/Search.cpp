@@ -359,6 +359,22 @@ StagePlan withoutIdleGroups(const StagePlan &stage) {
   return kept;
 }
 
+// The estimated step of a candidate (planner::estimate, with the cluster's context built once).
+void priced(Candidate &candidate, const Context &cx) {
+  candidate.seconds = candidate.peakBytes = 0;
+  candidate.fits = true;
+  const int pipelines = static_cast<int>(candidate.pipelines.size());
+  double sync = 0;
+  for (const auto &pipeline : candidate.pipelines) {
+    const PipelineCost cost = pipelineCost(cx, pipeline, candidate.recompute, candidate.zero, pipelines);
+    candidate.seconds = std::max(candidate.seconds, cost.pipeline);
+    sync = std::max(sync, cost.sync);
+    candidate.peakBytes = std::max(candidate.peakBytes, cost.peakBytes);
+    candidate.fits = candidate.fits && cost.fits;
+  }
+  candidate.seconds += sync;
+}
+
 // ---- candidate builders ---------------------------------------------------------------
 
 // Micro-batches per pipeline: the divisor of its sequences per data-parallel replica whose
@@ -377,7 +393,7 @@ void chooseMicrobatches(Candidate &c, const Context &cx) {
       if (perReplica % m != 0)
         continue;
       pipeline.microbatches = m;
-      estimate(c, cx.shape, cx.cluster, cx.request);
+      priced(c, cx);
       if ((c.fits && !bestFits) || (c.fits == bestFits && c.seconds < bestSeconds)) {
         best = m;
         bestSeconds = c.seconds;
@@ -391,7 +407,7 @@ void chooseMicrobatches(Candidate &c, const Context &cx) {
 // Prices `candidate`, first without recomputation, then with it when memory is short.
 bool finish(Candidate &candidate, const Context &cx, std::vector<Candidate> &out) {
   chooseMicrobatches(candidate, cx);
-  estimate(candidate, cx.shape, cx.cluster, cx.request);
+  priced(candidate, cx);
   if (!candidate.fits && !candidate.recompute)
     return false; // the caller retries with recomputation
   out.push_back(candidate);
@@ -726,19 +742,7 @@ ModelShape modelShape(const ir::Graph &graph, std::string &error) {
 }
 
 void estimate(Candidate &candidate, const ModelShape &shape, const Cluster &cluster, const PlanRequest &request) {
-  const Context cx(shape, cluster, request);
-  candidate.seconds = candidate.peakBytes = 0;
-  candidate.fits = true;
-  const int pipelines = static_cast<int>(candidate.pipelines.size());
-  double sync = 0;
-  for (const auto &pipeline : candidate.pipelines) {
-    const PipelineCost cost = pipelineCost(cx, pipeline, candidate.recompute, candidate.zero, pipelines);
-    candidate.seconds = std::max(candidate.seconds, cost.pipeline);
-    sync = std::max(sync, cost.sync);
-    candidate.peakBytes = std::max(candidate.peakBytes, cost.peakBytes);
-    candidate.fits = candidate.fits && cost.fits;
-  }
-  candidate.seconds += sync;
+  priced(candidate, Context(shape, cluster, request));
 }
 
 SearchResult searchPlans(const ModelShape &shape, const Cluster &cluster, const PlanRequest &request, size_t limit) {
