@@ -41,9 +41,7 @@ public:
           if (gradientValues_.count(result))
             accumulate(result);
     }
-    for (auto &[d, program] : programs_)
-      if (recompute_.count(d))
-        addRecompute(program);
+    addRecomputation();
     reportLoss();
     phase_ = ir::Phase::Update;
     for (const auto &[param, grad] : plan_.gradients)
@@ -381,10 +379,43 @@ private:
   // micro-batch: the backward pass runs again, into fresh buffers, the forward kernels,
   // copies and collectives whose results it reads (transitively), each layer's just before
   // its backward. Sends and receives are not repeated.
-  void addRecompute(ir::DeviceProgram &program) {
+  //
+  // Members of a collective must agree on repeating it: a collective that some member would
+  // not repeat (it needs none of its result) is repeated by none, its result kept from the
+  // forward pass instead.
+  void addRecomputation() {
+    std::set<int64_t> keptTags; // collectives whose results are kept on every member
+    std::map<int, std::vector<bool>> again;
+    for (bool changed = true; changed;) {
+      changed = false;
+      std::map<int64_t, std::set<int>> repeaters; // collective tag -> devices repeating it
+      std::map<int64_t, const ir::Instruction *> collectives;
+      for (auto &[d, program] : programs_) {
+        if (!recompute_.count(d))
+          continue;
+        again[d] = recomputed(program, keptTags);
+        for (size_t i = 0; i < program.body.size(); ++i)
+          if (again[d][i] && !program.body[i].group.empty()) {
+            repeaters[program.body[i].tag].insert(d);
+            collectives[program.body[i].tag] = &program.body[i];
+          }
+      }
+      for (const auto &[tag, devices] : repeaters)
+        if (devices != std::set<int>(collectives[tag]->group.begin(), collectives[tag]->group.end()))
+          changed = keptTags.insert(tag).second || changed;
+    }
+    for (auto &[d, program] : programs_)
+      if (recompute_.count(d))
+        addRecompute(program, again[d]);
+  }
+
+  // Which forward instructions of `program` its backward passes repeat; the results of the
+  // collectives tagged `keptTags` are kept instead.
+  std::vector<bool> recomputed(const ir::DeviceProgram &program, const std::set<int64_t> &keptTags) {
     std::set<int> received, needed;
     for (const ir::Instruction &in : program.body)
-      if (in.phase == ir::Phase::Forward && in.kind == ir::InstrKind::Recv)
+      if (in.phase == ir::Phase::Forward &&
+          (in.kind == ir::InstrKind::Recv || (!in.group.empty() && keptTags.count(in.tag))))
         received.insert(in.outputs.begin(), in.outputs.end());
     // Layer checkpoints: a forward instruction belongs to the highest layer of the stack
     // whose parameters it reads, directly or through its inputs; a buffer one layer writes
@@ -424,6 +455,10 @@ private:
       keep[i] = true;
       needed.insert(in.inputs.begin(), in.inputs.end());
     }
+    return keep;
+  }
+
+  void addRecompute(ir::DeviceProgram &program, const std::vector<bool> &keep) {
     std::map<int, int> fresh; // forward buffer -> its recomputed copy
     std::vector<ir::Instruction> again;
     for (size_t i = 0; i < program.body.size(); ++i) {

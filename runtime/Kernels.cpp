@@ -1,5 +1,7 @@
 #include "runtime/Kernels.h"
 
+#include <algorithm>
+
 namespace hspmd::runtime {
 
 int64_t TensorView::numel() const {
@@ -37,6 +39,11 @@ void expect(bool condition, const std::string &op, const std::string &what) {
 void runKernel(const std::string &op, const ir::AttrMap &attrs, std::span<const TensorView> inputs,
                std::span<const TensorView> outputs, const KernelContext &context) {
   using namespace kernels;
+  // A kernel with only empty results (a device holding none of an unequal split) has nothing
+  // to write.
+  if (!outputs.empty() &&
+      std::all_of(outputs.begin(), outputs.end(), [](const TensorView &t) { return t.numel() == 0; }))
+    return;
   if (elementwise(op, attrs, inputs, outputs) || matmul(op, attrs, inputs, outputs) ||
       layout(op, attrs, inputs, outputs) || norms(op, attrs, inputs, outputs) ||
       attention(op, attrs, inputs, outputs) || embeddingAndLoss(op, attrs, inputs, outputs) ||

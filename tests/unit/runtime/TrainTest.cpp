@@ -135,7 +135,8 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"examples/llama/plans/tiny_llama_cp_asym.hspmd", "examples/llama/tiny_llama.hspmd", "TinyLLaMA"},
         Case{"examples/llama/plans/tiny_llama_hp_asym.hspmd", "examples/llama/tiny_llama.hspmd", "TinyLLaMA"},
         Case{"examples/llama/plans/tiny_llama_dp2_zero.hspmd", "examples/llama/tiny_llama.hspmd", "TinyLLaMA"},
-        Case{"examples/llama/plans/tiny_llama_dp2_tp2_zero.hspmd", "examples/llama/tiny_llama.hspmd", "TinyLLaMA"}),
+        Case{"examples/llama/plans/tiny_llama_dp2_tp2_zero.hspmd", "examples/llama/tiny_llama.hspmd", "TinyLLaMA"},
+        Case{"examples/llama/plans/tiny_llama_hp_zero_heads.hspmd", "examples/llama/tiny_llama.hspmd", "TinyLLaMA"}),
     [](const ::testing::TestParamInfo<Case> &param) {
       std::string name = std::filesystem::path(param.param.plan).stem().string();
       for (char &ch : name)
