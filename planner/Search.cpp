@@ -414,20 +414,33 @@ bool finish(Candidate &candidate, const Context &cx, std::vector<Candidate> &out
   return true;
 }
 
+// The cluster's device types, in device order.
+std::vector<std::string> deviceTypes(const Cluster &cluster) {
+  std::vector<std::string> types;
+  for (const auto &d : cluster.devices)
+    if (std::find(types.begin(), types.end(), d.type) == types.end())
+      types.push_back(d.type);
+  return types;
+}
+
+// Device sets a strategy may use: all devices (the empty set), and each type alone when there
+// are several.
+std::vector<std::set<std::string>> typeSubsets(const std::vector<std::string> &types) {
+  std::vector<std::set<std::string>> subsets = {{}};
+  if (types.size() > 1)
+    for (const auto &type : types)
+      subsets.push_back({type});
+  return subsets;
+}
+
 // Pipelines per device type (hetero) or one Megatron-style pipeline (symmetric).
 void pipelineCandidates(const Context &cx, std::vector<Candidate> &planned, std::vector<Candidate> &symmetric,
                         int &considered) {
   const ModelShape &m = cx.shape;
   const int64_t B = cx.sequences();
-  std::vector<std::string> types;
-  for (const auto &d : cx.cluster.devices)
-    if (std::find(types.begin(), types.end(), d.type) == types.end())
-      types.push_back(d.type);
+  const std::vector<std::string> types = deviceTypes(cx.cluster);
   // Symmetric: over all devices and over each type alone.
-  std::vector<std::set<std::string>> subsets = {{}};
-  if (types.size() > 1)
-    for (const auto &type : types)
-      subsets.push_back({type});
+  const auto subsets = typeSubsets(types);
   for (const auto &subset : subsets)
     for (int t : tpDegrees(cx)) {
       const auto groups = tpGroups(cx.cluster, subset, t);
@@ -586,14 +599,8 @@ void contextCandidates(const Context &cx, std::vector<Candidate> &planned, std::
                        int &considered) {
   const ModelShape &m = cx.shape;
   const int64_t S = cx.request.sequence, B = cx.sequences();
-  std::vector<std::string> types;
-  for (const auto &d : cx.cluster.devices)
-    if (std::find(types.begin(), types.end(), d.type) == types.end())
-      types.push_back(d.type);
-  std::vector<std::set<std::string>> subsets = {{}};
-  if (types.size() > 1)
-    for (const auto &type : types)
-      subsets.push_back({type});
+  const std::vector<std::string> types = deviceTypes(cx.cluster);
+  const auto subsets = typeSubsets(types);
   const int64_t block = contextBlock(S), blocks = S / block;
   for (const auto &subset : subsets)
     for (int t : tpDegrees(cx)) {
@@ -807,13 +814,13 @@ LocalCheck checkLocalPrograms(const Candidate &candidate, const ModelShape &shap
                               const PlanRequest &request, double timeLimitSeconds) {
   const Context cx(shape, cluster, request);
   LocalCheck check;
-  auto gapText = [&](const std::string &what, double fast, double exact, bool optimal) {
-    check.fast = fast;
+  auto gapText = [&](const std::string &what, double planned, double exact, bool optimal) {
+    check.planned = planned;
     check.exact = exact;
     check.optimal = optimal;
     char line[256];
-    std::snprintf(line, sizeof line, "%s: planned %.6g s, CBC %.6g s%s: gap %.2f%%", what.c_str(), fast, exact,
-                  optimal ? " (proven optimal)" : " (time limit, best found)", 100 * (fast - exact) / exact);
+    std::snprintf(line, sizeof line, "%s: planned %.6g s, CBC %.6g s%s: gap %.2f%%", what.c_str(), planned, exact,
+                  optimal ? " (proven optimal)" : " (time limit, best found)", 100 * (planned - exact) / exact);
     check.text = line;
   };
   if (candidate.symmetric) {

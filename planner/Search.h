@@ -105,9 +105,9 @@ bool refineLocalPrograms(Candidate &candidate, const ModelShape &shape, const Cl
 /// A candidate's local programs solved again with CBC: the gap of the candidate's own
 /// answer (what its plan holds) to the integer program's optimum.
 struct LocalCheck {
-  double fast = 0, exact = 0; // the objective of the candidate's answer and of CBC's (seconds)
-  bool optimal = false;       // CBC proved optimality within the time limit
-  std::string text;           // one line
+  double planned = 0, exact = 0; // the objective of the candidate's answer and of CBC's (seconds)
+  bool optimal = false;          // CBC proved optimality within the time limit
+  std::string text;              // one line
 };
 LocalCheck checkLocalPrograms(const Candidate &candidate, const ModelShape &shape, const Cluster &cluster,
                               const PlanRequest &request, double timeLimitSeconds = 10);

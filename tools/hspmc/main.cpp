@@ -9,7 +9,6 @@
 #include "frontend/Compilation.h"
 #include "passes/Pipeline.h"
 #include "planner/Cluster.h"
-#include "planner/ContextShares.h"
 #include "planner/Estimates.h"
 #include "planner/Lint.h"
 #include "planner/Simulator.h"
