@@ -54,7 +54,10 @@ public:
   virtual void barrier() = 0;
 };
 
-/// The shared state of a threads run: mailboxes and rendezvous, guarded by one mutex.
+/// The shared state of a threads run: mailboxes and rendezvous, guarded by one mutex. Each
+/// device waits on its own condition variable and is woken only by what concerns it (a
+/// message to it, its group's rendezvous, a barrier, a failure): with more devices than
+/// cores, waking every waiter on every event cost measurable time.
 class ThreadsWorld {
 public:
   explicit ThreadsWorld(std::vector<int> devices, std::chrono::milliseconds timeout = std::chrono::seconds(120));
@@ -74,7 +77,7 @@ private:
   std::vector<int> devices_;
   std::chrono::milliseconds timeout_;
   std::mutex mutex_;
-  std::condition_variable changed_;
+  std::map<int, std::condition_variable> wakeup_; // per device
   std::string failure_;
   std::map<std::tuple<int, int, int64_t>, std::deque<std::vector<char>>> mailboxes_; // (from, to, tag)
   std::map<std::pair<int64_t, std::vector<int>>, Rendezvous> rendezvous_;            // (tag, group)

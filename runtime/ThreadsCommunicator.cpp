@@ -22,7 +22,7 @@ public:
   void send(int peer, int64_t tag, std::vector<char> message) override {
     std::lock_guard lock(world_.mutex_);
     world_.mailboxes_[{device_, peer, tag}].push_back(std::move(message));
-    world_.changed_.notify_all();
+    world_.wakeup_[peer].notify_all();
   }
 
   std::vector<char> recv(int peer, int64_t tag) override {
@@ -56,7 +56,7 @@ public:
     r.pieces[index] = mine;
     r.posted[index] = true;
     ++r.arrived;
-    world_.changed_.notify_all();
+    wakeGroup(group);
     wait(
         lock, [&] { return world_.rendezvous_[key].arrived == size; }, [&] { return missing(key, group); });
     std::vector<Piece> pieces = world_.rendezvous_[key].pieces;
@@ -64,7 +64,7 @@ public:
     use(pieces);
     lock.lock();
     ++world_.rendezvous_[key].finished;
-    world_.changed_.notify_all();
+    wakeGroup(group);
     wait(
         lock, [&] { return world_.rendezvous_[key].finished == size; },
         "the members of group tag " + std::to_string(tag) + " to finish reading");
@@ -78,7 +78,8 @@ public:
     if (++world_.barrierArrived_ == static_cast<int>(world_.devices_.size())) {
       world_.barrierArrived_ = 0;
       ++world_.barrierGeneration_;
-      world_.changed_.notify_all();
+      for (auto &[device, wakeup] : world_.wakeup_)
+        wakeup.notify_all();
       return;
     }
     wait(
@@ -88,6 +89,12 @@ public:
 private:
   ThreadsWorld &world_;
   int device_;
+
+  void wakeGroup(const std::vector<int> &group) {
+    for (int member : group)
+      if (member != device_)
+        world_.wakeup_[member].notify_all();
+  }
 
   std::string missing(const std::pair<int64_t, std::vector<int>> &key, const std::vector<int> &group) {
     std::string who;
@@ -103,7 +110,7 @@ private:
     while (!ready()) {
       if (!world_.failure_.empty())
         throw CommError("device " + std::to_string(device_) + " stopped: " + world_.failure_);
-      if (world_.changed_.wait_until(lock, deadline) == std::cv_status::timeout && !ready()) {
+      if (world_.wakeup_[device_].wait_until(lock, deadline) == std::cv_status::timeout && !ready()) {
         std::string waitingFor;
         if constexpr (std::is_invocable_v<What>)
           waitingFor = what();
@@ -118,8 +125,10 @@ private:
 
 ThreadsWorld::ThreadsWorld(std::vector<int> devices, std::chrono::milliseconds timeout)
     : devices_(std::move(devices)), timeout_(timeout) {
-  for (int d : devices_)
+  for (int d : devices_) {
     communicators_[d] = std::make_unique<ThreadsCommunicator>(*this, d);
+    wakeup_[d]; // created before the threads start: the map is not changed while they run
+  }
 }
 
 Communicator &ThreadsWorld::communicator(int device) {
@@ -130,7 +139,8 @@ void ThreadsWorld::fail(const std::string &reason) {
   std::lock_guard lock(mutex_);
   if (failure_.empty())
     failure_ = reason;
-  changed_.notify_all();
+  for (auto &[device, wakeup] : wakeup_)
+    wakeup.notify_all();
 }
 
 } // namespace hspmd::runtime
