@@ -113,6 +113,14 @@ std::optional<Cluster> loadCluster(const std::string &path, const std::string &d
     }
     cluster.overlapCommunication = overlap->value_or(true);
   }
+  if (const toml::node *collectives = root->get("collectives")) {
+    const std::string kind = collectives->value_or(std::string());
+    if (kind != "ring" && kind != "exchange") {
+      errors.push_back({where(path, collectives->source()), "'collectives' must be \"ring\" or \"exchange\""});
+      return std::nullopt;
+    }
+    cluster.exchangeCollectives = kind == "exchange";
+  }
   const toml::array *nodes = root->get("nodes") ? root->get("nodes")->as_array() : nullptr;
   if (!nodes || nodes->empty()) {
     errors.push_back({ir::Location{path, 1, 1, 1}, "a cluster file needs at least one [[nodes]] entry"});

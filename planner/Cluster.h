@@ -4,6 +4,8 @@
 //   name = "h800x16_h20x32"
 //   inter_node_gbps = 25.0          # network bandwidth per device, GB/s
 //   overlap_communication = true    # optional: communication overlaps computation (default)
+//   collectives = "ring"            # optional: "ring" (NCCL, default) or "exchange" (the
+//                                   # CPU runtimes: one rendezvous, every member reads all)
 //   [[nodes]]
 //   type = "H800"                   # a type from stdlib/devices.toml or [types.NAME] below
 //   devices = 8                     # device ids are given in order, node after node
@@ -49,6 +51,7 @@ struct Cluster {
   std::string name;
   double interNodeGBps = 0;
   bool overlapCommunication = true; // collectives on their own stream (false: the CPU backend)
+  bool exchangeCollectives = false; // collectives = "exchange": one rendezvous per collective
   std::map<std::string, DeviceType> types;
   std::vector<Node> nodes;
   std::vector<Device> devices;

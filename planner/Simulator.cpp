@@ -16,6 +16,7 @@ CostModel costModel(const Cluster &cluster) {
   model.memoryBandwidth = [&cluster](int d) { return cluster.typeOf(d).hbmGBps * 1e9; };
   model.links = linkModel(cluster);
   model.overlap = cluster.overlapCommunication;
+  model.exchange = cluster.exchangeCollectives;
   return model;
 }
 
@@ -220,7 +221,7 @@ private:
       const double n = static_cast<double>(in.group.size());
       double seconds = 0;
       if (kernelToo) { // vocabulary-parallel cross-entropy: compute plus small exchanges
-        seconds = 3 * (n - 1) * model_.links.alpha;
+        seconds = (model_.exchange ? 2 : 3 * (n - 1)) * model_.links.alpha;
       } else if (n > 1) {
         double bytes = 0;
         for (int member : in.group) {
@@ -228,10 +229,13 @@ private:
           bytes = std::max(bytes, static_cast<double>(other.bytes));
         }
         // `bytes` is what a member receives: for a ring all-reduce of a buffer of S bytes,
-        // 2(n-1)/n S (specialize takes it from the communication plan).
+        // 2(n-1)/n S (specialize takes it from the communication plan). In an exchange each
+        // member reads the other n-1 pieces whole: (n-1) S = n/2 times the ring's bytes.
         const bool allReduce = in.op == "all-reduce" || in.op == "split-all-reduce";
-        const double rounds = allReduce ? 2 * (n - 1) : n - 1;
-        seconds = bytes / slowest + rounds * model_.links.alpha;
+        if (model_.exchange)
+          seconds = (allReduce ? n / 2 : 1.0) * bytes / slowest + model_.links.alpha;
+        else
+          seconds = bytes / slowest + (allReduce ? 2 * (n - 1) : n - 1) * model_.links.alpha;
       }
       if (!model_.overlap) // the members' threads do the copying
         start = onCores(start, seconds, in.group.size());
@@ -304,7 +308,9 @@ private:
     const KernelCost cost = kernelCost(in, program);
     auto it = model_.kernelEfficiency.find(in.op);
     const double efficiency = it != model_.kernelEfficiency.end() ? it->second : model_.efficiency;
-    return std::max(cost.flops / model_.flops(device), cost.bytes / model_.memoryBandwidth(device)) / efficiency;
+    auto overhead = model_.kernelOverhead.find(in.op);
+    return (overhead != model_.kernelOverhead.end() ? overhead->second : 0.0) +
+           std::max(cost.flops / model_.flops(device), cost.bytes / model_.memoryBandwidth(device)) / efficiency;
   }
 };
 

@@ -29,10 +29,16 @@ struct CostModel {
   /// The fraction of their roofline kernels reach, by kernel name ("matmul"), else `efficiency`.
   double efficiency = 0.5;
   std::map<std::string, double> kernelEfficiency;
+  /// A fixed cost per kernel call by kernel name (seconds: launch, dispatch, allocation),
+  /// added to the roofline time; none by default.
+  std::map<std::string, double> kernelOverhead;
   passes::LinkModel links; // GB/s between devices, alpha in seconds
   /// Communication runs on its own stream, overlapping computation that does not need it
   /// (GPU runtimes); false: one stream per device (the CPU threads backend).
   bool overlap = true;
+  /// Collectives as one rendezvous in which every member reads every other member's piece
+  /// (the CPU runtimes' exchange): alpha once; false: ring rounds, alpha per round (NCCL).
+  bool exchange = false;
   /// Devices share this many cores (0: each device has its own; the CPU threads backend
   /// runs more devices than cores): kernels, and without overlap collectives, wait for one.
   int cores = 0;

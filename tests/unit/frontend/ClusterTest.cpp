@@ -52,6 +52,20 @@ TEST(Cluster, InlineTypesAndErrorsWithLocations) {
   EXPECT_EQ(errors[0].loc.line, 4u);
   EXPECT_EQ(errors[0].message, "a node needs 'devices', a count between 1 and 4096");
 
+  auto collectives = writeTemp("hspmd_collectives.toml", "inter_node_gbps = 10.0\ncollectives = \"tree\"\n"
+                                                         "[[nodes]]\ntype = \"H100\"\ndevices = 2\n");
+  errors.clear();
+  EXPECT_FALSE(loadCluster(collectives, "stdlib/devices.toml", errors));
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].loc.line, 2u);
+  EXPECT_EQ(errors[0].message, "'collectives' must be \"ring\" or \"exchange\"");
+  errors.clear();
+  auto cpu = loadCluster("examples/clusters/cpu4.toml", "stdlib/devices.toml", errors);
+  ASSERT_TRUE(cpu);
+  EXPECT_TRUE(cpu->exchangeCollectives);
+  EXPECT_FALSE(cpu->overlapCommunication);
+  EXPECT_FALSE(cluster->exchangeCollectives); // the default: NCCL's rings
+
   auto syntax = writeTemp("hspmd_syntax.toml", "inter_node_gbps = = 1\n");
   errors.clear();
   EXPECT_FALSE(loadCluster(syntax, "stdlib/devices.toml", errors));

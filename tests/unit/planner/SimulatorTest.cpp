@@ -87,34 +87,38 @@ TEST(Simulator, PipelineBubbleMatchesTheFormula) {
   }
 }
 
-// A ring all-reduce of S bytes over n devices: 2(n-1)/n S / B + 2(n-1) alpha.
+// A ring all-reduce of S bytes over n devices: 2(n-1)/n S / B + 2(n-1) alpha. As one
+// exchange (the CPU runtimes), each member reads the n-1 other pieces: (n-1) S / B + alpha.
 TEST(Simulator, RingAllReduceMatchesTheFormula) {
   const double S = 64e6, B = 10e9, alpha = 5e-6;
-  for (int n : {2, 4, 8}) {
-    std::map<int, ir::DeviceProgram> programs;
-    std::vector<int> group;
-    for (int d = 0; d < n; ++d)
-      group.push_back(d);
-    for (int d = 0; d < n; ++d) {
-      ir::DeviceProgram &p = programs[d];
-      p.device = d;
-      p.schedule = {{ir::Phase::Forward, 0}};
-      ir::Instruction in;
-      in.kind = ir::InstrKind::Collective;
-      in.op = "all-reduce";
-      in.group = group;
-      in.tag = 9;
-      in.bytes = static_cast<int64_t>(2.0 * (n - 1) / n * S); // what each member receives
-      in.inputs = {addBuffer(p, 1)};
-      in.outputs = {addBuffer(p, 1)};
-      p.body.push_back(in);
+  for (bool exchange : {false, true})
+    for (int n : {2, 4, 8}) {
+      std::map<int, ir::DeviceProgram> programs;
+      std::vector<int> group;
+      for (int d = 0; d < n; ++d)
+        group.push_back(d);
+      for (int d = 0; d < n; ++d) {
+        ir::DeviceProgram &p = programs[d];
+        p.device = d;
+        p.schedule = {{ir::Phase::Forward, 0}};
+        ir::Instruction in;
+        in.kind = ir::InstrKind::Collective;
+        in.op = "all-reduce";
+        in.group = group;
+        in.tag = 9;
+        in.bytes = static_cast<int64_t>(2.0 * (n - 1) / n * S); // what each member receives
+        in.inputs = {addBuffer(p, 1)};
+        in.outputs = {addBuffer(p, 1)};
+        p.body.push_back(in);
+      }
+      planner::CostModel model = unitModel();
+      model.links.alpha = alpha;
+      model.links.bandwidth = [&](int, int) { return B / 1e9; };
+      model.exchange = exchange;
+      const auto sim = planner::simulate(programs, model);
+      const double expected = exchange ? (n - 1) * S / B + alpha : 2.0 * (n - 1) / n * S / B + 2 * (n - 1) * alpha;
+      EXPECT_NEAR(sim.stepSeconds, expected, 1e-9) << n << " devices" << (exchange ? ", one exchange" : ", ring");
     }
-    planner::CostModel model = unitModel();
-    model.links.alpha = alpha;
-    model.links.bandwidth = [&](int, int) { return B / 1e9; };
-    const auto sim = planner::simulate(programs, model);
-    EXPECT_NEAR(sim.stepSeconds, 2.0 * (n - 1) / n * S / B + 2 * (n - 1) * alpha, 1e-9) << n << " devices";
-  }
 }
 
 // A straggler delays exactly its collectives: work after the all-reduce on the others starts
@@ -198,4 +202,19 @@ TEST(Simulator, DevicesShareAPoolOfCores) {
     model.cores = cores;
     EXPECT_NEAR(planner::simulate(programs, model).stepSeconds, cores == 2 ? 20e-6 : 10e-6, 1e-12) << cores << " cores";
   }
+}
+
+// A kernel takes its fixed cost per call (by name) plus its roofline time over its
+// efficiency: three 10 us "work" kernels at efficiency 0.5 with 3 us per call take 69 us.
+TEST(Simulator, KernelsPayTheirFixedCostPerCall) {
+  std::map<int, ir::DeviceProgram> programs;
+  ir::DeviceProgram &p = programs[0];
+  p.schedule = {{ir::Phase::Forward, 0}};
+  work(p, ir::Phase::Forward, 10, work(p, ir::Phase::Forward, 10, work(p, ir::Phase::Forward, 10)));
+  planner::CostModel model = unitModel();
+  EXPECT_NEAR(planner::simulate(programs, model).stepSeconds, 30e-6, 1e-12);
+  model.kernelEfficiency["work"] = 0.5;
+  model.kernelOverhead["work"] = 3e-6;
+  model.kernelOverhead["other"] = 1.0; // another kernel's cost does not apply
+  EXPECT_NEAR(planner::simulate(programs, model).stepSeconds, 69e-6, 1e-12);
 }
