@@ -94,7 +94,7 @@ double memcpyBandwidth() {
   const size_t bytes = 64 << 20;
   std::vector<char> a(bytes, 1), b(bytes);
   double best = 1e300;
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < 10; ++i) {
     const auto start = Clock::now();
     std::memcpy(b.data(), a.data(), bytes);
     best = std::min(best, std::chrono::duration<double>(Clock::now() - start).count());

@@ -219,9 +219,9 @@ private:
             slowest = std::min(slowest, bandwidth(member, other));
       }
       const double n = static_cast<double>(in.group.size());
-      double seconds = 0;
-      if (kernelToo) { // vocabulary-parallel cross-entropy: compute plus small exchanges
-        seconds = (model_.exchange ? 2 : 3 * (n - 1)) * model_.links.alpha;
+      double seconds = 0, latency = 0; // the collective's time; of it, the alphas
+      if (kernelToo) {                 // vocabulary-parallel cross-entropy: compute plus small exchanges
+        seconds = latency = (model_.exchange ? 2 : 3 * (n - 1)) * model_.links.alpha;
       } else if (n > 1) {
         double bytes = 0;
         for (int member : in.group) {
@@ -232,13 +232,13 @@ private:
         // 2(n-1)/n S (specialize takes it from the communication plan). In an exchange each
         // member reads the other n-1 pieces whole: (n-1) S = n/2 times the ring's bytes.
         const bool allReduce = in.op == "all-reduce" || in.op == "split-all-reduce";
-        if (model_.exchange)
-          seconds = (allReduce ? n / 2 : 1.0) * bytes / slowest + model_.links.alpha;
-        else
-          seconds = bytes / slowest + (allReduce ? 2 * (n - 1) : n - 1) * model_.links.alpha;
+        latency = (model_.exchange ? 1 : allReduce ? 2 * (n - 1) : n - 1) * model_.links.alpha;
+        seconds = (model_.exchange && allReduce ? n / 2 : 1.0) * bytes / slowest + latency;
       }
-      if (!model_.overlap) // the members' threads do the copying
-        start = onCores(start, seconds, in.group.size());
+      // Without overlap the members' threads do the copying, on cores; waiting out the
+      // latency (a wake-up) takes none.
+      if (!model_.overlap)
+        start = onCores(start, seconds - latency, in.group.size());
       for (int member : in.group) {
         const ir::Instruction &mine = steps_.at(member).body[at_[member]];
         double kernel = 0;

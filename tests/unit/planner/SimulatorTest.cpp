@@ -204,6 +204,43 @@ TEST(Simulator, DevicesShareAPoolOfCores) {
   }
 }
 
+// Waiting out a collective's latency takes no core: without overlap, on one shared core, two
+// pairs' exchanges of 0 bytes (alpha 10 us) run at once; a 10 us kernel on a fifth device
+// takes the core meanwhile: 10 us in all. Copying does take the core: with 10 us of bytes
+// for each member, the kernel and the two exchanges' four copies queue for it: 10 + 4 x 10 =
+// 50 us.
+TEST(Simulator, CollectiveLatencyTakesNoCore) {
+  for (double copyUs : {0.0, 10.0}) {
+    std::map<int, ir::DeviceProgram> programs;
+    for (int d = 0; d < 4; ++d) {
+      ir::DeviceProgram &p = programs[d];
+      p.device = d;
+      p.schedule = {{ir::Phase::Forward, 0}};
+      ir::Instruction in;
+      in.kind = ir::InstrKind::Collective;
+      in.op = "all-gather";
+      in.group = d < 2 ? std::vector<int>{0, 1} : std::vector<int>{2, 3};
+      in.tag = d < 2 ? 1 : 2;
+      in.bytes = static_cast<int64_t>(copyUs * 1e3); // at 1 GB/s: copyUs microseconds
+      in.inputs = {addBuffer(p, 1)};
+      in.outputs = {addBuffer(p, 1)};
+      p.body.push_back(in);
+    }
+    ir::DeviceProgram &lone = programs[4];
+    lone.device = 4;
+    lone.schedule = {{ir::Phase::Forward, 0}};
+    work(lone, ir::Phase::Forward, 10);
+    auto model = unitModel();
+    model.cores = 1;
+    model.overlap = false;
+    model.exchange = true;
+    model.links.alpha = 10e-6;
+    model.links.bandwidth = [](int, int) { return 1.0; };
+    EXPECT_NEAR(planner::simulate(programs, model).stepSeconds, copyUs == 0 ? 10e-6 : 50e-6, 1e-12)
+        << copyUs << " us of copying";
+  }
+}
+
 // A kernel takes its fixed cost per call (by name) plus its roofline time over its
 // efficiency: three 10 us "work" kernels at efficiency 0.5 with 3 us per call take 69 us.
 TEST(Simulator, KernelsPayTheirFixedCostPerCall) {
