@@ -14,8 +14,8 @@
 // (non-symmetric) finalist against the fastest symmetric one, first among those whose
 // programs fit memory (what `hspmc plan` compares), then regardless of memory: the programs
 // hold fp32 weights, gradients and activations, so long contexts do not fit 80 GiB devices.
-// Usage: bench_plan [--quick | --speed]   (--quick: the 32K context only, no 128-device search;
-// --speed: only the search speed)
+// Usage: bench_plan [--quick | --speed | --context]   (--quick: the 32K context only, no
+// 128-device search; --speed: only the search speed; --context: only the 7B settings)
 #include "planner/Search.h"
 #include "tools/hspmc/Driver.h"
 #include "tools/hspmc/Plan.h"
@@ -25,7 +25,9 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <map>
 #include <sstream>
 
 using namespace hspmd;
@@ -102,6 +104,60 @@ double report(const std::string &label, const Result &r) {
   return first;
 }
 
+// HexiSeq's comparison: context or head parallelism over all the cluster's devices with
+// equal shares (whatever the devices' speed) against the same groups with the shares of the
+// local programs. Per family, the best equal-share candidate over all devices (as the search
+// estimates it) and the planned candidate of the same groups, compiled and simulated.
+struct SharesComparison {
+  driver::SimulatedCandidate equal, planned; // the fastest of each (fits first)
+};
+
+bool faster(const driver::SimulatedPlan &now, const driver::SimulatedPlan &was) {
+  return now.seconds > 0 &&
+         (was.seconds <= 0 || (now.fits && !was.fits) || (now.fits == was.fits && now.seconds < was.seconds));
+}
+
+SharesComparison equalSharesOverAll(const Result &r, const std::string &model, const std::string &cluster, int64_t seq,
+                                    int64_t tokens) {
+  planner::PlanRequest request;
+  request.sequence = seq;
+  request.tokens = tokens;
+  const auto search = planner::searchPlans(r.outcome.shape, r.outcome.cluster, request, 1000);
+  const std::string equalTail = ", equal shares", plannedTail = ", shares from the local program";
+  SharesComparison out;
+  const std::string path = (std::filesystem::temp_directory_path() / "bench_plan_equal.hspmd").string();
+  auto simulate = [&](const planner::Candidate &c) {
+    {
+      std::ofstream file(path);
+      file << planner::planText(c, r.outcome.shape, request, "shares", kSource + "/" + model, kSource + "/" + cluster);
+    }
+    return driver::SimulatedCandidate{c, driver::simulatePlanFile(path, r.outcome.cluster)};
+  };
+  for (const std::string family : {"context", "head"}) {
+    for (const auto &equal : search.symmetric) { // best first
+      if (equal.family != family || equal.strategy.find("(all devices)") == std::string::npos)
+        continue;
+      // "symmetric: <groups>, equal shares" -> "<groups>, shares from the local program"
+      const std::string groups =
+          equal.strategy.substr(std::string("symmetric: ").size(),
+                                equal.strategy.size() - std::string("symmetric: ").size() - equalTail.size());
+      const auto planned = std::find_if(search.planned.begin(), search.planned.end(), [&](const auto &c) {
+        return c.family == family && c.strategy == groups + plannedTail;
+      });
+      if (planned == search.planned.end())
+        continue;
+      const auto e = simulate(equal), p = simulate(*planned);
+      if (faster(e.simulated, out.equal.simulated))
+        out.equal = e;
+      if (faster(p.simulated, out.planned.simulated))
+        out.planned = p;
+      break;
+    }
+  }
+  std::filesystem::remove(path);
+  return out;
+}
+
 void header() {
   std::printf("%-38s %13s %7s  %13s %7s  %6s\n", "setting", "planned", "memory", "symmetric", "memory", "ratio");
 }
@@ -122,31 +178,55 @@ planner::Cluster syntheticCluster(int n) {
   return cluster;
 }
 
-void runSettings(bool quick) {
+void runSettings(bool quick, bool contextOnly) {
   header();
   // 1. The 32B model on 16 x H800 + 32 x H20.
-  report("32B, 16 H800 + 32 H20, 4K",
-         *plan("examples/llama/llama32b.hspmd", "examples/clusters/h800x16_h20x32.toml", 4096, 36 * 4096));
+  if (!contextOnly)
+    report("32B, 16 H800 + 32 H20, 4K",
+           *plan("examples/llama/llama32b.hspmd", "examples/clusters/h800x16_h20x32.toml", 4096, 36 * 4096));
   // 2. LLaMA-2-7B on 8 x H100 + 8 x A100, 256K tokens per step.
   std::vector<int64_t> contexts = {32768, 65536, 131072, 262144};
   if (quick)
     contexts.resize(1);
   double sum = 0, most = 0;
   int n = 0;
+  double sumEqual = 0, mostEqual = 0;
+  int nEqual = 0;
   for (int64_t seq : contexts) {
-    const double ratio = report("7B, 8 H100 + 8 A100, " + std::to_string(seq / 1024) + "K",
-                                *plan("examples/llama/llama2_7b.hspmd", "examples/clusters/h100x8_a100x8.toml", seq,
-                                      std::max<int64_t>(seq, 262144)));
+    const std::string model = "examples/llama/llama2_7b.hspmd", cluster = "examples/clusters/h100x8_a100x8.toml";
+    const int64_t tokens = std::max<int64_t>(seq, 262144);
+    const auto result = plan(model, cluster, seq, tokens);
+    const double ratio = report("7B, 8 H100 + 8 A100, " + std::to_string(seq / 1024) + "K", *result);
     if (ratio > 0) {
       sum += ratio;
       most = std::max(most, ratio);
       ++n;
+    }
+    // HexiSeq's comparison: the same CP/HP groups over all 16 devices, equal shares against
+    // shares from the local programs.
+    const auto shares = equalSharesOverAll(*result, model, cluster, seq, tokens);
+    const auto &e = shares.equal.simulated, &p = shares.planned.simulated;
+    if (e.seconds > 0 && p.seconds > 0) {
+      const double r = e.seconds / p.seconds;
+      std::printf("%-38s   CP/HP over all 16, equal shares %.1f ms %s vs planned shares %.1f ms %s: %.2fx\n"
+                  "%-38s     (%s; %s)\n",
+                  "", e.seconds * 1e3, gib(shares.equal).c_str(), p.seconds * 1e3, gib(shares.planned).c_str(), r, "",
+                  shares.equal.candidate.strategy.c_str(), shares.planned.candidate.strategy.c_str());
+      sumEqual += r;
+      mostEqual = std::max(mostEqual, r);
+      ++nEqual;
     }
   }
   if (n > 0)
     std::printf("7B, 8 H100 + 8 A100: %.2fx on average, %.2fx at best (HexiSeq reports 1.11x and 1.19x on real "
                 "H100-A100 clusters)\n",
                 sum / n, most);
+  if (nEqual > 0)
+    std::printf("7B, 8 H100 + 8 A100, CP/HP over all 16 devices, planned shares vs equal shares (HexiSeq's "
+                "comparison): %.2fx on average, %.2fx at best\n",
+                sumEqual / nEqual, mostEqual);
+  if (contextOnly)
+    return;
   // 3. FLOP-matched pairs: the plan `hspmc plan` would write (the fastest finalist that fits
   // memory) on each side, in tokens/s per peak PFLOP/s.
   auto written = [](const Result &r) {
@@ -220,8 +300,11 @@ void searchSpeed(bool quick) {
 int main(int argc, char **argv) {
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
   const bool speedOnly = argc > 1 && std::strcmp(argv[1], "--speed") == 0;
+  const bool contextOnly = argc > 1 && std::strcmp(argv[1], "--context") == 0;
   if (!speedOnly)
-    runSettings(quick);
+    runSettings(quick, contextOnly);
+  if (contextOnly)
+    return 0;
   searchSpeed(quick);
   return 0;
 }
