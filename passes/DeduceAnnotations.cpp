@@ -11,7 +11,11 @@
 //     bytes moved to bring the operands to it, and the cheapest wins; ties go to
 //     pass-through splits (tensor parallelism: column-parallel before row-parallel; a rule
 //     may prefer its contraction, as embeddings do: vocabulary-parallel), then to the
-//     largest factor of an undecided parameter, then to partial sums, then to copies;
+//     largest factor of an undecided parameter, then to partial sums, then to copies.
+//     Carrying partial sums through a linear op is charged the reduction its growth will
+//     cost later (when each device would hold more of the result than of the operand); at
+//     the hetero level a factor may also be split as the plan split another dimension of
+//     its size over the same groups (a gradient reduce-scattered to the cp shares);
 //  4. operands that must change get a `reshard` op before the op; an undecided leaf is
 //     decided by its first consumer, and so is an op that only reads undecided leaves: the
 //     consumer's requirement is pushed back through it to the leaves (the backward step);
@@ -84,10 +88,24 @@ private:
   std::set<const ir::Op *> pending_;
   std::set<int> allDevices_;
   std::map<std::pair<const ir::Value *, std::string>, ir::Value *> reshardCache_;
+  // (dimension size, device groups) -> unequal sizes the plan split such a dimension into
+  std::map<std::pair<int64_t, std::vector<std::vector<int>>>, std::vector<int64_t>> heteroSplits_;
 
   bool known(const ir::Value *value) const { return value->annotations[index_].has_value(); }
   const ir::Annotation &annotationOf(const ir::Value *value) const { return *value->annotations[index_]; }
-  void set(ir::Value *value, const ir::Annotation &annotation) { value->annotations[index_] = annotation; }
+  void set(ir::Value *value, const ir::Annotation &annotation) {
+    value->annotations[index_] = annotation;
+    // Remember the plan's unequal splits (cp shares): another op over the same device groups
+    // may split a dimension of that size the same way.
+    const ir::HeteroPlacement &h = annotation.hetero;
+    if (h.kind == ir::HeteroKind::Split && !h.ratio && !h.sizes.empty() && h.dim < value->type.rank())
+      if (auto size = value->type.shape[static_cast<size_t>(h.dim)].constant()) {
+        std::vector<std::vector<int>> groups;
+        for (const auto &local : annotation.subgroups)
+          groups.push_back(local.devices);
+        heteroSplits_.emplace(std::make_pair(*size, groups), h.sizes);
+      }
+  }
   bool isFreeLeaf(const ir::Value *value) const { return !known(value) && plan_.flexible.count(value); }
 
   void visit(ir::Op &op) {
@@ -237,8 +255,14 @@ private:
   }
 
   // Candidates for one axis (or the hetero level) given each operand's meaning there.
+  // `growth[o]`: how many times more bytes a device would hold of the results than of operand
+  // o when o's partial sums are carried through the op (1 when not known).
+  // `known`: at the hetero level, unequal splits the plan made of dimensions of a size over
+  // these cells (factor size -> sizes per cell).
   std::vector<Candidate> candidates(const ir::Op &op, const OpShardingRule &rule, const std::vector<Meaning> &m,
-                                    const std::vector<double> &bytes, int count, bool hetero) {
+                                    const std::vector<double> &bytes, int count, bool hetero,
+                                    const std::vector<double> &growth = {},
+                                    const std::map<int64_t, std::vector<int64_t>> &known = {}) {
     std::vector<Candidate> list;
     std::set<int> factors;
     std::map<int, Meaning> splitAs; // factor -> the meaning an operand splits it with (hetero sizes)
@@ -290,6 +314,14 @@ private:
       list.push_back(std::move(c));
     };
     add(Candidate{Meaning{Kind::Dup}, -1, {}, {}, 0, 0, 3});
+    // A factor the plan splits unequally elsewhere (over the same cells) may be split so here:
+    // a partial sum reduce-scattered to the sequence shares rather than all-reduced.
+    if (hetero)
+      for (size_t f = 0; f < rule.factors.size(); ++f)
+        if (auto size = rule.factors[f].size.constant(); size && known.count(*size) && !splitAs.count(int(f))) {
+          splitAs.emplace(static_cast<int>(f), Meaning{Kind::Split, static_cast<int>(f), known.at(*size), false});
+          factors.insert(static_cast<int>(f));
+        }
     for (int f : factors) {
       if (rule.factors[f].kind == FactorKind::NeedWhole)
         continue;
@@ -308,13 +340,56 @@ private:
       add(Candidate{Meaning{Kind::Partial}, -1, {}, {}, 0, 0, 2});
     if (rule.linearity == Linearity::OneOperand)
       for (size_t o = 0; o < m.size(); ++o)
-        if (m[o].kind == Kind::Partial && rule.linearIn[o])
+        if (m[o].kind == Kind::Partial && rule.linearIn[o]) {
           add(Candidate{Meaning{Kind::Partial}, static_cast<int>(o), {}, {}, 0, 0, 2});
+          // The sums are still to be reduced, later and larger when the results outgrow the
+          // operand on each device (a tensor-parallel matmul whose contraction is split
+          // leaves its whole result on every member): that growth is charged now.
+          if (o < growth.size() && growth[o] > 1)
+            list.back().cost += conversionCost(m[o], Meaning{Kind::Dup}, count, bytes[o] * (growth[o] - 1));
+        }
     std::sort(list.begin(), list.end(), better);
     return list;
   }
 
   static int64_t constantOr(const ir::SymExpr &size) { return size.constant().value_or(2); }
+
+  // Per operand, the bytes a device holds of the op's largest result over those it holds of
+  // the operand, from the operands' axes in the first cell: an axis that splits the operand
+  // divides its piece; it divides the result's only when the split factor is in the result.
+  std::vector<double> growth(const ir::Op &op, const OpShardingRule &rule, const std::vector<Operand> &operands,
+                             const std::vector<Cell> &cells) const {
+    std::vector<double> out(operands.size(), 1.0);
+    if (cells.empty())
+      return out;
+    for (size_t o = 0; o < operands.size(); ++o) {
+      const auto &axes = operands[o].view.axes;
+      if (axes.empty())
+        continue;
+      double operandSplit = 1, resultSplit = 1;
+      for (size_t a = 0; a < axes[0].size() && a < cells[0].mesh.size(); ++a) {
+        const Meaning &meaning = axes[0][a];
+        if (meaning.kind != Kind::Split)
+          continue;
+        operandSplit *= cells[0].mesh[a];
+        bool inResults = true;
+        for (size_t r = 0; r < op.results.size(); ++r) {
+          bool here = false;
+          for (const auto &dim : rule.results[r])
+            here = here || std::find(dim.begin(), dim.end(), meaning.factor) != dim.end();
+          inResults = inResults && here;
+        }
+        if (inResults)
+          resultSplit *= cells[0].mesh[a];
+      }
+      double largest = 0;
+      for (const ir::Value *r : op.results)
+        largest = std::max(largest, static_cast<double>(valueBytes(*r)));
+      if (operands[o].view.bytes > 0 && largest > 0)
+        out[o] = (largest / resultSplit) / (operands[o].view.bytes / operandSplit);
+    }
+    return out;
+  }
 
   struct Decision {
     Meaning hetero{Kind::Dup};
@@ -372,7 +447,15 @@ private:
       std::vector<Meaning> m;
       for (const Operand &operand : operands)
         m.push_back(operand.view.hetero);
-      for (const Candidate &c : candidates(op, rule, m, bytes, static_cast<int>(cells.size()), true)) {
+      std::vector<std::vector<int>> groups;
+      for (const Cell &cell : cells)
+        groups.push_back(cell.devices);
+      std::map<int64_t, std::vector<int64_t>> known;
+      for (const auto &[key, sizes] : heteroSplits_)
+        if (key.second == groups)
+          known.emplace(key.first, sizes);
+      for (const Candidate &c : candidates(op, rule, m, bytes, static_cast<int>(cells.size()), true,
+                                           growth(op, rule, operands, cells), known)) {
         Decision trial = d;
         trial.requiredHetero = c.required;
         trial.resultHetero = c.results;

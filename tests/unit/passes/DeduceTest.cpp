@@ -144,6 +144,27 @@ TEST(Deduce, HeteroSplitsFollowTheirFactor) {
   EXPECT_EQ(d->of("r"), "{ [0, 1]: S2 | [2]: R } dup");
 }
 
+// Context parallelism's backward: a gradient summed over the groups (g, as the keys' gradient
+// is), split over tp on the contraction. Carrying the partial sums through the matmul would
+// leave every device the whole result (8 x 16, against 8 x 2 of g) to reduce later; reducing
+// g first, to the sequence shares the plan gave x, leaves each group its rows.
+TEST(Deduce, PartialSumsAreReducedBeforeTheyGrow) {
+  auto d = deduce("%x = input : f32[8, 4] <{ [0, 1]: R | [2, 3]: R } split0 [6, 2]>\n"
+                  "%g = input : f32[8, 4] <{ [0, 1]: S1 | [2, 3]: S1 } partial>\n"
+                  "%w = param : f32[4, 16] <{ [0, 1]: S0 | [2, 3]: S0 } dup>\n"
+                  "%y = matmul %g, %w : f32[8, 16]");
+  EXPECT_EQ(d->of("y"), "{ [0, 1]: P | [2, 3]: P } split0 [6, 2]");
+  EXPECT_EQ(d->reshards(),
+            Strings{"g: { [0, 1]: S1 | [2, 3]: S1 } partial -> { [0, 1]: S1 | [2, 3]: S1 } split0 [6, 2] (reduction)"});
+  // Where the result does not outgrow g (a square w, g's rows split), the sums are carried.
+  auto carried = deduce("%x = input : f32[8, 4] <{ [0, 1]: R | [2, 3]: R } split0 [6, 2]>\n"
+                        "%g = input : f32[8, 4] <{ [0, 1]: S0 | [2, 3]: S0 } partial>\n"
+                        "%w = param : f32[4, 4] <{ [0, 1]: R | [2, 3]: R } dup>\n"
+                        "%y = matmul %g, %w : f32[8, 4]");
+  EXPECT_EQ(carried->of("y"), "{ [0, 1]: S0 | [2, 3]: S0 } partial");
+  EXPECT_EQ(carried->reshards(), Strings{});
+}
+
 TEST(Deduce, OperandsOnOtherDevicesAreMoved) {
   auto d = deduce("%x = input : f32[4, 8] <[0, 1]: S1>\n%w = param : f32[8, 6] <[2, 3]: S0>\n"
                   "%y = matmul %x, %w : f32[4, 6]");
