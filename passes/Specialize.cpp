@@ -67,6 +67,7 @@ private:
   ir::Phase phase_ = ir::Phase::Forward;                     // of the op being emitted
   int64_t batch_ = 0;                                        // the global batch B (0: unbound)
   std::set<int> recompute_;                                  // devices whose stage recomputes
+  std::map<int, std::pair<size_t, size_t>> stageOf_;         // device -> (pipeline, stage)
   std::map<int, std::set<int>> perMicrobatch_;               // device -> buffers of batch-dependent values
   std::set<const ir::Value *> gradientValues_;               // the gradients the optimizer reads
 
@@ -98,6 +99,7 @@ private:
           continue;
         program.stage = static_cast<int>(s);
         program.stages = static_cast<int>(pipeline.stages.size());
+        stageOf_[program.device] = {p, s};
         program.microbatches = static_cast<int>(std::max<int64_t>(1, pipeline.microbatches));
         if (p < plan_.batchPerPipeline.size()) {
           program.microbatchSize = plan_.batchPerPipeline[p] / program.microbatches;
@@ -374,35 +376,61 @@ private:
     }
   }
 
-  // A recomputing stage keeps only what its forward pass received (and its inputs) and the
-  // input of each layer of its stack between the forward and the backward pass of a
-  // micro-batch: the backward pass runs again, into fresh buffers, the forward kernels,
-  // copies and collectives whose results it reads (transitively), each layer's just before
-  // its backward. Sends and receives are not repeated.
+  // A recomputing stage keeps only what its forward pass received from other stages (and
+  // its inputs) and the input of each layer of its stack between the forward and the
+  // backward pass of a micro-batch: the backward pass runs again, into fresh buffers, the
+  // forward kernels, copies, collectives and messages inside the stage (context
+  // parallelism's keys and values) whose results it reads (transitively), each layer's just
+  // before its backward; a message is sent again where its data is next needed.
   //
   // Members of a collective must agree on repeating it: a collective that some member would
   // not repeat (it needs none of its result) is repeated by none, its result kept from the
-  // forward pass instead.
+  // forward pass instead. A message is received again only if its sender recomputes too.
   void addRecomputation() {
     std::set<int64_t> keptTags; // collectives whose results are kept on every member
+    Messages keptMessages;      // messages inside a stage whose data the receiver keeps
+    Messages repeatedSends;     // messages inside a stage the sender sends again
     std::map<int, std::vector<bool>> again;
-    for (bool changed = true; changed;) {
-      changed = false;
-      std::map<int64_t, std::set<int>> repeaters; // collective tag -> devices repeating it
-      std::map<int64_t, const ir::Instruction *> collectives;
+    for (int round = 0;; ++round) {
+      // (collective tag, group) -> devices repeating it; groups of one op (the tensor-parallel
+      // groups of a layer) share its tag
+      std::map<std::pair<int64_t, std::vector<int>>, std::set<int>> repeaters;
+      Messages repeatedRecvs;
       for (auto &[d, program] : programs_) {
         if (!recompute_.count(d))
           continue;
-        again[d] = recomputed(program, keptTags);
-        for (size_t i = 0; i < program.body.size(); ++i)
-          if (again[d][i] && !program.body[i].group.empty()) {
-            repeaters[program.body[i].tag].insert(d);
-            collectives[program.body[i].tag] = &program.body[i];
+        again[d] = recomputed(program, keptTags, keptMessages, repeatedSends);
+        for (size_t i = 0; i < program.body.size(); ++i) {
+          if (!again[d][i])
+            continue;
+          const ir::Instruction &in = program.body[i];
+          if (!in.group.empty())
+            repeaters[{in.tag, in.group}].insert(d);
+          else if (in.kind == ir::InstrKind::Recv) {
+            repeatedRecvs.insert({in.peer, d, in.tag});
           }
+        }
       }
-      for (const auto &[tag, devices] : repeaters)
-        if (devices != std::set<int>(collectives[tag]->group.begin(), collectives[tag]->group.end()))
-          changed = keptTags.insert(tag).second || changed;
+      bool changed = false;
+      for (const auto &[key, devices] : repeaters)
+        if (devices != std::set<int>(key.second.begin(), key.second.end()))
+          changed = keptTags.insert(key.first).second || changed;
+      // A message is received again only when its sender recomputes and sends it again.
+      Messages sends;
+      for (const auto &message : repeatedRecvs)
+        if (recompute_.count(std::get<0>(message)))
+          sends.insert(message);
+        else
+          changed = keptMessages.insert(message).second || changed;
+      if (round >= 16) { // no agreement: every message's data is kept, as before
+        for (const auto &message : repeatedRecvs)
+          changed = keptMessages.insert(message).second || changed;
+        sends.clear();
+      }
+      changed = changed || sends != repeatedSends;
+      repeatedSends = std::move(sends);
+      if (!changed)
+        break;
     }
     for (auto &[d, program] : programs_)
       if (recompute_.count(d))
@@ -411,11 +439,25 @@ private:
 
   // Which forward instructions of `program` its backward passes repeat; the results of the
   // collectives tagged `keptTags` are kept instead.
-  std::vector<bool> recomputed(const ir::DeviceProgram &program, const std::set<int64_t> &keptTags) {
+  using Messages = std::set<std::tuple<int, int, int64_t>>; // (from, to, tag)
+
+  bool sameStage(int a, int b) const {
+    auto x = stageOf_.find(a), y = stageOf_.find(b);
+    return x != stageOf_.end() && y != stageOf_.end() && x->second == y->second;
+  }
+
+  // Messages between devices of one stage (context parallelism's keys and values) are
+  // received again, unless `keptMessages` keeps their data; the sends of `repeatedSends`
+  // are sent again. Messages between stages are not repeated: what a stage receives is its
+  // checkpoint.
+  std::vector<bool> recomputed(const ir::DeviceProgram &program, const std::set<int64_t> &keptTags,
+                               const Messages &keptMessages, const Messages &repeatedSends) {
     std::set<int> received, needed;
+    const int me = program.device;
     for (const ir::Instruction &in : program.body)
       if (in.phase == ir::Phase::Forward &&
-          (in.kind == ir::InstrKind::Recv || (!in.group.empty() && keptTags.count(in.tag))))
+          ((in.kind == ir::InstrKind::Recv && (!sameStage(in.peer, me) || keptMessages.count({in.peer, me, in.tag}))) ||
+           (!in.group.empty() && keptTags.count(in.tag))))
         received.insert(in.outputs.begin(), in.outputs.end());
     // Layer checkpoints: a forward instruction belongs to the highest layer of the stack
     // whose parameters it reads, directly or through its inputs; a buffer one layer writes
@@ -447,8 +489,15 @@ private:
     std::vector<bool> keep(program.body.size(), false);
     for (size_t i = program.body.size(); i-- > 0;) {
       const ir::Instruction &in = program.body[i];
-      if (in.phase != ir::Phase::Forward || in.kind == ir::InstrKind::Send || in.kind == ir::InstrKind::Recv)
+      if (in.phase != ir::Phase::Forward)
         continue;
+      if (in.kind == ir::InstrKind::Send) {
+        if (repeatedSends.count({me, in.peer, in.tag})) {
+          keep[i] = true;
+          needed.insert(in.inputs.begin(), in.inputs.end());
+        }
+        continue;
+      }
       if (std::any_of(in.outputs.begin(), in.outputs.end(), [&](int b) { return received.count(b); }) ||
           std::none_of(in.outputs.begin(), in.outputs.end(), [&](int b) { return needed.count(b); }))
         continue;
@@ -505,6 +554,8 @@ private:
     std::vector<size_t> deadline(again.size(), firstBackward);
     std::map<int, size_t> needBy; // recomputed buffer -> the earliest deadline of its readers
     for (size_t j = again.size(); j-- > 0;) {
+      if (again[j].kind == ir::InstrKind::Send)
+        continue; // below, once every other reader of its data is placed
       size_t due = n;
       for (int b : again[j].outputs) {
         if (auto it = firstReader.find(b); it != firstReader.end())
@@ -516,6 +567,13 @@ private:
       for (int b : again[j].inputs)
         needBy[b] = needBy.count(b) ? std::min(needBy[b], deadline[j]) : deadline[j];
     }
+    // A message is sent again where its data is next needed here (the sender's own use of
+    // its keys and values): the receiver needs it at the same point of its own backward.
+    for (size_t j = 0; j < again.size(); ++j)
+      if (again[j].kind == ir::InstrKind::Send)
+        for (int b : again[j].inputs)
+          if (auto it = needBy.find(b); it != needBy.end())
+            deadline[j] = it->second;
     std::vector<ir::Instruction> body;
     for (size_t i = 0; i <= n; ++i) {
       for (size_t j = 0; j < again.size(); ++j)
