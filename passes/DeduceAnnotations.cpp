@@ -291,6 +291,10 @@ private:
           want = Meaning{Kind::Partial};
         c.required[o] = want;
         c.cost += conversionCost(m[o], want, count, bytes[o]);
+        // Across groups, a piece taken as a partial sum of the whole tensor costs nothing to
+        // move now, but the whole tensor is to be reduced later where the pieces were not.
+        if (hetero && m[o].kind == Kind::Split && want.kind == Kind::Partial)
+          c.cost += conversionCost(want, m[o], count, bytes[o]);
       }
       c.results.clear();
       for (size_t r = 0; r < op.results.size(); ++r) {
