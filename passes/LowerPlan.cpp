@@ -360,9 +360,14 @@ private:
         pin.hetero = {ir::HeteroKind::Split, 2, {}, false};
         bool whole = true;
         for (const auto &share : stage.hp) {
-          pin.subgroups.push_back(localOf(Cell{share.devices, {static_cast<int>(share.devices.size())}}, false, false));
+          const int n = static_cast<int>(share.devices.size());
+          const int64_t mine = share.value * *own / *heads;
+          ir::LocalAnnotation local = localOf(Cell{share.devices, {n}}, false, false);
+          if (n > 1 && mine % n == 0) // the group's tensor-parallel devices split its heads
+            local.axes[0] = ir::MeshAxis{ir::AxisKind::Split, 2, n};
+          pin.subgroups.push_back(local);
           whole = whole && (share.value * *own) % *heads == 0;
-          pin.hetero.sizes.push_back(share.value * *own / *heads);
+          pin.hetero.sizes.push_back(mine);
         }
         if (!whole)
           break; // lint reports head counts that break KV groups (HS106)

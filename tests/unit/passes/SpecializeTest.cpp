@@ -54,7 +54,7 @@ std::vector<std::string> verify(const std::map<int, ir::DeviceProgram> &programs
 
 TEST(Specialize, EveryExamplePlanGivesVerifiedPrograms) {
   for (const char *plan : {"single", "tp2", "dp2_tp2", "dp2_zero", "pipeline2", "pipeline2_recompute", "hetero4",
-                           "cp_asym", "hp_asym", "raw_annotations"})
+                           "cp_asym", "hp_asym", "hp_tp2", "raw_annotations"})
     for (bool train : {false, true}) {
       auto p = compile(plan, train);
       ASSERT_FALSE(p->result.programs.empty()) << plan;

@@ -128,6 +128,7 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"examples/gpt/plans/hetero4.hspmd", "examples/gpt/tiny_gpt.hspmd", "TinyGPT"},
         Case{"examples/gpt/plans/cp_asym.hspmd", "examples/gpt/tiny_gpt.hspmd", "TinyGPT"},
         Case{"examples/gpt/plans/hp_asym.hspmd", "examples/gpt/tiny_gpt.hspmd", "TinyGPT"},
+        Case{"examples/gpt/plans/hp_tp2.hspmd", "examples/gpt/tiny_gpt.hspmd", "TinyGPT"},
         Case{"examples/gpt/plans/dp2_zero.hspmd", "examples/gpt/tiny_gpt.hspmd", "TinyGPT"},
         Case{"examples/llama/plans/tiny_llama_dp2_tp2.hspmd", "examples/llama/tiny_llama.hspmd", "TinyLLaMA"},
         Case{"examples/llama/plans/tiny_llama_pipeline2.hspmd", "examples/llama/tiny_llama.hspmd", "TinyLLaMA"},
