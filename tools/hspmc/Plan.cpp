@@ -12,6 +12,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <set>
 
 namespace hspmd::driver {
 
@@ -98,7 +99,7 @@ bool planModel(const PlanFiles &files, PlanOutcome &outcome, std::ostream &progr
   request.sequence = files.sequence;
 
   auto start = Clock::now();
-  const planner::SearchResult search = planner::searchPlans(outcome.shape, *cluster, request, files.finalists);
+  planner::SearchResult search = planner::searchPlans(outcome.shape, *cluster, request, files.finalists);
   outcome.searchSeconds = since(start);
   outcome.considered = search.considered;
   if (search.planned.empty() && search.symmetric.empty()) {
@@ -111,7 +112,8 @@ bool planModel(const PlanFiles &files, PlanOutcome &outcome, std::ostream &progr
                 outcome.searchSeconds * 1e3, search.planned.size() + search.symmetric.size());
   progress << line << std::endl;
 
-  // The finalists, compiled and simulated; the fastest that fits is the plan.
+  // The finalists, compiled and simulated; the fastest that fits is the plan. When none
+  // fits, the next best as many of each family are simulated too (once).
   start = Clock::now();
   const std::string name = [&] {
     std::string n = std::filesystem::path(files.out).stem().string();
@@ -124,35 +126,48 @@ bool planModel(const PlanFiles &files, PlanOutcome &outcome, std::ostream &progr
                     clusterPath = relativeTo(files.cluster, files.out);
   // Each finalist is written next to the plan (or into --keep-finalists DIR, where it stays).
   int index = 0;
-  for (const auto *list : {&search.planned, &search.symmetric})
-    for (const auto &candidate : *list) {
-      SimulatedCandidate s{candidate, {}};
-      planner::refineLocalPrograms(s.candidate, outcome.shape, *cluster, request);
-      const std::string kind = list == &search.planned ? "planned" : "symmetric";
-      const std::string scratch = files.finalistsDir.empty() ? files.out + ".candidate.hspmd"
-                                                             : files.finalistsDir + "/" + name + "_" +
-                                                                   std::to_string(++index) + "_" + kind + ".hspmd";
-      {
-        std::ofstream file(scratch);
-        file << planner::planText(s.candidate, outcome.shape, request, name, relativeTo(files.model, scratch),
-                                  relativeTo(files.cluster, scratch));
-        if (!file) {
-          errors << "hspmc plan: error: cannot write " << scratch << "\n";
-          return false;
+  std::set<std::string> simulated; // strategies
+  for (size_t limit = files.finalists;; limit *= 2) {
+    for (const auto *list : {&search.planned, &search.symmetric})
+      for (const auto &candidate : *list) {
+        if (!simulated.insert(candidate.strategy).second)
+          continue;
+        SimulatedCandidate s{candidate, {}};
+        planner::refineLocalPrograms(s.candidate, outcome.shape, *cluster, request);
+        const std::string kind = list == &search.planned ? "planned" : "symmetric";
+        const std::string scratch = files.finalistsDir.empty() ? files.out + ".candidate.hspmd"
+                                                               : files.finalistsDir + "/" + name + "_" +
+                                                                     std::to_string(++index) + "_" + kind + ".hspmd";
+        {
+          std::ofstream file(scratch);
+          file << planner::planText(s.candidate, outcome.shape, request, name, relativeTo(files.model, scratch),
+                                    relativeTo(files.cluster, scratch));
+          if (!file) {
+            errors << "hspmc plan: error: cannot write " << scratch << "\n";
+            return false;
+          }
         }
+        s.simulated = simulatePlanFile(scratch, *cluster);
+        if (files.finalistsDir.empty())
+          std::filesystem::remove(scratch);
+        (list == &search.planned ? outcome.planned : outcome.symmetric).push_back(s);
+        char text[160];
+        if (s.simulated.error.empty())
+          std::snprintf(text, sizeof text, "estimated %.3f ms, simulated %.3f ms, memory %.1f GiB%s",
+                        s.candidate.seconds * 1e3, s.simulated.seconds * 1e3, s.simulated.peakBytes / (1ull << 30),
+                        s.simulated.fits ? "" : " (over a device's memory)");
+        progress << "  " << (list == &search.planned ? "planned   " : "symmetric ") << s.candidate.strategy << ": "
+                 << (s.simulated.error.empty() ? text : s.simulated.error) << std::endl;
       }
-      s.simulated = simulatePlanFile(scratch, *cluster);
-      if (files.finalistsDir.empty())
-        std::filesystem::remove(scratch);
-      (list == &search.planned ? outcome.planned : outcome.symmetric).push_back(s);
-      char text[160];
-      if (s.simulated.error.empty())
-        std::snprintf(text, sizeof text, "estimated %.3f ms, simulated %.3f ms, memory %.1f GiB%s",
-                      s.candidate.seconds * 1e3, s.simulated.seconds * 1e3, s.simulated.peakBytes / (1ull << 30),
-                      s.simulated.fits ? "" : " (over a device's memory)");
-      progress << "  " << (list == &search.planned ? "planned   " : "symmetric ") << s.candidate.strategy << ": "
-               << (s.simulated.error.empty() ? text : s.simulated.error) << std::endl;
-    }
+    const bool fits =
+        std::any_of(outcome.planned.begin(), outcome.planned.end(), [](const auto &c) { return c.simulated.fits; }) ||
+        std::any_of(outcome.symmetric.begin(), outcome.symmetric.end(), [](const auto &c) { return c.simulated.fits; });
+    if (fits || files.ignoreMemory || limit > files.finalists || files.finalists == 0)
+      break;
+    search = planner::searchPlans(outcome.shape, *cluster, request, 2 * limit);
+    progress << "no finalist fits the devices' memory; simulating the next best " << limit
+             << " of each family:" << std::endl;
+  }
   outcome.simulateSeconds = since(start);
   // The fastest finalist whose programs fit the devices' memory.
   auto better = [&](const SimulatedCandidate *best, const SimulatedCandidate &c) {

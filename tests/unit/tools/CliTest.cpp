@@ -1,6 +1,7 @@
 // hspmc as a user runs it: exit codes, output and --help.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -179,6 +180,23 @@ TEST(Cli, PlanWritesAPlanThatLintsAndTrains) {
                          out);
   EXPECT_EQ(nowhere.code, 1);
   EXPECT_EQ(nowhere.output, "examples/clusters/no_such.toml: error: cannot read 'examples/clusters/no_such.toml'\n");
+}
+
+// When no finalist fits memory, the next best as many of each family are simulated too,
+// once: LLaMA-2-7B at 256K positions on 8 H100 + 8 A100, one finalist per family (five),
+// then five more; with two per family, the fourth head-parallel one fits (docs/planner.md).
+TEST(Cli, PlanWidensTheFinalistsWhenNoneFits) {
+  const std::string out = "build/cli_plan_256k.hspmd";
+  CliRun run = hspmc("plan examples/llama/llama2_7b.hspmd --cluster examples/clusters/h100x8_a100x8.toml "
+                     "--seq 262144 --tokens 262144 --finalists 1 -o " +
+                     out);
+  EXPECT_EQ(run.code, 1) << run.output;
+  EXPECT_NE(run.output.find("simulating the best 5:\n"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("no finalist fits the devices' memory; simulating the next best 1 of each family:\n"),
+            std::string::npos)
+      << run.output;
+  const auto listed = run.output.substr(run.output.find("hspmc plan: error: no finalist fits the devices' memory\n"));
+  EXPECT_EQ(std::count(listed.begin(), listed.end(), '\n'), 11) << listed; // the line and 10 finalists
 }
 
 TEST(Cli, PlanPerLengthBucket) {
