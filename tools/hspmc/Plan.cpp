@@ -162,7 +162,7 @@ bool planModel(const PlanFiles &files, PlanOutcome &outcome, std::ostream &progr
     const bool fits =
         std::any_of(outcome.planned.begin(), outcome.planned.end(), [](const auto &c) { return c.simulated.fits; }) ||
         std::any_of(outcome.symmetric.begin(), outcome.symmetric.end(), [](const auto &c) { return c.simulated.fits; });
-    if (fits || files.ignoreMemory || limit > files.finalists || files.finalists == 0)
+    if (fits || limit > files.finalists || files.finalists == 0)
       break;
     search = planner::searchPlans(outcome.shape, *cluster, request, 2 * limit);
     progress << "no finalist fits the devices' memory; simulating the next best " << limit

@@ -17,7 +17,8 @@ struct PlanFiles {
   int64_t tokens = 0, sequence = 0;
   size_t finalists = 2;      // of each family of strategies, planned and symmetric, simulated
   std::string finalistsDir;  // where to keep the finalists' plan files (empty: not kept)
-  bool ignoreMemory = false; // choose by simulated time alone (benches; the plan is not linted)
+  bool ignoreMemory = false; // choose by simulated time alone (benches; the plan is not linted;
+                             // the finalists are still widened when none fits)
 };
 
 /// A plan compiled for training and simulated for one step.
