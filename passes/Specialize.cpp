@@ -68,6 +68,7 @@ private:
   int64_t batch_ = 0;                                        // the global batch B (0: unbound)
   std::set<int> recompute_;                                  // devices whose stage recomputes
   std::map<int, std::pair<size_t, size_t>> stageOf_;         // device -> (pipeline, stage)
+  using Messages = std::set<std::tuple<int, int, int64_t>>;  // (from, to, tag)
   std::map<int, std::set<int>> perMicrobatch_;               // device -> buffers of batch-dependent values
   std::set<const ir::Value *> gradientValues_;               // the gradients the optimizer reads
 
@@ -437,19 +438,16 @@ private:
         addRecompute(program, again[d]);
   }
 
-  // Which forward instructions of `program` its backward passes repeat; the results of the
-  // collectives tagged `keptTags` are kept instead.
-  using Messages = std::set<std::tuple<int, int, int64_t>>; // (from, to, tag)
-
   bool sameStage(int a, int b) const {
     auto x = stageOf_.find(a), y = stageOf_.find(b);
     return x != stageOf_.end() && y != stageOf_.end() && x->second == y->second;
   }
 
-  // Messages between devices of one stage (context parallelism's keys and values) are
-  // received again, unless `keptMessages` keeps their data; the sends of `repeatedSends`
-  // are sent again. Messages between stages are not repeated: what a stage receives is its
-  // checkpoint.
+  // Which forward instructions of `program` its backward passes repeat; the results of the
+  // collectives tagged `keptTags` are kept instead. Messages between devices of one stage
+  // (context parallelism's keys and values) are received again, unless `keptMessages` keeps
+  // their data; the sends of `repeatedSends` are sent again. Messages between stages are not
+  // repeated: what a stage receives is its checkpoint.
   std::vector<bool> recomputed(const ir::DeviceProgram &program, const std::set<int64_t> &keptTags,
                                const Messages &keptMessages, const Messages &repeatedSends) {
     std::set<int> received, needed;
