@@ -481,6 +481,15 @@ private:
       for (int b : in.outputs)
         layerOf.emplace(b, layer);
     }
+    // A kept buffer that a collective makes from other kept buffers (the reduced form of a
+    // residual stream kept as partial sums) is made again instead: one form per layer is kept.
+    for (const ir::Instruction &in : program.body)
+      if (in.phase == ir::Phase::Forward && in.kind == ir::InstrKind::Collective && !in.inputs.empty() &&
+          !keptTags.count(in.tag) &&
+          std::all_of(in.inputs.begin(), in.inputs.end(), [&](int b) { return received.count(b) > 0; }) &&
+          std::all_of(in.outputs.begin(), in.outputs.end(), [&](int b) { return received.count(b) > 0; }))
+        for (int b : in.outputs)
+          received.erase(b);
     for (const ir::Instruction &in : program.body)
       if (in.phase == ir::Phase::Backward)
         needed.insert(in.inputs.begin(), in.inputs.end());
