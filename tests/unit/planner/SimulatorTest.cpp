@@ -41,6 +41,22 @@ int work(ir::DeviceProgram &p, ir::Phase phase, int64_t microseconds, int input 
   return in.outputs[0];
 }
 
+// A collective of `group` reading `input` (a fresh buffer if -1) with `bytes` received by
+// each member; returns the buffer it writes.
+int collective(ir::DeviceProgram &p, const std::string &op, std::vector<int> group, int64_t tag, int64_t bytes,
+               int input = -1) {
+  ir::Instruction in;
+  in.kind = ir::InstrKind::Collective;
+  in.op = op;
+  in.group = std::move(group);
+  in.tag = tag;
+  in.bytes = bytes;
+  in.inputs = {input >= 0 ? input : addBuffer(p, 1)};
+  in.outputs = {addBuffer(p, 1)};
+  p.body.push_back(in);
+  return in.outputs[0];
+}
+
 // A send of `buffer` (a fresh one if -1) or a receive; returns the buffer sent or received.
 int message(ir::DeviceProgram &p, ir::InstrKind kind, int peer, int64_t tag, ir::Phase phase, int buffer = -1) {
   ir::Instruction in;
@@ -101,15 +117,7 @@ TEST(Simulator, RingAllReduceMatchesTheFormula) {
         ir::DeviceProgram &p = programs[d];
         p.device = d;
         p.schedule = {{ir::Phase::Forward, 0}};
-        ir::Instruction in;
-        in.kind = ir::InstrKind::Collective;
-        in.op = "all-reduce";
-        in.group = group;
-        in.tag = 9;
-        in.bytes = static_cast<int64_t>(2.0 * (n - 1) / n * S); // what each member receives
-        in.inputs = {addBuffer(p, 1)};
-        in.outputs = {addBuffer(p, 1)};
-        p.body.push_back(in);
+        collective(p, "all-reduce", group, 9, static_cast<int64_t>(2.0 * (n - 1) / n * S)); // what each receives
       }
       planner::CostModel model = unitModel();
       model.links.alpha = alpha;
@@ -130,15 +138,9 @@ TEST(Simulator, AStragglerDelaysExactlyItsCollectives) {
     p.device = d;
     p.schedule = {{ir::Phase::Forward, 0}};
     const int x = work(p, ir::Phase::Forward, d == 1 ? 50 : 10); // device 1 is slow
-    ir::Instruction in;
-    in.kind = ir::InstrKind::Collective;
-    in.op = "all-reduce";
-    in.group = d < 2 ? std::vector<int>{0, 1} : std::vector<int>{2};
-    in.tag = d < 2 ? 3 : 4;
-    in.inputs = {x};
-    in.outputs = {addBuffer(p, 1)};
-    p.body.push_back(in);
-    work(p, ir::Phase::Forward, 5, in.outputs[0]);
+    const int y =
+        collective(p, "all-reduce", d < 2 ? std::vector<int>{0, 1} : std::vector<int>{2}, d < 2 ? 3 : 4, 0, x);
+    work(p, ir::Phase::Forward, 5, y);
   }
   const auto sim = planner::simulate(programs, unitModel(), true);
   // Devices 0 and 1 leave the all-reduce at 50 us and finish at 55; device 2, in no group
@@ -165,17 +167,9 @@ TEST(Simulator, CommunicationOverlapsIndependentComputation) {
       p.device = d;
       p.schedule = {{ir::Phase::Forward, 0}};
       const int x = work(p, ir::Phase::Forward, 10);
-      ir::Instruction in;
-      in.kind = ir::InstrKind::Collective;
-      in.op = "all-reduce";
-      in.group = {0, 1};
-      in.tag = 1;
-      in.bytes = 20'000; // 20 us at 1 GB/s
-      in.inputs = {x};
-      in.outputs = {addBuffer(p, 1)};
-      p.body.push_back(in);
-      work(p, ir::Phase::Forward, 10);               // independent of the all-reduce
-      work(p, ir::Phase::Forward, 1, in.outputs[0]); // needs its result
+      const int y = collective(p, "all-reduce", {0, 1}, 1, 20'000, x); // 20 us at 1 GB/s
+      work(p, ir::Phase::Forward, 10);                                 // independent of the all-reduce
+      work(p, ir::Phase::Forward, 1, y);                               // needs its result
     }
     const auto sim = planner::simulate(programs, [&] {
       auto model = unitModel();
@@ -216,15 +210,8 @@ TEST(Simulator, CollectiveLatencyTakesNoCore) {
       ir::DeviceProgram &p = programs[d];
       p.device = d;
       p.schedule = {{ir::Phase::Forward, 0}};
-      ir::Instruction in;
-      in.kind = ir::InstrKind::Collective;
-      in.op = "all-gather";
-      in.group = d < 2 ? std::vector<int>{0, 1} : std::vector<int>{2, 3};
-      in.tag = d < 2 ? 1 : 2;
-      in.bytes = static_cast<int64_t>(copyUs * 1e3); // at 1 GB/s: copyUs microseconds
-      in.inputs = {addBuffer(p, 1)};
-      in.outputs = {addBuffer(p, 1)};
-      p.body.push_back(in);
+      collective(p, "all-gather", d < 2 ? std::vector<int>{0, 1} : std::vector<int>{2, 3}, d < 2 ? 1 : 2,
+                 static_cast<int64_t>(copyUs * 1e3)); // at 1 GB/s: copyUs microseconds
     }
     ir::DeviceProgram &lone = programs[4];
     lone.device = 4;
