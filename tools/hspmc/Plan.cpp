@@ -127,7 +127,7 @@ bool planModel(const PlanFiles &files, PlanOutcome &outcome, std::ostream &progr
   // Each finalist is written next to the plan (or into --keep-finalists DIR, where it stays).
   int index = 0;
   std::set<std::string> simulated; // strategies
-  for (size_t limit = files.finalists;; limit *= 2) {
+  for (bool widened = false;; widened = true) {
     for (const auto *list : {&search.planned, &search.symmetric})
       for (const auto &candidate : *list) {
         if (!simulated.insert(candidate.strategy).second)
@@ -162,10 +162,10 @@ bool planModel(const PlanFiles &files, PlanOutcome &outcome, std::ostream &progr
     const bool fits =
         std::any_of(outcome.planned.begin(), outcome.planned.end(), [](const auto &c) { return c.simulated.fits; }) ||
         std::any_of(outcome.symmetric.begin(), outcome.symmetric.end(), [](const auto &c) { return c.simulated.fits; });
-    if (fits || limit > files.finalists || files.finalists == 0)
+    if (fits || widened || files.finalists == 0)
       break;
-    search = planner::searchPlans(outcome.shape, *cluster, request, 2 * limit);
-    progress << "no finalist fits the devices' memory; simulating the next best " << limit
+    search = planner::searchPlans(outcome.shape, *cluster, request, 2 * files.finalists);
+    progress << "no finalist fits the devices' memory; simulating the next best " << files.finalists
              << " of each family:" << std::endl;
   }
   outcome.simulateSeconds = since(start);
