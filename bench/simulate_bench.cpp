@@ -2,17 +2,21 @@
 // threads backend), for the tiny GPT under several plans.
 //
 // Calibration, all measured in this run: a device's peak is single-threaded cblas_sgemm
-// (1024^3), its memory bandwidth memcpy's. Each kernel name gets a fixed cost per call and
-// an efficiency against its roofline, fitted to its measured time on one device in two
-// traced runs of the `single` plan (one micro-batch of 8; eight of 1). Links run at memcpy
-// bandwidth with an alpha measured on empty exchanges between two device threads.
-// The devices' threads share the machine's cores: the simulator hands each kernel (and each
-// collective's copying) the next free core, in time order (CostModel::cores).
-// Then every plan is simulated and measured (in `rounds` turns of `steps` steps after a
-// warm-up step each; the median and quartiles of all steps), and the bench prints the ratio
-// and whether the ranking by step time is the same, over all pairs and over the pairs whose
-// measured quartile ranges do not overlap.
-// Usage: bench_simulate [steps] [rounds]
+// (1024^3), its memory bandwidth memcpy's. Links run at memcpy bandwidth with an alpha
+// measured on empty exchanges between two device threads. Each kernel name gets a fixed cost
+// per call and an efficiency against its roofline: the least-squares line through its calls'
+// measured times in traced runs of the single-device plan with its batch of 8 in 1, 2, 4 and
+// 8 micro-batches. The devices' threads share the machine's cores: the simulator hands each
+// kernel (and each collective's copying) the next free core, in time order, and with more
+// devices than cores every kernel takes longer by the measured oversubscription (CostModel::
+// cores, oversubscribed).
+// The calibration runs and every plan's steps are measured in `rounds` turns (`steps` steps
+// after a warm-up step each; the median and quartiles of all steps), so that the machine's
+// load, which changes, touches them alike. The bench prints each plan's ratio, and whether
+// the ranking by step time is the same, over all pairs and over the pairs whose measured
+// quartile ranges do not overlap.
+// Usage: bench_simulate [steps] [rounds]   (HSPMD_BENCH_VERBOSE=1: the fitted kernel costs and
+// per-device times; HSPMD_BENCH_TRACES=DIR: each plan's measured and simulated Chrome traces)
 #include "passes/Pipeline.h"
 #include "planner/Estimates.h"
 #include "planner/Simulator.h"
@@ -125,67 +129,74 @@ double exchangeLatency() {
   return seconds[rounds / 2];
 }
 
-// The single-device plan with its batch of 8 in 8 micro-batches (written next to the
-// bench's trace, importing the example model by absolute path).
-std::string microbatchedSingle() {
-  const std::string path = "/tmp/hspmd_bench_single_mb8.hspmd";
+// The single-device plan with its batch of 8 in `microbatches` micro-batches (written next to
+// the bench's trace, importing the example model by absolute path).
+std::string microbatchedSingle(int microbatches) {
+  const std::string path = "/tmp/hspmd_bench_single_mb" + std::to_string(microbatches) + ".hspmd";
   std::ofstream out(path);
   const std::string dir = std::string(HSPMD_SOURCE_DIR) + "/examples";
   out << "import \"" << dir << "/gpt/tiny_gpt.hspmd\"\n"
-      << "plan single_mb8 for TinyGPT {\n  cluster \"" << dir << "/clusters/cpu4.toml\"\n"
+      << "plan single_mb" << microbatches << " for TinyGPT {\n  cluster \"" << dir << "/clusters/cpu4.toml\"\n"
       << "  bind B = 8, S = 64\n  optimizer adamw(lr = 1e-3)\n"
-      << "  pipeline main share 1 microbatches 8 {\n    stage devices [0] layers blocks with wte, lnf\n  }\n}\n";
+      << "  pipeline main share 1 microbatches " << microbatches
+      << " {\n    stage devices [0] layers blocks with wte, lnf\n  }\n}\n";
   return path;
 }
 
-// Per kernel name, per step: measured seconds (a traced run of 3 steps), roofline seconds
-// at efficiency 1, and calls.
-struct KernelSample {
-  std::map<std::string, double> measured, roofline, calls;
+// The kernel calls of one step of a single-device plan, in order: name, roofline seconds at
+// efficiency 1, and the measured seconds of each traced step.
+struct KernelCalls {
+  std::vector<std::string> names;
+  std::vector<double> roofline;
+  std::vector<std::vector<double>> measured;
 };
 
-KernelSample sampleKernels(const Compiled &c, const planner::CostModel &model) {
-  KernelSample sample;
-  runtime::RunOptions run;
-  run.data = std::string(HSPMD_SOURCE_DIR) + "/examples/data/gpl-3.txt";
-  run.steps = 4;
-  run.trace = "/tmp/hspmd_bench_simulate_trace.json";
-  runtime::runThreads(c.result.programs[0], c.model, run);
+KernelCalls kernelCalls(const Compiled &c, const planner::CostModel &model) {
+  KernelCalls calls;
   planner::CostModel ideal = model;
   ideal.kernelEfficiency.clear();
   ideal.kernelOverhead.clear();
   for (const auto &e : planner::simulate(c.result.programs[0], ideal, true).events)
     if (!e.communication) {
-      sample.roofline[e.name] += e.seconds;
-      sample.calls[e.name] += 1;
+      calls.names.push_back(e.name);
+      calls.roofline.push_back(e.seconds);
     }
-  // The trace holds the first 4 steps; the first (allocating) one is left out.
+  calls.measured.resize(calls.names.size());
+  return calls;
+}
+
+// Adds each call's time in the traced steps after the first (allocating) one to `calls`.
+void traceKernels(const Compiled &c, KernelCalls &calls) {
+  runtime::RunOptions run;
+  run.data = std::string(HSPMD_SOURCE_DIR) + "/examples/data/gpl-3.txt";
+  run.steps = runtime::kTracedSteps;
+  run.trace = "/tmp/hspmd_bench_simulate_trace.json";
+  runtime::runThreads(c.result.programs[0], c.model, run);
   std::ifstream file(run.trace);
   const nlohmann::json trace = nlohmann::json::parse(file);
-  std::vector<std::pair<std::string, std::pair<double, double>>> spans;
+  std::vector<std::pair<double, double>> spans; // start, seconds
   for (const auto &event : trace["traceEvents"])
     if (event.value("cat", "") == "compute")
-      spans.push_back({event["name"].get<std::string>(), {event["ts"].get<double>(), event["dur"].get<double>()}});
-  std::sort(spans.begin(), spans.end(), [](const auto &a, const auto &b) { return a.second.first < b.second.first; });
-  const size_t perStep = spans.size() / 4;
-  for (size_t i = perStep; i < spans.size(); ++i)
-    sample.measured[spans[i].first] += spans[i].second.second * 1e-6 / 3;
-  return sample;
+      spans.push_back({event["ts"].get<double>(), event["dur"].get<double>() * 1e-6});
+  std::sort(spans.begin(), spans.end());
+  if (spans.size() != calls.names.size() * static_cast<size_t>(run.steps))
+    throw std::runtime_error("the trace does not hold the simulated kernel calls");
+  for (size_t i = calls.names.size(); i < spans.size(); ++i)
+    calls.measured[i % calls.names.size()].push_back(spans[i].second);
 }
 
 } // namespace
 
 int main(int argc, char **argv) {
-  const int steps = argc > 1 ? std::atoi(argv[1]) : 5;
-  const int rounds = argc > 2 ? std::atoi(argv[2]) : 3;
+  const int steps = argc > 1 ? std::atoi(argv[1]) : 8;
+  const int rounds = argc > 2 ? std::atoi(argv[2]) : 8;
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   const double peak = sgemmCorePeak(), bandwidth = memcpyBandwidth();
   std::printf("calibration: one core's sgemm %.1f GFLOP/s, memcpy %.1f GB/s, %u cores\n", peak / 1e9, bandwidth / 1e9,
               cores);
 
-  // Kernel costs from traced steps of the single-device plan, run as one micro-batch of 8
-  // and as 8 micro-batches of 1: per kernel name, a fixed cost per call and an efficiency
-  // against the roofline (two equations, two unknowns).
+  // The cost model: one core's peak, memcpy bandwidth and the exchange latency now; the
+  // kernels' costs and oversubscription from the rounds below.
   planner::CostModel model;
   model.overlap = false; // the threads backend runs communication on the device thread
   model.exchange = true; // and each collective is one exchange
@@ -196,52 +207,100 @@ int main(int argc, char **argv) {
   model.links.bandwidth = [&](int, int) { return bandwidth / 1e9; };
   std::printf("calibration: an empty exchange between two device threads takes %.1f us (alpha)\n",
               model.links.alpha * 1e6);
-  const KernelSample big = sampleKernels(*compile("single"), model);
-  const KernelSample small = sampleKernels(*compile(microbatchedSingle()), model);
-  for (const auto &[name, m1] : big.measured) {
-    if (!big.roofline.count(name) || m1 <= 0)
-      continue;
-    const double r1 = big.roofline.at(name), n1 = big.calls.at(name);
-    double efficiency = r1 / m1, overhead = 0;
-    if (small.measured.count(name) && small.roofline.count(name)) {
-      const double m8 = small.measured.at(name), r8 = small.roofline.at(name), n8 = small.calls.at(name);
-      const double det = n1 * r8 - n8 * r1;
-      if (std::abs(det) > 1e-12) {
-        const double o = (m1 * r8 - m8 * r1) / det, k = (n1 * m8 - n8 * m1) / det;
-        if (o >= 0 && k > 0) {
-          overhead = o;
-          efficiency = 1 / k;
-        }
-      }
-    }
-    model.kernelEfficiency[name] = efficiency;
-    model.kernelOverhead[name] = overhead;
-    if (std::getenv("HSPMD_BENCH_VERBOSE"))
-      std::printf("  %-20s roofline %8.3f ms, measured %8.3f ms per step in %3.0f calls: efficiency %.2f, "
-                  "%.1f us per call\n",
-                  name.c_str(), r1 * 1e3, m1 * 1e3, n1, efficiency, overhead * 1e6);
-  }
 
-  // The plans are measured in turns (`rounds` rounds of `steps` steps each), so that a change
-  // in the machine's load touches them all alike.
+  // Everything is measured in turns (`rounds` rounds of `steps` steps each), so that a change
+  // in the machine's load touches it all alike. Each round:
+  //  - traces the single-device plan with its batch of 8 in 1, 2, 4 and 8 micro-batches: each
+  //    kernel call's time in the 3 steps after the first;
+  //  - measures oversubscription: the 8-micro-batch plan run as twice as many copies at once
+  //    as there are cores, against as many copies as cores (each copy one device thread);
+  //  - measures the plans' steps.
   const std::vector<std::string> plans = {
       "single", "tp2", "dp2_tp2", "pipeline2", "hetero4", "dp2_zero", "pipeline2_recompute"};
   std::vector<std::unique_ptr<Compiled>> compiled;
   std::vector<std::vector<double>> times(plans.size());
   for (const auto &plan : plans)
     compiled.push_back(compile(plan));
-  for (int round = 0; round < rounds; ++round)
+  std::vector<std::unique_ptr<Compiled>> calibration;
+  std::vector<KernelCalls> traced;
+  for (int microbatches : {1, 2, 4, 8}) {
+    calibration.push_back(compile(microbatchedSingle(microbatches)));
+    traced.push_back(kernelCalls(*calibration.back(), model));
+  }
+  const Compiled *microbatched = calibration.back().get();
+  auto concurrentStep = [&](unsigned copies) {
+    std::vector<double> medians(copies);
+    std::vector<std::thread> threads;
+    for (unsigned k = 0; k < copies; ++k)
+      threads.emplace_back([&, k] { medians[k] = quantile(measure(*microbatched, steps), 0.5); });
+    for (auto &t : threads)
+      t.join();
+    return quantile(medians, 0.5);
+  };
+  std::vector<double> oversubscription;
+  for (int round = 0; round < rounds; ++round) {
+    std::fprintf(stderr, "measuring: round %d of %d\n", round + 1, rounds);
+    for (size_t i = 0; i < calibration.size(); ++i)
+      traceKernels(*calibration[i], traced[i]);
+    oversubscription.push_back(concurrentStep(2 * cores) / (2 * concurrentStep(cores)));
     for (size_t i = 0; i < plans.size(); ++i) {
       const auto some = measure(*compiled[i], steps);
       times[i].insert(times[i].end(), some.begin(), some.end());
     }
+  }
+
+  // Per kernel name: a fixed cost per call and an efficiency against the roofline, the least-
+  // squares line through its calls' (roofline, median measured) seconds in the traced plans.
+  std::map<std::string, std::vector<std::pair<double, double>>> points;
+  for (const KernelCalls &calls : traced)
+    for (size_t i = 0; i < calls.names.size(); ++i)
+      points[calls.names[i]].push_back({calls.roofline[i], quantile(calls.measured[i], 0.5)});
+  for (const auto &[name, xy] : points) {
+    double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+    for (const auto &[x, y] : xy) {
+      n += 1, sx += x, sy += y, sxx += x * x, sxy += x * y;
+    }
+    if (sy <= 0 || sx <= 0)
+      continue;
+    double efficiency = sx / sy, overhead = 0; // through the origin when the sizes do not vary
+    const double det = n * sxx - sx * sx;
+    if (det > 1e-12 * n * sxx) {
+      const double k = (n * sxy - sx * sy) / det, o = (sy - k * sx) / n;
+      if (o >= 0 && k > 0) {
+        overhead = o;
+        efficiency = 1 / k;
+      }
+    }
+    model.kernelEfficiency[name] = efficiency;
+    model.kernelOverhead[name] = overhead;
+    if (std::getenv("HSPMD_BENCH_VERBOSE"))
+      std::printf("  %-20s %4.0f calls: roofline %8.3f ms, measured %8.3f ms: efficiency %.2f, %.1f us per call\n",
+                  name.c_str(), n, sx * 1e3, sy * 1e3, efficiency, overhead * 1e6);
+  }
+
+  model.oversubscribed = quantile(oversubscription, 0.5);
+  std::printf("calibration: with twice as many device threads as cores, kernels take %.3fx as long "
+              "(median of %d rounds, %.3f - %.3f)\n",
+              model.oversubscribed, rounds, quantile(oversubscription, 0), quantile(oversubscription, 1));
   std::printf("%-22s %12s %21s %12s %8s\n", "plan", "measured", "(quartiles)", "simulated", "ratio");
   std::vector<std::pair<std::string, std::pair<double, double>>> rows;
   std::vector<std::pair<double, double>> quartiles;
   for (size_t i = 0; i < plans.size(); ++i) {
     planner::CostModel shared = model;
     shared.cores = static_cast<int>(cores); // the devices' threads share the machine's cores
-    const planner::Simulation simulation = planner::simulate(compiled[i]->result.programs[0], shared);
+    const char *traces = std::getenv("HSPMD_BENCH_TRACES");
+    const planner::Simulation simulation = planner::simulate(compiled[i]->result.programs[0], shared, traces);
+    if (traces) { // both traces of each plan, to compare device by device
+      runtime::RunOptions run;
+      run.data = std::string(HSPMD_SOURCE_DIR) + "/examples/data/gpl-3.txt";
+      run.steps = 4;
+      run.trace = std::string(traces) + "/" + plans[i] + ".measured.json";
+      runtime::runThreads(compiled[i]->result.programs[0], compiled[i]->model, run);
+      std::map<int, std::vector<runtime::TraceEvent>> events;
+      for (const auto &e : simulation.events)
+        events[e.device].push_back({e.name, e.communication, e.start, e.seconds});
+      runtime::writeTrace(std::string(traces) + "/" + plans[i] + ".simulated.json", events);
+    }
     const double simulated = simulation.stepSeconds;
     if (std::getenv("HSPMD_BENCH_VERBOSE"))
       for (const auto &[device, d] : simulation.devices)

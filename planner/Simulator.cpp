@@ -79,7 +79,8 @@ namespace {
 class Simulator {
 public:
   Simulator(const std::map<int, ir::DeviceProgram> &programs, const CostModel &model, bool keep)
-      : model_(model), keep_(keep) {
+      : model_(model), keep_(keep),
+        slowdown_(model.cores > 0 && programs.size() > static_cast<size_t>(model.cores) ? model.oversubscribed : 1.0) {
     for (const auto &[device, program] : programs) {
       original_[device] = &program;
       steps_[device] = ir::expandSchedule(program);
@@ -139,6 +140,7 @@ public:
 private:
   const CostModel &model_;
   bool keep_;
+  double slowdown_; // CostModel::oversubscribed when it applies
   std::map<int, const ir::DeviceProgram *> original_;
   std::map<int, ir::DeviceProgram> steps_;
   std::map<int, size_t> at_;
@@ -297,6 +299,9 @@ private:
   }
 
   double kernelSeconds(int device, const ir::Instruction &in, const ir::DeviceProgram &program) const {
+    return slowdown_ * unsharedKernelSeconds(device, in, program);
+  }
+  double unsharedKernelSeconds(int device, const ir::Instruction &in, const ir::DeviceProgram &program) const {
     if (in.kind == ir::InstrKind::Copy) {
       double bytes = 0;
       for (const ir::Box &box : in.slices)

@@ -42,6 +42,9 @@ struct CostModel {
   /// Devices share this many cores (0: each device has its own; the CPU threads backend
   /// runs more devices than cores): kernels, and without overlap collectives, wait for one.
   int cores = 0;
+  /// With more devices than `cores`: how much longer every kernel takes (the operating
+  /// system switching the devices' threads; measured by bench_simulate).
+  double oversubscribed = 1.0;
 };
 
 /// The cost model of a cluster file: its device types' bf16 peak, HBM bandwidth and links.

@@ -182,7 +182,8 @@ TEST(Simulator, CommunicationOverlapsIndependentComputation) {
 }
 
 // Devices sharing a pool of cores (the CPU threads backend): three devices' 10 us kernels on
-// two cores take 20 us; with a core each, 10 us.
+// two cores take 20 us, and with an oversubscription factor of 1.5, 30 us; with a core each,
+// 10 us, whatever the factor.
 TEST(Simulator, DevicesShareAPoolOfCores) {
   for (int cores : {0, 2, 3}) {
     std::map<int, ir::DeviceProgram> programs;
@@ -195,6 +196,9 @@ TEST(Simulator, DevicesShareAPoolOfCores) {
     auto model = unitModel();
     model.cores = cores;
     EXPECT_NEAR(planner::simulate(programs, model).stepSeconds, cores == 2 ? 20e-6 : 10e-6, 1e-12) << cores << " cores";
+    model.oversubscribed = 1.5;
+    EXPECT_NEAR(planner::simulate(programs, model).stepSeconds, cores == 2 ? 30e-6 : 10e-6, 1e-12)
+        << cores << " cores, oversubscribed";
   }
 }
 
