@@ -1,8 +1,9 @@
 // bench_runtime: the CPU runtime against its own building blocks, measured in one run.
 //   1. cblas_sgemm peak on this machine (1024^3, all cores): the reference for FLOP/s.
 //   2. Our matmul kernel vs plain cblas_sgemm on the tiny GPT's matmul shapes (ratio).
-//   3. The threads backend's all-reduce bandwidth vs memcpy bandwidth (ratio).
-//   4. The tiny GPT's training step on one device: tokens/s and its model FLOP/s as a
+//   3. Our transpose kernel (last two dimensions) vs memcpy of the same bytes (ratio).
+//   4. The threads backend's all-reduce bandwidth vs memcpy bandwidth (ratio).
+//   5. The tiny GPT's training step on one device: tokens/s and its model FLOP/s as a
 //      fraction of the sgemm peak (the model FLOPs: 6 x parameters x tokens for the
 //      matmuls, plus the causal attention's 6 x layers x B x S^2 x d).
 // Usage: bench_runtime [steps]
@@ -71,6 +72,30 @@ void matmulPath() {
   }
 }
 
+void transposePath() {
+  std::printf("transpose: our kernel vs memcpy of the same bytes on the tiny GPT's shapes (best of 50)\n");
+  for (const std::vector<int64_t> &shape :
+       {std::vector<int64_t>{8, 64, 256}, {8, 64, 64}, {2, 64, 256}, {256, 64}, {64, 192}}) {
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    std::vector<float> a(static_cast<size_t>(n), 0.1f), c(static_cast<size_t>(n));
+    std::vector<int64_t> swapped = shape;
+    std::swap(swapped[swapped.size() - 1], swapped[swapped.size() - 2]);
+    const std::vector<runtime::TensorView> inputs = {{a.data(), ir::DType::F32, shape}},
+                                           outputs = {{c.data(), ir::DType::F32, swapped}};
+    const ir::AttrMap attrs = {{"dim0", static_cast<int64_t>(shape.size() - 2)},
+                               {"dim1", static_cast<int64_t>(shape.size() - 1)}};
+    const double ours = best(50, [&] { runtime::runKernel("transpose", attrs, inputs, outputs); });
+    const double copy = best(50, [&] { std::memcpy(c.data(), a.data(), static_cast<size_t>(n) * 4); });
+    std::string text;
+    for (int64_t d : shape)
+      text += (text.empty() ? "" : ", ") + std::to_string(d);
+    std::printf("  [%s]: ours %.1f us, memcpy %.1f us, ratio %.2f\n", text.c_str(), ours * 1e6, copy * 1e6,
+                copy / ours);
+  }
+}
+
 void allReduceBandwidth() {
   const int devices = 2;
   const int64_t floats = 4 << 20; // 16 MiB per device
@@ -109,6 +134,7 @@ int main(int argc, char **argv) {
   const double peak = sgemmPeak();
   std::printf("cblas_sgemm peak (1024^3, %u cores): %.1f GFLOP/s\n", std::thread::hardware_concurrency(), peak / 1e9);
   matmulPath();
+  transposePath();
   allReduceBandwidth();
 
   frontend::SourceManager sources;
