@@ -28,6 +28,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -106,27 +107,36 @@ double memcpyBandwidth() {
   return static_cast<double>(bytes) / best;
 }
 
-// Seconds of one exchange of 4 bytes between two device threads (median of 2000).
+// Seconds from the later arrival at an exchange of 4 bytes between two device threads to the
+// later departure (median of 500), each thread computing for about 100 us between exchanges
+// as it would between kernels: the waiting thread sleeps and is woken.
 double exchangeLatency() {
   runtime::ThreadsWorld world({0, 1});
-  const int rounds = 2000;
-  std::vector<double> seconds(rounds);
+  const int rounds = 500;
+  std::vector<std::array<Clock::time_point, 2>> arrive(rounds), leave(rounds);
   auto loop = [&](int d) {
     float value = 1.0f;
+    std::vector<float> a(64 * 64, 1.0f), c(64 * 64);
     for (int64_t tag = 0; tag < rounds; ++tag) {
+      for (int k = 0; k < 20; ++k) // 20 x 0.5 MFLOP
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 64, 64, 64, 1, a.data(), 64, a.data(), 64, 0, c.data(),
+                    64);
       runtime::Piece mine;
       mine.data = &value;
-      const auto start = Clock::now();
+      arrive[static_cast<size_t>(tag)][static_cast<size_t>(d)] = Clock::now();
       world.communicator(d).exchange({0, 1}, tag, mine, 4, [](const std::vector<runtime::Piece> &) {});
-      if (d == 0)
-        seconds[static_cast<size_t>(tag)] = std::chrono::duration<double>(Clock::now() - start).count();
+      leave[static_cast<size_t>(tag)][static_cast<size_t>(d)] = Clock::now();
     }
   };
   std::thread other(loop, 1);
   loop(0);
   other.join();
-  std::sort(seconds.begin(), seconds.end());
-  return seconds[rounds / 2];
+  std::vector<double> seconds;
+  for (size_t i = 0; i < arrive.size(); ++i)
+    seconds.push_back(
+        std::chrono::duration<double>(std::max(leave[i][0], leave[i][1]) - std::max(arrive[i][0], arrive[i][1]))
+            .count());
+  return quantile(seconds, 0.5);
 }
 
 // The single-device plan with its batch of 8 in `microbatches` micro-batches (written next to
@@ -195,7 +205,7 @@ int main(int argc, char **argv) {
   std::printf("calibration: one core's sgemm %.1f GFLOP/s, memcpy %.1f GB/s, %u cores\n", peak / 1e9, bandwidth / 1e9,
               cores);
 
-  // The cost model: one core's peak, memcpy bandwidth and the exchange latency now; the
+  // The cost model: one core's peak and memcpy bandwidth now; the exchange latency, the
   // kernels' costs and oversubscription from the rounds below.
   planner::CostModel model;
   model.overlap = false; // the threads backend runs communication on the device thread
@@ -203,13 +213,11 @@ int main(int argc, char **argv) {
   model.flops = [&](int) { return peak; };
   model.memoryBandwidth = [&](int) { return bandwidth; };
   model.efficiency = 1.0;
-  model.links.alpha = exchangeLatency();
   model.links.bandwidth = [&](int, int) { return bandwidth / 1e9; };
-  std::printf("calibration: an empty exchange between two device threads takes %.1f us (alpha)\n",
-              model.links.alpha * 1e6);
 
   // Everything is measured in turns (`rounds` rounds of `steps` steps each), so that a change
   // in the machine's load touches it all alike. Each round:
+  //  - measures the exchange latency (alpha);
   //  - traces the single-device plan with its batch of 8 in 1, 2, 4 and 8 micro-batches: each
   //    kernel call's time in the 3 steps after the first;
   //  - measures oversubscription: the 8-micro-batch plan run as twice as many copies at once
@@ -237,9 +245,10 @@ int main(int argc, char **argv) {
       t.join();
     return quantile(medians, 0.5);
   };
-  std::vector<double> oversubscription;
+  std::vector<double> oversubscription, alphas;
   for (int round = 0; round < rounds; ++round) {
     std::fprintf(stderr, "measuring: round %d of %d\n", round + 1, rounds);
+    alphas.push_back(exchangeLatency());
     for (size_t i = 0; i < calibration.size(); ++i)
       traceKernels(*calibration[i], traced[i]);
     oversubscription.push_back(concurrentStep(2 * cores) / (2 * concurrentStep(cores)));
@@ -278,6 +287,10 @@ int main(int argc, char **argv) {
                   name.c_str(), n, sx * 1e3, sy * 1e3, efficiency, overhead * 1e6);
   }
 
+  model.links.alpha = quantile(alphas, 0.5);
+  std::printf("calibration: an empty exchange between two device threads takes %.1f us (alpha; median of %d "
+              "rounds, %.1f - %.1f)\n",
+              model.links.alpha * 1e6, rounds, quantile(alphas, 0) * 1e6, quantile(alphas, 1) * 1e6);
   model.oversubscribed = quantile(oversubscription, 0.5);
   std::printf("calibration: with twice as many device threads as cores, kernels take %.3fx as long "
               "(median of %d rounds, %.3f - %.3f)\n",

@@ -224,18 +224,31 @@ private:
       double seconds = 0, latency = 0; // the collective's time; of it, the alphas
       if (kernelToo) {                 // vocabulary-parallel cross-entropy: compute plus small exchanges
         seconds = latency = (model_.exchange ? 2 : 3 * (n - 1)) * model_.links.alpha;
-      } else if (n > 1) {
-        double bytes = 0;
+      } else if (n > 1 && model_.exchange) {
+        // Each member builds its output from every member's piece: a reduction zeroes it
+        // (half a copy's traffic) and adds each piece into it (a copy-add, one and a half), a
+        // gather copies each piece's part: copies of the output's bytes, at the group's
+        // slowest link.
+        const bool reduction = in.op == "all-reduce" || in.op == "split-all-reduce" || in.op == "reduce-scatter" ||
+                               in.op == "split-reduce-scatter";
+        double out = 0;
         for (int member : in.group) {
-          const auto &other = steps_.at(member).body[at_[member]];
-          bytes = std::max(bytes, static_cast<double>(other.bytes));
+          const ir::DeviceProgram &theirs = steps_.at(member);
+          const ir::Instruction &other = theirs.body[at_[member]];
+          if (!other.outputs.empty())
+            out = std::max(out, static_cast<double>(theirs.buffers[static_cast<size_t>(other.outputs[0])].bytes()));
         }
+        latency = model_.links.alpha;
+        seconds = (reduction ? 0.5 + 1.5 * n : 1.0) * out / slowest + latency;
+      } else if (n > 1) {
         // `bytes` is what a member receives: for a ring all-reduce of a buffer of S bytes,
-        // 2(n-1)/n S (specialize takes it from the communication plan). In an exchange each
-        // member reads the other n-1 pieces whole: (n-1) S = n/2 times the ring's bytes.
+        // 2(n-1)/n S (specialize takes it from the communication plan), in 2(n-1) rounds.
+        double bytes = 0;
+        for (int member : in.group)
+          bytes = std::max(bytes, static_cast<double>(steps_.at(member).body[at_[member]].bytes));
         const bool allReduce = in.op == "all-reduce" || in.op == "split-all-reduce";
-        latency = (model_.exchange ? 1 : allReduce ? 2 * (n - 1) : n - 1) * model_.links.alpha;
-        seconds = (model_.exchange && allReduce ? n / 2 : 1.0) * bytes / slowest + latency;
+        latency = (allReduce ? 2 * (n - 1) : n - 1) * model_.links.alpha;
+        seconds = bytes / slowest + latency;
       }
       // Without overlap the members' threads do the copying, on cores; waiting out the
       // latency (a wake-up) takes none.

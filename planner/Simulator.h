@@ -36,8 +36,10 @@ struct CostModel {
   /// Communication runs on its own stream, overlapping computation that does not need it
   /// (GPU runtimes); false: one stream per device (the CPU threads backend).
   bool overlap = true;
-  /// Collectives as one rendezvous in which every member reads every other member's piece
-  /// (the CPU runtimes' exchange): alpha once; false: ring rounds, alpha per round (NCCL).
+  /// Collectives as one rendezvous in which every member builds its output from every
+  /// member's piece (the CPU runtimes' exchange): alpha once, then a reduction zeroes the
+  /// output and adds each piece, a gather copies them; false: ring rounds, alpha per round
+  /// (NCCL).
   bool exchange = false;
   /// Devices share this many cores (0: each device has its own; the CPU threads backend
   /// runs more devices than cores): kernels, and without overlap collectives, wait for one.

@@ -42,9 +42,9 @@ int work(ir::DeviceProgram &p, ir::Phase phase, int64_t microseconds, int input 
 }
 
 // A collective of `group` reading `input` (a fresh buffer if -1) with `bytes` received by
-// each member; returns the buffer it writes.
+// each member; returns the buffer of `outElements` floats it writes.
 int collective(ir::DeviceProgram &p, const std::string &op, std::vector<int> group, int64_t tag, int64_t bytes,
-               int input = -1) {
+               int input = -1, int64_t outElements = 1) {
   ir::Instruction in;
   in.kind = ir::InstrKind::Collective;
   in.op = op;
@@ -52,7 +52,7 @@ int collective(ir::DeviceProgram &p, const std::string &op, std::vector<int> gro
   in.tag = tag;
   in.bytes = bytes;
   in.inputs = {input >= 0 ? input : addBuffer(p, 1)};
-  in.outputs = {addBuffer(p, 1)};
+  in.outputs = {addBuffer(p, outElements)};
   p.body.push_back(in);
   return in.outputs[0];
 }
@@ -104,7 +104,8 @@ TEST(Simulator, PipelineBubbleMatchesTheFormula) {
 }
 
 // A ring all-reduce of S bytes over n devices: 2(n-1)/n S / B + 2(n-1) alpha. As one
-// exchange (the CPU runtimes), each member reads the n-1 other pieces: (n-1) S / B + alpha.
+// exchange (the CPU runtimes), each member zeroes its output (half a copy of S) and adds the
+// n pieces into it (a copy and a half each): (0.5 + 1.5 n) S / B + alpha.
 TEST(Simulator, RingAllReduceMatchesTheFormula) {
   const double S = 64e6, B = 10e9, alpha = 5e-6;
   for (bool exchange : {false, true})
@@ -117,14 +118,16 @@ TEST(Simulator, RingAllReduceMatchesTheFormula) {
         ir::DeviceProgram &p = programs[d];
         p.device = d;
         p.schedule = {{ir::Phase::Forward, 0}};
-        collective(p, "all-reduce", group, 9, static_cast<int64_t>(2.0 * (n - 1) / n * S)); // what each receives
+        collective(p, "all-reduce", group, 9, static_cast<int64_t>(2.0 * (n - 1) / n * S), // what each receives
+                   -1, static_cast<int64_t>(S / 4));
       }
       planner::CostModel model = unitModel();
       model.links.alpha = alpha;
       model.links.bandwidth = [&](int, int) { return B / 1e9; };
       model.exchange = exchange;
       const auto sim = planner::simulate(programs, model);
-      const double expected = exchange ? (n - 1) * S / B + alpha : 2.0 * (n - 1) / n * S / B + 2 * (n - 1) * alpha;
+      const double expected =
+          exchange ? (0.5 + 1.5 * n) * S / B + alpha : 2.0 * (n - 1) / n * S / B + 2 * (n - 1) * alpha;
       EXPECT_NEAR(sim.stepSeconds, expected, 1e-9) << n << " devices" << (exchange ? ", one exchange" : ", ring");
     }
 }
@@ -214,8 +217,9 @@ TEST(Simulator, CollectiveLatencyTakesNoCore) {
       ir::DeviceProgram &p = programs[d];
       p.device = d;
       p.schedule = {{ir::Phase::Forward, 0}};
+      // An output of copyUs x 1000 bytes: at 1 GB/s, copyUs microseconds to gather.
       collective(p, "all-gather", d < 2 ? std::vector<int>{0, 1} : std::vector<int>{2, 3}, d < 2 ? 1 : 2,
-                 static_cast<int64_t>(copyUs * 1e3)); // at 1 GB/s: copyUs microseconds
+                 static_cast<int64_t>(copyUs * 1e3), -1, static_cast<int64_t>(copyUs * 1e3 / 4));
     }
     ir::DeviceProgram &lone = programs[4];
     lone.device = 4;
