@@ -5,7 +5,8 @@
 //   inter_node_gbps = 25.0          # network bandwidth per device, GB/s
 //   overlap_communication = true    # optional: communication overlaps computation (default)
 //   collectives = "ring"            # optional: "ring" (NCCL, default) or "exchange" (the
-//                                   # CPU runtimes: one rendezvous, every member reads all)
+//                                   # CPU runtimes: one rendezvous, each member sums or copies
+//                                   # every piece into its output)
 //   [[nodes]]
 //   type = "H800"                   # a type from stdlib/devices.toml or [types.NAME] below
 //   devices = 8                     # device ids are given in order, node after node
