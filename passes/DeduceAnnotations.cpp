@@ -11,11 +11,15 @@
 //     bytes moved to bring the operands to it, and the cheapest wins; ties go to
 //     pass-through splits (tensor parallelism: column-parallel before row-parallel; a rule
 //     may prefer its contraction, as embeddings do: vocabulary-parallel), then to the
-//     largest factor of an undecided parameter, then to partial sums, then to copies.
+//     largest factor of an undecided parameter (or split as the plan split a dimension of
+//     its size), then to partial sums, then to copies.
 //     Carrying partial sums through a linear op is charged the reduction its growth will
-//     cost later (when each device would hold more of the result than of the operand); at
-//     the hetero level a factor may also be split as the plan split another dimension of
-//     its size over the same groups (a gradient reduce-scattered to the cp shares);
+//     cost later (when each device would hold more of the result than of the operand), and
+//     so, across groups, is a contraction split whose result outgrows the split operand (not
+//     for a parameter's gradient, which is reduced anyway); at the hetero level a factor may
+//     also be split as the plan split another dimension of its size over the same groups (a
+//     gradient reduce-scattered to the cp shares, head-parallel attention's output moved to
+//     the sequence shares);
 //  4. operands that must change get a `reshard` op before the op; an undecided leaf is
 //     decided by its first consumer, and so is an op that only reads undecided leaves: the
 //     consumer's requirement is pushed back through it to the leaves (the backward step);
@@ -313,6 +317,20 @@ private:
           else if (kind != FactorKind::Internal)
             out = Meaning{Kind::Partial}; // summed out for this result
         }
+        // Across groups, a contraction split whose result outgrows the split operand's pieces
+        // leaves each group a partial sum of the whole, to be reduced later (at least
+        // reduce-scattered): charged now, so that a large result is not made from small pieces
+        // (attention's output projection after head parallelism moves its pieces to the
+        // sequence shares instead). A parameter's gradient is reduced by the gradient
+        // synchronisation whatever is chosen here: not charged.
+        if (hetero && c.meaning.kind == Kind::Split && out.kind == Kind::Partial && !isGradient(op.results[r])) {
+          bool grows = false;
+          for (size_t o = 0; o < m.size(); ++o)
+            grows =
+                grows || (rule.operandHas(static_cast<int>(o), c.meaning.factor) && o < growth.size() && growth[o] > 1);
+          if (grows)
+            c.cost += conversionCost(out, c.meaning, count, valueBytes(*op.results[r]));
+        }
         c.results.push_back(out);
       }
       list.push_back(std::move(c));
@@ -320,11 +338,13 @@ private:
     add(Candidate{Meaning{Kind::Dup}, -1, {}, {}, 0, 0, 3});
     // A factor the plan splits unequally elsewhere (over the same cells) may be split so here:
     // a partial sum reduce-scattered to the sequence shares rather than all-reduced.
+    std::set<int> fromPlan; // factors split as the plan split a dimension of their size
     if (hetero)
       for (size_t f = 0; f < rule.factors.size(); ++f)
         if (auto size = rule.factors[f].size.constant(); size && known.count(*size) && !splitAs.count(int(f))) {
           splitAs.emplace(static_cast<int>(f), Meaning{Kind::Split, static_cast<int>(f), known.at(*size), false});
           factors.insert(static_cast<int>(f));
+          fromPlan.insert(static_cast<int>(f));
         }
     for (int f : factors) {
       if (rule.factors[f].kind == FactorKind::NeedWhole)
@@ -335,7 +355,7 @@ private:
       const bool passThrough = rule.factors[f].kind == FactorKind::PassThrough;
       Candidate c{split, -1, {}, {}, 0, 0, passThrough != rule.preferContraction ? 0 : 1};
       for (size_t o = 0; o < m.size(); ++o)
-        if (m[o].kind == Kind::Free && rule.operandHas(static_cast<int>(o), f))
+        if ((m[o].kind == Kind::Free && rule.operandHas(static_cast<int>(o), f)) || fromPlan.count(f))
           c.freeFactorSize = std::max(c.freeFactorSize, constantOr(rule.factors[f].size));
       add(c);
     }
@@ -354,6 +374,11 @@ private:
         }
     std::sort(list.begin(), list.end(), better);
     return list;
+  }
+
+  bool isGradient(const ir::Value *value) const {
+    return std::any_of(plan_.gradients.begin(), plan_.gradients.end(),
+                       [&](const auto &entry) { return entry.second == value; });
   }
 
   static int64_t constantOr(const ir::SymExpr &size) { return size.constant().value_or(2); }

@@ -468,7 +468,10 @@ private:
         layerOf[b.id] = std::stoi(b.value.substr(open + 1));
     }
     for (const ir::Instruction &in : program.body) {
-      if (in.phase != ir::Phase::Forward)
+      // What a device of the same stage sends belongs to the sender's layer, which this
+      // program does not see: no layer (head parallelism's attention output, received by a
+      // device that holds no heads, is received again rather than kept).
+      if (in.phase != ir::Phase::Forward || (in.kind == ir::InstrKind::Recv && sameStage(in.peer, me)))
         continue;
       int layer = -1;
       for (int b : in.inputs)

@@ -183,13 +183,13 @@ TEST(Cli, PlanWritesAPlanThatLintsAndTrains) {
 }
 
 // When no finalist fits memory, the next best as many of each family are simulated too,
-// once: LLaMA-2-7B at 256K positions on 8 H100 + 8 A100 with one finalist per family, none of
-// the first five fits 80 GiB; of the next five, context parallelism over all 16 devices as
+// once: LLaMA-2-13B at 144K positions on 8 H100 + 8 A100 with one finalist per family, none
+// of the first five fits 80 GiB; of the next five, context parallelism over all 16 devices as
 // 4 groups of tp 4 does, and is written.
 TEST(Cli, PlanWidensTheFinalistsWhenNoneFits) {
-  const std::string out = "build/cli_plan_256k.hspmd";
-  CliRun run = hspmc("plan examples/llama/llama2_7b.hspmd --cluster examples/clusters/h100x8_a100x8.toml "
-                     "--seq 262144 --tokens 262144 --finalists 1 -o " +
+  const std::string out = "build/cli_plan_144k.hspmd";
+  CliRun run = hspmc("plan examples/llama/llama2_13b.hspmd --cluster examples/clusters/h100x8_a100x8.toml "
+                     "--seq 147456 --tokens 147456 --finalists 1 -o " +
                      out);
   EXPECT_EQ(run.code, 0) << run.output;
   const auto widened =
