@@ -5,6 +5,7 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -141,6 +142,20 @@ TEST(Cli, SimulatePrintsTheStepAndEachDevice) {
   CliRun none = hspmc("simulate tests/lint/hs200_no_cluster.hspmd");
   EXPECT_EQ(none.code, 1);
   EXPECT_NE(none.output.find("simulate needs a cluster: the plan names none"), std::string::npos) << none.output;
+}
+
+// Every cluster-scale example plan compiles for training and simulates: the verifier checks
+// its programs across devices (the 32B plan's two unequal pipelines once met a collective
+// that only some of its group called).
+TEST(Cli, EveryClusterScaleExamplePlanSimulates) {
+  for (const auto &entry : std::filesystem::directory_iterator("examples/llama/plans")) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("llama", 0) != 0)
+      continue; // the tiny plans run in TrainTest
+    CliRun run = hspmc("simulate " + entry.path().string());
+    EXPECT_EQ(run.code, 0) << name << ": " << run.output;
+    EXPECT_EQ(run.output.rfind("step ", 0), 0u) << name << ": " << run.output;
+  }
 }
 
 // hspmc plan writes a plan that lints clean, trains, and in the simulator beats equal shares
