@@ -23,8 +23,8 @@ void transpose(const ir::AttrMap &attrs, const TensorView &x, const TensorView &
   std::swap(strides[d0], strides[d1]);
   const int bytes = elementBytes(x);
   if (x.dtype == ir::DType::F32 && std::max(d0, d1) + 1 == x.shape.size() && std::min(d0, d1) + 2 == x.shape.size()) {
-    // The last two dimensions swap: a batch of matrix transposes (OpenBLAS's out-of-place
-    // transposing copy, about 3x a tiled loop's speed here).
+    // The last two dimensions swap: a batch of matrix transposes, by OpenBLAS's out-of-place
+    // transposing copy (bench_runtime: 0.42-0.64x of memcpy's speed, a tiled loop 0.14-0.20x).
     const int64_t rows = x.shape[x.shape.size() - 2], cols = x.shape.back();
     const int64_t count = rows * cols == 0 ? 0 : x.numel() / (rows * cols);
     const auto *src = static_cast<const float *>(x.data);
