@@ -15,11 +15,11 @@
 //     its size), then to partial sums, then to copies.
 //     Carrying partial sums through a linear op is charged the reduction its growth will
 //     cost later (when each device would hold more of the result than of the operand), and
-//     so, across groups, is a contraction split whose result outgrows the split operand (not
-//     for a parameter's gradient, which is reduced anyway); at the hetero level a factor may
-//     also be split as the plan split another dimension of its size over the same groups (a
-//     gradient reduce-scattered to the cp shares, head-parallel attention's output moved to
-//     the sequence shares);
+//     so, across groups, is a contraction split whose result outgrows the split operand; at
+//     the hetero level a factor may also be split as the plan split another dimension of its
+//     size over the same groups (a gradient reduce-scattered to the cp shares, head-parallel
+//     attention's output moved to the sequence shares), and across pipelines (their own
+//     micro-batch schedules) a choice that moves nothing comes first;
 //  4. operands that must change get a `reshard` op before the op; an undecided leaf is
 //     decided by its first consumer, and so is an op that only reads undecided leaves: the
 //     consumer's requirement is pushed back through it to the leaves (the backward step);
@@ -48,6 +48,7 @@ struct Candidate {
   double cost = 0;
   int64_t freeFactorSize = 0;
   int kindRank = 3;
+  bool moves = false; // some operand must move between the cells now
 };
 
 bool better(const Candidate &a, const Candidate &b) {
@@ -294,7 +295,9 @@ private:
                  (rule.linearity == Linearity::Additive || static_cast<int>(o) == c.keepPartial))
           want = Meaning{Kind::Partial};
         c.required[o] = want;
-        c.cost += conversionCost(m[o], want, count, bytes[o]);
+        const double now = conversionCost(m[o], want, count, bytes[o]);
+        c.cost += now;
+        c.moves = c.moves || now > 0;
         // Across groups, a piece taken as a partial sum of the whole tensor costs nothing to
         // move now, but the whole tensor is to be reduced later where the pieces were not.
         if (hetero && m[o].kind == Kind::Split && want.kind == Kind::Partial)
@@ -321,9 +324,8 @@ private:
         // leaves each group a partial sum of the whole, to be reduced later (at least
         // reduce-scattered): charged now, so that a large result is not made from small pieces
         // (attention's output projection after head parallelism moves its pieces to the
-        // sequence shares instead). A parameter's gradient is reduced by the gradient
-        // synchronisation whatever is chosen here: not charged.
-        if (hetero && c.meaning.kind == Kind::Split && out.kind == Kind::Partial && !isGradient(op.results[r])) {
+        // sequence shares instead).
+        if (hetero && c.meaning.kind == Kind::Split && out.kind == Kind::Partial) {
           bool grows = false;
           for (size_t o = 0; o < m.size(); ++o)
             grows =
@@ -374,11 +376,6 @@ private:
         }
     std::sort(list.begin(), list.end(), better);
     return list;
-  }
-
-  bool isGradient(const ir::Value *value) const {
-    return std::any_of(plan_.gradients.begin(), plan_.gradients.end(),
-                       [&](const auto &entry) { return entry.second == value; });
   }
 
   static int64_t constantOr(const ir::SymExpr &size) { return size.constant().value_or(2); }
@@ -483,8 +480,13 @@ private:
       for (const auto &[key, sizes] : heteroSplits_)
         if (key.second == groups)
           known.emplace(key.first, sizes);
-      for (const Candidate &c : candidates(op, rule, m, bytes, static_cast<int>(cells.size()), true,
-                                           growth(op, rule, operands, cells), known)) {
+      auto list = candidates(op, rule, m, bytes, static_cast<int>(cells.size()), true,
+                             growth(op, rule, operands, cells), known);
+      // Cells in different pipelines run their micro-batches on their own schedules: an op
+      // moves nothing between them when it can help it (only gradients meet, once a step).
+      if (auto stages = plan_.stageOf.find(&op); stages != plan_.stageOf.end() && stages->second.size() > 1)
+        std::stable_partition(list.begin(), list.end(), [](const Candidate &c) { return !c.moves; });
+      for (const Candidate &c : list) {
         Decision trial = d;
         trial.requiredHetero = c.required;
         trial.resultHetero = c.results;
