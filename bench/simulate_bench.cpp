@@ -3,7 +3,8 @@
 //
 // Calibration, all measured in this run: a device's peak is single-threaded cblas_sgemm
 // (1024^3), its memory bandwidth memcpy's. Links run at memcpy bandwidth with an alpha
-// measured on empty exchanges between two device threads. Each kernel name gets a fixed cost
+// measured on empty exchanges between two device threads that compute about 100 us between
+// them (the wake-up; a tight loop is faster than training). Each kernel name gets a fixed cost
 // per call and an efficiency against its roofline: the least-squares line through its calls'
 // measured times in traced runs of the single-device plan with its batch of 8 in 1, 2, 4 and
 // 8 micro-batches. The devices' threads share the machine's cores: the simulator hands each
@@ -67,12 +68,19 @@ std::unique_ptr<Compiled> compile(const std::string &plan) {
   return c;
 }
 
-// Seconds of each of `steps` steps (after a warm-up step).
-std::vector<double> measure(const Compiled &c, int steps) {
+// Runs `c` for `steps` steps on the threads backend (with a Chrome trace of the first
+// runtime::kTracedSteps steps at `trace`, if given).
+runtime::RunResult train(const Compiled &c, int steps, const std::string &trace = "") {
   runtime::RunOptions run;
   run.data = std::string(HSPMD_SOURCE_DIR) + "/examples/data/gpl-3.txt";
-  run.steps = steps + 1;
-  auto times = runtime::runThreads(c.result.programs[0], c.model, run).stepSeconds;
+  run.steps = steps;
+  run.trace = trace;
+  return runtime::runThreads(c.result.programs[0], c.model, run);
+}
+
+// Seconds of each of `steps` steps (after a warm-up step).
+std::vector<double> measure(const Compiled &c, int steps) {
+  auto times = train(c, steps + 1).stepSeconds;
   times.erase(times.begin()); // the warm-up step
   return times;
 }
@@ -177,19 +185,16 @@ KernelCalls kernelCalls(const Compiled &c, const planner::CostModel &model) {
 
 // Adds each call's time in the traced steps after the first (allocating) one to `calls`.
 void traceKernels(const Compiled &c, KernelCalls &calls) {
-  runtime::RunOptions run;
-  run.data = std::string(HSPMD_SOURCE_DIR) + "/examples/data/gpl-3.txt";
-  run.steps = runtime::kTracedSteps;
-  run.trace = "/tmp/hspmd_bench_simulate_trace.json";
-  runtime::runThreads(c.result.programs[0], c.model, run);
-  std::ifstream file(run.trace);
+  const std::string path = "/tmp/hspmd_bench_simulate_trace.json";
+  train(c, runtime::kTracedSteps, path);
+  std::ifstream file(path);
   const nlohmann::json trace = nlohmann::json::parse(file);
   std::vector<std::pair<double, double>> spans; // start, seconds
   for (const auto &event : trace["traceEvents"])
     if (event.value("cat", "") == "compute")
       spans.push_back({event["ts"].get<double>(), event["dur"].get<double>() * 1e-6});
   std::sort(spans.begin(), spans.end());
-  if (spans.size() != calls.names.size() * static_cast<size_t>(run.steps))
+  if (spans.size() != calls.names.size() * static_cast<size_t>(runtime::kTracedSteps))
     throw std::runtime_error("the trace does not hold the simulated kernel calls");
   for (size_t i = calls.names.size(); i < spans.size(); ++i)
     calls.measured[i % calls.names.size()].push_back(spans[i].second);
@@ -304,11 +309,7 @@ int main(int argc, char **argv) {
     const char *traces = std::getenv("HSPMD_BENCH_TRACES");
     const planner::Simulation simulation = planner::simulate(compiled[i]->result.programs[0], shared, traces);
     if (traces) { // both traces of each plan, to compare device by device
-      runtime::RunOptions run;
-      run.data = std::string(HSPMD_SOURCE_DIR) + "/examples/data/gpl-3.txt";
-      run.steps = 4;
-      run.trace = std::string(traces) + "/" + plans[i] + ".measured.json";
-      runtime::runThreads(compiled[i]->result.programs[0], compiled[i]->model, run);
+      train(*compiled[i], runtime::kTracedSteps, std::string(traces) + "/" + plans[i] + ".measured.json");
       std::map<int, std::vector<runtime::TraceEvent>> events;
       for (const auto &e : simulation.events)
         events[e.device].push_back({e.name, e.communication, e.start, e.seconds});
