@@ -4,10 +4,11 @@
 // Calibration, all measured in this run: a device's peak is single-threaded cblas_sgemm
 // (1024^3), its memory bandwidth memcpy's. Links run at memcpy bandwidth with an alpha
 // measured on empty exchanges between two device threads that compute about 100 us between
-// them (the wake-up; a tight loop is faster than training). Each kernel name gets a fixed cost
-// per call and an efficiency against its roofline: the least-squares line through its calls'
-// measured times in traced runs of the single-device plan with its batch of 8 in 1, 2, 4 and
-// 8 micro-batches. The devices' threads share the machine's cores: the simulator hands each
+// them and arrive together; the wake-up of a thread that waited long enough to sleep
+// (ThreadsWorld::kSpin) is measured with one thread computing ~300 us more. Each kernel name
+// gets a fixed cost per call and an efficiency against its roofline: the least-squares line
+// through its calls' measured times in traced runs of the single-device plan with its batch of
+// 8 in 1, 2, 4 and 8 micro-batches. The devices' threads share the machine's cores: the simulator hands each
 // kernel (and each collective's copying) the next free core, in time order, and with more
 // devices than cores every kernel takes longer by the measured oversubscription (CostModel::
 // cores, oversubscribed).
@@ -116,9 +117,11 @@ double memcpyBandwidth() {
 }
 
 // Seconds from the later arrival at an exchange of 4 bytes between two device threads to the
-// later departure (median of 500), each thread computing for about 100 us between exchanges
-// as it would between kernels: the waiting thread sleeps and is woken.
-double exchangeLatency() {
+// later departure (median of 500), device d computing for `sgemms[d]` 64^3 sgemms (about 4 us
+// each) between exchanges as it would between kernels. With equal work neither waits long
+// enough to sleep (alpha); when one arrives much earlier it sleeps and is woken (alpha plus
+// the wake-up, CostModel::wakeup).
+double exchangeLatency(std::array<int, 2> sgemms) {
   runtime::ThreadsWorld world({0, 1});
   const int rounds = 500;
   std::vector<std::array<Clock::time_point, 2>> arrive(rounds), leave(rounds);
@@ -126,7 +129,7 @@ double exchangeLatency() {
     float value = 1.0f;
     std::vector<float> a(64 * 64, 1.0f), c(64 * 64);
     for (int64_t tag = 0; tag < rounds; ++tag) {
-      for (int k = 0; k < 20; ++k) // 20 x 0.5 MFLOP
+      for (int k = 0; k < sgemms[static_cast<size_t>(d)]; ++k) // 0.5 MFLOP each
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 64, 64, 64, 1, a.data(), 64, a.data(), 64, 0, c.data(),
                     64);
       runtime::Piece mine;
@@ -250,10 +253,11 @@ int main(int argc, char **argv) {
       t.join();
     return quantile(medians, 0.5);
   };
-  std::vector<double> oversubscription, alphas;
+  std::vector<double> oversubscription, alphas, wakeups;
   for (int round = 0; round < rounds; ++round) {
     std::fprintf(stderr, "measuring: round %d of %d\n", round + 1, rounds);
-    alphas.push_back(exchangeLatency());
+    alphas.push_back(exchangeLatency({20, 20}));
+    wakeups.push_back(exchangeLatency({80, 0}) - alphas.back()); // device 1 waits ~300 us
     for (size_t i = 0; i < calibration.size(); ++i)
       traceKernels(*calibration[i], traced[i]);
     oversubscription.push_back(concurrentStep(2 * cores) / (2 * concurrentStep(cores)));
@@ -293,9 +297,15 @@ int main(int argc, char **argv) {
   }
 
   model.links.alpha = quantile(alphas, 0.5);
-  std::printf("calibration: an empty exchange between two device threads takes %.1f us (alpha; median of %d "
+  std::printf("calibration: an empty exchange between two device threads that arrive together takes %.1f us (alpha; "
+              "median of %d "
               "rounds, %.1f - %.1f)\n",
               model.links.alpha * 1e6, rounds, quantile(alphas, 0) * 1e6, quantile(alphas, 1) * 1e6);
+  model.spin = std::chrono::duration<double>(runtime::ThreadsWorld::kSpin).count();
+  model.wakeup = std::max(0.0, quantile(wakeups, 0.5));
+  std::printf("calibration: a device thread that waited longer than %.0f us (polling) sleeps, and its wake-up takes "
+              "%.1f us more (median of %d rounds, %.1f - %.1f)\n",
+              model.spin * 1e6, model.wakeup * 1e6, rounds, quantile(wakeups, 0) * 1e6, quantile(wakeups, 1) * 1e6);
   model.oversubscribed = quantile(oversubscription, 0.5);
   std::printf("calibration: with twice as many device threads as cores, kernels take %.3fx as long "
               "(median of %d rounds, %.3f - %.3f)\n",

@@ -212,14 +212,19 @@ private:
           return false;
       }
       const bool kernelToo = in.kind == ir::InstrKind::Kernel;
-      double start = 0, slowest = std::numeric_limits<double>::infinity();
+      double start = 0, first = std::numeric_limits<double>::infinity();
+      double slowest = std::numeric_limits<double>::infinity();
       for (int member : in.group) {
         const ir::Instruction &mine = steps_.at(member).body[at_[member]];
-        start = std::max({start, stream(member, true), kernelToo ? stream(member, false) : 0.0, ready(member, mine)});
+        const double arrives =
+            std::max({stream(member, true), kernelToo ? stream(member, false) : 0.0, ready(member, mine)});
+        start = std::max(start, arrives);
+        first = std::min(first, arrives);
         for (int other : in.group)
           if (other != member)
             slowest = std::min(slowest, bandwidth(member, other));
       }
+      const double woken = wakeup(start - first); // the first to arrive may have slept
       const double n = static_cast<double>(in.group.size());
       double seconds = 0, latency = 0; // the collective's time; of it, the alphas
       if (kernelToo) {                 // vocabulary-parallel cross-entropy: compute plus small exchanges
@@ -250,6 +255,8 @@ private:
         latency = (allReduce ? 2 * (n - 1) : n - 1) * model_.links.alpha;
         seconds = bytes / slowest + latency;
       }
+      seconds += woken;
+      latency += woken;
       // Without overlap the members' threads do the copying, on cores; waiting out the
       // latency (a wake-up) takes none.
       if (!model_.overlap)
@@ -291,7 +298,7 @@ private:
       // Waiting for the sender to send is idle time; the transfer itself is communication.
       const double t = std::max(stream(device, true), ready(device, in));
       const double transfer = model_.links.alpha + static_cast<double>(in.bytes) / bandwidth(in.peer, device);
-      const double arrival = std::max(t, it->second);
+      const double arrival = std::max(t, it->second + wakeup(it->second - t));
       const double moving = std::min(arrival - t, transfer);
       record(device, in.op, true, arrival - moving, moving);
       stream(device, true) = arrival;
@@ -310,6 +317,9 @@ private:
     ++at_[device];
     return true;
   }
+
+  // What a device that waited `waited` seconds for a peer pays to be woken (CostModel::spin).
+  double wakeup(double waited) const { return waited > model_.spin ? model_.wakeup : 0.0; }
 
   double kernelSeconds(int device, const ir::Instruction &in, const ir::DeviceProgram &program) const {
     return slowdown_ * unsharedKernelSeconds(device, in, program);

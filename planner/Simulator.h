@@ -47,6 +47,11 @@ struct CostModel {
   /// With more devices than `cores`: how much longer every kernel takes (the operating
   /// system switching the devices' threads; measured by bench_simulate).
   double oversubscribed = 1.0;
+  /// A device that waits longer than `spin` seconds for a peer (its collective's last member,
+  /// its message) has gone to sleep, and waking it takes `wakeup` seconds more; a collective
+  /// holds all its members until then (the CPU threads backend polls before it sleeps; none by
+  /// default).
+  double spin = 0, wakeup = 0;
 };
 
 /// The cost model of a cluster file: its device types' bf16 peak, HBM bandwidth and links.

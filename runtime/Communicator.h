@@ -7,6 +7,7 @@
 // others' waits. Both end in a CommError naming the peer that did not come.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -57,10 +58,16 @@ public:
 /// The shared state of a threads run: mailboxes and rendezvous, guarded by one mutex. Each
 /// device waits on its own condition variable and is woken only by what concerns it (a
 /// message to it, its group's rendezvous, a barrier, a failure): with more devices than
-/// cores, waking every waiter on every event cost measurable time.
+/// cores, waking every waiter on every event cost measurable time. Before it sleeps, a
+/// waiting device polls its event counter for up to `spin` (yielding the core between polls):
+/// a sleeping thread's wake-up took 25-60 us on the 2-core machine, and an exchange has two
+/// rendezvous (bench_simulate's dp2_zero spent most of its collectives' time in them).
 class ThreadsWorld {
 public:
-  explicit ThreadsWorld(std::vector<int> devices, std::chrono::milliseconds timeout = std::chrono::seconds(120));
+  /// How long a waiting device polls before it sleeps, by default.
+  static constexpr std::chrono::microseconds kSpin{50};
+  explicit ThreadsWorld(std::vector<int> devices, std::chrono::milliseconds timeout = std::chrono::seconds(120),
+                        std::chrono::microseconds spin = kSpin);
   /// The communicator of one device (owned by the world).
   Communicator &communicator(int device);
   /// Stops every wait of every device: they throw CommError with `reason`.
@@ -74,10 +81,19 @@ private:
     std::vector<bool> posted;
     int arrived = 0, finished = 0, left = 0;
   };
+  struct Waiter {
+    std::condition_variable wakeup;
+    std::atomic<uint64_t> events{0}; // bumped (under the mutex) with every notify
+    void notify() {
+      events.fetch_add(1, std::memory_order_release);
+      wakeup.notify_all();
+    }
+  };
   std::vector<int> devices_;
   std::chrono::milliseconds timeout_;
+  std::chrono::microseconds spin_;
   std::mutex mutex_;
-  std::map<int, std::condition_variable> wakeup_; // per device
+  std::map<int, Waiter> waiters_; // per device
   std::string failure_;
   std::map<std::tuple<int, int, int64_t>, std::deque<std::vector<char>>> mailboxes_; // (from, to, tag)
   std::map<std::pair<int64_t, std::vector<int>>, Rendezvous> rendezvous_;            // (tag, group)

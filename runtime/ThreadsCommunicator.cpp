@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <thread>
 
 namespace hspmd::runtime {
 
@@ -22,7 +23,7 @@ public:
   void send(int peer, int64_t tag, std::vector<char> message) override {
     std::lock_guard lock(world_.mutex_);
     world_.mailboxes_[{device_, peer, tag}].push_back(std::move(message));
-    world_.wakeup_[peer].notify_all();
+    world_.waiters_.at(peer).notify();
   }
 
   std::vector<char> recv(int peer, int64_t tag) override {
@@ -78,8 +79,8 @@ public:
     if (++world_.barrierArrived_ == static_cast<int>(world_.devices_.size())) {
       world_.barrierArrived_ = 0;
       ++world_.barrierGeneration_;
-      for (auto &[device, wakeup] : world_.wakeup_)
-        wakeup.notify_all();
+      for (auto &[device, waiter] : world_.waiters_)
+        waiter.notify();
       return;
     }
     wait(
@@ -93,7 +94,7 @@ private:
   void wakeGroup(const std::vector<int> &group) {
     for (int member : group)
       if (member != device_)
-        world_.wakeup_[member].notify_all();
+        world_.waiters_.at(member).notify();
   }
 
   std::string missing(const std::pair<int64_t, std::vector<int>> &key, const std::vector<int> &group) {
@@ -105,12 +106,29 @@ private:
     return "device(s) " + who + " to join the collective (tag " + std::to_string(key.first) + ")";
   }
 
+  /// Polls for an event while the lock is released, for up to the world's spin time; true
+  /// if one came (the caller checks again).
+  bool poll(std::unique_lock<std::mutex> &lock, ThreadsWorld::Waiter &me) {
+    if (world_.spin_.count() <= 0)
+      return false;
+    const uint64_t seen = me.events.load(std::memory_order_acquire);
+    lock.unlock();
+    const auto until = std::chrono::steady_clock::now() + world_.spin_;
+    while (me.events.load(std::memory_order_acquire) == seen && std::chrono::steady_clock::now() < until)
+      std::this_thread::yield();
+    lock.lock();
+    return me.events.load(std::memory_order_relaxed) != seen; // read under the lock: none is lost before the sleep
+  }
+
   template <typename Ready, typename What> void wait(std::unique_lock<std::mutex> &lock, Ready ready, What what) {
     const auto deadline = std::chrono::steady_clock::now() + world_.timeout_;
+    auto &me = world_.waiters_.at(device_);
     while (!ready()) {
       if (!world_.failure_.empty())
         throw CommError("device " + std::to_string(device_) + " stopped: " + world_.failure_);
-      if (world_.wakeup_[device_].wait_until(lock, deadline) == std::cv_status::timeout && !ready()) {
+      if (poll(lock, me))
+        continue;
+      if (me.wakeup.wait_until(lock, deadline) == std::cv_status::timeout && !ready()) {
         std::string waitingFor;
         if constexpr (std::is_invocable_v<What>)
           waitingFor = what();
@@ -123,11 +141,11 @@ private:
   }
 };
 
-ThreadsWorld::ThreadsWorld(std::vector<int> devices, std::chrono::milliseconds timeout)
-    : devices_(std::move(devices)), timeout_(timeout) {
+ThreadsWorld::ThreadsWorld(std::vector<int> devices, std::chrono::milliseconds timeout, std::chrono::microseconds spin)
+    : devices_(std::move(devices)), timeout_(timeout), spin_(spin) {
   for (int d : devices_) {
     communicators_[d] = std::make_unique<ThreadsCommunicator>(*this, d);
-    wakeup_[d]; // created before the threads start: the map is not changed while they run
+    waiters_[d]; // created before the threads start: the map is not changed while they run
   }
 }
 
@@ -139,8 +157,8 @@ void ThreadsWorld::fail(const std::string &reason) {
   std::lock_guard lock(mutex_);
   if (failure_.empty())
     failure_ = reason;
-  for (auto &[device, wakeup] : wakeup_)
-    wakeup.notify_all();
+  for (auto &[device, waiter] : waiters_)
+    waiter.notify();
 }
 
 } // namespace hspmd::runtime

@@ -250,3 +250,35 @@ TEST(Simulator, KernelsPayTheirFixedCostPerCall) {
   model.kernelOverhead["other"] = 1.0; // another kernel's cost does not apply
   EXPECT_NEAR(planner::simulate(programs, model).stepSeconds, 69e-6, 1e-12);
 }
+
+// A device that waits longer than CostModel::spin for its peer sleeps and is woken `wakeup`
+// later: device 0 arrives at the all-reduce (and device 2 at its receive) after 10 us, device
+// 1 (and the sender 3) after `late` us. Waiting 5 us costs nothing; waiting 30 us costs the
+// wake-up, and the all-reduce holds both members until the sleeper is awake.
+TEST(Simulator, ASleepingWaiterPaysTheWakeUp) {
+  for (int64_t late : {15, 40}) {
+    std::map<int, ir::DeviceProgram> programs;
+    for (int d = 0; d < 4; ++d) {
+      ir::DeviceProgram &p = programs[d];
+      p.device = d;
+      p.schedule = {{ir::Phase::Forward, 0}};
+      const int x = work(p, ir::Phase::Forward, d == 1 || d == 3 ? late : 10);
+      if (d < 2)
+        work(p, ir::Phase::Forward, 5, collective(p, "all-reduce", {0, 1}, 1, 0, x));
+      else if (d == 3)
+        message(p, ir::InstrKind::Send, 2, 2, ir::Phase::Forward, x);
+      else
+        work(p, ir::Phase::Forward, 5, message(p, ir::InstrKind::Recv, 3, 2, ir::Phase::Forward));
+    }
+    auto model = unitModel();
+    model.spin = 20e-6;
+    model.wakeup = 7e-6;
+    const auto sim = planner::simulate(programs, model, true);
+    const double slept = late - 10 > 20 ? 7e-6 : 0;
+    for (int d : {0, 1, 2})
+      for (const auto &e : sim.events)
+        if (e.device == d && e.name == "work" && e.seconds == 5e-6) {
+          EXPECT_NEAR(e.start, late * 1e-6 + slept, 1e-12) << "device " << d << ", peer " << late << " us late";
+        }
+  }
+}

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
 #include <thread>
 
 using namespace hspmd::runtime;
@@ -65,4 +66,44 @@ TEST(ThreadsCommunicator, AFailedDeviceStopsTheOthers) {
   world.fail("device 1 failed: out of memory");
   waiting.join();
   EXPECT_EQ(error, "device 0 stopped: device 1 failed: out of memory");
+}
+
+// Waiters poll for `spin`, then sleep: with arrivals spread around the spin time, every
+// handoff between the two (an event just as the polling ends) must still wake the waiter.
+// A lost wake-up fails here by timing out.
+TEST(ThreadsCommunicator, NoWakeUpIsLostBetweenPollingAndSleeping) {
+  for (auto spin : {std::chrono::microseconds(0), std::chrono::microseconds(20)}) {
+    ThreadsWorld world({0, 1, 2}, std::chrono::milliseconds(5000), spin);
+    std::vector<float> sums(3, 0);
+    std::vector<std::string> errors(3);
+    std::vector<std::thread> threads;
+    for (int d = 0; d < 3; ++d)
+      threads.emplace_back([&, d] {
+        std::mt19937 random(static_cast<unsigned>(d));
+        for (int64_t tag = 0; tag < 2000 && errors[static_cast<size_t>(d)].empty(); ++tag)
+          try {
+            const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(random() % 40);
+            while (std::chrono::steady_clock::now() < until) {
+            }
+            float value = 1;
+            Piece mine;
+            mine.data = &value;
+            world.communicator(d).exchange({0, 1, 2}, tag, mine, 4, [&](const std::vector<Piece> &pieces) {
+              for (const Piece &p : pieces)
+                sums[static_cast<size_t>(d)] += *static_cast<const float *>(p.data);
+            });
+            if (d == 0)
+              world.communicator(0).send(1, tag, {1});
+            else if (d == 1)
+              world.communicator(1).recv(0, tag);
+          } catch (const CommError &e) {
+            errors[static_cast<size_t>(d)] = e.what();
+            world.fail(e.what());
+          }
+      });
+    for (auto &t : threads)
+      t.join();
+    EXPECT_EQ(errors, std::vector<std::string>(3)) << spin.count() << " us polling";
+    EXPECT_EQ(sums, (std::vector<float>{6000, 6000, 6000})) << spin.count() << " us polling";
+  }
 }
