@@ -219,6 +219,7 @@ public:
             for (const Piece &piece : source)
               if ((!targetPartial || piece.partial == need.partial) && contains(piece.box, cell))
                 owners.push_back(&piece);
+            owners = inNeedersPipeline(owners, need.device);
             // Several owners share one slice: cut it so that each sends a part.
             for (const ir::Box &part : spread(cell, owners, need.device))
               send(owners, need.device, part, false);
@@ -238,7 +239,7 @@ public:
           if (mine != owners.end())
             step.local.push_back(LocalCopy{need.device, cell, true});
           else
-            send(owners, need.device, cell, true);
+            send(inNeedersPipeline(owners, need.device), need.device, cell, true);
         }
       }
     }
@@ -252,6 +253,15 @@ public:
   }
 
 private:
+  // The owners in the needer's pipeline, or all of them when none is (LinkModel::samePipeline).
+  std::vector<const Piece *> inNeedersPipeline(const std::vector<const Piece *> &owners, int needer) const {
+    std::vector<const Piece *> near;
+    for (const Piece *owner : owners)
+      if (links_.samePipeline(owner->device, needer))
+        near.push_back(owner);
+    return near.empty() ? owners : near;
+  }
+
   // A slice with k equally good owners (same link speed to the needer) is cut into k parts
   // along its longest dimension, so that the least-loaded choice spreads the sending.
   std::vector<ir::Box> spread(const ir::Box &cell, const std::vector<const Piece *> &owners, int needer) const {

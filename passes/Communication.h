@@ -78,6 +78,10 @@ struct LinkModel {
   /// For comparison only: take every slice from its first owner (no link or load choice,
   /// no spreading of shared slices).
   bool firstOwner = false;
+  /// Whether two devices run in one pipeline. Each pipeline runs its own micro-batch
+  /// schedule, so a per-micro-batch message between pipelines has no partner: a slice is
+  /// taken from an owner in the needer's pipeline whenever one holds it.
+  std::function<bool(int, int)> samePipeline = [](int, int) { return true; };
 };
 
 /// The plan to turn a tensor of `shape` (elements of `elementBytes`) laid out as `from`

@@ -108,7 +108,8 @@ PipelineResult runPipeline(ir::Graph &graph, const std::vector<ir::PlanSpec> &pl
   if (!run("resolve-communication", [&] {
         for (const LoweredPlan &plan : result.plans) {
           const size_t i = static_cast<size_t>(plan.index);
-          resolveCommunication(graph, plan, i < options.links.size() ? options.links[i] : LinkModel{}, counting);
+          resolveCommunication(
+              graph, plan, withPipelines(i < options.links.size() ? options.links[i] : LinkModel{}, plan), counting);
         }
         return !failed;
       }))
@@ -124,7 +125,8 @@ PipelineResult runPipeline(ir::Graph &graph, const std::vector<ir::PlanSpec> &pl
   if (!run("specialize", [&] {
         for (const LoweredPlan &plan : result.plans) {
           const size_t i = static_cast<size_t>(plan.index);
-          result.programs.push_back(specialize(graph, plan, i < options.links.size() ? options.links[i] : LinkModel{}));
+          result.programs.push_back(
+              specialize(graph, plan, withPipelines(i < options.links.size() ? options.links[i] : LinkModel{}, plan)));
         }
         return true;
       }))

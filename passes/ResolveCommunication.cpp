@@ -1,6 +1,24 @@
 #include "passes/ResolveCommunication.h"
 
+#include <memory>
+
 namespace hspmd::passes {
+
+LinkModel withPipelines(const LinkModel &cluster, const LoweredPlan &plan) {
+  LinkModel links = cluster;
+  if (!plan.spec || plan.spec->pipelines.size() < 2)
+    return links;
+  auto pipelineOf = std::make_shared<std::map<int, size_t>>();
+  for (size_t p = 0; p < plan.spec->pipelines.size(); ++p)
+    for (const ir::StageSpec &stage : plan.spec->pipelines[p].stages)
+      for (int device : stage.devices)
+        (*pipelineOf)[device] = p;
+  links.samePipeline = [pipelineOf](int a, int b) {
+    auto x = pipelineOf->find(a), y = pipelineOf->find(b);
+    return x == pipelineOf->end() || y == pipelineOf->end() || x->second == y->second;
+  };
+  return links;
+}
 
 void resolveCommunication(ir::Graph &graph, const LoweredPlan &plan, const LinkModel &links, const ReportFn &) {
   for (const auto &op : graph.ops()) {

@@ -267,6 +267,24 @@ TEST(Communication, SendersOnTheFasterLinkThenTheLeastLoaded) {
     EXPECT_EQ(m.bytes, 2 * 8 * 4);
 }
 
+// Each pipeline runs its own micro-batches: a slice comes from an owner in the needer's
+// pipeline whenever one holds it, even over a slower link; from any owner otherwise.
+TEST(Communication, SendersInTheNeedersPipelineFirst) {
+  passes::LinkModel links;
+  links.bandwidth = [](int a, int b) { return a + b == 3 ? 1.0 : 10.0; }; // 1-2 is the slow link
+  links.samePipeline = [](int a, int b) { return (a < 2) == (b < 2); };   // pipelines {0, 1}, {2, 3}
+  // Device 3 needs wte, held split by devices 0 and 1 and whole by device 2 (hetero4_tied).
+  auto plan =
+      passes::planReshard({8, 8}, 4, parse("{ [0, 1]: S1 | [2]: R } dup"), parse("{ [0, 1]: S1 | [3]: R } dup"), links);
+  ASSERT_EQ(plan.steps[0].messages.size(), 1u);
+  EXPECT_EQ(plan.steps[0].messages[0].from, 2);
+  EXPECT_EQ(plan.steps[0].messages[0].bytes, 8 * 8 * 4);
+  // Device 1 needs what only device 2, in the other pipeline, holds.
+  auto across = passes::planReshard({8, 8}, 4, parse("[2]: R"), parse("[1]: R"), links);
+  ASSERT_EQ(across.steps[0].messages.size(), 1u);
+  EXPECT_EQ(across.steps[0].messages[0].from, 2);
+}
+
 TEST(Communication, MessagesAreFusedPerDevicePair) {
   // Two tensors' worth of slices between the same pair still make one message per pair.
   auto plan = passes::planReshard({8, 8}, 4, parse("[0, 1]: S0*2"), parse("[2, 3]: S1*2"));

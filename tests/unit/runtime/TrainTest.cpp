@@ -126,6 +126,7 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"examples/gpt/plans/pipeline2.hspmd", "examples/gpt/tiny_gpt.hspmd", "TinyGPT"},
         Case{"examples/gpt/plans/pipeline2_recompute.hspmd", "examples/gpt/tiny_gpt.hspmd", "TinyGPT"},
         Case{"examples/gpt/plans/hetero4.hspmd", "examples/gpt/tiny_gpt.hspmd", "TinyGPT"},
+        Case{"examples/gpt/plans/hetero4_tied.hspmd", "examples/gpt/tiny_gpt.hspmd", "TinyGPT"},
         Case{"examples/gpt/plans/cp_asym.hspmd", "examples/gpt/tiny_gpt.hspmd", "TinyGPT"},
         Case{"examples/gpt/plans/hp_asym.hspmd", "examples/gpt/tiny_gpt.hspmd", "TinyGPT"},
         Case{"examples/gpt/plans/hp_tp2.hspmd", "examples/gpt/tiny_gpt.hspmd", "TinyGPT"},
