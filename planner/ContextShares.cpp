@@ -17,6 +17,11 @@ double rangeFlops(int64_t a, int64_t b, const ContextCost &cost) {
   return pairs * cost.flopsPerPair + static_cast<double>(b - a) * cost.flopsPerPosition;
 }
 
+// Seconds `device` takes for the positions [a, b).
+double rangeSeconds(const ShareDevice &device, int64_t a, int64_t b, const ContextCost &cost) {
+  return rangeFlops(a, b, cost) / device.flops + static_cast<double>(b - a) * device.secondsPerPosition;
+}
+
 bool fits(const ShareDevice &device, int64_t length, const ContextCost &cost) {
   return device.memoryBytes <= 0 || static_cast<double>(length) * cost.bytesPerPosition <= device.memoryBytes;
 }
@@ -28,7 +33,7 @@ double contextMakespan(const std::vector<ShareDevice> &devices, const std::vecto
   double slowest = 0;
   int64_t at = 0;
   for (size_t d = 0; d < devices.size(); ++d) {
-    slowest = std::max(slowest, rangeFlops(at, at + lengths[d], cost) / devices[d].flops);
+    slowest = std::max(slowest, rangeSeconds(devices[d], at, at + lengths[d], cost));
     at += lengths[d];
   }
   return slowest;
@@ -74,7 +79,7 @@ ContextPlan planContextShares(const std::vector<ShareDevice> &devices, int64_t s
     std::vector<double> time, memory;
     double constantTime = 0, constantMemory = 0;
     for (int64_t k = 0; k < blocks; ++k) {
-      const double seconds = rangeFlops(k * block, (k + 1) * block, cost) / devices[static_cast<size_t>(d)].flops;
+      const double seconds = rangeSeconds(devices[static_cast<size_t>(d)], k * block, (k + 1) * block, cost);
       const double bytes = static_cast<double>(block) * cost.bytesPerPosition;
       if (d + 1 < n) {
         cols.push_back(y(d, k));
@@ -141,8 +146,7 @@ ContextPlan planContextSharesFast(const std::vector<ShareDevice> &devices, int64
       int64_t lo = at, hi = blocks; // the furthest end in [at, blocks] within time and memory
       while (lo < hi) {
         const int64_t mid = (lo + hi + 1) / 2;
-        if (rangeFlops(at * block, mid * block, cost) / device.flops <= makespan &&
-            fits(device, (mid - at) * block, cost))
+        if (rangeSeconds(device, at * block, mid * block, cost) <= makespan && fits(device, (mid - at) * block, cost))
           lo = mid;
         else
           hi = mid - 1;
@@ -156,7 +160,7 @@ ContextPlan planContextSharesFast(const std::vector<ShareDevice> &devices, int64
   };
   double slowest = 0;
   for (const ShareDevice &device : devices)
-    slowest = std::max(slowest, rangeFlops(0, sequence, cost) / device.flops);
+    slowest = std::max(slowest, rangeSeconds(device, 0, sequence, cost));
   if (greedy(slowest * 1.000001).empty()) {
     plan.error = "no split of " + std::to_string(sequence) + " positions fits the devices' memory";
     return plan;

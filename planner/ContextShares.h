@@ -6,7 +6,8 @@
 // b^2 - a^2 (plus a part linear in b - a): equal shares would leave the last device with the
 // most work. The sequence is cut into blocks of `block` positions; binary y[d][k] says block
 // k lies in the ranges of devices 0..d; the program minimises T subject to, for every
-// device, (its blocks' cost) / (its speed) <= T and its activation memory <= its capacity.
+// device, (its blocks' cost) / (its speed) + its positions x its seconds per position <= T
+// and its activation memory <= its capacity.
 // COIN-OR CBC solves it exactly.
 #pragma once
 
@@ -19,6 +20,9 @@ namespace hspmd::planner {
 struct ShareDevice {
   double flops = 1;       // FLOP/s it reaches
   double memoryBytes = 0; // for the activations of its range (0: no limit)
+  /// Seconds per position that do not scale with its FLOP/s (a tensor-parallel group's
+  /// all-reduces over its own links).
+  double secondsPerPosition = 0;
 };
 
 /// FLOPs and bytes of a position: attention per (query, key) pair, the rest per position;

@@ -105,7 +105,6 @@ StageCost stageCost(const Context &cx, const StagePlan &stage, bool recompute, b
   const double hidden = static_cast<double>(m.hidden);
   const size_t groups = stage.devices.size() / static_cast<size_t>(stage.tp);
   StageCost cost;
-  const double tpBw = cx.ringBandwidth(groupOf(stage, 0));
   const double collectives = recompute ? 6 : 4;
   // Parameters: weights and gradients, moments (sharded under zero).
   const double paramBytes = e * (2 + (zero ? 2.0 / replicas : 2.0)) / t;
@@ -124,7 +123,7 @@ StageCost stageCost(const Context &cx, const StagePlan &stage, bool recompute, b
     const double crossBw = cx.ringBandwidth(stage.devices);
     for (size_t g = 0; g < groups; ++g) {
       const auto devices = groupOf(stage, g);
-      const double v = cx.slowest(devices) * t;
+      const double v = cx.slowest(devices) * t, tpBw = cx.ringBandwidth(devices);
       const double len = static_cast<double>(lengths[g]);
       double attention = 0, comm = 0;
       if (stage.hp.empty()) {
@@ -155,6 +154,9 @@ StageCost stageCost(const Context &cx, const StagePlan &stage, bool recompute, b
     return cost;
   }
   const double v = cx.slowest(stage.devices) * t;
+  double tpBw = 1e30; // the data-parallel replicas wait for the slowest group's all-reduces
+  for (size_t g = 0; g < groups; ++g)
+    tpBw = std::min(tpBw, cx.ringBandwidth(groupOf(stage, g)));
   const double positions = perReplica * static_cast<double>(S);
   cost.layerSeconds =
       f * perReplica * (2 * m.layerParams * static_cast<double>(S) + m.attentionFlopsPerPair * pairs(0, S)) / v +
@@ -292,11 +294,18 @@ PipelineCost pipelineCost(const Context &cx, const PipelinePlan &pipeline, bool 
   return cost;
 }
 
-// The context-parallel program's inputs: each TP group's speed, the cost per position.
+// The context-parallel program's inputs: each TP group's speed, and the time per position
+// of its all-reduces over its own links (6 per layer under recomputation, as contextCost
+// prices it; a PCIe group pays far more than an NVLink one).
 std::vector<ShareDevice> shareDevices(const Context &cx, const StagePlan &stage) {
   std::vector<ShareDevice> devices;
-  for (size_t g = 0; g < stage.devices.size() / static_cast<size_t>(stage.tp); ++g)
-    devices.push_back({cx.slowest(groupOf(stage, g)) * stage.tp, 0});
+  const double positionBytes = static_cast<double>(cx.shape.hidden) * cx.shape.elementBytes;
+  for (size_t g = 0; g < stage.devices.size() / static_cast<size_t>(stage.tp); ++g) {
+    const auto group = groupOf(stage, g);
+    const double t = stage.tp;
+    const double allReduce = t > 1 ? 2 * (t - 1) / t * positionBytes / (cx.ringBandwidth(group) * 1e9) : 0;
+    devices.push_back({cx.slowest(group) * t, 0, static_cast<double>(cx.shape.layers) * 6 * allReduce});
+  }
   return devices;
 }
 ContextCost contextCost(const Context &cx) {
@@ -319,7 +328,7 @@ void headInputs(const Context &cx, const StagePlan &stage, int64_t block, std::v
   const int64_t S = cx.request.sequence;
   for (const ShareDevice &d : shareDevices(cx, stage)) {
     headSeconds.push_back(cost.flopsPerPair * pairs(0, S) / m.heads / d.flops);
-    blockSeconds.push_back(cost.flopsPerPosition * static_cast<double>(block) / d.flops);
+    blockSeconds.push_back(static_cast<double>(block) * (cost.flopsPerPosition / d.flops + d.secondsPerPosition));
   }
 }
 // The batch program's inputs: each pipeline's stages, seconds per micro-batch, sync.

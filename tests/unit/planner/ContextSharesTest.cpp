@@ -47,3 +47,23 @@ TEST(ContextShares, MemoryCapsAShare) {
   EXPECT_EQ(none.error, "no split of 128 positions fits the devices' memory");
   EXPECT_EQ(planContextSharesFast({{1, 16}, {10, 32}}, 128, 8, cost).error, none.error);
 }
+
+// Time per position that does not scale with FLOP/s (a TP group's all-reduces over slow
+// links): of two equally fast devices, the one with slow links takes fewer positions, and all
+// three programs agree on the best split.
+TEST(ContextShares, SlowLinksTakeFewerPositions) {
+  const ContextCost cost{1.0, 40.0, 0};
+  const std::vector<ShareDevice> plain = {{1, 0}, {1, 0}}, linked = {{1, 0, 0}, {1, 0, 200.0}};
+  for (const auto &devices : {plain, linked, std::vector<ShareDevice>{{1, 0, 100.0}, {2, 0, 0}, {1, 0, 50.0}}}) {
+    const ContextPlan exact = bruteForceContextShares(devices, 96, 8, cost);
+    const ContextPlan cbc = planContextShares(devices, 96, 8, cost);
+    ASSERT_TRUE(cbc.error.empty()) << cbc.error;
+    EXPECT_NEAR(cbc.makespan, exact.makespan, 1e-9 * exact.makespan) << devices.size() << " devices";
+    EXPECT_NEAR(planContextSharesFast(devices, 96, 8, cost).makespan, exact.makespan, 1e-9 * exact.makespan);
+  }
+  const auto before = planContextShares(plain, 96, 8, cost).lengths,
+             after = planContextShares(linked, 96, 8, cost).lengths;
+  EXPECT_LT(after[1], before[1]) << "the device with slow links (the later range) gives up positions";
+  // Its time counts: 96 positions on it alone take their FLOPs plus 96 x 200 s.
+  EXPECT_NEAR(contextMakespan(linked, {0, 96}, cost), (96.0 * 97 / 2 + 96 * 40) + 96 * 200.0, 1e-6);
+}
