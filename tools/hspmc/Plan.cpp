@@ -126,7 +126,7 @@ bool planModel(const PlanFiles &files, PlanOutcome &outcome, std::ostream &progr
                     clusterPath = relativeTo(files.cluster, files.out);
   // Each finalist is written next to the plan (or into --keep-finalists DIR, where it stays).
   int index = 0;
-  std::set<std::string> simulated; // strategies
+  std::set<std::string> simulated, plans; // strategies, plan texts
   for (bool widened = false;; widened = true) {
     for (const auto *list : {&search.planned, &search.symmetric})
       for (const auto &candidate : *list) {
@@ -135,6 +135,16 @@ bool planModel(const PlanFiles &files, PlanOutcome &outcome, std::ostream &progr
         SimulatedCandidate s{candidate, {}};
         planner::refineLocalPrograms(s.candidate, outcome.shape, *cluster, request);
         const std::string kind = list == &search.planned ? "planned" : "symmetric";
+        // Strategies can come out as the same plan (a pipeline the batch program leaves
+        // unused): the plan without its first line, the strategy's comment, names it.
+        {
+          const std::string text = planner::planText(s.candidate, outcome.shape, request, name, "", "");
+          if (!plans.insert(text.substr(text.find('\n') + 1)).second) {
+            progress << "  " << (list == &search.planned ? "planned   " : "symmetric ") << s.candidate.strategy
+                     << ": the same plan as an earlier finalist" << std::endl;
+            continue;
+          }
+        }
         const std::string scratch = files.finalistsDir.empty() ? files.out + ".candidate.hspmd"
                                                                : files.finalistsDir + "/" + name + "_" +
                                                                      std::to_string(++index) + "_" + kind + ".hspmd";

@@ -126,8 +126,7 @@ int runDumpIr(const std::string &file, const std::vector<std::string> &planFiles
   }
   int code = finish(sink, sources, false, diags.errorCount());
   std::cerr << timing.str();
-  if (code == 0)
-    std::cout << dump.str();
+  std::cout << dump.str(); // also when a later pass fails: the IR up to --after is what one debugs with
   return build ? code : 1;
 }
 

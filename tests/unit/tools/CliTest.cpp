@@ -198,6 +198,25 @@ TEST(Cli, PlanWritesAPlanThatLintsAndTrains) {
   EXPECT_EQ(nowhere.output, "examples/clusters/no_such.toml: error: cannot read 'examples/clusters/no_such.toml'\n");
 }
 
+// With every candidate a finalist (the tiny GPT on cpu_mixed4 has 34), strategies that come
+// out as the same plan (a pipeline the batch program leaves unused) are simulated once, and
+// every finalist compiles: two pipelines whose second fetches the tied embedding for its last
+// stage used to take it from the other pipeline (HS301).
+TEST(Cli, PlanSimulatesEachDistinctFinalistOnce) {
+  CliRun run = hspmc("plan examples/gpt/tiny_gpt.hspmd --cluster examples/clusters/cpu_mixed4.toml --seq 64 "
+                     "--tokens 256 --finalists 20 -o build/cli_plan_all.hspmd");
+  ASSERT_EQ(run.code, 0) << run.output;
+  EXPECT_NE(run.output.find("searched 34 candidates"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("cpu_slow: 1 pipeline of 2 stages tp 1; cpu: 2 pipelines of 1 stage tp 1: the same plan as "
+                            "an earlier finalist\n"),
+            std::string::npos)
+      << run.output;
+  EXPECT_EQ(run.output.find("error"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("cpu_slow: 1 pipeline of 1 stage tp 2; cpu: 1 pipeline of 2 stages tp 1: estimated"),
+            std::string::npos)
+      << run.output;
+}
+
 // When no finalist fits memory, the next best as many of each family are simulated too,
 // once: LLaMA-2-13B at 144K positions on 8 H100 + 8 A100 with one finalist per family, none
 // of the first five fits 80 GiB; of the next five, context parallelism over all 16 devices as
