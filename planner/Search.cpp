@@ -80,6 +80,15 @@ struct Context {
     return bw;
   }
   int64_t sequences() const { return request.tokens / request.sequence; }
+  // Seconds per position of one layer's memory-bound ops (forward and backward: `f` passes)
+  // on the slowest memory of a TP group of `t` devices: the residual stream whole on every
+  // rank, the rest split.
+  double memorySeconds(const std::vector<int> &devices, int t, double f) const {
+    double bw = 1e30;
+    for (int d : devices)
+      bw = std::min(bw, cluster.typeOf(d).hbmGBps * 1e9 * request.efficiency);
+    return f * (shape.streamBytes + shape.splitBytes / t) / bw;
+  }
   double factor(bool recompute) const { return recompute ? 4 : 3; }
 };
 
@@ -139,7 +148,7 @@ StageCost stageCost(const Context &cx, const StagePlan &stage, bool recompute, b
       }
       at += lengths[g];
       const double layer =
-          perReplica * (f * (2 * m.layerParams * len + attention) / v +
+          perReplica * (f * (2 * m.layerParams * len + attention) / v + len * cx.memorySeconds(devices, stage.tp, f) +
                         collectives * ringAllReduce(len * hidden * e, stage.tp, tpBw) + (recompute ? 3 : 2) * comm);
       cost.layerSeconds = std::max(cost.layerSeconds, layer);
       cost.fixedSeconds =
@@ -160,6 +169,7 @@ StageCost stageCost(const Context &cx, const StagePlan &stage, bool recompute, b
   const double positions = perReplica * static_cast<double>(S);
   cost.layerSeconds =
       f * perReplica * (2 * m.layerParams * static_cast<double>(S) + m.attentionFlopsPerPair * pairs(0, S)) / v +
+      positions * cx.memorySeconds(stage.devices, stage.tp, f) +
       collectives * ringAllReduce(positions * hidden * e, stage.tp, tpBw);
   cost.fixedSeconds = stage.last ? f * positions * m.headFlopsPerToken / v : 0;
   if (next >= 0) // the activation forward, its gradient backward
@@ -296,7 +306,8 @@ PipelineCost pipelineCost(const Context &cx, const PipelinePlan &pipeline, bool 
 
 // The context-parallel program's inputs: each TP group's speed, and the time per position
 // of its all-reduces over its own links (6 per layer under recomputation, as contextCost
-// prices it; a PCIe group pays far more than an NVLink one).
+// prices it; a PCIe group pays far more than an NVLink one) and of its memory-bound ops on
+// its own memory.
 std::vector<ShareDevice> shareDevices(const Context &cx, const StagePlan &stage) {
   std::vector<ShareDevice> devices;
   const double positionBytes = static_cast<double>(cx.shape.hidden) * cx.shape.elementBytes;
@@ -304,7 +315,8 @@ std::vector<ShareDevice> shareDevices(const Context &cx, const StagePlan &stage)
     const auto group = groupOf(stage, g);
     const double t = stage.tp;
     const double allReduce = t > 1 ? 2 * (t - 1) / t * positionBytes / (cx.ringBandwidth(group) * 1e9) : 0;
-    devices.push_back({cx.slowest(group) * t, 0, static_cast<double>(cx.shape.layers) * 6 * allReduce});
+    devices.push_back({cx.slowest(group) * t, 0,
+                       static_cast<double>(cx.shape.layers) * (6 * allReduce + cx.memorySeconds(group, stage.tp, 4))});
   }
   return devices;
 }
@@ -717,6 +729,13 @@ ModelShape modelShape(const ir::Graph &graph, std::string &error) {
   // Activations of one layer: the results of the forward ops of the stack's first layer
   // (ops reading its parameters, directly or through their operands), per token.
   std::map<const ir::Value *, int> layerOf;
+  std::vector<std::pair<int64_t, double>> pendingBytes; // (last dimension, elements) per op
+  auto elementsPerToken = [](const ir::Value &v) {
+    double n = 1;
+    for (int64_t d : ir::sizesWithUnboundAsOne(v.type.shape))
+      n *= static_cast<double>(d);
+    return n;
+  };
   for (const ir::Value *p : graph.params())
     if (p->name.rfind(shape.stack + "[", 0) == 0 && !shape.stack.empty())
       layerOf[p] = static_cast<int>(std::stoll(p->name.substr(shape.stack.size() + 1)));
@@ -736,6 +755,17 @@ ModelShape modelShape(const ir::Graph &graph, std::string &error) {
         shape.activationElements += n;
       }
     }
+    if (layer == 0 && op->kind != ir::OpKind::MatMul && op->kind != ir::OpKind::Attention && !op->results.empty()) {
+      // Per token (B and S unbound count as 1): the activations read (rank 3 and more: not
+      // the weights) and the result written.
+      double bytes = 0;
+      for (const ir::Value *v : op->operands)
+        if (v->type.rank() >= 3)
+          bytes += elementsPerToken(*v);
+      bytes += elementsPerToken(*op->result());
+      const auto sizes = ir::sizesWithUnboundAsOne(op->result()->type.shape);
+      pendingBytes.push_back({!sizes.empty() && sizes.back() > 0 ? sizes.back() : 0, bytes});
+    }
   }
   for (const auto &[name, use] : otherUse)
     (use < stackUse ? shape.first : shape.last).push_back(name);
@@ -750,6 +780,8 @@ ModelShape modelShape(const ir::Graph &graph, std::string &error) {
       shape.kvDim = k[2] * k[3];
       shape.attentionFlopsPerPair = 4.0 * static_cast<double>(shape.hidden);
     }
+  for (const auto &[last, elements] : pendingBytes)
+    (last == shape.hidden ? shape.streamBytes : shape.splitBytes) += elements * shape.elementBytes;
   if (shape.stack.empty())
     error = "model '" + shape.model + "' has no stack of layers (`layers = N` of a sub-layer) to place on stages";
   else if (shape.hidden == 0)

@@ -42,6 +42,10 @@ struct ModelShape {
   double headFlopsPerToken = 0;     // forward FLOPs of the output projection per token
   double attentionFlopsPerPair = 0; // forward FLOPs of one layer per (query, key) pair
   double activationElements = 0;    // forward activations of one layer per token
+  /// Bytes one layer's memory-bound ops (all but matmuls and attention) read and write per
+  /// token in the forward pass: on hidden-wide values (the residual stream, which every rank
+  /// of a tensor-parallel group holds whole and updates alike) and on the others (split).
+  double streamBytes = 0, splitBytes = 0;
   int heads = 1, kvHeads = 1;
   int64_t hidden = 0, kvDim = 0; // query and key/value widths
   int elementBytes = 4;
