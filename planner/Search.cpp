@@ -127,25 +127,31 @@ StageCost stageCost(const Context &cx, const StagePlan &stage, bool recompute, b
     othersParams = m.otherParams * ((stage.first && stage.last) ? 1.0 : 0.5);
   if (!stage.cp.empty() || !stage.hp.empty()) {
     // One group per share: the slowest group sets the pace.
+    // Each group receives from every other group over the link between them (its t devices
+    // in parallel): groups in one node exchange over NVLink, only the rest over the network.
     const std::vector<int64_t> &lengths = stage.cp;
     int64_t at = 0;
-    const double crossBw = cx.ringBandwidth(stage.devices);
+    const double kv = 2.0 * static_cast<double>(m.kvDim);
     for (size_t g = 0; g < groups; ++g) {
       const auto devices = groupOf(stage, g);
       const double v = cx.slowest(devices) * t, tpBw = cx.ringBandwidth(devices);
       const double len = static_cast<double>(lengths[g]);
-      double attention = 0, comm = 0;
-      if (stage.hp.empty()) {
-        attention = pairs(at, at + lengths[g]) * m.attentionFlopsPerPair;
-        comm = (static_cast<double>(S) - len) * 2 * static_cast<double>(m.kvDim) * e / t / (crossBw * 1e9) + kAlpha;
-      } else {
-        const double share = static_cast<double>(stage.hp[g]) / m.heads;
-        attention = share * pairs(0, S) * m.attentionFlopsPerPair;
-        comm = (share * (static_cast<double>(S) - len) * (hidden + 2.0 * static_cast<double>(m.kvDim)) +
-                len * hidden * (1 - share)) *
-                   e / t / (crossBw * 1e9) +
-               2 * kAlpha;
+      const double share = stage.hp.empty() ? 0.0 : static_cast<double>(stage.hp[g]) / m.heads;
+      double attention = 0, comm = stage.hp.empty() ? kAlpha : 2 * kAlpha;
+      for (size_t h = 0; h < groups; ++h) {
+        if (h == g)
+          continue;
+        const double theirs = static_cast<double>(lengths[h]);
+        // Context: their positions' keys and values. Heads: their positions' queries, keys and
+        // values of this group's heads, then this group's positions' attention output of
+        // their heads.
+        const double elements = stage.hp.empty() ? theirs * kv
+                                                 : share * theirs * (hidden + kv) +
+                                                       len * hidden * static_cast<double>(stage.hp[h]) / m.heads;
+        comm += elements * e / t / (cx.topology.bandwidth(devices.front(), stage.devices[h * stage.tp]) * 1e9);
       }
+      attention = stage.hp.empty() ? pairs(at, at + lengths[g]) * m.attentionFlopsPerPair
+                                   : share * pairs(0, S) * m.attentionFlopsPerPair;
       at += lengths[g];
       const double layer =
           perReplica * (f * (2 * m.layerParams * len + attention) / v + len * cx.memorySeconds(devices, stage.tp, f) +
@@ -729,7 +735,7 @@ ModelShape modelShape(const ir::Graph &graph, std::string &error) {
   // Activations of one layer: the results of the forward ops of the stack's first layer
   // (ops reading its parameters, directly or through their operands), per token.
   std::map<const ir::Value *, int> layerOf;
-  std::vector<std::pair<int64_t, double>> pendingBytes; // (last dimension, elements) per op
+  std::vector<std::pair<int64_t, double>> pendingBytes; // (stream's width or 0, elements) per op
   auto elementsPerToken = [](const ir::Value &v) {
     double n = 1;
     for (int64_t d : ir::sizesWithUnboundAsOne(v.type.shape))
@@ -758,13 +764,21 @@ ModelShape modelShape(const ir::Graph &graph, std::string &error) {
     if (layer == 0 && op->kind != ir::OpKind::MatMul && op->kind != ir::OpKind::Attention && !op->results.empty()) {
       // Per token (B and S unbound count as 1): the activations read (rank 3 and more: not
       // the weights) and the result written.
-      double bytes = 0;
+      // The residual stream: a hidden-wide result from hidden-wide operands of its rank (the
+      // reshape of attention's heads into a row is split, as the heads are).
+      auto lastDim = [](const ir::Value &v) {
+        const auto sizes = ir::sizesWithUnboundAsOne(v.type.shape);
+        return sizes.empty() ? int64_t{0} : sizes.back();
+      };
+      const ir::Value &result = *op->result();
+      bool stream = true;
+      double bytes = elementsPerToken(result);
       for (const ir::Value *v : op->operands)
-        if (v->type.rank() >= 3)
+        if (v->type.rank() >= 3) {
           bytes += elementsPerToken(*v);
-      bytes += elementsPerToken(*op->result());
-      const auto sizes = ir::sizesWithUnboundAsOne(op->result()->type.shape);
-      pendingBytes.push_back({!sizes.empty() && sizes.back() > 0 ? sizes.back() : 0, bytes});
+          stream = stream && v->type.rank() == result.type.rank() && lastDim(*v) == lastDim(result);
+        }
+      pendingBytes.push_back({stream ? lastDim(result) : 0, bytes});
     }
   }
   for (const auto &[name, use] : otherUse)
