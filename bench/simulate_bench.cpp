@@ -253,11 +253,11 @@ int main(int argc, char **argv) {
       t.join();
     return quantile(medians, 0.5);
   };
-  std::vector<double> oversubscription, alphas, wakeups;
+  std::vector<double> oversubscription, alphas, sleeps;
   for (int round = 0; round < rounds; ++round) {
     std::fprintf(stderr, "measuring: round %d of %d\n", round + 1, rounds);
     alphas.push_back(exchangeLatency({20, 20}));
-    wakeups.push_back(exchangeLatency({80, 0}) - alphas.back()); // device 1 waits ~300 us
+    sleeps.push_back(exchangeLatency({80, 0})); // device 1 waits ~300 us
     for (size_t i = 0; i < calibration.size(); ++i)
       traceKernels(*calibration[i], traced[i]);
     oversubscription.push_back(concurrentStep(2 * cores) / (2 * concurrentStep(cores)));
@@ -302,10 +302,11 @@ int main(int argc, char **argv) {
               "rounds, %.1f - %.1f)\n",
               model.links.alpha * 1e6, rounds, quantile(alphas, 0) * 1e6, quantile(alphas, 1) * 1e6);
   model.spin = std::chrono::duration<double>(runtime::ThreadsWorld::kSpin).count();
-  model.wakeup = std::max(0.0, quantile(wakeups, 0.5));
-  std::printf("calibration: a device thread that waited longer than %.0f us (polling) sleeps, and its wake-up takes "
-              "%.1f us more (median of %d rounds, %.1f - %.1f)\n",
-              model.spin * 1e6, model.wakeup * 1e6, rounds, quantile(wakeups, 0) * 1e6, quantile(wakeups, 1) * 1e6);
+  model.wakeup = std::max(0.0, quantile(sleeps, 0.5) - model.links.alpha);
+  std::printf("calibration: a device thread that waited longer than %.0f us (polling) sleeps: the exchange then takes "
+              "%.1f us (median of %d rounds, %.1f - %.1f), a wake-up of %.1f us more\n",
+              model.spin * 1e6, quantile(sleeps, 0.5) * 1e6, rounds, quantile(sleeps, 0) * 1e6,
+              quantile(sleeps, 1) * 1e6, model.wakeup * 1e6);
   model.oversubscribed = quantile(oversubscription, 0.5);
   std::printf("calibration: with twice as many device threads as cores, kernels take %.3fx as long "
               "(median of %d rounds, %.3f - %.3f)\n",
