@@ -50,6 +50,26 @@ ModelShape exampleShape(const std::string &model) {
   return shape;
 }
 
+// The search on an example model and cluster: `tokens` per step of `sequence` positions.
+struct ExampleSearch {
+  ModelShape shape;
+  SearchResult result;
+};
+ExampleSearch exampleSearch(const std::string &model, const std::string &cluster, int64_t sequence, int64_t tokens,
+                            int finalists) {
+  ExampleSearch s{exampleShape(model), {}};
+  std::vector<ClusterError> errors;
+  const auto loaded = loadCluster(cluster, "stdlib/devices.toml", errors);
+  EXPECT_TRUE(loaded) << cluster;
+  if (!loaded)
+    return s;
+  PlanRequest request;
+  request.tokens = tokens;
+  request.sequence = sequence;
+  s.result = searchPlans(s.shape, *loaded, request, finalists);
+  return s;
+}
+
 } // namespace
 
 TEST(LocalPrograms, LayerSplitMatchesCbcAndExhaustiveSearch) {
@@ -184,14 +204,9 @@ TEST(Search, ReadsTheModelShape) {
 // are across the network), two of tp 8 all of them. The simulator measured 6391 and 9426 ms;
 // pricing every pair at the group's narrowest link had ranked the second first.
 TEST(Search, HeadGroupsInOneNodeExchangeOverItsLinks) {
-  const ModelShape shape = exampleShape("examples/llama/llama2_7b.hspmd");
-  std::vector<ClusterError> errors;
-  const auto cluster = loadCluster("examples/clusters/h100x8_a100x8.toml", "stdlib/devices.toml", errors);
-  ASSERT_TRUE(cluster);
-  PlanRequest request;
-  request.tokens = 262144;
-  request.sequence = 32768;
-  const SearchResult result = searchPlans(shape, *cluster, request, 100);
+  const SearchResult result =
+      exampleSearch("examples/llama/llama2_7b.hspmd", "examples/clusters/h100x8_a100x8.toml", 32768, 262144, 100)
+          .result;
   double eight = 0, two = 0;
   for (const Candidate &c : result.planned) {
     if (c.strategy == "head-parallel group of 8 x tp 2 (all devices), shares from the local program")
@@ -205,14 +220,8 @@ TEST(Search, HeadGroupsInOneNodeExchangeOverItsLinks) {
 }
 
 TEST(Search, ProposesWholePlansOnAMixedCluster) {
-  const ModelShape shape = exampleShape("examples/llama/llama32b.hspmd");
-  std::vector<ClusterError> errors;
-  const auto cluster = loadCluster("examples/clusters/h800x16_h20x32.toml", "stdlib/devices.toml", errors);
-  ASSERT_TRUE(cluster);
-  PlanRequest request;
-  request.tokens = 36 * 4096;
-  request.sequence = 4096;
-  const SearchResult result = searchPlans(shape, *cluster, request, 5);
+  const auto [shape, result] =
+      exampleSearch("examples/llama/llama32b.hspmd", "examples/clusters/h800x16_h20x32.toml", 4096, 36 * 4096, 5);
   ASSERT_FALSE(result.planned.empty());
   ASSERT_FALSE(result.symmetric.empty());
   EXPECT_GT(result.considered, 10);
