@@ -7,14 +7,14 @@
 
 namespace hspmd::passes {
 
-/// Plans every reshard op of `plan` (over `links`) and records the result on the op:
-/// `comm` (the steps' kinds, as "all-reduce" or "reduce-scatter + bsr") and `comm_bytes`
-/// (bytes received over all devices). A reshard of a value with unbound symbolic dimensions
-/// is planned when the sizes are known: `comm = "deferred"`.
 /// `cluster`'s links with LinkModel::samePipeline set from `plan`'s pipelines (slices move
 /// inside a pipeline where they can: each pipeline has its own micro-batches).
 LinkModel withPipelines(const LinkModel &cluster, const LoweredPlan &plan);
 
+/// Plans every reshard op of `plan` (over `links`) and records the result on the op:
+/// `comm` (the steps' kinds, as "all-reduce" or "reduce-scatter + bsr") and `comm_bytes`
+/// (bytes received over all devices). A reshard of a value with unbound symbolic dimensions
+/// is planned when the sizes are known: `comm = "deferred"`.
 void resolveCommunication(ir::Graph &graph, const LoweredPlan &plan, const LinkModel &links, const ReportFn &report);
 
 } // namespace hspmd::passes

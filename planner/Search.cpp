@@ -733,7 +733,8 @@ ModelShape modelShape(const ir::Graph &graph, std::string &error) {
       largestOther = std::max(largestOther, n);
   }
   // Activations of one layer: the results of the forward ops of the stack's first layer
-  // (ops reading its parameters, directly or through their operands), per token.
+  // (ops reading its parameters, directly or through their operands), per token (B and S
+  // unbound count as 1).
   std::map<const ir::Value *, int> layerOf;
   std::vector<std::pair<int64_t, double>> pendingBytes; // (stream's width or 0, elements) per op
   auto elementsPerToken = [](const ir::Value &v) {
@@ -741,6 +742,10 @@ ModelShape modelShape(const ir::Graph &graph, std::string &error) {
     for (int64_t d : ir::sizesWithUnboundAsOne(v.type.shape))
       n *= static_cast<double>(d);
     return n;
+  };
+  auto lastDim = [](const ir::Value &v) {
+    const auto sizes = ir::sizesWithUnboundAsOne(v.type.shape);
+    return sizes.empty() ? int64_t{0} : sizes.back();
   };
   for (const ir::Value *p : graph.params())
     if (p->name.rfind(shape.stack + "[", 0) == 0 && !shape.stack.empty())
@@ -754,22 +759,14 @@ ModelShape modelShape(const ir::Graph &graph, std::string &error) {
         layer = std::max(layer, it->second);
     for (const ir::Value *r : op->results) {
       layerOf[r] = layer;
-      if (layer == 0) {
-        double n = 1;
-        for (int64_t d : ir::sizesWithUnboundAsOne(r->type.shape))
-          n *= static_cast<double>(d);
-        shape.activationElements += n;
-      }
+      if (layer == 0)
+        shape.activationElements += elementsPerToken(*r);
     }
     if (layer == 0 && op->kind != ir::OpKind::MatMul && op->kind != ir::OpKind::Attention && !op->results.empty()) {
-      // Per token (B and S unbound count as 1): the activations read (rank 3 and more: not
-      // the weights) and the result written.
+      // Memory-bound ops: the activations read (rank 3 and more: not the weights) and the
+      // result written.
       // The residual stream: a hidden-wide result from hidden-wide operands of its rank (the
       // reshape of attention's heads into a row is split, as the heads are).
-      auto lastDim = [](const ir::Value &v) {
-        const auto sizes = ir::sizesWithUnboundAsOne(v.type.shape);
-        return sizes.empty() ? int64_t{0} : sizes.back();
-      };
       const ir::Value &result = *op->result();
       bool stream = true;
       double bytes = elementsPerToken(result);
