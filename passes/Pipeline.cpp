@@ -1,19 +1,20 @@
 // Pipeline.cpp - the hspmd compiler, pass after pass. The frontend (frontend/Compilation)
 // has already parsed the model and plans and elaborated them into an ir::Graph with its
-// parameters and inputs, and each plan into an ir::PlanSpec. From there:
+// parameters and inputs, and each plan into an ir::PlanSpec. From there the passes of
+// passTable() run in order, each a function of this file that calls the pass's own header:
 //
-//   autodiff            (training builds) the backward graph: a gradient per parameter
-//   lower-plan          plan sugar -> where each op runs (per pipeline stage, per cp/hp share),
-//                       the annotations of parameters and inputs, and pinned values
-//   deduce-annotations  every value's annotation, by the per-op sharding rules; reshard ops
-//                       where operands disagree
-//   resolve-communication  the collectives and batched send/receive each reshard amounts to
-//   verify              the graph and its annotations are consistent
-//   specialize          one DeviceProgram per device: local shapes, offsets, concrete peers
-//   plan-memory         buffers placed in one arena per device, reusing dead buffers' space
-//   verify-programs     every collective and send/receive matches across devices; no deadlock
+//   autodiff               passes/Autodiff.h
+//   lower-plan             passes/LowerPlan.h
+//   deduce-annotations     passes/DeduceAnnotations.h
+//   resolve-communication  passes/ResolveCommunication.h
+//   verify                 ir/Graph.h (verifyGraph)
+//   specialize             passes/Specialize.h
+//   plan-memory            passes/PlanMemory.h
+//   verify-programs        passes/Specialize.h (verifyPrograms, verifyScheduledStep)
 //
-// `hspmc dump-ir --after PASS` prints the IR after any of them; `--time-passes` times them.
+// The table is the one list of passes: `hspmc passes` prints it, `hspmc dump-ir --after
+// PASS` accepts any of its names (the graph after the graph passes, every DeviceProgram after
+// the program passes), `--time-passes` times each, and a test checks docs/cli.md against it.
 #include "passes/Pipeline.h"
 
 #include "passes/Autodiff.h"
@@ -27,132 +28,177 @@
 
 namespace hspmd::passes {
 
-const std::vector<std::string> &passNames() {
-  static const std::vector<std::string> names = {"lower-plan", "deduce-annotations", "resolve-communication", "verify"};
-  return names;
-}
-
 namespace {
 
-// Runs one pass: times it and prints the IR after it when asked.
-class PassRunner {
-public:
-  PassRunner(ir::Graph &graph, const PipelineOptions &options) : graph_(graph), options_(options) {}
-
-  template <typename F> bool operator()(const std::string &name, F &&pass) {
-    auto start = std::chrono::steady_clock::now();
-    bool ok = pass();
-    auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (options_.timing)
-      *options_.timing << "pass " << name << ": " << seconds * 1e3 << " ms\n";
-    if (ok && options_.dump && options_.dumpAfter == name)
-      *options_.dump << ir::printGraph(graph_);
-    return ok;
-  }
-
-private:
-  ir::Graph &graph_;
-  const PipelineOptions &options_;
+// What the passes hand one another.
+struct State {
+  ir::Graph &graph;
+  const std::vector<ir::PlanSpec> &specs;
+  const PipelineOptions &options;
+  ReportFn report; // counts errors into `failed`
+  bool failed = false;
+  Gradients gradients;
+  std::vector<LinkModel> links; // per lowered plan: its cluster's links with its pipelines
+  PipelineResult result;
 };
+
+bool differentiate(State &s) {
+  if (!s.options.train)
+    return true; // an inference build has no backward graph
+  if (s.graph.outputs.size() != 1 || s.graph.outputs[0]->type.rank() != 0) {
+    s.report(Problem{Severity::Error,
+                     s.graph.ops().empty() ? ir::Location{} : s.graph.ops().back()->loc,
+                     "HS117",
+                     "training needs a model whose forward returns one scalar loss",
+                     {},
+                     {}});
+    return false;
+  }
+  s.gradients = buildGradients(s.graph, s.graph.outputs[0]);
+  return true;
+}
+
+bool lower(State &s) {
+  for (size_t i = 0; i < s.specs.size(); ++i)
+    if (auto lowered = lowerPlan(s.graph, s.specs[i], static_cast<int>(i), s.report,
+                                 s.options.train ? &s.gradients.origin : nullptr)) {
+      for (const auto &[name, grad] : s.gradients.params)
+        lowered->gradients[s.graph.findValue(name)] = grad;
+      for (const auto &[backward, forward] : s.gradients.origin)
+        lowered->backwardOps.insert(backward);
+      s.links.push_back(withPipelines(i < s.options.links.size() ? s.options.links[i] : LinkModel{}, *lowered));
+      s.result.plans.push_back(std::move(*lowered));
+    }
+  return !s.failed;
+}
+
+bool deduce(State &s) {
+  s.graph.setNumPlans(static_cast<int>(s.specs.size()));
+  for (LoweredPlan &plan : s.result.plans)
+    deduceAnnotations(s.graph, plan, s.report);
+  return !s.failed;
+}
+
+bool resolve(State &s) {
+  for (size_t i = 0; i < s.result.plans.size(); ++i)
+    resolveCommunication(s.graph, s.result.plans[i], s.links[i], s.report);
+  return !s.failed;
+}
+
+bool verify(State &s) {
+  return ir::verifyGraph(s.graph, [&](const ir::Location &loc, const std::string &message) {
+    s.report(Problem{Severity::Error, loc, "HS199", "internal error: " + message, {}, {}});
+  });
+}
+
+bool specializeDevices(State &s) {
+  for (size_t i = 0; i < s.result.plans.size(); ++i)
+    s.result.programs.push_back(specialize(s.graph, s.result.plans[i], s.links[i]));
+  return !s.failed;
+}
+
+bool planArenas(State &s) {
+  for (auto &programs : s.result.programs)
+    for (auto &[device, program] : programs)
+      planMemory(program);
+  return !s.failed;
+}
+
+bool verifyDevicePrograms(State &s) {
+  bool ok = true;
+  for (const auto &programs : s.result.programs) {
+    // One pass over each instruction, then the step as the schedule runs it: every
+    // micro-batch's forward and backward passes in 1F1B (or GPipe) order, then the update.
+    if (!verifyPrograms(programs, s.report)) {
+      ok = false;
+      continue;
+    }
+    ok = verifyScheduledStep(programs, s.report) && ok;
+  }
+  return ok && !s.failed;
+}
+
+struct Pass {
+  PassInfo info;
+  bool (*run)(State &);
+};
+
+const std::vector<Pass> &passes() {
+  static const std::vector<Pass> table = {
+      {{"autodiff", "(training builds) the backward graph: a gradient per parameter", false}, differentiate},
+      {{"lower-plan",
+        "plan sugar -> where each op runs (stage, cp/hp share), parameter and input annotations, pinned values", false},
+       lower},
+      {{"deduce-annotations",
+        "every value's annotation by the per-op sharding rules; reshard ops where operands "
+        "disagree",
+        false},
+       deduce},
+      {{"resolve-communication", "the collectives and batched send/receive each reshard amounts to", false}, resolve},
+      {{"verify", "the graph and its annotations are consistent", false}, verify},
+      {{"specialize", "one DeviceProgram per device: local shapes, offsets, concrete groups and peers, schedule", true},
+       specializeDevices},
+      {{"plan-memory", "buffers placed in one arena per device, reusing dead buffers' space", true}, planArenas},
+      {{"verify-programs", "every collective and send/receive matches across devices, in schedule order; no deadlock",
+        true},
+       verifyDevicePrograms},
+  };
+  return table;
+}
+
+// --after: the graph, or every program of every plan.
+void dump(const State &s, const PassInfo &pass, std::ostream &out) {
+  if (!pass.programs) {
+    out << ir::printGraph(s.graph);
+    return;
+  }
+  for (const auto &programs : s.result.programs)
+    for (const auto &[device, program] : programs)
+      out << ir::printProgram(program);
+}
 
 } // namespace
 
+const std::vector<PassInfo> &passTable() {
+  static const std::vector<PassInfo> infos = [] {
+    std::vector<PassInfo> out;
+    for (const Pass &pass : passes())
+      out.push_back(pass.info);
+    return out;
+  }();
+  return infos;
+}
+
+const std::vector<std::string> &passNames() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const PassInfo &pass : passTable())
+      out.push_back(pass.name);
+    return out;
+  }();
+  return names;
+}
+
 PipelineResult runPipeline(ir::Graph &graph, const std::vector<ir::PlanSpec> &plans, const PipelineOptions &options,
                            const ReportFn &report) {
-  PipelineResult result;
-  PassRunner run(graph, options);
-  bool failed = false;
-  ReportFn counting = [&](const Problem &problem) {
-    failed = failed || problem.severity == Severity::Error;
+  State s{graph, plans, options, {}, false, {}, {}, {}};
+  s.report = [&](const Problem &problem) {
+    s.failed = s.failed || problem.severity == Severity::Error;
     report(problem);
   };
-
-  Gradients gradients;
-  if (options.train && !run("autodiff", [&] {
-        if (graph.outputs.size() != 1 || graph.outputs[0]->type.rank() != 0) {
-          counting(Problem{Severity::Error,
-                           graph.ops().empty() ? ir::Location{} : graph.ops().back()->loc,
-                           "HS117",
-                           "training needs a model whose forward returns one scalar loss",
-                           {},
-                           {}});
-          return false;
-        }
-        gradients = buildGradients(graph, graph.outputs[0]);
-        return true;
-      }))
-    return result;
-
-  if (!run("lower-plan", [&] {
-        for (size_t i = 0; i < plans.size(); ++i)
-          if (auto lowered = lowerPlan(graph, plans[i], static_cast<int>(i), counting,
-                                       options.train ? &gradients.origin : nullptr)) {
-            for (const auto &[name, grad] : gradients.params)
-              lowered->gradients[graph.findValue(name)] = grad;
-            for (const auto &[backward, forward] : gradients.origin)
-              lowered->backwardOps.insert(backward);
-            result.plans.push_back(std::move(*lowered));
-          }
-        return !failed;
-      }))
-    return result;
-
-  if (!run("deduce-annotations", [&] {
-        graph.setNumPlans(static_cast<int>(plans.size()));
-        for (LoweredPlan &plan : result.plans)
-          deduceAnnotations(graph, plan, counting);
-        return !failed;
-      }))
-    return result;
-
-  if (!run("resolve-communication", [&] {
-        for (const LoweredPlan &plan : result.plans) {
-          const size_t i = static_cast<size_t>(plan.index);
-          resolveCommunication(
-              graph, plan, withPipelines(i < options.links.size() ? options.links[i] : LinkModel{}, plan), counting);
-        }
-        return !failed;
-      }))
-    return result;
-
-  if (!run("verify", [&] {
-        return ir::verifyGraph(graph, [&](const ir::Location &loc, const std::string &message) {
-          counting(Problem{Severity::Error, loc, "HS199", "internal error: " + message, {}, {}});
-        });
-      }))
-    return result;
-
-  if (!run("specialize", [&] {
-        for (const LoweredPlan &plan : result.plans) {
-          const size_t i = static_cast<size_t>(plan.index);
-          result.programs.push_back(
-              specialize(graph, plan, withPipelines(i < options.links.size() ? options.links[i] : LinkModel{}, plan)));
-        }
-        return true;
-      }))
-    return result;
-
-  run("plan-memory", [&] {
-    for (auto &programs : result.programs)
-      for (auto &[device, program] : programs)
-        planMemory(program);
-    return true;
-  });
-
-  result.ok = run("verify-programs", [&] {
-    bool ok = true;
-    for (const auto &programs : result.programs) {
-      // One pass over each instruction, then the step as the schedule runs it: every
-      // micro-batch's forward and backward passes in 1F1B (or GPipe) order, then the update.
-      if (!verifyPrograms(programs, counting)) {
-        ok = false;
-        continue;
-      }
-      ok = verifyScheduledStep(programs, counting) && ok;
-    }
-    return ok;
-  });
-  return result;
+  for (const Pass &pass : passes()) {
+    const auto start = std::chrono::steady_clock::now();
+    const bool ok = pass.run(s);
+    const auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (options.timing)
+      *options.timing << "pass " << pass.info.name << ": " << seconds * 1e3 << " ms\n";
+    if (!ok)
+      return std::move(s.result);
+    if (options.dump && options.dumpAfter == pass.info.name)
+      dump(s, pass.info, *options.dump);
+  }
+  s.result.ok = true;
+  return std::move(s.result);
 }
 
 } // namespace hspmd::passes

@@ -1,4 +1,4 @@
-// Pipeline.h - the compiler after elaboration, as one list of passes (read Pipeline.cpp).
+// Pipeline.h - the compiler after elaboration, as one table of passes (read Pipeline.cpp).
 #pragma once
 
 #include "ir/DeviceProgram.h"
@@ -13,7 +13,7 @@
 namespace hspmd::passes {
 
 struct PipelineOptions {
-  std::string dumpAfter;             // print the IR after this pass ("" for none)
+  std::string dumpAfter;             // print the IR (or the DevicePrograms) after this pass ("" for none)
   std::ostream *dump = nullptr;      // where --after prints
   std::ostream *timing = nullptr;    // --time-passes: one line per pass
   std::vector<LinkModel> links = {}; // per plan (from its cluster); uniform links when missing
@@ -26,7 +26,16 @@ struct PipelineResult {
   std::vector<std::map<int, ir::DeviceProgram>> programs; // per plan: device -> its program
 };
 
-/// The passes in order, for --after and --help.
+/// One row of the pass table: what `hspmc passes` prints, `--after` accepts and docs/cli.md lists.
+struct PassInfo {
+  std::string name;    // "deduce-annotations"
+  std::string summary; // one line
+  bool programs;       // --after prints the DevicePrograms (the graph otherwise)
+};
+
+/// Every pass in the order the compiler runs them.
+const std::vector<PassInfo> &passTable();
+/// The passes' names in order, for --after and --help.
 const std::vector<std::string> &passNames();
 
 /// Runs every pass on `graph` for `plans` (one entry per plan of the build).

@@ -1,7 +1,15 @@
-// hspmc - the hspmd compiler driver.
+// hspmc - the hspmd compiler driver: command-line wiring of the libraries (docs/cli.md).
 //
-//   hspmc check FILE...                 parse and elaborate models, plans and cluster files
-//   hspmc dump-ir FILE [--plan PLAN]    print the textual IR of a model (under a plan)
+//   hspmc check FILE...                  parse and elaborate models, plans and cluster files
+//   hspmc lint PLAN                      check a plan against its model and cluster (docs/lint.md)
+//   hspmc passes                         the compiler's passes in order, one line each
+//   hspmc dump-ir FILE [--after PASS]    the textual IR of a model (under a plan, after a pass)
+//   hspmc dump-program PLAN --device D   the DeviceProgram one device runs
+//   hspmc explain-reshard ...            how a tensor moves from one annotation to another
+//   hspmc train PLAN --data FILE         train on this machine (threads, or MPI)
+//   hspmc build PLAN -o DIR              per-device C++ and a binary that trains
+//   hspmc simulate PLAN                  one step on the plan's cluster, on the cost model
+//   hspmc plan MODEL --cluster C ...     write a plan for a model on a cluster
 //   hspmc --version
 //
 // Exit codes: 0 success, 1 user errors (diagnostics printed), 2 usage errors.
@@ -20,6 +28,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -96,6 +105,17 @@ int runCheck(const std::vector<std::string> &files, bool json) {
   if (!json && code == 0)
     std::cout << "ok: " << files.size() << (files.size() == 1 ? " file" : " files") << " checked\n";
   return code;
+}
+
+// The pass table (passes/Pipeline.cpp): name, summary, and what --after prints.
+int runPasses() {
+  size_t width = 0;
+  for (const auto &pass : passes::passTable())
+    width = std::max(width, pass.name.size());
+  for (const auto &pass : passes::passTable())
+    std::cout << pass.name << std::string(width + 2 - pass.name.size(), ' ') << pass.summary
+              << (pass.programs ? " [--after prints the DevicePrograms]" : "") << "\n";
+  return 0;
 }
 
 int runDumpIr(const std::string &file, const std::vector<std::string> &planFiles, const std::string &modelName,
@@ -421,6 +441,8 @@ int main(int argc, char **argv) {
   check->add_option("files", checkFiles, "Files to check")->required();
   check->add_option("--format", checkFormat, "Output format")->check(CLI::IsMember({"text", "json"}));
 
+  auto *passList = app.add_subcommand("passes", "List the compiler's passes in the order they run");
+
   auto *dump = app.add_subcommand("dump-ir", "Print the textual IR of a model, optionally under a plan");
   std::string dumpFile, dumpModel, dumpAfter;
   std::vector<std::string> dumpPlans;
@@ -429,7 +451,8 @@ int main(int argc, char **argv) {
   dump->add_option("--plan", dumpPlans,
                    "A plan file (repeat for several plans): binds the model's arguments and symbols");
   dump->add_option("--model", dumpModel, "Which model of FILE (default: the last one defined in it)");
-  dump->add_option("--after", dumpAfter, "Print the IR after this pass")->check(CLI::IsMember(passes::passNames()));
+  dump->add_option("--after", dumpAfter, "Print the IR after this pass (hspmc passes lists them)")
+      ->check(CLI::IsMember(passes::passNames()));
   dump->add_flag("--time-passes", timePasses, "Print the time each pass takes (stderr)");
   bool train = false;
   dump->add_flag("--train", train, "Differentiate the loss: add the backward graph and the gradient synchronisation");
@@ -539,6 +562,8 @@ int main(int argc, char **argv) {
   }
   if (check->parsed())
     return runCheck(checkFiles, checkFormat == "json");
+  if (passList->parsed())
+    return runPasses();
   if (explain->parsed())
     return driver::explainReshard(explainShape, explainFrom, explainTo, explainCluster, explainDtype,
                                   explainFormat == "json", std::cout, std::cerr)

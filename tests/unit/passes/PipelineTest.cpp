@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <sstream>
 
 using namespace hspmd;
@@ -94,19 +95,59 @@ TEST(Pipeline, TrainingSynchronisesEveryGradientToItsParameter) {
   }
 }
 
-TEST(Pipeline, DumpAfterAnyPassAndTiming) {
-  for (const std::string &pass : passes::passNames()) {
+// --after every pass of the table: the graph passes print the graph (reshards only once
+// deduction has placed them, gradients in a training build), the program passes print one
+// DeviceProgram per device of tp2 (devices 0 and 1), and plan-memory is where offsets and peaks appear.
+TEST(Pipeline, DumpAfterEveryPassAndTiming) {
+  ASSERT_EQ(passes::passNames().size(), 8u);
+  for (const passes::PassInfo &pass : passes::passTable()) {
     auto b = buildExample("examples/gpt/tiny_gpt.hspmd", {"examples/gpt/plans/tp2.hspmd"});
     ASSERT_TRUE(b->build);
     std::ostringstream dump, timing;
-    passes::PipelineOptions options{pass, &dump, &timing};
+    passes::PipelineOptions options{pass.name, &dump, &timing};
     options.train = true;
     ASSERT_TRUE(passes::runPipeline(*b->build->graph, b->build->plans, options, failOnError()).ok);
-    EXPECT_EQ(dump.str().rfind("graph TinyGPT {", 0), 0u) << pass;
-    EXPECT_EQ(dump.str().find("= reshard") != std::string::npos, pass != "lower-plan" && pass != "autodiff") << pass;
-    EXPECT_EQ(dump.str().find("%grad.wte") != std::string::npos, true) << pass;
-    EXPECT_NE(timing.str().find("pass " + pass + ": "), std::string::npos);
+    const std::string text = dump.str();
+    if (pass.programs) {
+      EXPECT_EQ(text.rfind("program device 0 plan 0", 0), 0u) << pass.name;
+      EXPECT_NE(text.find("\nprogram device 1 plan 0"), std::string::npos) << pass.name;
+      EXPECT_EQ(text.find("graph TinyGPT {"), std::string::npos) << pass.name;
+      // Memory planning gives each program its peak and each buffer its offset ("at N").
+      EXPECT_EQ(text.find(" peak ") != std::string::npos, pass.name != "specialize") << pass.name;
+      // What is printed reads back as programs (parseProgram takes one at a time).
+      const std::string first = text.substr(0, text.find("\nprogram device 1"));
+      std::string error;
+      auto parsed = ir::parseProgram(first + "\n", &error);
+      ASSERT_TRUE(parsed) << pass.name << ": " << error;
+      EXPECT_EQ(ir::printProgram(*parsed), first + "\n") << pass.name;
+    } else {
+      EXPECT_EQ(text.rfind("graph TinyGPT {", 0), 0u) << pass.name;
+      const bool deduced = pass.name != "lower-plan" && pass.name != "autodiff";
+      EXPECT_EQ(text.find("= reshard") != std::string::npos, deduced) << pass.name;
+      EXPECT_NE(text.find("%grad.wte"), std::string::npos) << pass.name;
+    }
+    EXPECT_NE(timing.str().find("pass " + pass.name + ": "), std::string::npos) << pass.name;
   }
+}
+
+// docs/cli.md lists the passes as `- \`name\`: summary` lines under "## hspmc passes": the
+// same passes, in the same order, with the same summaries as the table.
+TEST(Pipeline, CliDocListsThePassTable) {
+  std::ifstream in("docs/cli.md");
+  ASSERT_TRUE(in) << "run from the repository root";
+  std::string line;
+  bool inSection = false;
+  std::vector<std::string> listed;
+  while (std::getline(in, line)) {
+    if (line.rfind("## ", 0) == 0)
+      inSection = line == "## hspmc passes";
+    else if (inSection && line.rfind("- `", 0) == 0)
+      listed.push_back(line);
+  }
+  std::vector<std::string> expected;
+  for (const passes::PassInfo &pass : passes::passTable())
+    expected.push_back("- `" + pass.name + "`: " + pass.summary);
+  EXPECT_EQ(listed, expected);
 }
 
 } // namespace
