@@ -61,7 +61,7 @@ struct Instruction {
   AttrMap attrs;                    // kernel attributes, with local offsets ("query_offset")
   std::vector<int> group;           // collective members, in rank order
   int peer = -1;                    // send: receiver; recv: sender
-  int64_t bytes = 0;                // collective: this device's buffer; send/recv: message
+  int64_t bytes = 0;                // collective: bytes this device receives (one micro-batch's); send/recv: message
   int64_t tag = 0;                  // the same on every device taking part
   /// Send, receive and copy: the global regions moved, in order (a send packs them into one
   /// message, the receive unpacks them); each lies inside the buffers' regions.

@@ -1,5 +1,6 @@
 // Estimates.h - first-order estimates lint uses: forward FLOPs of an op, each device's share
-// of it under the deduced annotations, and memory per device. The simulator refines these.
+// of it under the deduced annotations, and memory per device. The simulator does not read
+// them: it prices the DevicePrograms themselves (Simulator.h).
 #pragma once
 
 #include "passes/Communication.h"

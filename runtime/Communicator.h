@@ -55,6 +55,26 @@ public:
   virtual void barrier() = 0;
 };
 
+/// Where the devices of a run live, as one process sees them: what the one training loop
+/// (runtime/Training.h) needs of a backend beyond each device's Communicator. Threads: every
+/// device is local; MPI: one device per process.
+class World {
+public:
+  virtual ~World() = default;
+  /// Every device of the run, in increasing id order (the same list in every process).
+  virtual const std::vector<int> &devices() const = 0;
+  /// The devices this process runs.
+  virtual std::vector<int> localDevices() const = 0;
+  /// A local device's communicator (owned by the world).
+  virtual Communicator &communicator(int device) = 0;
+  /// Stops every wait of this process's devices: they throw CommError with `reason`.
+  virtual void fail(const std::string &reason) = 0;
+};
+
+/// The sum of `value` over every device of `devices` (each calls it with the same list),
+/// added in list order: the same bits on every device and on every backend.
+double sumOverDevices(Communicator &comm, const std::vector<int> &devices, int64_t tag, double value);
+
 /// The shared state of a threads run: mailboxes and rendezvous, guarded by one mutex. Each
 /// device waits on its own condition variable and is woken only by what concerns it (a
 /// message to it, its group's rendezvous, a barrier, a failure): with more devices than
@@ -62,17 +82,16 @@ public:
 /// waiting device polls its event counter for up to `spin` (yielding the core between polls):
 /// a sleeping thread's wake-up took 25-60 us on the 2-core machine, and an exchange has two
 /// rendezvous (bench_simulate's dp2_zero spent most of its collectives' time in them).
-class ThreadsWorld {
+class ThreadsWorld : public World {
 public:
   /// How long a waiting device polls before it sleeps, by default.
   static constexpr std::chrono::microseconds kSpin{50};
   explicit ThreadsWorld(std::vector<int> devices, std::chrono::milliseconds timeout = std::chrono::seconds(120),
                         std::chrono::microseconds spin = kSpin);
-  /// The communicator of one device (owned by the world).
-  Communicator &communicator(int device);
-  /// Stops every wait of every device: they throw CommError with `reason`.
-  void fail(const std::string &reason);
-  const std::vector<int> &devices() const { return devices_; }
+  Communicator &communicator(int device) override;
+  void fail(const std::string &reason) override;
+  const std::vector<int> &devices() const override { return devices_; }
+  std::vector<int> localDevices() const override { return devices_; }
 
 private:
   friend class ThreadsCommunicator;

@@ -30,15 +30,6 @@ int64_t stepTag(int64_t tag, int64_t step) {
 
 } // namespace
 
-void copyRegions(const ir::DeviceProgram &program, const std::string &name, const GlobalTensor &from,
-                 GlobalTensor &to) {
-  for (const ir::Buffer &b : program.buffers)
-    if ((b.role == ir::BufferRole::Parameter || b.role == ir::BufferRole::State) && ir::storeName(b) == name) {
-      const ir::Box region = b.region();
-      copyBox(4, from.data.data(), from.shape, region.lo, to.data.data(), to.shape, region.lo, b.shape);
-    }
-}
-
 DeviceExecutor::DeviceExecutor(const ir::DeviceProgram &program, Communicator &communicator)
     : program_(program), comm_(communicator), byPhase_(4) {
   arena_.assign(static_cast<size_t>(std::max<int64_t>(program.peakBytes, 0)) + 64, 0);
@@ -73,10 +64,32 @@ void DeviceExecutor::load(const ParameterStore &store) {
   stepNumber_ = store.step;
 }
 
-void DeviceExecutor::save(ParameterStore &store) const {
-  for (const ir::Buffer &b : program_.buffers) {
-    if (b.role != ir::BufferRole::Parameter && b.role != ir::BufferRole::State)
+namespace {
+bool isState(const ir::Buffer &b) {
+  return b.role == ir::BufferRole::Parameter || b.role == ir::BufferRole::State;
+}
+} // namespace
+
+std::vector<char> DeviceExecutor::packState() const {
+  std::vector<char> packed(sizeof stepNumber_);
+  std::memcpy(packed.data(), &stepNumber_, sizeof stepNumber_);
+  for (const ir::Buffer &b : program_.buffers)
+    if (isState(b))
+      packed.insert(packed.end(), address(b.id, 0), address(b.id, 0) + b.bytes());
+  return packed;
+}
+
+void unpackState(const ir::DeviceProgram &program, const std::vector<char> &packed, ParameterStore &store) {
+  int64_t step = 0;
+  size_t at = sizeof step;
+  if (packed.size() < at)
+    throw CheckpointError("device " + std::to_string(program.device) + " sent no state");
+  std::memcpy(&step, packed.data(), sizeof step);
+  for (const ir::Buffer &b : program.buffers) {
+    if (!isState(b))
       continue;
+    if (at + static_cast<size_t>(b.bytes()) > packed.size())
+      throw CheckpointError("device " + std::to_string(program.device) + " sent less state than its program holds");
     const std::string name = ir::storeName(b);
     GlobalTensor &t = store.tensors[name];
     if (t.data.empty()) { // optimizer state: the shape of its parameter
@@ -88,10 +101,11 @@ void DeviceExecutor::save(ParameterStore &store) const {
       t.data.assign(owner->second.data.size(), 0.0f);
     }
     const ir::Box region = b.region();
-    copyBox(4, address(b.id, 0), b.shape, std::vector<int64_t>(b.shape.size(), 0), t.data.data(), t.shape, region.lo,
+    copyBox(4, packed.data() + at, b.shape, std::vector<int64_t>(b.shape.size(), 0), t.data.data(), t.shape, region.lo,
             b.shape);
+    at += static_cast<size_t>(b.bytes());
   }
-  store.step = stepNumber_;
+  store.step = step;
 }
 
 void DeviceExecutor::loadInputs(const Batch &batch, int microbatch) {

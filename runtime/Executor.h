@@ -29,9 +29,10 @@ struct TraceEvent {
   double start = 0, seconds = 0; // since the run's start
 };
 
-/// Copies, from `from` into `to` (global tensors named `name`), the regions the Parameter and
-/// State buffers of `program` hold of it.
-void copyRegions(const ir::DeviceProgram &program, const std::string &name, const GlobalTensor &from, GlobalTensor &to);
+/// Writes what DeviceExecutor::packState packed under `program` into the store's global
+/// tensors (the store must already hold the parameters, for their shapes; optimizer state
+/// takes its parameter's shape). Throws CheckpointError when the bytes do not fit the program.
+void unpackState(const ir::DeviceProgram &program, const std::vector<char> &packed, ParameterStore &store);
 
 class DeviceExecutor;
 /// Generated code (hspmc build): one function per phase (forward, recompute, backward,
@@ -52,9 +53,9 @@ public:
   /// Copies the device's regions of the parameters and optimizer state in (missing state
   /// starts at zero). Throws CheckpointError when a parameter is missing or has another shape.
   void load(const ParameterStore &store);
-  /// Copies the device's regions out (the store must already hold the parameters, for their
-  /// shapes); callers serialise concurrent saves.
-  void save(ParameterStore &store) const;
+  /// The device's regions of the parameters and optimizer state, packed one buffer after
+  /// another in buffer order, and the step they are at: what unpackState writes into a store.
+  std::vector<char> packState() const;
 
   /// One training step on `batch` (optimizer step `step`, from 1). Returns the device's
   /// part of the loss (0 unless it reports the loss).

@@ -8,9 +8,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <list>
+#include <memory>
 #include <thread>
-
-extern "C" void openblas_set_num_threads(int);
 
 namespace hspmd::runtime {
 
@@ -120,15 +119,6 @@ public:
     wait(request, "every device at a barrier");
   }
 
-  // Sums one value over all processes.
-  double sum(double value) {
-    double total = 0;
-    MPI_Request request;
-    MPI_Iallreduce(&value, &total, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &request);
-    wait(request, "every device to report its loss");
-    return total;
-  }
-
   void drain() {
     const auto deadline = Clock::now() + timeout_;
     int spins = 0;
@@ -178,6 +168,37 @@ private:
   }
 };
 
+// The run's world in this process: MPI initialised, its one device and communicator.
+class MpiWorld : public World {
+public:
+  MpiWorld(std::vector<int> devices, std::chrono::milliseconds timeout) : devices_(std::move(devices)) {
+    int provided = 0, size = 0;
+    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SINGLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (size != static_cast<int>(devices_.size())) {
+      MPI_Finalize();
+      throw RunError("mpirun started " + std::to_string(size) + " processes but the plan has " +
+                     std::to_string(devices_.size()) + " devices: run it with mpirun -np " +
+                     std::to_string(devices_.size()));
+    }
+    comm_ = std::make_unique<MpiCommunicator>(devices_, rank_, timeout);
+  }
+  ~MpiWorld() override {
+    comm_.reset(); // its sends are drained first
+    MPI_Finalize();
+  }
+  const std::vector<int> &devices() const override { return devices_; }
+  std::vector<int> localDevices() const override { return {devices_[static_cast<size_t>(rank_)]}; }
+  Communicator &communicator(int) override { return *comm_; }
+  void fail(const std::string &) override {} // this process's one device is the one that failed
+
+private:
+  std::vector<int> devices_;
+  int rank_ = 0;
+  std::unique_ptr<MpiCommunicator> comm_;
+};
+
 } // namespace
 
 bool mpiAvailable() {
@@ -192,133 +213,19 @@ int launcherRank() {
 }
 
 RunResult runMpi(const std::map<int, ir::DeviceProgram> &programs, const ModelInfo &model, const RunOptions &options) {
-  int provided = 0;
-  MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SINGLE, &provided);
-  int rank = 0, size = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
   std::vector<int> devices;
   for (const auto &[device, program] : programs)
     devices.push_back(device);
-  if (size != static_cast<int>(devices.size())) {
-    MPI_Finalize();
-    throw RunError("mpirun started " + std::to_string(size) + " processes but the plan has " +
-                   std::to_string(devices.size()) + " devices: run it with mpirun -np " +
-                   std::to_string(devices.size()));
-  }
-  openblas_set_num_threads(1);
-  RunResult result;
-  result.tokensPerStep = model.batch * model.seq;
+  MpiWorld world(devices, options.timeout);
   try {
-    MpiCommunicator comm(devices, rank, options.timeout);
-    const std::string fingerprint = ParameterStore::fingerprint(model.name, model.params);
-    ParameterStore store = options.load.empty() ? ParameterStore::initial(fingerprint, model.params, options.seed)
-                                                : ParameterStore::load(options.load, fingerprint);
-    const Dataset data = Dataset::load(options.data, model.vocab);
-    DeviceExecutor executor(programs.at(devices[static_cast<size_t>(rank)]), comm);
-    if (auto generated = options.generated.find(devices[static_cast<size_t>(rank)]);
-        generated != options.generated.end())
-      executor.setPhases(generated->second);
-    executor.load(store);
-    if (!options.trace.empty())
-      executor.trace(Clock::now());
-    const int64_t firstStep = store.step;
-    const auto start = Clock::now();
-    Progress progress(options.progress, firstStep, options.steps, result.tokensPerStep);
-    for (int64_t s = 0; s < options.steps; ++s) {
-      const int64_t step = firstStep + s + 1;
-      const double loss = comm.sum(executor.step(data.batchFor(step - 1, model.batch, model.seq), step));
-      result.losses.push_back(loss);
-      if (s + 1 == kTracedSteps)
-        executor.stopTracing();
-      if (rank == 0)
-        progress.step(s, result.losses);
-    }
-    result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    // Times and checkpoint regions go to rank 0.
-    double mine[2] = {executor.times().busy, executor.times().communicating};
-    std::vector<double> all(static_cast<size_t>(2 * size));
-    MPI_Gather(mine, 2, MPI_DOUBLE, all.data(), 2, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-    for (int r = 0; r < size; ++r)
-      result.times[devices[static_cast<size_t>(r)]] = {all[static_cast<size_t>(2 * r)],
-                                                       all[static_cast<size_t>(2 * r + 1)]};
-    if (!options.save.empty()) {
-      // Every rank writes its regions into its copy of the store; rank 0 takes each other
-      // rank's copy, one tensor at a time, where that rank holds it.
-      // The same tensors on every rank: the optimizer state of every program, not only this one's.
-      for (const auto &[device, program] : programs)
-        for (const ir::Buffer &b : program.buffers)
-          if (b.role == ir::BufferRole::State && !store.tensors.count(ir::storeName(b))) {
-            const std::string name = ir::storeName(b);
-            const GlobalTensor &param = store.tensors.at(name.substr(0, name.rfind('.')));
-            store.tensors[name] = {param.shape, std::vector<float>(param.data.size(), 0.0f)};
-          }
-      executor.save(store);
-      for (int r = 1; r < size; ++r)
-        for (auto &[name, tensor] : store.tensors) {
-          std::vector<float> theirs(tensor.data.size());
-          if (rank == r)
-            MPI_Send(tensor.data.data(), static_cast<int>(tensor.data.size()), MPI_FLOAT, 0, 1, MPI_COMM_WORLD);
-          if (rank == 0) {
-            MPI_Recv(theirs.data(), static_cast<int>(theirs.size()), MPI_FLOAT, r, 1, MPI_COMM_WORLD,
-                     MPI_STATUS_IGNORE);
-            copyRegions(programs.at(devices[static_cast<size_t>(r)]), name, {tensor.shape, theirs}, tensor);
-          }
-        }
-      if (rank == 0)
-        store.save(options.save);
-    }
-    if (!options.trace.empty()) {
-      // Every rank's events go to rank 0: names joined by newlines, then (communication,
-      // start, seconds) per event.
-      std::string names;
-      std::vector<double> numbers;
-      for (const TraceEvent &e : executor.events()) {
-        names += e.name + "\n";
-        numbers.insert(numbers.end(), {e.communication ? 1.0 : 0.0, e.start, e.seconds});
-      }
-      std::map<int, std::vector<TraceEvent>> traced;
-      for (int r = 0; r < size; ++r) {
-        if (r == 0 && rank == 0) {
-          traced[devices[0]] = executor.events();
-          continue;
-        }
-        int64_t counts[2] = {static_cast<int64_t>(names.size()), static_cast<int64_t>(numbers.size())};
-        if (rank == r) {
-          MPI_Send(counts, 2, MPI_INT64_T, 0, 2, MPI_COMM_WORLD);
-          MPI_Send(names.data(), static_cast<int>(names.size()), MPI_CHAR, 0, 3, MPI_COMM_WORLD);
-          MPI_Send(numbers.data(), static_cast<int>(numbers.size()), MPI_DOUBLE, 0, 4, MPI_COMM_WORLD);
-        } else if (rank == 0) {
-          MPI_Recv(counts, 2, MPI_INT64_T, r, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-          std::string theirNames(static_cast<size_t>(counts[0]), '\0');
-          std::vector<double> theirNumbers(static_cast<size_t>(counts[1]));
-          MPI_Recv(theirNames.data(), static_cast<int>(counts[0]), MPI_CHAR, r, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-          MPI_Recv(theirNumbers.data(), static_cast<int>(counts[1]), MPI_DOUBLE, r, 4, MPI_COMM_WORLD,
-                   MPI_STATUS_IGNORE);
-          auto &list = traced[devices[static_cast<size_t>(r)]];
-          size_t at = 0;
-          for (size_t i = 0; i + 2 < theirNumbers.size(); i += 3) {
-            const size_t end = theirNames.find('\n', at);
-            list.push_back(
-                {theirNames.substr(at, end - at), theirNumbers[i] != 0, theirNumbers[i + 1], theirNumbers[i + 2]});
-            at = end + 1;
-          }
-        }
-      }
-      if (rank == 0)
-        writeTrace(options.trace, traced);
-    }
-    if (rank == 0 && options.progress)
-      printSummary(*options.progress, result.times, result.seconds);
+    return train(world, programs, model, options);
   } catch (const std::exception &e) {
+    // The other processes may wait on this one: end them all.
     std::fprintf(stderr, "hspmc train: error: %s\n", e.what());
     std::fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
-  MPI_Finalize();
-  if (rank != 0)
-    result.losses.clear(); // only rank 0 reports
-  return result;
+  return {};
 }
 
 } // namespace hspmd::runtime

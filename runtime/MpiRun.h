@@ -11,9 +11,10 @@ namespace hspmd::runtime {
 /// Whether this build has the MPI backend.
 bool mpiAvailable();
 
-/// Runs this process's device (MPI must not be initialised yet; it is finalised at the end).
-/// Rank 0 prints the progress and summary and writes the checkpoint and losses. Throws
-/// RunError when the world size does not match the plan.
+/// Runs this process's device through train() (Run.h): MPI must not be initialised yet; it is
+/// finalised at the end. Rank 0 runs the first device: it prints the progress and summary and
+/// writes the checkpoint and trace. Throws RunError when the world size does not match the
+/// plan; any other error aborts every process (MPI_Abort) after printing it.
 RunResult runMpi(const std::map<int, ir::DeviceProgram> &programs, const ModelInfo &model, const RunOptions &options);
 
 /// This process's MPI rank when started by mpirun (from the environment, before MPI_Init),

@@ -2,8 +2,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <mutex>
 #include <thread>
@@ -11,8 +13,6 @@
 extern "C" void openblas_set_num_threads(int);
 
 namespace hspmd::runtime {
-
-namespace {} // namespace
 
 void Progress::step(int64_t s, const std::vector<double> &losses) {
   const int64_t every = std::max<int64_t>(1, steps_ / 20);
@@ -92,28 +92,116 @@ void writeTrace(const std::string &path, const std::map<int, std::vector<TraceEv
   out << trace.dump() << "\n";
 }
 
-RunResult runThreads(const std::map<int, ir::DeviceProgram> &programs, const ModelInfo &model,
-                     const RunOptions &options) {
+namespace {
+
+// Run-level messages, apart from every program's instructions (whose tags are not negative,
+// step included: Executor.cpp's stepTag): each step's loss sum, and each device's report to
+// the first device at the end.
+constexpr int64_t kLossTag = -1;
+constexpr int64_t kReportTag = -2;
+
+// What a device tells the first device after its last step: its times, its trace and, with
+// --save, its state (DeviceExecutor::packState).
+struct DeviceReport {
+  DeviceTimes times;
+  std::vector<TraceEvent> events;
+  std::vector<char> state;
+};
+
+template <typename T> void put(std::vector<char> &out, const T &value) {
+  const char *bytes = reinterpret_cast<const char *>(&value);
+  out.insert(out.end(), bytes, bytes + sizeof value);
+}
+void putBytes(std::vector<char> &out, const char *data, size_t size) {
+  put(out, static_cast<uint64_t>(size));
+  out.insert(out.end(), data, data + size);
+}
+
+std::vector<char> packReport(const DeviceReport &report) {
+  std::vector<char> out;
+  put(out, report.times.busy);
+  put(out, report.times.communicating);
+  put(out, static_cast<uint64_t>(report.events.size()));
+  for (const TraceEvent &e : report.events) {
+    putBytes(out, e.name.data(), e.name.size());
+    put(out, e.communication);
+    put(out, e.start);
+    put(out, e.seconds);
+  }
+  putBytes(out, report.state.data(), report.state.size());
+  return out;
+}
+
+class ReportReader {
+public:
+  explicit ReportReader(const std::vector<char> &bytes) : bytes_(bytes) {}
+  template <typename T> T get() {
+    T value;
+    std::memcpy(&value, take(sizeof value), sizeof value);
+    return value;
+  }
+  std::vector<char> getBytes() {
+    const auto size = static_cast<size_t>(get<uint64_t>());
+    const char *data = take(size);
+    return std::vector<char>(data, data + size);
+  }
+
+private:
+  const std::vector<char> &bytes_;
+  size_t at_ = 0;
+  const char *take(size_t size) {
+    if (size > bytes_.size() - at_)
+      throw RunError("a device's report to the first device is cut short");
+    at_ += size;
+    return bytes_.data() + at_ - size;
+  }
+};
+
+DeviceReport unpackReport(const std::vector<char> &bytes) {
+  ReportReader in(bytes);
+  DeviceReport report;
+  report.times.busy = in.get<double>();
+  report.times.communicating = in.get<double>();
+  const auto events = in.get<uint64_t>();
+  for (uint64_t i = 0; i < events; ++i) {
+    TraceEvent e;
+    const std::vector<char> name = in.getBytes();
+    e.name.assign(name.begin(), name.end());
+    e.communication = in.get<bool>();
+    e.start = in.get<double>();
+    e.seconds = in.get<double>();
+    report.events.push_back(std::move(e));
+  }
+  report.state = in.getBytes();
+  return report;
+}
+
+} // namespace
+
+RunResult train(World &world, const std::map<int, ir::DeviceProgram> &programs, const ModelInfo &model,
+                const RunOptions &options) {
+  const std::vector<int> &devices = world.devices();
+  const std::vector<int> local = world.localDevices();
+  const int first = devices.front(); // gathers the losses, times, trace and checkpoint
+  const bool leads = std::find(local.begin(), local.end(), first) != local.end();
   const std::string fingerprint = ParameterStore::fingerprint(model.name, model.params);
   ParameterStore store = options.load.empty() ? ParameterStore::initial(fingerprint, model.params, options.seed)
                                               : ParameterStore::load(options.load, fingerprint);
   const Dataset data = Dataset::load(options.data, model.vocab);
-  std::vector<int> devices;
-  for (const auto &[device, program] : programs)
-    devices.push_back(device);
   if (devices.size() > 1)
     openblas_set_num_threads(1); // the devices are the parallelism
-  ThreadsWorld world(devices, options.timeout);
 
   RunResult result;
   result.tokensPerStep = model.batch * model.seq;
-  result.losses.assign(static_cast<size_t>(options.steps), 0.0);
-  std::mutex mutex;
-  std::string firstError;
-  std::map<int, std::vector<TraceEvent>> events;
   const int64_t firstStep = store.step;
   const auto start = std::chrono::steady_clock::now();
+  const auto since = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   Progress progress(options.progress, firstStep, options.steps, result.tokensPerStep);
+  std::map<int, std::vector<TraceEvent>> events;
+  std::mutex mutex;
+  std::string firstError;
+
+  // One device's run: its steps, then its report to the first device, which gathers them.
   auto device = [&](int id) {
     try {
       Communicator &comm = world.communicator(id);
@@ -123,32 +211,37 @@ RunResult runThreads(const std::map<int, ir::DeviceProgram> &programs, const Mod
       executor.load(store);
       if (!options.trace.empty())
         executor.trace(start);
-      double stepStart = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      double stepStart = since();
       for (int64_t s = 0; s < options.steps; ++s) {
         const int64_t step = firstStep + s + 1;
-        const Batch batch = data.batchFor(step - 1, model.batch, model.seq);
-        const double loss = executor.step(batch, step);
-        {
-          std::lock_guard lock(mutex);
-          result.losses[static_cast<size_t>(s)] += loss;
-        }
-        comm.barrier();
-        if (id == devices.front()) {
-          const double now = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-          result.stepSeconds.push_back(now - stepStart);
-          stepStart = now;
-        }
+        const double mine = executor.step(data.batchFor(step - 1, model.batch, model.seq), step);
+        const double loss = sumOverDevices(comm, devices, kLossTag, mine); // every device has finished the step
         if (s + 1 == kTracedSteps)
           executor.stopTracing();
-        if (id == devices.front())
+        if (id == first) {
+          result.losses.push_back(loss);
+          result.stepSeconds.push_back(since() - stepStart);
+          stepStart = since();
           progress.step(s, result.losses);
+        }
       }
-      comm.barrier(); // every device has loaded and stepped before any saves into the store
-      std::lock_guard lock(mutex);
-      result.times[id] = executor.times();
-      events[id] = executor.events();
+      DeviceReport report{executor.times(), executor.events(), {}};
       if (!options.save.empty())
-        executor.save(store);
+        report.state = executor.packState();
+      if (id != first) {
+        comm.send(first, kReportTag, packReport(report));
+        return;
+      }
+      result.seconds = since();
+      std::map<int, DeviceReport> reports; // all of them before the store is written: by then every device has loaded
+      for (int other : devices)
+        reports[other] = other == id ? std::move(report) : unpackReport(comm.recv(other, kReportTag));
+      for (const auto &[other, theirs] : reports) {
+        result.times[other] = theirs.times;
+        events[other] = theirs.events;
+        if (!options.save.empty())
+          unpackState(programs.at(other), theirs.state, store);
+      }
     } catch (const std::exception &e) {
       {
         std::lock_guard lock(mutex);
@@ -158,14 +251,19 @@ RunResult runThreads(const std::map<int, ir::DeviceProgram> &programs, const Mod
       world.fail("device " + std::to_string(id) + " failed: " + e.what());
     }
   };
-  std::vector<std::thread> threads;
-  for (int id : devices)
-    threads.emplace_back(device, id);
-  for (auto &t : threads)
-    t.join();
+  if (local.size() == 1) {
+    device(local.front());
+  } else {
+    std::vector<std::thread> threads;
+    for (int id : local)
+      threads.emplace_back(device, id);
+    for (auto &t : threads)
+      t.join();
+  }
   if (!firstError.empty())
     throw RunError(firstError);
-  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!leads)
+    return result; // the first device's process reports
   if (!options.save.empty())
     store.save(options.save);
   if (!options.trace.empty())
@@ -173,6 +271,15 @@ RunResult runThreads(const std::map<int, ir::DeviceProgram> &programs, const Mod
   if (options.progress)
     printSummary(*options.progress, result.times, result.seconds);
   return result;
+}
+
+RunResult runThreads(const std::map<int, ir::DeviceProgram> &programs, const ModelInfo &model,
+                     const RunOptions &options) {
+  std::vector<int> devices;
+  for (const auto &[device, program] : programs)
+    devices.push_back(device);
+  ThreadsWorld world(devices, options.timeout);
+  return train(world, programs, model, options);
 }
 
 } // namespace hspmd::runtime

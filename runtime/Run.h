@@ -1,6 +1,7 @@
-// Run.h - a training run over every device's program: the threads backend runs each device
-// on a thread of this process (runThreads); the MPI backend runs one device per process
-// (runMpi). Both print a progress line per step and a per-device summary at the end.
+// Run.h - a training run over every device's program: one loop (train) over a World of
+// communicators; the threads backend runs each device on a thread of this process
+// (runThreads), the MPI backend one device per process (runMpi, MpiRun.h). Both print a
+// progress line per step and a per-device summary at the end.
 #pragma once
 
 #include "ir/DeviceProgram.h"
@@ -42,7 +43,7 @@ struct RunResult {
   std::vector<double> losses; // per step: the global mean loss
   std::map<int, DeviceTimes> times;
   double seconds = 0;              // wall time of the run
-  std::vector<double> stepSeconds; // per step, from the end of the previous one (threads backend)
+  std::vector<double> stepSeconds; // per step, from the end of the previous one
   int64_t tokensPerStep = 0;
 };
 
@@ -50,6 +51,17 @@ struct RunError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// The one training loop, for every backend. Each device of `world` that this process runs
+/// loads its regions of the parameters and optimizer state, then steps through the data:
+/// step k (from 1, counting on from a loaded checkpoint) trains on the data's batch k - 1 and
+/// ends with the sum of the devices' losses (sumOverDevices), which the first device records.
+/// At the end every device reports its times, trace and (with --save) its state to the first
+/// device, whose process prints the summary and writes the checkpoint and trace. Only that
+/// process's result has the losses and times. Throws RunError with the first device's error.
+RunResult train(World &world, const std::map<int, ir::DeviceProgram> &programs, const ModelInfo &model,
+                const RunOptions &options);
+
+/// train() with every device a thread of this process.
 RunResult runThreads(const std::map<int, ir::DeviceProgram> &programs, const ModelInfo &model,
                      const RunOptions &options);
 

@@ -15,6 +15,19 @@ std::string formatSeconds(std::chrono::milliseconds timeout) {
   return text;
 }
 
+double sumOverDevices(Communicator &comm, const std::vector<int> &devices, int64_t tag, double value) {
+  double sum = 0;
+  Piece mine;
+  mine.data = &value;
+  mine.lo = {0};
+  mine.hi = {1};
+  comm.exchange(devices, tag, mine, sizeof value, [&](const std::vector<Piece> &pieces) {
+    for (const Piece &piece : pieces)
+      sum += *static_cast<const double *>(piece.data);
+  });
+  return sum;
+}
+
 class ThreadsCommunicator : public Communicator {
 public:
   ThreadsCommunicator(ThreadsWorld &world, int device) : world_(world), device_(device) {}
