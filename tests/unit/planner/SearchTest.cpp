@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cstdio>
 #include <functional>
 #include <numeric>
@@ -251,9 +253,11 @@ TEST(Search, ProposesWholePlansOnAMixedCluster) {
   EXPECT_LT(result.planned.front().seconds, result.symmetric.front().seconds);
 }
 
-TEST(Search, FinalistsHeadSplitsAreRefinedByCbc) {
-  // LLaMA-2-7B at 32K positions on 8 H100 + 8 A100: the head-parallel candidates' head
-  // splits, solved again by CBC.
+TEST(Search, HeadSplitsAreCbcOptimalAndABadSplitIsRefinedByCbc) {
+  // LLaMA-2-7B at 32K positions on 8 H100 + 8 A100: every head-parallel candidate's head
+  // split, after refinement, is CBC's proven optimum of the head program. Then the same
+  // candidates with heads moved from one group to another: refinement replaces the worse
+  // split with CBC's optimum.
   const ModelShape shape = exampleShape("examples/llama/llama2_7b.hspmd");
   std::vector<ClusterError> errors;
   const auto loaded = loadCluster("examples/clusters/h100x8_a100x8.toml", "stdlib/devices.toml", errors);
@@ -262,27 +266,49 @@ TEST(Search, FinalistsHeadSplitsAreRefinedByCbc) {
   PlanRequest request;
   request.sequence = 32768;
   request.tokens = 262144;
-  int refined = 0, checked = 0;
+  int checked = 0, refined = 0;
   for (Candidate c : searchPlans(shape, cluster, request).planned) {
     if (c.family != "head")
       continue;
     const double before = c.seconds;
-    const LocalCheck greedy = checkLocalPrograms(c, shape, cluster, request);
-    const bool changed = refineLocalPrograms(c, shape, cluster, request);
-    refined += changed;
-    // Refinement never makes the estimated step worse; when it changes the split, the split
-    // is CBC's optimum of the head program.
-    EXPECT_LE(c.seconds, before * (1 + 1e-12)) << c.strategy;
+    refineLocalPrograms(c, shape, cluster, request);
+    EXPECT_LE(c.seconds, before * (1 + 1e-12)) << c.strategy; // never worse
     const LocalCheck check = checkLocalPrograms(c, shape, cluster, request);
-    EXPECT_TRUE(check.optimal) << check.text;
-    if (changed) {
-      EXPECT_NEAR(check.planned, check.exact, 1e-9 * check.exact) << check.text;
-      EXPECT_GT(greedy.planned, check.planned) << greedy.text;
-    } else {
-      EXPECT_NEAR(check.planned, greedy.planned, 1e-12 * greedy.planned);
-    }
+    ASSERT_TRUE(check.optimal) << check.text;
+    EXPECT_NEAR(check.planned, check.exact, 1e-9 * check.exact) << check.text;
     ++checked;
+
+    // Move one head unit (tp x query heads per key/value head) from one share to another:
+    // where that makes the split worse, refinement brings back CBC's optimum, unless CBC's
+    // answer does not fit memory (its program has no memory constraint).
+    const Candidate best = c;
+    const int64_t unit = static_cast<int64_t>(c.pipelines[0].stages[0].tp) * (shape.heads / shape.kvHeads);
+    const size_t groups = best.pipelines[0].stages[0].hp.size();
+    for (size_t from = 0; from < groups; ++from)
+      for (size_t to = 0; to < groups; ++to) {
+        Candidate moved = best;
+        std::vector<int64_t> &hp = moved.pipelines[0].stages[0].hp;
+        if (from == to || hp[from] < 2 * unit)
+          continue;
+        hp[from] -= unit;
+        hp[to] += unit;
+        const LocalCheck worse = checkLocalPrograms(moved, shape, cluster, request);
+        if (worse.planned <= worse.exact * (1 + 1e-9))
+          continue;
+        estimate(moved, shape, cluster, request);
+        const double unbalanced = moved.seconds;
+        const bool fitted = moved.fits;
+        const bool changed = refineLocalPrograms(moved, shape, cluster, request);
+        if (!changed)
+          continue;
+        EXPECT_LE(moved.seconds, unbalanced);
+        EXPECT_TRUE(moved.fits || !fitted);
+        const LocalCheck after = checkLocalPrograms(moved, shape, cluster, request);
+        EXPECT_NEAR(after.planned, after.exact, 1e-9 * after.exact) << after.text;
+        ++refined;
+      }
   }
   EXPECT_GT(checked, 0);
-  std::printf("head-parallel candidates: %d, refined by CBC: %d\n", checked, refined);
+  EXPECT_GT(refined, 0);
+  std::printf("head-parallel candidates: %d; unbalanced splits refined to CBC's optimum: %d\n", checked, refined);
 }

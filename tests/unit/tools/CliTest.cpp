@@ -10,6 +10,7 @@
 #include <iterator>
 #include <string>
 #include <sys/wait.h>
+#include <vector>
 
 namespace {
 
@@ -108,6 +109,50 @@ TEST(Cli, TrainOnMpiChecksTheWorldSize) {
   const std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_NE(json.find("\"name\":\"device 0\""), std::string::npos);
   EXPECT_NE(json.find("\"name\":\"device 1\""), std::string::npos);
+}
+
+// The losses `--losses FILE` wrote.
+std::vector<double> lossesOf(const std::string &path) {
+  std::ifstream in(path);
+  const std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<double> losses;
+  size_t at = json.find("\"losses\": [");
+  if (at == std::string::npos)
+    return losses;
+  at = json.find('[', at) + 1;
+  const size_t end = json.find(']', at);
+  while (at < end) {
+    size_t used = 0;
+    losses.push_back(std::stod(json.substr(at), &used));
+    at = json.find_first_not_of(", \n", at + used);
+  }
+  return losses;
+}
+
+// A checkpoint saved on MPI (every process's regions, gathered by the first device's process)
+// loads under another plan on threads and goes on as the run that never stopped.
+TEST(Cli, MpiCheckpointContinuesUnderAnotherPlan) {
+  if (std::system("command -v mpirun > /dev/null") != 0)
+    GTEST_SKIP() << "no mpirun";
+  const std::string data = " --data examples/data/gpl-3.txt", checkpoint = "build/cli_mpi_checkpoint.bin";
+  CliRun straight = hspmc("train examples/gpt/plans/dp2_zero.hspmd" + data + " --steps 4 --losses build/cli_a.json");
+  ASSERT_EQ(straight.code, 0) << straight.output;
+  CliRun saved = hspmcUnderMpirun(4, "train examples/gpt/plans/hetero4.hspmd" + data +
+                                         " --steps 2 --backend mpi --losses build/cli_b.json --save " + checkpoint);
+  ASSERT_EQ(saved.code, 0) << saved.output;
+  CliRun loaded = hspmc("train examples/gpt/plans/dp2_zero.hspmd" + data +
+                        " --steps 2 --losses build/cli_c.json --load " + checkpoint);
+  ASSERT_EQ(loaded.code, 0) << loaded.output;
+  EXPECT_NE(loaded.output.find("step 4/4  loss "), std::string::npos) << loaded.output;
+  const std::vector<double> a = lossesOf("build/cli_a.json"), b = lossesOf("build/cli_b.json"),
+                            c = lossesOf("build/cli_c.json");
+  ASSERT_EQ(a.size(), 4u);
+  ASSERT_EQ(b.size(), 2u);
+  ASSERT_EQ(c.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_NEAR(b[i], a[i], 1e-5 * a[i]) << "step " << i + 1;
+    EXPECT_NEAR(c[i], a[i + 2], 1e-5 * a[i + 2]) << "step " << i + 3;
+  }
 }
 
 // hspmc build writes one source per device, main.cpp and the build file; --target cuda is
