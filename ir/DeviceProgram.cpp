@@ -6,6 +6,28 @@
 
 namespace hspmd::ir {
 
+namespace {
+constexpr std::string_view kCommKindNames[] = {
+    "identity",  "local-slice",      "all-reduce",           "reduce-scatter",   "all-gather", "all-to-all",
+    "send-recv", "split-all-reduce", "split-reduce-scatter", "split-all-gather", "bsr"};
+} // namespace
+
+std::string_view commKindName(CommKind kind) {
+  return kCommKindNames[static_cast<size_t>(kind)];
+}
+
+std::optional<CommKind> parseCommKind(std::string_view name) {
+  for (size_t i = 0; i < std::size(kCommKindNames); ++i)
+    if (kCommKindNames[i] == name)
+      return static_cast<CommKind>(i);
+  return std::nullopt;
+}
+
+bool isReduction(CommKind kind) {
+  return kind == CommKind::AllReduce || kind == CommKind::ReduceScatter || kind == CommKind::SplitAllReduce ||
+         kind == CommKind::SplitReduceScatter;
+}
+
 int64_t Buffer::bytes() const {
   int64_t n = dtypeBytes(dtype);
   for (int64_t d : shape)

@@ -11,6 +11,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace hspmd::ir {
@@ -42,6 +43,28 @@ struct Buffer {
 
 enum class InstrKind { Kernel, Collective, Send, Recv, Copy };
 
+/// How a reshard moves data (docs/communication.md); a Collective instruction is one of the
+/// collective kinds, named as commKindName prints it.
+enum class CommKind {
+  Identity,
+  LocalSlice,
+  AllReduce,
+  ReduceScatter,
+  AllGather,
+  AllToAll,
+  SendRecv,
+  SplitAllReduce,
+  SplitReduceScatter,
+  SplitAllGather,
+  Bsr,
+};
+std::string_view commKindName(CommKind kind);
+/// The kind commKindName names `name`, if any.
+std::optional<CommKind> parseCommKind(std::string_view name);
+/// Whether the collective adds the members' partial sums (all-reduce, reduce-scatter and
+/// their split forms) rather than copying pieces.
+bool isReduction(CommKind kind);
+
 /// When an instruction runs: once per micro-batch in the forward or backward pass, or once
 /// per step after all micro-batches (gradient synchronisation, optimizer). Recompute
 /// instructions re-run part of a stage's forward inside each backward pass, in body order,
@@ -71,6 +94,10 @@ struct Instruction {
   int partial = 0;
   Phase phase = Phase::Forward;
   Location loc;
+  /// A collective's kind (parsed from `op`); nothing for other instructions.
+  std::optional<CommKind> collective() const {
+    return kind == InstrKind::Collective ? parseCommKind(op) : std::nullopt;
+  }
 };
 
 /// One pass of the schedule: the forward or backward instructions for one micro-batch.

@@ -14,13 +14,6 @@
 
 namespace hspmd::passes {
 
-std::string_view commKindName(CommKind kind) {
-  static const char *names[] = {
-      "identity",  "local-slice",      "all-reduce",           "reduce-scatter",   "all-gather", "all-to-all",
-      "send-recv", "split-all-reduce", "split-reduce-scatter", "split-all-gather", "bsr"};
-  return names[static_cast<int>(kind)];
-}
-
 int64_t CommPlan::totalBytes() const {
   int64_t total = 0;
   for (const auto &step : steps)

@@ -11,6 +11,7 @@
 #pragma once
 
 #include "ir/Annotation.h"
+#include "ir/DeviceProgram.h"
 
 #include <functional>
 #include <map>
@@ -20,21 +21,8 @@
 
 namespace hspmd::passes {
 
-enum class CommKind {
-  Identity,
-  LocalSlice,
-  AllReduce,
-  ReduceScatter,
-  AllGather,
-  AllToAll,
-  SendRecv,
-  SplitAllReduce,
-  SplitReduceScatter,
-  SplitAllGather,
-  Bsr,
-};
-
-std::string_view commKindName(CommKind kind);
+using ir::CommKind; // how a reshard moves data: ir/DeviceProgram.h
+using ir::commKindName;
 
 /// The slices one device sends another in one step, fused into one buffer.
 struct Message {

@@ -93,7 +93,8 @@ bool verifyStreams(const Streams &programs, const ReportFn &report) {
         problem(first.loc, first.op + " (tag " + std::to_string(tag) + ")" + where(first) + ": group [" + list(group) +
                                "] but devices " + list(callers) + " call it");
       for (const auto &[device, in] : calls)
-        if (in->bytes != first.bytes && first.op != "split-all-gather" && first.op != "split-reduce-scatter")
+        if (in->bytes != first.bytes && first.collective() != ir::CommKind::SplitAllGather &&
+            first.collective() != ir::CommKind::SplitReduceScatter)
           problem(in->loc, first.op + " (tag " + std::to_string(tag) + ")" + where(*in) + ": device " +
                                std::to_string(device) + " contributes " + std::to_string(in->bytes) +
                                " bytes, device " + std::to_string(calls.front().first) + " " +

@@ -234,8 +234,8 @@ private:
         // (half a copy's traffic) and adds each piece into it (a copy-add, one and a half), a
         // gather copies each piece's part: copies of the output's bytes, at the group's
         // slowest link.
-        const bool reduction = in.op == "all-reduce" || in.op == "split-all-reduce" || in.op == "reduce-scatter" ||
-                               in.op == "split-reduce-scatter";
+        const std::optional<ir::CommKind> kind = in.collective();
+        const bool reduction = kind && ir::isReduction(*kind);
         double out = 0;
         for (int member : in.group) {
           const ir::DeviceProgram &theirs = steps_.at(member);
@@ -251,7 +251,8 @@ private:
         double bytes = 0;
         for (int member : in.group)
           bytes = std::max(bytes, static_cast<double>(steps_.at(member).body[at_[member]].bytes));
-        const bool allReduce = in.op == "all-reduce" || in.op == "split-all-reduce";
+        const std::optional<ir::CommKind> kind = in.collective();
+        const bool allReduce = kind == ir::CommKind::AllReduce || kind == ir::CommKind::SplitAllReduce;
         latency = (allReduce ? 2 * (n - 1) : n - 1) * model_.links.alpha;
         seconds = bytes / slowest + latency;
       }

@@ -19,10 +19,6 @@ std::vector<int64_t> minus(const std::vector<int64_t> &a, const std::vector<int6
   return out;
 }
 
-bool reduces(const std::string &op) {
-  return op == "all-reduce" || op == "reduce-scatter" || op == "split-all-reduce" || op == "split-reduce-scatter";
-}
-
 // The step is part of every tag, so a step's messages and collectives never meet the next's.
 int64_t stepTag(int64_t tag, int64_t step) {
   return tag + (step << 40);
@@ -312,7 +308,8 @@ void DeviceExecutor::collective(const ir::Instruction &in, int microbatch, int64
     bytes = b.bytes();
   }
   const ir::Buffer *out = in.outputs.empty() ? nullptr : &program_.buffers[static_cast<size_t>(in.outputs[0])];
-  const bool sum = reduces(in.op);
+  const std::optional<ir::CommKind> kind = in.collective();
+  const bool sum = kind && ir::isReduction(*kind);
   mine.partial = in.partial;
   comm_.exchange(in.group, tag, mine, bytes, [&](const std::vector<Piece> &pieces) {
     if (!out)

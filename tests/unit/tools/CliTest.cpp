@@ -111,6 +111,22 @@ TEST(Cli, TrainOnMpiChecksTheWorldSize) {
   EXPECT_NE(json.find("\"name\":\"device 1\""), std::string::npos);
 }
 
+// hspmc passes prints the pass table, one pass a line in order; --after takes every name, and
+// after a program pass prints the DevicePrograms.
+TEST(Cli, PassesAndDumpAfterAProgramPass) {
+  CliRun passes = hspmc("passes");
+  EXPECT_EQ(passes.code, 0);
+  EXPECT_EQ(passes.output.rfind("autodiff ", 0), 0u) << passes.output;
+  EXPECT_EQ(std::count(passes.output.begin(), passes.output.end(), '\n'), 8) << passes.output;
+  EXPECT_NE(passes.output.find("\nverify-programs "), std::string::npos) << passes.output;
+  CliRun dump = hspmc("dump-ir examples/gpt/plans/tp2.hspmd --train --after verify-programs");
+  EXPECT_EQ(dump.code, 0) << dump.output.substr(0, 400);
+  EXPECT_EQ(dump.output.rfind("program device 0 plan 0 peak ", 0), 0u) << dump.output.substr(0, 400);
+  EXPECT_NE(dump.output.find("\nprogram device 1 plan 0 peak "), std::string::npos);
+  CliRun unknown = hspmc("dump-ir examples/gpt/plans/tp2.hspmd --after frobnicate");
+  EXPECT_EQ(unknown.code, 2) << unknown.output;
+}
+
 // The losses `--losses FILE` wrote.
 std::vector<double> lossesOf(const std::string &path) {
   std::ifstream in(path);
