@@ -4,6 +4,7 @@
 // (layers covered once, memory, balance) is `hspmc lint`'s job.
 #include "frontend/Compilation.h"
 #include "frontend/ElaboratorImpl.h"
+#include "ir/Tags.h"
 #include "planner/Cluster.h"
 
 #include <filesystem>
@@ -211,6 +212,12 @@ std::optional<Compilation::ElaboratedPlan> Compilation::elaboratePlan(const Plan
     out.shareLoc = pipeline.share ? pipeline.share->loc : pipeline.loc;
     out.microbatchesLoc = pipeline.microbatches ? pipeline.microbatches->loc : pipeline.loc;
     out.microbatches = positiveInt(pipeline.microbatches, 1, "'microbatches'");
+    if (out.microbatches > ir::tags::kMaxMicrobatches) {
+      diags_.error(out.microbatchesLoc, "'microbatches' is " + std::to_string(out.microbatches) +
+                                            "; a pipeline has at most " + std::to_string(ir::tags::kMaxMicrobatches) +
+                                            " micro-batches");
+      out.microbatches = 1;
+    }
     if (pipeline.stages.empty())
       diags_.error(pipeline.loc, "pipeline '" + out.name + "' has no stages");
     for (const StageDecl &stage : pipeline.stages) {

@@ -1,4 +1,5 @@
 #include "ir/DeviceProgram.h"
+#include "ir/Tags.h"
 
 #include "ir/TextLexer.h"
 
@@ -76,8 +77,8 @@ std::vector<ScheduleSlot> pipelineSchedule(const std::string &name, int stage, i
 
 int64_t expandedTag(int64_t tag, Phase phase, int microbatch) {
   if (phase == Phase::Update)
-    return tag * 2048 + 2047;
-  return tag * 2048 + microbatch * 2 + (phase == Phase::Recompute ? 1 : 0);
+    return tag * tags::kPerBase + tags::kPerBase - 1;
+  return tag * tags::kPerBase + microbatch * 2 + (phase == Phase::Recompute ? 1 : 0);
 }
 
 int maxInFlight(const std::vector<ScheduleSlot> &schedule) {

@@ -15,6 +15,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -89,6 +90,14 @@ struct BatchedMessage {
 /// ordered by (sender, receiver) so every device issues its sends and receives in the same
 /// order. Reduction steps are left to their collectives.
 std::vector<BatchedMessage> fuseAcrossTensors(const std::vector<CommPlan> &plans);
+
+/// The steps of `plan` as resolve-communication records them on a reshard op (`comm_steps`):
+/// each step's kind, a collective's groups, a batched send/receive's messages and the slices
+/// devices keep (passes/CommunicationText.cpp gives the grammar).
+std::string printCommSteps(const CommPlan &plan);
+/// Reads what printCommSteps wrote (kinds, groups, messages and kept slices; not the layouts
+/// or byte counts). Print -> parse -> print is the identity.
+std::optional<std::vector<CommStep>> parseCommSteps(const std::string &text, std::string *error = nullptr);
 
 /// The parts of `a` outside `b` (at most two boxes per dimension).
 std::vector<ir::Box> subtractBox(const ir::Box &a, const ir::Box &b);

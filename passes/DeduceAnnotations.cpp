@@ -746,8 +746,10 @@ private:
       const ir::Annotation &target = state != plan_.optimizerState.end() ? state->second : annotationOf(param);
       if (annotationOf(grad) == target)
         continue;
-      ir::Op *reshard = graph_.createOp(ir::OpKind::Reshard, {grad}, {grad->type}, {{"plan", int64_t{index_}}},
+      ir::Op *reshard = graph_.createOp(ir::OpKind::Reshard, {grad}, {grad->type},
+                                        {{"plan", int64_t{index_}}, {"role", std::string(kGradientSyncRole)}},
                                         grad->def->loc, {grad->name + ".synced"});
+      plan_.syncedGradients[grad] = reshard->result();
       for (int q = 0; q < graph_.numPlans; ++q)
         reshard->result()->annotations[q] = q == index_ ? target : grad->annotations[q];
       plan_.reshards.push_back(InsertedReshard{grad->name, reshard->result()->name, annotationOf(grad), target,

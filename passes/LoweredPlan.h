@@ -6,6 +6,7 @@
 #include "ir/Annotation.h"
 #include "ir/Graph.h"
 #include "ir/Plan.h"
+#include "passes/Communication.h"
 
 #include <map>
 #include <optional>
@@ -58,12 +59,29 @@ struct LoweredPlan {
   std::vector<int64_t> batchPerPipeline;                // empty when B is not bound
   std::map<std::string, ir::Annotation> optimizerState; // param -> layout of its AdamW/SGD state
   std::vector<InsertedReshard> reshards;                // filled by deduce-annotations
+  /// Per reshard op of this plan: its communication plan, chosen once by
+  /// resolve-communication (and printed on the op as `comm_steps`); specialize lowers exactly
+  /// these steps. Absent for a reshard whose shape is not bound (`comm = "deferred"`).
+  std::map<const ir::Op *, CommPlan> communication;
   /// Training builds: parameter -> its gradient; deduction reshards each gradient to the
   /// parameter's layout (or, under `zero`, to its optimizer state's).
   std::map<const ir::Value *, ir::Value *, ir::ValueById> gradients;
+  /// Training builds: gradient -> its value synchronised to the parameter's layout (the
+  /// reshard deduce-annotations adds, marked role = "gradient-sync"); absent when the gradient
+  /// already has that layout.
+  std::map<const ir::Value *, const ir::Value *, ir::ValueById> syncedGradients;
   /// Training builds: the ops of the backward pass (they run once per micro-batch in the
   /// schedule's backward slots).
   std::set<const ir::Op *> backwardOps;
 };
+
+/// The role attribute of the reshard that synchronises a gradient once per step, after every
+/// micro-batch (its phase is the update's).
+inline constexpr const char *kGradientSyncRole = "gradient-sync";
+inline bool isGradientSync(const ir::Op &op) {
+  auto role = op.attrs.find("role");
+  return op.kind == ir::OpKind::Reshard && role != op.attrs.end() &&
+         std::holds_alternative<std::string>(role->second) && std::get<std::string>(role->second) == kGradientSyncRole;
+}
 
 } // namespace hspmd::passes

@@ -20,7 +20,7 @@ LinkModel withPipelines(const LinkModel &cluster, const LoweredPlan &plan) {
   return links;
 }
 
-void resolveCommunication(ir::Graph &graph, const LoweredPlan &plan, const LinkModel &links, const ReportFn &) {
+void resolveCommunication(ir::Graph &graph, LoweredPlan &plan, const LinkModel &links, const ReportFn &) {
   for (const auto &op : graph.ops()) {
     if (op->kind != ir::OpKind::Reshard || ir::intAttr(op->attrs, "plan", -1) != plan.index)
       continue;
@@ -37,6 +37,8 @@ void resolveCommunication(ir::Graph &graph, const LoweredPlan &plan, const LinkM
       kinds += (kinds.empty() ? "" : " + ") + std::string(commKindName(step.kind));
     op->attrs["comm"] = kinds;
     op->attrs["comm_bytes"] = comm.totalBytes();
+    op->attrs["comm_steps"] = printCommSteps(comm);
+    plan.communication[op.get()] = std::move(comm);
   }
 }
 

@@ -11,10 +11,11 @@ namespace hspmd::passes {
 /// inside a pipeline where they can: each pipeline has its own micro-batches).
 LinkModel withPipelines(const LinkModel &cluster, const LoweredPlan &plan);
 
-/// Plans every reshard op of `plan` (over `links`) and records the result on the op:
-/// `comm` (the steps' kinds, as "all-reduce" or "reduce-scatter + bsr") and `comm_bytes`
-/// (bytes received over all devices). A reshard of a value with unbound symbolic dimensions
-/// is planned when the sizes are known: `comm = "deferred"`.
-void resolveCommunication(ir::Graph &graph, const LoweredPlan &plan, const LinkModel &links, const ReportFn &report);
+/// Plans every reshard op of `plan` (over `links`), keeps the plan in
+/// `plan.communication` for specialize to lower, and records it on the op: `comm` (the
+/// steps' kinds, as "all-reduce" or "reduce-scatter + bsr"), `comm_bytes` (bytes received
+/// over all devices) and `comm_steps` (every step: printCommSteps). A reshard of a value with
+/// unbound symbolic dimensions is planned when the sizes are known: `comm = "deferred"`.
+void resolveCommunication(ir::Graph &graph, LoweredPlan &plan, const LinkModel &links, const ReportFn &report);
 
 } // namespace hspmd::passes

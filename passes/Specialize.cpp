@@ -1,9 +1,11 @@
 // Specialize.cpp - specialize: DevicePrograms from a deduced graph.
 #include "passes/Specialize.h"
 
+#include "ir/Tags.h"
 #include "passes/ShardingRules.h"
 
 #include <algorithm>
+#include <functional>
 #include <set>
 #include <unordered_map>
 
@@ -77,8 +79,7 @@ private:
   ir::Phase phaseOf(const ir::Op &op) const {
     const ir::Op *source = &op;
     if (op.kind == ir::OpKind::Reshard) {
-      const std::string &name = op.result()->name;
-      if (name.size() > 7 && name.compare(name.size() - 7, 7, ".synced") == 0)
+      if (isGradientSync(op))
         return ir::Phase::Update;
       while (source->kind == ir::OpKind::Reshard && source->operands[0]->def)
         source = source->operands[0]->def;
@@ -325,12 +326,21 @@ private:
         in.group.push_back(e);
     }
     std::sort(in.group.begin(), in.group.end());
-    in.tag = static_cast<int64_t>(op.id) * 64 + 60;
+    in.tag = ir::tags::crossEntropy(op.id);
   }
 
+  // A reshard op: the steps resolve-communication chose for it (planned here only when its
+  // shape was not bound then).
   void reshard(const ir::Op &op) {
-    reshardValue(*annotationOf(op.operands[0]), byValue_[op.operands[0]], op.result(), *annotationOf(op.result()),
-                 static_cast<int64_t>(op.id) * 64, op.loc);
+    const ir::Annotation &from = *annotationOf(op.operands[0]), &to = *annotationOf(op.result());
+    auto resolved = plan_.communication.find(&op);
+    const CommPlan comm = resolved != plan_.communication.end() ? resolved->second : planFor(from, op.result(), to);
+    lowerSteps(
+        comm, byValue_[op.operands[0]], op.result(), [&](size_t s) { return ir::tags::reshardStep(op.id, s); }, op.loc);
+  }
+
+  CommPlan planFor(const ir::Annotation &from, const ir::Value *to, const ir::Annotation &toLayout) {
+    return planReshard(concrete(*to), ir::dtypeBytes(to->type.dtype), from, toLayout, links_);
   }
 
   // One device of each replica group of the model's output reports its part of the loss.
@@ -624,9 +634,8 @@ private:
   // back into the parameter's layout.
   void optimizerStep(const ir::Value &param, const ir::Value &grad) {
     const ir::Annotation *layout = annotationOf(&param);
-    const ir::Value *synced = graph_.findValue(grad.name + ".synced");
-    if (!synced)
-      synced = &grad;
+    auto found = plan_.syncedGradients.find(&grad);
+    const ir::Value *synced = found != plan_.syncedGradients.end() ? found->second : &grad;
     const ir::Annotation *gradLayout = annotationOf(synced);
     if (!layout || !gradLayout)
       return;
@@ -662,21 +671,22 @@ private:
       programs_[d].body.push_back(std::move(in));
     }
     if (sharded)
-      reshardValue(where, updated, &param, *layout, static_cast<int64_t>(param.def ? param.def->id : 0) * 64 + 63,
-                   param.def ? param.def->loc : ir::Location{});
+      lowerSteps(
+          planFor(where, &param, *layout), updated, &param,
+          [&](size_t s) { return ir::tags::zeroGather(param.def ? param.def->id : 0, s); },
+          param.def ? param.def->loc : ir::Location{});
   }
 
-  // Moves a value (held in `source`'s buffers under layout `fromLayout`) into `to`'s buffers
-  // under `toLayout`, as the steps of its communication plan.
-  void reshardValue(const ir::Annotation &fromLayout, std::map<int, int> source, const ir::Value *to,
-                    const ir::Annotation &toLayout, int64_t baseTag, const ir::Location &loc) {
+  // Moves a value (held in `source`'s buffers) into `to`'s buffers, as the steps of its
+  // communication plan.
+  void lowerSteps(const CommPlan &comm, std::map<int, int> source, const ir::Value *to,
+                  const std::function<int64_t(size_t)> &tagOf, const ir::Location &loc) {
     const auto &shape = concrete(*to);
-    CommPlan comm = planReshard(shape, ir::dtypeBytes(to->type.dtype), fromLayout, toLayout, links_);
     for (size_t s = 0; s < comm.steps.size(); ++s) {
       const CommStep &step = comm.steps[s];
       const bool last = s + 1 == comm.steps.size();
       const std::string suffix = last ? "" : ".step" + std::to_string(s);
-      const int64_t tag = baseTag + static_cast<int64_t>(s);
+      const int64_t tag = tagOf(s);
       const bool collective = step.kind == CommKind::AllReduce || step.kind == CommKind::ReduceScatter ||
                               step.kind == CommKind::AllGather || step.kind == CommKind::AllToAll ||
                               step.kind == CommKind::SplitAllReduce || step.kind == CommKind::SplitReduceScatter ||

@@ -167,7 +167,7 @@ std::map<int, DeviceMemory> estimateMemory(const ir::Graph &graph, const passes:
       if (!annotation)
         continue;
       const bool enters = op->kind == ir::OpKind::Input ||
-                          (op->kind == ir::OpKind::Reshard && result->name.find(".reshard") != std::string::npos &&
+                          (op->kind == ir::OpKind::Reshard && !passes::isGradientSync(*op) &&
                            op->operands[0]->annotations.at(plan.index) &&
                            op->operands[0]->annotations.at(plan.index)->devices() != annotation->devices());
       for (int d : annotation->devices()) {

@@ -1,5 +1,6 @@
 #include "runtime/Executor.h"
 
+#include "ir/Tags.h"
 #include "runtime/Kernels.h"
 #include "runtime/Regions.h"
 
@@ -21,7 +22,7 @@ std::vector<int64_t> minus(const std::vector<int64_t> &a, const std::vector<int6
 
 // The step is part of every tag, so a step's messages and collectives never meet the next's.
 int64_t stepTag(int64_t tag, int64_t step) {
-  return tag + (step << 40);
+  return ir::tags::ofStep(tag, step);
 }
 
 } // namespace

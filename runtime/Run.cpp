@@ -1,5 +1,7 @@
 #include "runtime/Run.h"
 
+#include "ir/Tags.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -94,11 +96,10 @@ void writeTrace(const std::string &path, const std::map<int, std::vector<TraceEv
 
 namespace {
 
-// Run-level messages, apart from every program's instructions (whose tags are not negative,
-// step included: Executor.cpp's stepTag): each step's loss sum, and each device's report to
-// the first device at the end.
-constexpr int64_t kLossTag = -1;
-constexpr int64_t kReportTag = -2;
+// Run-level messages, apart from every program's instructions (ir/Tags.h): each step's loss
+// sum, and each device's report to the first device at the end.
+constexpr int64_t kLossTag = ir::tags::kLossSum;
+constexpr int64_t kReportTag = ir::tags::kReport;
 
 // What a device tells the first device after its last step: its times, its trace and, with
 // --save, its state (DeviceExecutor::packState).

@@ -1,13 +1,18 @@
 // The pass pipeline on the example plans: idempotence, several plans in one build, dumps.
 #include "passes/Pipeline.h"
 #include "../support/ExampleBuild.h"
+#include "ir/Tags.h"
 #include "passes/DeduceAnnotations.h"
 #include "passes/LowerPlan.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <fstream>
+#include <map>
 #include <sstream>
+#include <tuple>
 
 using namespace hspmd;
 
@@ -93,6 +98,87 @@ TEST(Pipeline, TrainingSynchronisesEveryGradientToItsParameter) {
     }
     EXPECT_EQ(gradients, 8 * 6 + 2) << plan;
   }
+}
+
+// What `--after resolve-communication` prints on each reshard (`comm_steps`) is what the
+// DevicePrograms do: each collective step is called by exactly its groups' members, with its
+// kind and group; each message of a batched send/receive is one send and one receive between
+// its two devices (a receive that adds for a partial sum), with its number of slices; and
+// nothing else uses the reshard's tags.
+TEST(Pipeline, DeviceProgramsDoTheCommunicationTheIrShows) {
+  using Call = std::tuple<int, std::string, std::vector<int>, size_t>; // device, op, group or peer, slices
+  int steps = 0, messages = 0;
+  for (const char *plan : {"tp2", "dp2_tp2", "pipeline2", "hetero4", "hetero4_tied", "cp_asym", "hp_asym", "dp2_zero",
+                           "raw_annotations"}) {
+    auto b = buildExample("examples/gpt/tiny_gpt.hspmd", {std::string("examples/gpt/plans/") + plan + ".hspmd"});
+    ASSERT_TRUE(b->build);
+    passes::PipelineOptions options;
+    options.train = true;
+    auto result = passes::runPipeline(*b->build->graph, b->build->plans, options, failOnError());
+    ASSERT_TRUE(result.ok) << plan;
+    std::map<int64_t, std::vector<Call>> byTag;
+    for (const auto &[device, program] : result.programs[0])
+      for (const ir::Instruction &in : program.body) {
+        if (in.kind == ir::InstrKind::Collective)
+          byTag[in.tag].emplace_back(device, in.op, in.group, 0);
+        else if (in.kind == ir::InstrKind::Send || in.kind == ir::InstrKind::Recv)
+          byTag[in.tag].emplace_back(device, in.op, std::vector<int>{in.peer}, in.slices.size());
+      }
+    for (const auto &op : b->build->graph->ops()) {
+      auto text = op->attrs.find("comm_steps");
+      if (op->kind != ir::OpKind::Reshard || text == op->attrs.end())
+        continue;
+      std::string error;
+      auto parsed = passes::parseCommSteps(std::get<std::string>(text->second), &error);
+      ASSERT_TRUE(parsed) << plan << ": " << error;
+      for (size_t s = 0; s < parsed->size(); ++s) {
+        const passes::CommStep &step = (*parsed)[s];
+        std::vector<Call> expected;
+        for (const auto &group : step.groups)
+          for (int d : group)
+            expected.emplace_back(d, std::string(ir::commKindName(step.kind)), group, 0);
+        for (const passes::Message &m : step.messages) {
+          expected.emplace_back(m.from, "send", std::vector<int>{m.to}, m.boxes.size());
+          expected.emplace_back(m.to, m.add ? "recv-add" : "recv", std::vector<int>{m.from}, m.boxes.size());
+          ++messages;
+        }
+        std::vector<Call> actual = byTag[ir::tags::reshardStep(op->id, s)];
+        std::sort(expected.begin(), expected.end());
+        std::sort(actual.begin(), actual.end());
+        EXPECT_EQ(actual, expected) << plan << ": " << op->result()->name << " step " << s << ": "
+                                    << std::get<std::string>(text->second);
+        ++steps;
+      }
+    }
+  }
+  std::printf("%d communication steps (%d messages) lowered as printed\n", steps, messages);
+  EXPECT_GT(steps, 100);
+  EXPECT_GT(messages, 0);
+}
+
+// print -> parse -> print of every reshard's steps is the identity.
+TEST(Pipeline, CommunicationStepsRoundTrip) {
+  for (const char *plan : {"hetero4", "cp_asym", "hp_asym"}) {
+    auto b = buildExample("examples/gpt/tiny_gpt.hspmd", {std::string("examples/gpt/plans/") + plan + ".hspmd"});
+    ASSERT_TRUE(b->build);
+    passes::PipelineOptions options;
+    options.train = true;
+    auto result = passes::runPipeline(*b->build->graph, b->build->plans, options, failOnError());
+    ASSERT_TRUE(result.ok) << plan;
+    for (const auto &[op, comm] : result.plans[0].communication) {
+      const std::string text = passes::printCommSteps(comm);
+      EXPECT_EQ(std::get<std::string>(op->attrs.at("comm_steps")), text);
+      std::string error;
+      auto parsed = passes::parseCommSteps(text, &error);
+      ASSERT_TRUE(parsed) << error << "\n" << text;
+      EXPECT_EQ(passes::printCommSteps(passes::CommPlan{*parsed, {}}), text);
+    }
+  }
+  std::string error;
+  EXPECT_FALSE(passes::parseCommSteps("all-reduce groups [0, 1]; frobnicate", &error));
+  EXPECT_EQ(error, "at offset 26: unknown communication kind 'frobnicate'");
+  EXPECT_FALSE(passes::parseCommSteps("bsr send 0 -> [0:4]", &error));
+  EXPECT_EQ(error, "at offset 9: expected a message like '0 -> 2 [0:4, 0:64]'");
 }
 
 // --after every pass of the table: the graph passes print the graph (reshards only once
