@@ -83,9 +83,13 @@ public:
     int64_t header[2] = {mine.partial, mine.data ? static_cast<int64_t>(mine.lo.size()) : -1};
     std::memcpy(message.data(), header, 16);
     if (mine.data) {
-      std::memcpy(message.data() + 16, mine.lo.data(), 8 * mine.lo.size());
-      std::memcpy(message.data() + 16 + 8 * mine.lo.size(), mine.hi.data(), 8 * mine.hi.size());
-      std::memcpy(message.data() + 16 + 16 * mine.lo.size(), mine.data, static_cast<size_t>(bytes));
+      // A scalar's piece has no bounds (lo and hi empty: no pointer to copy from).
+      if (!mine.lo.empty()) {
+        std::memcpy(message.data() + 16, mine.lo.data(), 8 * mine.lo.size());
+        std::memcpy(message.data() + 16 + 8 * mine.lo.size(), mine.hi.data(), 8 * mine.hi.size());
+      }
+      if (bytes > 0)
+        std::memcpy(message.data() + 16 + 16 * mine.lo.size(), mine.data, static_cast<size_t>(bytes));
     }
     for (int member : group)
       if (member != device())
@@ -106,8 +110,10 @@ public:
       const auto rank = static_cast<size_t>(head[1]);
       pieces[i].lo.resize(rank);
       pieces[i].hi.resize(rank);
-      std::memcpy(pieces[i].lo.data(), received[i].data() + 16, 8 * rank);
-      std::memcpy(pieces[i].hi.data(), received[i].data() + 16 + 8 * rank, 8 * rank);
+      if (rank > 0) {
+        std::memcpy(pieces[i].lo.data(), received[i].data() + 16, 8 * rank);
+        std::memcpy(pieces[i].hi.data(), received[i].data() + 16 + 8 * rank, 8 * rank);
+      }
       pieces[i].data = received[i].data() + 16 + 16 * rank;
     }
     use(pieces);
