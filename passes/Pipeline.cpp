@@ -8,7 +8,10 @@
 //   deduce-annotations     passes/DeduceAnnotations.h
 //   resolve-communication  passes/ResolveCommunication.h
 //   verify                 ir/Graph.h (verifyGraph)
-//   specialize             passes/Specialize.h
+//   specialize             passes/ProgramBuilder.h (Specialize.cpp)
+//   recompute              passes/ProgramBuilder.h (Recompute.cpp)
+//   optimizer-step         passes/ProgramBuilder.h (OptimizerStep.cpp)
+//   schedule-pipeline      passes/ProgramBuilder.h (SchedulePipeline.cpp)
 //   plan-memory            passes/PlanMemory.h
 //   verify-programs        passes/Specialize.h (verifyPrograms, verifyScheduledStep)
 //
@@ -21,10 +24,12 @@
 #include "passes/DeduceAnnotations.h"
 #include "passes/LowerPlan.h"
 #include "passes/PlanMemory.h"
+#include "passes/ProgramBuilder.h"
 #include "passes/ResolveCommunication.h"
 #include "passes/Specialize.h"
 
 #include <chrono>
+#include <memory>
 
 namespace hspmd::passes {
 
@@ -38,7 +43,8 @@ struct State {
   ReportFn report; // counts errors into `failed`
   bool failed = false;
   Gradients gradients;
-  std::vector<LinkModel> links; // per lowered plan: its cluster's links with its pipelines
+  std::vector<LinkModel> links;                          // per lowered plan: its cluster's links with its pipelines
+  std::vector<std::unique_ptr<ProgramBuilder>> builders; // per lowered plan, from specialize to schedule-pipeline
   PipelineResult result;
 };
 
@@ -92,8 +98,29 @@ bool verify(State &s) {
 }
 
 bool specializeDevices(State &s) {
-  for (size_t i = 0; i < s.result.plans.size(); ++i)
-    s.result.programs.push_back(specialize(s.graph, s.result.plans[i], s.links[i]));
+  for (size_t i = 0; i < s.result.plans.size(); ++i) {
+    s.builders.push_back(std::make_unique<ProgramBuilder>(s.graph, s.result.plans[i], s.links[i]));
+    s.builders.back()->specialize();
+  }
+  return !s.failed;
+}
+
+bool recompute(State &s) {
+  for (auto &builder : s.builders)
+    builder->addRecomputation();
+  return !s.failed;
+}
+
+bool optimizerStep(State &s) {
+  for (auto &builder : s.builders)
+    builder->addOptimizerStep();
+  return !s.failed;
+}
+
+bool schedulePipeline(State &s) {
+  for (auto &builder : s.builders)
+    s.result.programs.push_back(builder->schedulePipeline());
+  s.builders.clear();
   return !s.failed;
 }
 
@@ -136,8 +163,14 @@ const std::vector<Pass> &passes() {
        deduce},
       {{"resolve-communication", "the collectives and batched send/receive each reshard amounts to", false}, resolve},
       {{"verify", "the graph and its annotations are consistent", false}, verify},
-      {{"specialize", "one DeviceProgram per device: local shapes, offsets, concrete groups and peers, schedule", true},
+      {{"specialize",
+        "one DeviceProgram per device: local shapes, offsets, reshards as their steps, stages, accumulation", true},
        specializeDevices},
+      {{"recompute", "stages with `recompute` run their forward again in each backward pass", true}, recompute},
+      {{"optimizer-step", "AdamW or SGD per parameter; under `zero` on each share, then the parameter rebuilt", true},
+       optimizerStep},
+      {{"schedule-pipeline", "execution order, and a copy per micro-batch in flight of what backward reads", true},
+       schedulePipeline},
       {{"plan-memory", "buffers placed in one arena per device, reusing dead buffers' space", true}, planArenas},
       {{"verify-programs", "every collective and send/receive matches across devices, in schedule order; no deadlock",
         true},
@@ -152,6 +185,9 @@ void dump(const State &s, const PassInfo &pass, std::ostream &out) {
     out << ir::printGraph(s.graph);
     return;
   }
+  for (const auto &builder : s.builders) // between specialize and schedule-pipeline
+    for (const auto &[device, program] : builder->programs())
+      out << ir::printProgram(program);
   for (const auto &programs : s.result.programs)
     for (const auto &[device, program] : programs)
       out << ir::printProgram(program);
@@ -181,7 +217,7 @@ const std::vector<std::string> &passNames() {
 
 PipelineResult runPipeline(ir::Graph &graph, const std::vector<ir::PlanSpec> &plans, const PipelineOptions &options,
                            const ReportFn &report) {
-  State s{graph, plans, options, {}, false, {}, {}, {}};
+  State s{graph, plans, options, {}, false, {}, {}, {}, {}};
   s.report = [&](const Problem &problem) {
     s.failed = s.failed || problem.severity == Severity::Error;
     report(problem);

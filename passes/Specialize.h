@@ -1,4 +1,5 @@
-// Specialize.h - specialize: one DeviceProgram per device of a deduced plan, and the
+// Specialize.h - one DeviceProgram per device of a deduced plan (the specialize, recompute,
+// optimizer-step and schedule-pipeline passes at once: passes/ProgramBuilder.h), and the
 // cross-device verifier that proves the programs fit together before anything runs.
 #pragma once
 

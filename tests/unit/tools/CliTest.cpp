@@ -117,7 +117,7 @@ TEST(Cli, PassesAndDumpAfterAProgramPass) {
   CliRun passes = hspmc("passes");
   EXPECT_EQ(passes.code, 0);
   EXPECT_EQ(passes.output.rfind("autodiff ", 0), 0u) << passes.output;
-  EXPECT_EQ(std::count(passes.output.begin(), passes.output.end(), '\n'), 8) << passes.output;
+  EXPECT_EQ(std::count(passes.output.begin(), passes.output.end(), '\n'), 11) << passes.output;
   EXPECT_NE(passes.output.find("\nverify-programs "), std::string::npos) << passes.output;
   CliRun dump = hspmc("dump-ir examples/gpt/plans/tp2.hspmd --train --after verify-programs");
   EXPECT_EQ(dump.code, 0) << dump.output.substr(0, 400);

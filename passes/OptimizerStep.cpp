@@ -1,0 +1,63 @@
+// OptimizerStep.cpp - the optimizer-step pass: after the gradients are synchronised, AdamW or
+// SGD per parameter; under `zero` on each device's share of the parameter, then the steps
+// that rebuild the parameter's layout.
+#include "ir/Tags.h"
+#include "passes/ProgramBuilder.h"
+
+namespace hspmd::passes {
+
+void ProgramBuilder::addOptimizerStep() {
+  phase_ = ir::Phase::Update;
+  for (const auto &[param, grad] : plan_.gradients)
+    optimizerStep(*param, *grad);
+}
+
+// After the gradients are synchronised, each device holding a parameter (or, under `zero`,
+// its share of the optimizer state) updates it: AdamW with its two moment buffers, or SGD.
+// Under `zero` each device updates its share, and an all-gather brings the updated shares
+// back into the parameter's layout.
+void ProgramBuilder::optimizerStep(const ir::Value &param, const ir::Value &grad) {
+  const ir::Annotation *layout = annotationOf(&param);
+  auto found = plan_.syncedGradients.find(&grad);
+  const ir::Value *synced = found != plan_.syncedGradients.end() ? found->second : &grad;
+  const ir::Annotation *gradLayout = annotationOf(synced);
+  if (!layout || !gradLayout)
+    return;
+  const std::string optimizer = plan_.spec ? plan_.spec->optimizer : "adamw";
+  auto state = plan_.optimizerState.find(param.name);
+  const bool sharded = state != plan_.optimizerState.end() && state->second != *layout;
+  const ir::Annotation &where = sharded ? state->second : *layout;
+  std::map<int, int> updated; // device -> the buffer holding its updated share
+  for (int d : where.devices()) {
+    ir::Instruction in;
+    in.kind = ir::InstrKind::Kernel;
+    in.op = optimizer;
+    in.loc = param.def ? param.def->loc : ir::Location{};
+    in.phase = ir::Phase::Update;
+    const int target = sharded ? buffer(d, &param, where, ".shard") : buffer(d, &param, *layout);
+    programs_[d].buffers[static_cast<size_t>(target)].role = ir::BufferRole::Parameter;
+    in.inputs = {target, buffer(d, synced, *gradLayout)};
+    std::vector<const char *> moments;
+    if (optimizer == "adamw")
+      moments = {".adam_m", ".adam_v"};
+    else if (plan_.spec && plan_.spec->optimizerArgs.count("momentum") && plan_.spec->optimizerArgs.at("momentum") != 0)
+      moments = {".momentum"};
+    for (const char *name : moments) {
+      in.inputs.push_back(buffer(d, &param, where, name));
+      programs_[d].buffers[static_cast<size_t>(in.inputs.back())].role = ir::BufferRole::State;
+    }
+    if (plan_.spec)
+      for (const auto &[name, value] : plan_.spec->optimizerArgs)
+        in.attrs[name] = value;
+    in.outputs = {target};
+    updated[d] = target;
+    programs_[d].body.push_back(std::move(in));
+  }
+  if (sharded)
+    lowerSteps(
+        planFor(where, &param, *layout), updated, &param,
+        [&](size_t s) { return ir::tags::zeroGather(param.def ? param.def->id : 0, s); },
+        param.def ? param.def->loc : ir::Location{});
+}
+
+} // namespace hspmd::passes

@@ -1,0 +1,134 @@
+// ProgramBuilder.h - the DevicePrograms of one plan while the program passes build them, in
+// the order passes/Pipeline.cpp runs them:
+//
+//   specialize         (Specialize.cpp) each device's ops with local shapes and offsets, each
+//                      reshard lowered to the steps resolve-communication chose, each
+//                      gradient accumulated over micro-batches, the pipeline stage and
+//                      schedule of each device, and which device reports the loss
+//   recompute          (Recompute.cpp) stages with `recompute` run their forward again in
+//                      each backward pass
+//   optimizer-step     (OptimizerStep.cpp) AdamW or SGD per parameter; under `zero` on each
+//                      device's share, then the steps that rebuild the parameter
+//   schedule-pipeline  (SchedulePipeline.cpp) instructions in execution order, and a copy
+//                      per micro-batch in flight of what a backward pass reads
+//
+// One class whose methods live in those four files: the passes share its maps from values
+// to each device's buffers.
+#pragma once
+
+#include "ir/DeviceProgram.h"
+#include "passes/Communication.h"
+#include "passes/LoweredPlan.h"
+
+#include <functional>
+#include <map>
+#include <set>
+#include <tuple>
+#include <unordered_map>
+
+namespace hspmd::passes {
+
+class ProgramBuilder {
+public:
+  ProgramBuilder(const ir::Graph &graph, const LoweredPlan &plan, const LinkModel &links)
+      : graph_(graph), plan_(plan), links_(links) {}
+
+  /// The specialize pass.
+  void specialize();
+  /// The recompute pass.
+  void addRecomputation();
+  /// The optimizer-step pass.
+  void addOptimizerStep();
+  /// The schedule-pipeline pass: the programs are then complete, and handed over.
+  std::map<int, ir::DeviceProgram> schedulePipeline();
+
+  /// The programs so far (for --after).
+  const std::map<int, ir::DeviceProgram> &programs() const { return programs_; }
+
+private:
+  const ir::Graph &graph_;
+  const LoweredPlan &plan_;
+  const LinkModel &links_;
+  std::map<int, ir::DeviceProgram> programs_;
+  std::map<std::pair<int, const ir::Value *>, int> buffers_; // (device, value) -> buffer id
+  std::map<const ir::Value *, std::map<int, int>> byValue_;  // value -> device -> buffer id
+  ir::Phase phase_ = ir::Phase::Forward;                     // of the op being emitted
+  int64_t batch_ = 0;                                        // the global batch B (0: unbound)
+  std::set<int> recompute_;                                  // devices whose stage recomputes
+  std::map<int, std::pair<size_t, size_t>> stageOf_;         // device -> (pipeline, stage)
+  using Messages = std::set<std::tuple<int, int, int64_t>>;  // (from, to, tag)
+  std::map<int, std::set<int>> perMicrobatch_;               // device -> buffers of batch-dependent values
+  std::set<const ir::Value *> gradientValues_;               // the gradients the optimizer reads
+  // Global shapes, computed once per value.
+  mutable std::unordered_map<const ir::Value *, std::vector<int64_t>> concrete_;
+  // Which dimensions of each value grow with the batch: dimension 0 of the inputs, and every
+  // result dimension made of a factor (ShardingRules) that makes up a batch dimension of an
+  // operand. Parameters and their gradients have none.
+  std::map<const ir::Value *, std::vector<bool>> batchDims_;
+
+  // Specialize.cpp
+  // Gradient synchronisation runs once per step, after every micro-batch; the backward ops
+  // and the reshards of their results run in backward slots; everything else in forward ones.
+  ir::Phase phaseOf(const ir::Op &op) const;
+  // The device's stage in its pipeline and the pass order over its micro-batches.
+  void assignStage(ir::DeviceProgram &program);
+  void remember(int device, const ir::Value *value, int id);
+  const ir::Annotation *annotationOf(const ir::Value *v) const;
+  const std::vector<int64_t> &concrete(const ir::Value &v) const;
+  // The buffer of `value` on `device` (its local piece under `layout`).
+  int buffer(int device, const ir::Value *value, const ir::Annotation &layout, const std::string &suffix = "");
+  void findBatchDims(const ir::Op &op);
+  bool isBatchDependent(const ir::Value &value) const { return batchDims_.count(&value) > 0; }
+  // Global regions of batch-dependent values in micro-batch coordinates: one micro-batch of
+  // a pipeline holding samples [P, P + n) of the batch covers [P, P + n / m). Devices of one
+  // pipeline agree on them, so the slices of the messages between them do too.
+  ir::Box toMicrobatch(int device, const ir::Value &value, ir::Box box) const;
+  int64_t sliceBytes(const std::vector<ir::Box> &slices, const ir::Value &value) const;
+  void emit(const ir::Op &op);
+  // Attributes that depend on the device's piece.
+  void localize(const ir::Op &op, int d, ir::Instruction &in);
+  // Logits split over the vocabulary: the loss of a row needs the maximum, the sum of
+  // exponentials and the target's logit over every piece of the row. The kernel exchanges
+  // them (Megatron's vocabulary-parallel cross-entropy) with the devices holding the other
+  // pieces of the same rows (same replica): its group.
+  void vocabParallel(const ir::Op &op, int d, ir::Instruction &in);
+  // A reshard op: the steps resolve-communication chose for it (planned here only when its
+  // shape was not bound then).
+  void reshard(const ir::Op &op);
+  CommPlan planFor(const ir::Annotation &from, const ir::Value *to, const ir::Annotation &toLayout);
+  // One device of each replica group of the model's output reports its part of the loss.
+  void reportLoss();
+  // With several micro-batches, each backward pass adds its part of a parameter's gradient
+  // to an accumulator (zero at the start of the step); the synchronisation and the optimizer
+  // read the accumulator.
+  void accumulate(const ir::Value *grad);
+  // Moves a value (held in `source`'s buffers) into `to`'s buffers, as the steps of its
+  // communication plan.
+  void lowerSteps(const CommPlan &comm, std::map<int, int> source, const ir::Value *to,
+                  const std::function<int64_t(size_t)> &tagOf, const ir::Location &loc);
+
+  // Recompute.cpp
+  bool sameStage(int a, int b) const;
+  // Which forward instructions of `program` its backward passes repeat; the results of the
+  // collectives tagged `keptTags` are kept instead. Messages between devices of one stage
+  // (context parallelism's keys and values) are received again, unless `keptMessages` keeps
+  // their data; the sends of `repeatedSends` are sent again. Messages between stages are not
+  // repeated: what a stage receives is its checkpoint.
+  std::vector<bool> recomputed(const ir::DeviceProgram &program, const std::set<int64_t> &keptTags,
+                               const Messages &keptMessages, const Messages &repeatedSends);
+  void addRecompute(ir::DeviceProgram &program, const std::vector<bool> &keep);
+
+  // OptimizerStep.cpp
+  // After the gradients are synchronised, each device holding a parameter (or, under `zero`,
+  // its share of the optimizer state) updates it: AdamW with its two moment buffers, or SGD.
+  // Under `zero` each device updates its share, and an all-gather brings the updated shares
+  // back into the parameter's layout.
+  void optimizerStep(const ir::Value &param, const ir::Value &grad);
+
+  // SchedulePipeline.cpp
+  // Values a forward pass produces (or loads: the inputs) and a later backward pass of the
+  // same micro-batch reads get one copy per micro-batch in flight on the device.
+  void stash(ir::DeviceProgram &program);
+};
+
+} // namespace hspmd::passes

@@ -1,0 +1,229 @@
+// Recompute.cpp - the recompute pass: stages with `recompute` keep, between the forward and
+// the backward pass of a micro-batch, only their checkpoints, and run the rest of their
+// forward pass again at the start of each backward pass.
+#include "passes/ProgramBuilder.h"
+
+#include <algorithm>
+#include <cctype>
+
+namespace hspmd::passes {
+
+// A recomputing stage keeps only what its forward pass received from other stages (and
+// its inputs) and the input of each layer of its stack between the forward and the
+// backward pass of a micro-batch: the backward pass runs again, into fresh buffers, the
+// forward kernels, copies, collectives and messages inside the stage (context
+// parallelism's keys and values) whose results it reads (transitively), each layer's just
+// before its backward; a message is sent again where its data is next needed.
+//
+// Members of a collective must agree on repeating it: a collective that some member would
+// not repeat (it needs none of its result) is repeated by none, its result kept from the
+// forward pass instead. A message is received again only if its sender recomputes too.
+void ProgramBuilder::addRecomputation() {
+  std::set<int64_t> keptTags; // collectives whose results are kept on every member
+  Messages keptMessages;      // messages inside a stage whose data the receiver keeps
+  Messages repeatedSends;     // messages inside a stage the sender sends again
+  std::map<int, std::vector<bool>> again;
+  for (int round = 0;; ++round) {
+    // (collective tag, group) -> devices repeating it; groups of one op (the tensor-parallel
+    // groups of a layer) share its tag
+    std::map<std::pair<int64_t, std::vector<int>>, std::set<int>> repeaters;
+    Messages repeatedRecvs;
+    for (auto &[d, program] : programs_) {
+      if (!recompute_.count(d))
+        continue;
+      again[d] = recomputed(program, keptTags, keptMessages, repeatedSends);
+      for (size_t i = 0; i < program.body.size(); ++i) {
+        if (!again[d][i])
+          continue;
+        const ir::Instruction &in = program.body[i];
+        if (!in.group.empty())
+          repeaters[{in.tag, in.group}].insert(d);
+        else if (in.kind == ir::InstrKind::Recv) {
+          repeatedRecvs.insert({in.peer, d, in.tag});
+        }
+      }
+    }
+    bool changed = false;
+    for (const auto &[key, devices] : repeaters)
+      if (devices != std::set<int>(key.second.begin(), key.second.end()))
+        changed = keptTags.insert(key.first).second || changed;
+    // A message is received again only when its sender recomputes and sends it again.
+    Messages sends;
+    for (const auto &message : repeatedRecvs)
+      if (recompute_.count(std::get<0>(message)))
+        sends.insert(message);
+      else
+        changed = keptMessages.insert(message).second || changed;
+    if (round >= 16) { // no agreement: every message's data is kept, as before
+      for (const auto &message : repeatedRecvs)
+        changed = keptMessages.insert(message).second || changed;
+      sends.clear();
+    }
+    changed = changed || sends != repeatedSends;
+    repeatedSends = std::move(sends);
+    if (!changed)
+      break;
+  }
+  for (auto &[d, program] : programs_)
+    if (recompute_.count(d))
+      addRecompute(program, again[d]);
+}
+
+bool ProgramBuilder::sameStage(int a, int b) const {
+  auto x = stageOf_.find(a), y = stageOf_.find(b);
+  return x != stageOf_.end() && y != stageOf_.end() && x->second == y->second;
+}
+
+// Which forward instructions of `program` its backward passes repeat; the results of the
+// collectives tagged `keptTags` are kept instead. Messages between devices of one stage
+// (context parallelism's keys and values) are received again, unless `keptMessages` keeps
+// their data; the sends of `repeatedSends` are sent again. Messages between stages are not
+// repeated: what a stage receives is its checkpoint.
+std::vector<bool> ProgramBuilder::recomputed(const ir::DeviceProgram &program, const std::set<int64_t> &keptTags,
+                                             const Messages &keptMessages, const Messages &repeatedSends) {
+  std::set<int> received, needed;
+  const int me = program.device;
+  for (const ir::Instruction &in : program.body)
+    if (in.phase == ir::Phase::Forward &&
+        ((in.kind == ir::InstrKind::Recv && (!sameStage(in.peer, me) || keptMessages.count({in.peer, me, in.tag}))) ||
+         (!in.group.empty() && keptTags.count(in.tag))))
+      received.insert(in.outputs.begin(), in.outputs.end());
+  // Layer checkpoints: a forward instruction belongs to the highest layer of the stack
+  // whose parameters it reads, directly or through its inputs; a buffer one layer writes
+  // and a later layer reads is kept.
+  std::map<int, int> layerOf; // buffer -> layer of its writer (-1: before the stack)
+  for (const ir::Buffer &b : program.buffers) {
+    const auto open = b.value.find('[');
+    if (b.role == ir::BufferRole::Parameter && open != std::string::npos && open > 0 &&
+        std::isdigit(static_cast<unsigned char>(b.value[open + 1])))
+      layerOf[b.id] = std::stoi(b.value.substr(open + 1));
+  }
+  for (const ir::Instruction &in : program.body) {
+    // What a device of the same stage sends belongs to the sender's layer, which this
+    // program does not see: no layer (head parallelism's attention output, received by a
+    // device that holds no heads, is received again rather than kept).
+    if (in.phase != ir::Phase::Forward || (in.kind == ir::InstrKind::Recv && sameStage(in.peer, me)))
+      continue;
+    int layer = -1;
+    for (int b : in.inputs)
+      if (auto it = layerOf.find(b); it != layerOf.end())
+        layer = std::max(layer, it->second);
+    for (int b : in.inputs)
+      if (auto it = layerOf.find(b); it != layerOf.end() && it->second < layer &&
+                                     program.buffers[static_cast<size_t>(b)].role == ir::BufferRole::Temporary)
+        received.insert(b);
+    for (int b : in.outputs)
+      layerOf.emplace(b, layer);
+  }
+  // A kept buffer that a collective makes from other kept buffers (the reduced form of a
+  // residual stream kept as partial sums) is made again instead: one form per layer is kept.
+  for (const ir::Instruction &in : program.body)
+    if (in.phase == ir::Phase::Forward && in.kind == ir::InstrKind::Collective && !in.inputs.empty() &&
+        !keptTags.count(in.tag) &&
+        std::all_of(in.inputs.begin(), in.inputs.end(), [&](int b) { return received.count(b) > 0; }) &&
+        std::all_of(in.outputs.begin(), in.outputs.end(), [&](int b) { return received.count(b) > 0; }))
+      for (int b : in.outputs)
+        received.erase(b);
+  for (const ir::Instruction &in : program.body)
+    if (in.phase == ir::Phase::Backward)
+      needed.insert(in.inputs.begin(), in.inputs.end());
+  std::vector<bool> keep(program.body.size(), false);
+  for (size_t i = program.body.size(); i-- > 0;) {
+    const ir::Instruction &in = program.body[i];
+    if (in.phase != ir::Phase::Forward)
+      continue;
+    if (in.kind == ir::InstrKind::Send) {
+      if (repeatedSends.count({me, in.peer, in.tag})) {
+        keep[i] = true;
+        needed.insert(in.inputs.begin(), in.inputs.end());
+      }
+      continue;
+    }
+    if (std::any_of(in.outputs.begin(), in.outputs.end(), [&](int b) { return received.count(b); }) ||
+        std::none_of(in.outputs.begin(), in.outputs.end(), [&](int b) { return needed.count(b); }))
+      continue;
+    keep[i] = true;
+    needed.insert(in.inputs.begin(), in.inputs.end());
+  }
+  return keep;
+}
+
+void ProgramBuilder::addRecompute(ir::DeviceProgram &program, const std::vector<bool> &keep) {
+  std::map<int, int> fresh; // forward buffer -> its recomputed copy
+  std::vector<ir::Instruction> again;
+  for (size_t i = 0; i < program.body.size(); ++i) {
+    if (!keep[i])
+      continue;
+    ir::Instruction in = program.body[i];
+    for (int &b : in.inputs)
+      if (auto it = fresh.find(b); it != fresh.end())
+        b = it->second;
+    for (int &b : in.outputs) {
+      if (!fresh.count(b)) {
+        ir::Buffer copy = program.buffers[static_cast<size_t>(b)];
+        copy.id = static_cast<int>(program.buffers.size());
+        copy.value += ".recompute";
+        program.buffers.push_back(copy);
+        if (perMicrobatch_[program.device].count(b))
+          perMicrobatch_[program.device].insert(copy.id);
+        fresh[b] = copy.id;
+      }
+      b = fresh.at(b);
+    }
+    in.phase = ir::Phase::Recompute;
+    again.push_back(std::move(in));
+  }
+  for (ir::Instruction &in : program.body)
+    if (in.phase == ir::Phase::Backward)
+      for (int &b : in.inputs)
+        if (auto it = fresh.find(b); it != fresh.end())
+          b = it->second;
+  // Each recomputed instruction goes just before the first backward instruction that reads
+  // it, directly or through later recomputed ones: a layer's forward runs again right
+  // before its backward, and its buffers die with it.
+  const size_t n = program.body.size();
+  size_t firstBackward = n;
+  std::map<int, size_t> firstReader; // recomputed buffer -> first backward reader
+  for (size_t i = 0; i < n; ++i) {
+    const ir::Instruction &in = program.body[i];
+    if (in.phase != ir::Phase::Backward)
+      continue;
+    firstBackward = std::min(firstBackward, i);
+    for (int b : in.inputs)
+      firstReader.emplace(b, i);
+  }
+  std::vector<size_t> deadline(again.size(), firstBackward);
+  std::map<int, size_t> needBy; // recomputed buffer -> the earliest deadline of its readers
+  for (size_t j = again.size(); j-- > 0;) {
+    if (again[j].kind == ir::InstrKind::Send)
+      continue; // below, once every other reader of its data is placed
+    size_t due = n;
+    for (int b : again[j].outputs) {
+      if (auto it = firstReader.find(b); it != firstReader.end())
+        due = std::min(due, it->second);
+      if (auto it = needBy.find(b); it != needBy.end())
+        due = std::min(due, it->second);
+    }
+    deadline[j] = due < n ? due : firstBackward;
+    for (int b : again[j].inputs)
+      needBy[b] = needBy.count(b) ? std::min(needBy[b], deadline[j]) : deadline[j];
+  }
+  // A message is sent again where its data is next needed here (the sender's own use of
+  // its keys and values): the receiver needs it at the same point of its own backward.
+  for (size_t j = 0; j < again.size(); ++j)
+    if (again[j].kind == ir::InstrKind::Send)
+      for (int b : again[j].inputs)
+        if (auto it = needBy.find(b); it != needBy.end())
+          deadline[j] = it->second;
+  std::vector<ir::Instruction> body;
+  for (size_t i = 0; i <= n; ++i) {
+    for (size_t j = 0; j < again.size(); ++j)
+      if (deadline[j] == i)
+        body.push_back(again[j]);
+    if (i < n)
+      body.push_back(std::move(program.body[i]));
+  }
+  program.body = std::move(body);
+}
+
+} // namespace hspmd::passes
