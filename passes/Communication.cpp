@@ -398,19 +398,20 @@ private:
             if (e != d)
               bandwidth = std::min(bandwidth, links_.bandwidth(d, e));
         }
-        const double factor = (allReduce ? 2.0 : 1.0) * (n - 1) / n;
+        const int members = static_cast<int>(n);
+        const double moved = allReduce ? cost::allReduceBytes(buffer, members) : cost::gatherBytes(buffer, members);
         for (int d : group) {
-          step.bytesSent[d] = static_cast<int64_t>(factor * buffer);
-          step.bytesReceived[d] = static_cast<int64_t>(factor * buffer);
+          step.bytesSent[d] = static_cast<int64_t>(moved);
+          step.bytesReceived[d] = static_cast<int64_t>(moved);
         }
-        const double rounds = (allReduce ? 2.0 : 1.0) * (n - 1);
-        step.seconds = std::max(step.seconds, rounds * links_.alpha + factor * buffer / (bandwidth * 1e9));
+        const int rounds = allReduce ? cost::allReduceRounds(members) : cost::gatherRounds(members);
+        step.seconds = std::max(step.seconds, cost::ringSeconds(moved, rounds, bandwidth, links_.alpha));
       }
       return;
     }
     std::map<int, double> sending, receiving;
     for (const Message &m : step.messages) {
-      double t = links_.alpha + static_cast<double>(m.bytes) / (links_.bandwidth(m.from, m.to) * 1e9);
+      double t = cost::messageSeconds(static_cast<double>(m.bytes), links_.bandwidth(m.from, m.to), links_.alpha);
       sending[m.from] += t;
       receiving[m.to] += t;
     }

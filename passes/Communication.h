@@ -11,6 +11,7 @@
 #pragma once
 
 #include "ir/Annotation.h"
+#include "ir/Cost.h"
 #include "ir/DeviceProgram.h"
 
 #include <functional>
@@ -63,7 +64,7 @@ struct CommPlan {
 struct LinkModel {
   std::function<double(int, int)> bandwidth = [](int, int) { return 1.0; };
   std::function<bool(int, int)> sameNode = [](int, int) { return true; };
-  double alpha = 5e-6;
+  double alpha = cost::kMessageLatency;
   /// For comparison only: take every slice from its first owner (no link or load choice,
   /// no spreading of shared slices).
   bool firstOwner = false;

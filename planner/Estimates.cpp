@@ -1,5 +1,7 @@
 #include "planner/Estimates.h"
 
+#include "ir/Cost.h"
+
 #include "planner/Topology.h"
 
 #include <memory>
@@ -47,24 +49,26 @@ double forwardFlops(const ir::Op &op) {
   using ir::OpKind;
   switch (op.kind) {
   case OpKind::MatMul: {
-    // 2 * (elements of the result) * (contracted size)
     auto sizes = concreteSizes(*op.operands[0]);
-    return 2 * elements(*op.result()) * static_cast<double>(sizes.back());
+    return cost::matmulFlops(elements(*op.result()), static_cast<double>(sizes.back()));
   }
   case OpKind::Attention: {
     auto q = concreteSizes(*op.operands[0]), k = concreteSizes(*op.operands[1]);
-    double full = 4.0 * q[0] * q[1] * k[1] * q[2] * q[3]; // QK^T and PV
-    return ir::boolAttr(op.attrs, "causal") ? full / 2 : full;
+    // [B, S, H, D] queries over T keys; causal: the queries and keys are the same positions.
+    const double pairs = ir::boolAttr(op.attrs, "causal")
+                             ? cost::causalPairs(static_cast<double>(q[1]), static_cast<double>(k[1]), 0)
+                             : static_cast<double>(q[1]) * static_cast<double>(k[1]);
+    return cost::attentionFlops(static_cast<double>(q[0]), static_cast<double>(q[2]), pairs, static_cast<double>(q[3]));
   }
   case OpKind::RmsNorm:
   case OpKind::LayerNorm:
   case OpKind::Softmax:
-    return 5 * elements(*op.result());
+    return cost::kNormFlops * elements(*op.result());
   case OpKind::CrossEntropy:
-    return 4 * elements(*op.operands[0]);
+    return cost::kNormFlops * elements(*op.operands[0]);
   case OpKind::Gelu:
   case OpKind::Silu:
-    return 8 * elements(*op.result());
+    return cost::kActivationFlops * elements(*op.result());
   case OpKind::Param:
   case OpKind::Input:
   case OpKind::Constant:
@@ -77,7 +81,7 @@ double forwardFlops(const ir::Op &op) {
   case OpKind::Reshard:
     return 0;
   default:
-    return elements(*op.result());
+    return cost::kElementwiseFlops * elements(*op.result());
   }
 }
 
@@ -123,8 +127,8 @@ std::map<int, double> estimateCompute(const ir::Graph &graph, const passes::Lowe
     for (int d : devices) {
       if (d < 0 || d >= static_cast<int>(cluster.devices.size()))
         continue;
-      double peak = cluster.typeOf(d).bf16Tflops * 1e12 * 0.5;
-      seconds[d] += 3 * flops * workShare(*op, plan.index, d) / peak;
+      double peak = cluster.typeOf(d).bf16Tflops * 1e12 * cost::kKernelEfficiency;
+      seconds[d] += cost::kTrainingPasses * flops * workShare(*op, plan.index, d) / peak;
     }
   }
   return seconds;

@@ -15,6 +15,7 @@
 // recomputation), one layer's working set; attention is assumed fused (no S x S scores).
 #include "planner/Search.h"
 
+#include "ir/Cost.h"
 #include "planner/ContextShares.h"
 #include "planner/Topology.h"
 
@@ -29,12 +30,10 @@ namespace hspmd::planner {
 
 namespace {
 
-constexpr double kAlpha = 10e-6; // seconds per message
+constexpr double kAlpha = cost::kMessageLatency; // seconds per message (ir/Cost.h)
 
 double ringAllReduce(double bytes, int n, double gbps) {
-  if (n <= 1 || bytes <= 0)
-    return 0;
-  return 2.0 * (n - 1) / n * bytes / (gbps * 1e9) + 2.0 * (n - 1) * kAlpha;
+  return cost::allReduceSeconds(bytes, n, gbps);
 }
 
 // Causal (query, key) pairs of the positions [a, b).
@@ -89,7 +88,7 @@ struct Context {
       bw = std::min(bw, cluster.typeOf(d).hbmGBps * 1e9 * request.efficiency);
     return f * (shape.streamBytes + shape.splitBytes / t) / bw;
   }
-  double factor(bool recompute) const { return recompute ? 4 : 3; }
+  double factor(bool recompute) const { return recompute ? cost::kTrainingPassesRecompute : cost::kTrainingPasses; }
 };
 
 // One tensor-parallel group: t consecutive devices.

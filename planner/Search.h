@@ -23,6 +23,8 @@
 //   - heads and sequence shares of a head-parallel group.
 #pragma once
 
+#include "ir/Cost.h"
+
 #include "ir/Graph.h"
 #include "planner/Cluster.h"
 
@@ -54,9 +56,9 @@ struct ModelShape {
 ModelShape modelShape(const ir::Graph &graph, std::string &error);
 
 struct PlanRequest {
-  int64_t tokens = 0, sequence = 0; // tokens per step, positions per sequence
-  double efficiency = 0.5;          // the fraction of a device's bf16 peak kernels reach
-  double memoryFraction = 0.9;      // of each device's memory the plan may use
+  int64_t tokens = 0, sequence = 0;            // tokens per step, positions per sequence
+  double efficiency = cost::kKernelEfficiency; // the fraction of a device's bf16 peak kernels reach
+  double memoryFraction = 0.9;                 // of each device's memory the plan may use
 };
 
 struct StagePlan {

@@ -42,7 +42,7 @@ KernelCost kernelCost(const ir::Instruction &kernel, const ir::DeviceProgram &pr
   const double out = kernel.outputs.empty() ? 0 : numel(buffer(kernel.outputs[0]));
   if (op == "matmul") {
     const auto &a = buffer(kernel.inputs[0]).shape;
-    cost.flops = 2 * out * static_cast<double>(a.empty() ? 1 : a.back());
+    cost.flops = cost::matmulFlops(out, static_cast<double>(a.empty() ? 1 : a.back()));
   } else if (op == "attention" || op == "attention_grad") {
     const auto &q = buffer(kernel.inputs[0]).shape, &k = buffer(kernel.inputs[1]).shape;
     if (q.size() == 4 && k.size() == 4) {
@@ -51,25 +51,23 @@ KernelCost kernelCost(const ir::Instruction &kernel, const ir::DeviceProgram &pr
       const double B = static_cast<double>(q[0]), S = static_cast<double>(q[1]), H = static_cast<double>(q[2]),
                    D = static_cast<double>(q[3]), T = static_cast<double>(k[1]);
       double keys = S * T;
-      if (ir::boolAttr(kernel.attrs, "causal")) {
-        const double a = static_cast<double>(ir::intAttr(kernel.attrs, "query_offset")) -
-                         static_cast<double>(ir::intAttr(kernel.attrs, "key_offset"));
-        keys = 0;
-        for (double s = 0; s < S; ++s)
-          keys += std::clamp(a + s + 1, 0.0, T);
-      }
-      cost.flops = 4 * B * H * keys * D * (op == "attention_grad" ? 2.5 : 1.0);
+      if (ir::boolAttr(kernel.attrs, "causal"))
+        keys = cost::causalPairs(S, T,
+                                 static_cast<double>(ir::intAttr(kernel.attrs, "query_offset")) -
+                                     static_cast<double>(ir::intAttr(kernel.attrs, "key_offset")));
+      cost.flops =
+          cost::attentionFlops(B, H, keys, D) * (op == "attention_grad" ? cost::kAttentionBackwardFactor : 1.0);
     }
   } else if (op == "adamw") {
-    cost.flops = 12 * out;
+    cost.flops = cost::kAdamwFlops * out;
   } else if (op == "rmsnorm" || op == "layernorm" || op == "softmax" || op == "cross_entropy") {
-    cost.flops = 5 * numel(buffer(kernel.inputs[0]));
+    cost.flops = cost::kNormFlops * numel(buffer(kernel.inputs[0]));
   } else if (op == "rmsnorm_grad" || op == "layernorm_grad" || op == "cross_entropy_grad") {
-    cost.flops = 8 * numel(buffer(kernel.inputs[0]));
+    cost.flops = cost::kNormGradFlops * numel(buffer(kernel.inputs[0]));
   } else if (op == "gelu" || op == "gelu_grad" || op == "silu" || op == "silu_grad") {
-    cost.flops = 20 * out; // erf/exp per element
+    cost.flops = cost::kActivationFlops * out;
   } else {
-    cost.flops = out;
+    cost.flops = cost::kElementwiseFlops * out;
   }
   return cost;
 }
@@ -253,8 +251,10 @@ private:
           bytes = std::max(bytes, static_cast<double>(steps_.at(member).body[at_[member]].bytes));
         const std::optional<ir::CommKind> kind = in.collective();
         const bool allReduce = kind == ir::CommKind::AllReduce || kind == ir::CommKind::SplitAllReduce;
-        latency = (allReduce ? 2 * (n - 1) : n - 1) * model_.links.alpha;
-        seconds = bytes / slowest + latency;
+        const int members = static_cast<int>(n);
+        latency = (allReduce ? cost::allReduceRounds(members) : cost::gatherRounds(members)) * model_.links.alpha;
+        seconds = cost::ringSeconds(bytes, allReduce ? cost::allReduceRounds(members) : cost::gatherRounds(members),
+                                    slowest / 1e9, model_.links.alpha);
       }
       seconds += woken;
       latency += woken;

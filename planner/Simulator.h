@@ -11,6 +11,7 @@
 // alpha per round (2(n-1) rounds for an all-reduce, n-1 otherwise).
 #pragma once
 
+#include "ir/Cost.h"
 #include "ir/DeviceProgram.h"
 #include "passes/Communication.h"
 #include "planner/Cluster.h"
@@ -27,7 +28,7 @@ struct CostModel {
   std::function<double(int)> flops = [](int) { return 1e12; };
   std::function<double(int)> memoryBandwidth = [](int) { return 1e11; };
   /// The fraction of their roofline kernels reach, by kernel name ("matmul"), else `efficiency`.
-  double efficiency = 0.5;
+  double efficiency = cost::kKernelEfficiency;
   std::map<std::string, double> kernelEfficiency;
   /// A fixed cost per kernel call by kernel name (seconds: launch, dispatch, allocation),
   /// added to the roofline time; none by default.
