@@ -27,6 +27,46 @@ int64_t Box::numElements() const {
   return total;
 }
 
+Box intersectBox(const Box &a, const Box &b) {
+  Box out{a.lo, a.hi};
+  for (size_t d = 0; d < a.lo.size(); ++d) {
+    out.lo[d] = std::max(a.lo[d], b.lo[d]);
+    out.hi[d] = std::max(out.lo[d], std::min(a.hi[d], b.hi[d]));
+  }
+  return out;
+}
+
+std::vector<Box> subtractBox(const Box &a, const Box &b) {
+  const Box inter = intersectBox(a, b);
+  if (inter.empty())
+    return a.empty() ? std::vector<Box>{} : std::vector<Box>{a};
+  std::vector<Box> out;
+  Box rest = a;
+  for (size_t d = 0; d < a.lo.size(); ++d) {
+    if (rest.lo[d] < inter.lo[d]) {
+      Box below = rest;
+      below.hi[d] = inter.lo[d];
+      out.push_back(below);
+    }
+    if (inter.hi[d] < rest.hi[d]) {
+      Box above = rest;
+      above.lo[d] = inter.hi[d];
+      out.push_back(above);
+    }
+    rest.lo[d] = inter.lo[d];
+    rest.hi[d] = inter.hi[d];
+  }
+  return out;
+}
+
+std::vector<Box> subtractBox(const std::vector<Box> &boxes, const Box &cut) {
+  std::vector<Box> out;
+  for (const Box &box : boxes)
+    for (Box &part : subtractBox(box, cut))
+      out.push_back(std::move(part));
+  return out;
+}
+
 std::pair<int64_t, int64_t> chunkRange(int64_t size, int count, int index) {
   const int64_t chunk = (size + count - 1) / count;
   const int64_t begin = std::min(size, chunk * index);

@@ -59,6 +59,15 @@ struct Box {
   bool operator==(const Box &) const = default;
 };
 
+// The box algebra that communication planning and the runtime share.
+/// The intersection of two boxes of one rank (possibly empty: hi = lo where they miss).
+Box intersectBox(const Box &a, const Box &b);
+/// The parts of `a` outside `b`: slabs below and above `b`, dimension by dimension (at most
+/// two per dimension). Given [0:4, 0:4] and [1:3, 0:2]: [0:1, 0:4], [3:4, 0:4], [1:3, 2:4].
+std::vector<Box> subtractBox(const Box &a, const Box &b);
+/// The parts of each of `boxes` outside `cut`.
+std::vector<Box> subtractBox(const std::vector<Box> &boxes, const Box &cut);
+
 /// What one device holds. Two devices whose pieces have the same box and partial index
 /// hold identical data when their replica indices differ. The full tensor is the sum, over
 /// distinct partial indices, of one replica's pieces.

@@ -3,9 +3,23 @@
 #include "ir/AnnotationText.h"
 
 #include <algorithm>
+#include <cctype>
 #include <set>
 
 namespace hspmd::ir {
+
+std::optional<StackPosition> stackPosition(std::string_view name) {
+  const size_t open = name.find('[');
+  if (open == std::string_view::npos || open == 0 || name.substr(0, open).find('.') != std::string_view::npos)
+    return std::nullopt;
+  size_t end = open + 1;
+  int64_t layer = 0;
+  while (end < name.size() && std::isdigit(static_cast<unsigned char>(name[end])) && layer < (int64_t{1} << 40))
+    layer = layer * 10 + (name[end++] - '0');
+  if (end == open + 1 || end >= name.size() || name[end] != ']')
+    return std::nullopt;
+  return StackPosition{std::string(name.substr(0, open)), layer};
+}
 
 std::string ParseError::str() const {
   return std::to_string(line) + ":" + std::to_string(col) + ": " + message;

@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace hspmd::ir {
@@ -29,6 +30,16 @@ struct Value {
   int index = 0;                                      // which of def's results
   std::vector<std::optional<Annotation>> annotations; // one slot per plan
 };
+
+/// Where a parameter path lies in a stack of layers: "blocks[3].wqkv" is layer 3 of the stack
+/// "blocks". Parameter paths are the names plans use (docs/language.md), so the path is what
+/// the layer is read from, here and nowhere else. Nothing for a name outside a stack
+/// ("wte", "grad.blocks[3].wqkv").
+struct StackPosition {
+  std::string stack;
+  int64_t layer = 0;
+};
+std::optional<StackPosition> stackPosition(std::string_view name);
 
 /// Orders values by id: maps keyed by values iterate in a deterministic order.
 struct ValueById {

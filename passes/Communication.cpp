@@ -49,38 +49,6 @@ std::vector<BatchedMessage> fuseAcrossTensors(const std::vector<CommPlan> &plans
   return out;
 }
 
-ir::Box intersectBox(const ir::Box &a, const ir::Box &b) {
-  ir::Box out{a.lo, a.hi};
-  for (size_t d = 0; d < a.lo.size(); ++d) {
-    out.lo[d] = std::max(a.lo[d], b.lo[d]);
-    out.hi[d] = std::max(out.lo[d], std::min(a.hi[d], b.hi[d]));
-  }
-  return out;
-}
-
-std::vector<ir::Box> subtractBox(const ir::Box &a, const ir::Box &b) {
-  ir::Box inter = intersectBox(a, b);
-  if (inter.empty())
-    return a.empty() ? std::vector<ir::Box>{} : std::vector<ir::Box>{a};
-  std::vector<ir::Box> out;
-  ir::Box rest = a;
-  for (size_t d = 0; d < a.lo.size(); ++d) {
-    if (rest.lo[d] < inter.lo[d]) {
-      ir::Box below = rest;
-      below.hi[d] = inter.lo[d];
-      out.push_back(below);
-    }
-    if (inter.hi[d] < rest.hi[d]) {
-      ir::Box above = rest;
-      above.lo[d] = inter.hi[d];
-      out.push_back(above);
-    }
-    rest.lo[d] = inter.lo[d];
-    rest.hi[d] = inter.hi[d];
-  }
-  return out;
-}
-
 namespace {
 
 struct Piece {

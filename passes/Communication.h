@@ -100,9 +100,7 @@ std::string printCommSteps(const CommPlan &plan);
 /// or byte counts). Print -> parse -> print is the identity.
 std::optional<std::vector<CommStep>> parseCommSteps(const std::string &text, std::string *error = nullptr);
 
-/// The parts of `a` outside `b` (at most two boxes per dimension).
-std::vector<ir::Box> subtractBox(const ir::Box &a, const ir::Box &b);
-/// The intersection of two boxes (possibly empty).
-ir::Box intersectBox(const ir::Box &a, const ir::Box &b);
+using ir::intersectBox; // the box algebra: ir/Annotation.h
+using ir::subtractBox;
 
 } // namespace hspmd::passes

@@ -39,15 +39,6 @@ struct StageCells {
   const ir::StageSpec *spec = nullptr;
 };
 
-// "blocks[3].wqkv" -> ("blocks", 3); -1 when the name is not inside a stack.
-std::pair<std::string, int> stackIndex(const std::string &name) {
-  auto open = name.find('[');
-  auto close = name.find(']');
-  if (open == std::string::npos || close == std::string::npos || close < open)
-    return {"", -1};
-  return {name.substr(0, open), std::atoi(name.c_str() + open + 1)};
-}
-
 // `dataParallel`: the cell's first axis is a stage's data-parallel axis, which splits inputs
 // by batch (parameters are copied over it).
 ir::LocalAnnotation localOf(const Cell &cell, bool batchSplit, bool dataParallel) {
@@ -166,12 +157,13 @@ private:
   // The stages of pipeline p that hold a parameter.
   std::set<int> declaredStages(size_t p, const std::string &name) const {
     std::set<int> found;
-    auto [stack, layer] = stackIndex(name);
+    const auto position = ir::stackPosition(name);
     for (size_t s = 0; s < plan_.pipelines[p].stages.size(); ++s) {
       const ir::StageSpec &stage = plan_.pipelines[p].stages[s];
       const auto &extra = stage.extraParams;
       if (std::find(extra.begin(), extra.end(), name) != extra.end() ||
-          (layer >= 0 && stack == stage.stack && layer >= stage.layerBegin && layer < stage.layerEnd))
+          (position && position->stack == stage.stack && position->layer >= stage.layerBegin &&
+           position->layer < stage.layerEnd))
         found.insert(static_cast<int>(s));
     }
     return found;

@@ -93,10 +93,8 @@ std::vector<bool> ProgramBuilder::recomputed(const ir::DeviceProgram &program, c
   // and a later layer reads is kept.
   std::map<int, int> layerOf; // buffer -> layer of its writer (-1: before the stack)
   for (const ir::Buffer &b : program.buffers) {
-    const auto open = b.value.find('[');
-    if (b.role == ir::BufferRole::Parameter && open != std::string::npos && open > 0 &&
-        std::isdigit(static_cast<unsigned char>(b.value[open + 1])))
-      layerOf[b.id] = std::stoi(b.value.substr(open + 1));
+    if (const auto position = ir::stackPosition(b.value); position && b.role == ir::BufferRole::Parameter)
+      layerOf[b.id] = static_cast<int>(position->layer);
   }
   for (const ir::Instruction &in : program.body) {
     // What a device of the same stage sends belongs to the sender's layer, which this

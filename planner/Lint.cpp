@@ -103,10 +103,8 @@ private:
   void layersCovered() {
     std::map<std::string, int> stackSizes;
     for (const ir::Value *param : graph_.params()) {
-      auto open = param->name.find('[');
-      if (open != std::string::npos && param->name.find('.') > open)
-        stackSizes[param->name.substr(0, open)] =
-            std::max(stackSizes[param->name.substr(0, open)], std::atoi(param->name.c_str() + open + 1) + 1);
+      if (const auto position = ir::stackPosition(param->name))
+        stackSizes[position->stack] = std::max(stackSizes[position->stack], static_cast<int>(position->layer) + 1);
     }
     for (const auto &pipeline : spec_.pipelines) {
       for (const auto &[stack, size] : stackSizes) {
@@ -188,14 +186,13 @@ private:
       if (!value || value->def->kind != ir::OpKind::Param)
         continue;
       std::set<int> stageDevices;
-      auto open = pinned.value.find('[');
-      int layer = open == std::string::npos ? -1 : std::atoi(pinned.value.c_str() + open + 1);
+      const auto position = ir::stackPosition(pinned.value);
       for (const auto &pipeline : spec_.pipelines)
         for (const auto &stage : pipeline.stages) {
           bool holds =
               std::find(stage.extraParams.begin(), stage.extraParams.end(), pinned.value) != stage.extraParams.end() ||
-              (layer >= 0 && pinned.value.rfind(stage.stack + "[", 0) == 0 && layer >= stage.layerBegin &&
-               layer < stage.layerEnd);
+              (position && position->stack == stage.stack && position->layer >= stage.layerBegin &&
+               position->layer < stage.layerEnd);
           if (holds)
             stageDevices.insert(stage.devices.begin(), stage.devices.end());
         }
@@ -437,9 +434,9 @@ private:
     if (value.def->kind == ir::OpKind::Param)
       for (const auto &pipeline : spec_.pipelines)
         for (const auto &stage : pipeline.stages) {
-          auto open = value.name.find('[');
-          int layer = open == std::string::npos ? -1 : std::atoi(value.name.c_str() + open + 1);
-          if (layer >= stage.layerBegin && layer < stage.layerEnd && value.name.rfind(stage.stack + "[", 0) == 0)
+          const auto position = ir::stackPosition(value.name);
+          if (position && position->stack == stage.stack && position->layer >= stage.layerBegin &&
+              position->layer < stage.layerEnd)
             return stage.tpLoc.isKnown() ? stage.tpLoc : stage.loc;
           for (size_t i = 0; i < stage.extraParams.size(); ++i)
             if (stage.extraParams[i] == value.name)

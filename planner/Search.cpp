@@ -714,11 +714,11 @@ ModelShape modelShape(const ir::Graph &graph, std::string &error) {
     for (int64_t d : ir::sizesWithUnboundAsOne(p->type.shape))
       n *= static_cast<double>(d);
     shape.elementBytes = ir::dtypeBytes(p->type.dtype);
-    const auto bracket = p->name.find('[');
+    const auto position = ir::stackPosition(p->name);
     const size_t use = firstUse.count(p) ? firstUse.at(p) : graph.ops().size();
-    if (bracket != std::string::npos && (shape.stack.empty() || p->name.compare(0, bracket, shape.stack) == 0)) {
-      shape.stack = p->name.substr(0, bracket);
-      const int64_t index = std::stoll(p->name.substr(bracket + 1));
+    if (position && (shape.stack.empty() || position->stack == shape.stack)) {
+      shape.stack = position->stack;
+      const int64_t index = position->layer;
       shape.layers = std::max(shape.layers, index + 1);
       if (index == 0)
         shape.layerParams += n;

@@ -323,17 +323,13 @@ void DeviceExecutor::collective(const ir::Instruction &in, int microbatch, int64
     for (const Piece &piece : pieces) {
       if (!piece.data)
         continue;
-      ir::Box overlap{region.lo, region.hi};
-      for (size_t d = 0; d < overlap.lo.size(); ++d) {
-        overlap.lo[d] = std::max(overlap.lo[d], piece.lo[d]);
-        overlap.hi[d] = std::min(overlap.hi[d], piece.hi[d]);
-      }
-      if (overlap.empty() && !overlap.lo.empty())
+      const ir::Box overlap = ir::intersectBox(region, ir::Box{piece.lo, piece.hi});
+      if (overlap.empty())
         continue;
       std::vector<ir::Box> parts{overlap};
       if (sum) // a replica of a partial sum already added adds nothing
         for (const ir::Box &done : taken[piece.partial])
-          parts = subtractBoxes(parts, done);
+          parts = ir::subtractBox(parts, done);
       for (const ir::Box &part : parts) {
         copyBox(ir::dtypeBytes(out->dtype), piece.data, minus(piece.hi, piece.lo), minus(part.lo, piece.lo), target,
                 out->shape, minus(part.lo, region.lo), minus(part.hi, part.lo), sum);

@@ -65,33 +65,4 @@ void copyBox(int elementBytes, const void *src, const std::vector<int64_t> &srcS
   }
 }
 
-std::vector<ir::Box> subtractBoxes(const std::vector<ir::Box> &boxes, const ir::Box &cut) {
-  std::vector<ir::Box> out;
-  for (ir::Box rest : boxes) {
-    bool overlaps = true;
-    for (size_t d = 0; d < rest.lo.size(); ++d)
-      overlaps = overlaps && std::max(rest.lo[d], cut.lo[d]) < std::min(rest.hi[d], cut.hi[d]);
-    if (!overlaps) {
-      out.push_back(rest);
-      continue;
-    }
-    // Peel off, dimension by dimension, the slabs below and above the cut.
-    for (size_t d = 0; d < rest.lo.size(); ++d) {
-      if (rest.lo[d] < cut.lo[d]) {
-        ir::Box below = rest;
-        below.hi[d] = cut.lo[d];
-        out.push_back(below);
-        rest.lo[d] = cut.lo[d];
-      }
-      if (rest.hi[d] > cut.hi[d]) {
-        ir::Box above = rest;
-        above.lo[d] = cut.hi[d];
-        out.push_back(above);
-        rest.hi[d] = cut.hi[d];
-      }
-    }
-  }
-  return out;
-}
-
 } // namespace hspmd::runtime

@@ -16,7 +16,4 @@ void copyBox(int elementBytes, const void *src, const std::vector<int64_t> &srcS
              void *dst, const std::vector<int64_t> &dstShape, const std::vector<int64_t> &dstLo,
              const std::vector<int64_t> &size, bool add = false);
 
-/// The parts of `boxes` outside `cut` (as boxes).
-std::vector<ir::Box> subtractBoxes(const std::vector<ir::Box> &boxes, const ir::Box &cut);
-
 } // namespace hspmd::runtime

@@ -195,3 +195,36 @@ TEST(CheckAnnotation, ReportsThePartAtFault) {
 }
 
 } // namespace
+
+// The box algebra communication planning and the runtime share: the parts of a box outside
+// another cover exactly the difference (counted by elements), never overlap, and match the
+// worked example of ir/Annotation.h.
+TEST(BoxAlgebra, SubtractAndIntersect) {
+  using hspmd::ir::Box;
+  const Box a{{0, 0}, {4, 4}}, b{{1, 0}, {3, 2}};
+  EXPECT_EQ(hspmd::ir::intersectBox(a, b), b);
+  const std::vector<Box> parts = hspmd::ir::subtractBox(a, b);
+  EXPECT_EQ(parts, (std::vector<Box>{{{0, 0}, {1, 4}}, {{3, 0}, {4, 4}}, {{1, 2}, {3, 4}}}));
+  // Disjoint boxes: nothing to cut; an empty intersection has hi = lo.
+  const Box far{{5, 5}, {6, 6}};
+  EXPECT_TRUE(hspmd::ir::intersectBox(a, far).empty());
+  EXPECT_EQ(hspmd::ir::subtractBox(a, far), std::vector<Box>{a});
+  // Every cut of a 6 x 5 box by every box inside a 7 x 7 grid: the parts and the
+  // intersection add up to the box, and no two parts overlap.
+  const Box whole{{0, 0}, {6, 5}};
+  for (int64_t r0 = 0; r0 < 7; ++r0)
+    for (int64_t r1 = r0; r1 < 7; ++r1)
+      for (int64_t c0 = 0; c0 < 7; ++c0)
+        for (int64_t c1 = c0; c1 < 7; ++c1) {
+          const Box cut{{r0, c0}, {r1, c1}};
+          const auto rest = hspmd::ir::subtractBox(std::vector<Box>{whole}, cut);
+          int64_t covered = hspmd::ir::intersectBox(whole, cut).numElements();
+          for (size_t i = 0; i < rest.size(); ++i) {
+            covered += rest[i].numElements();
+            EXPECT_TRUE(hspmd::ir::intersectBox(rest[i], cut).empty());
+            for (size_t j = i + 1; j < rest.size(); ++j)
+              EXPECT_TRUE(hspmd::ir::intersectBox(rest[i], rest[j]).empty());
+          }
+          EXPECT_EQ(covered, whole.numElements());
+        }
+}

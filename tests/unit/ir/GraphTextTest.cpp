@@ -79,3 +79,14 @@ TEST(GraphText, ParseErrorsHaveLineAndColumn) {
 }
 
 } // namespace
+
+// A parameter path's place in a stack of layers is read in one place.
+TEST(StackPosition, ReadsTheLayerOfAStackPath) {
+  auto position = hspmd::ir::stackPosition("blocks[12].attn.wqkv");
+  ASSERT_TRUE(position);
+  EXPECT_EQ(position->stack, "blocks");
+  EXPECT_EQ(position->layer, 12);
+  EXPECT_EQ(hspmd::ir::stackPosition("layers[0]")->layer, 0);
+  for (const char *outside : {"wte", "grad.blocks[3].wqkv", "[3].w", "blocks[].w", "blocks[x].w", "blocks[3"})
+    EXPECT_FALSE(hspmd::ir::stackPosition(outside)) << outside;
+}
