@@ -8,7 +8,7 @@
 //
 //   build/bench/bench_deduce [repetitions]
 #include "passes/Pipeline.h"
-#include "tools/hspmc/Driver.h"
+#include "planner/driver/Driver.h"
 
 #include <algorithm>
 #include <chrono>

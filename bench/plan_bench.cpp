@@ -19,8 +19,8 @@
 // Usage: bench_plan [--quick | --speed | --context]   (--quick: the 32K context only, no
 // 128-device search; --speed: only the search speed; --context: only the 7B settings)
 #include "planner/Search.h"
-#include "tools/hspmc/Driver.h"
-#include "tools/hspmc/Plan.h"
+#include "planner/driver/Driver.h"
+#include "planner/driver/PlanModel.h"
 
 #include <algorithm>
 #include <chrono>

@@ -11,7 +11,7 @@
 #include "ir/AnnotationText.h"
 #include "passes/Communication.h"
 #include "passes/Pipeline.h"
-#include "tools/hspmc/Driver.h"
+#include "planner/driver/Driver.h"
 
 #include <algorithm>
 #include <chrono>

@@ -10,8 +10,8 @@
 #include "passes/Pipeline.h"
 #include "runtime/Kernels.h"
 #include "runtime/Run.h"
-#include "tools/hspmc/Driver.h"
-#include "tools/hspmc/Train.h"
+#include "planner/driver/Driver.h"
+#include "planner/driver/ModelInfo.h"
 
 #include <cblas.h>
 

@@ -23,8 +23,8 @@
 #include "planner/Estimates.h"
 #include "planner/Simulator.h"
 #include "runtime/Run.h"
-#include "tools/hspmc/Driver.h"
-#include "tools/hspmc/Train.h"
+#include "planner/driver/Driver.h"
+#include "planner/driver/ModelInfo.h"
 
 #include <cblas.h>
 #include <nlohmann/json.hpp>

@@ -3,8 +3,8 @@
 // an ```annotation block must parse and print back unchanged.
 #include "TestSupport.h"
 #include "ir/AnnotationText.h"
-#include "tools/hspmc/Driver.h"
-#include "tools/hspmc/Plan.h"
+#include "planner/driver/Driver.h"
+#include "planner/driver/PlanModel.h"
 
 #include <gtest/gtest.h>
 

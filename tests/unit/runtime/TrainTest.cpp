@@ -2,7 +2,7 @@
 // LLaMA gives, step for step, the losses of the same model on one device (same seed, same
 // data), within 1e-4 relative; checkpoints continue under another plan; bad input fails
 // with a clear error.
-#include "tools/hspmc/Train.h"
+#include "planner/driver/ModelInfo.h"
 #include "../support/ExampleBuild.h"
 #include "passes/Pipeline.h"
 #include "runtime/Run.h"

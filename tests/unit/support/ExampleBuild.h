@@ -3,7 +3,7 @@
 #pragma once
 
 #include "../frontend/TestSupport.h"
-#include "tools/hspmc/Driver.h"
+#include "planner/driver/Driver.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // Every file in tests/lint/ is a broken plan whose first lines state exactly what
 // `hspmc lint` reports for it (`// expect: LINE:COL: SEVERITY: MESSAGE [CODE]`; a message
 // ending in "..." is compared up to there).
-#include "tools/hspmc/Driver.h"
+#include "planner/driver/Driver.h"
 
 #include "../support/Corpus.h"
 

@@ -1,4 +1,4 @@
-// Driver.h - what the hspmc subcommands share, as a library the tests link: elaborating a
+// Driver.h - what the hspmc subcommands, tests and benches share: elaborating a
 // model under its plans, and the lint driver.
 #pragma once
 

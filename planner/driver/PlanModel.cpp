@@ -1,9 +1,9 @@
-#include "tools/hspmc/Plan.h"
+#include "planner/driver/PlanModel.h"
 
 #include "passes/Pipeline.h"
 #include "planner/Estimates.h"
 #include "planner/Simulator.h"
-#include "tools/hspmc/Driver.h"
+#include "planner/driver/Driver.h"
 
 #include <algorithm>
 #include <charconv>

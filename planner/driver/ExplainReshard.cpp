@@ -1,5 +1,5 @@
 // ExplainReshard.cpp - `hspmc explain-reshard`: why a layout change communicates what it does.
-#include "tools/hspmc/Driver.h"
+#include "planner/driver/Driver.h"
 
 #include "ir/AnnotationText.h"
 #include "passes/Communication.h"

@@ -1,4 +1,4 @@
-// Train.h - what a training run needs to know of the model beyond its DevicePrograms
+// ModelInfo.h - what a training run needs to know of the model beyond its DevicePrograms
 // (`hspmc train` compiles and runs them with the runtime's executor).
 #pragma once
 

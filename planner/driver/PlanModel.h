@@ -1,4 +1,4 @@
-// Plan.h - `hspmc plan`: the planner's search (planner/Search.h) on a model and a cluster
+// PlanModel.h - `hspmc plan`: the planner's search (planner/Search.h) on a model and a cluster
 // file, its finalists compiled and simulated (planner/Simulator.h), the fastest written as a
 // plan file that lints clean.
 #pragma once

@@ -1,4 +1,4 @@
-#include "tools/hspmc/Train.h"
+#include "planner/driver/ModelInfo.h"
 
 #include <iostream>
 

@@ -1,4 +1,4 @@
-#include "tools/hspmc/Driver.h"
+#include "planner/driver/Driver.h"
 
 #include "passes/Pipeline.h"
 #include "planner/Cluster.h"

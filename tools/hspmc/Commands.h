@@ -1,0 +1,97 @@
+// Commands.h - hspmc's subcommands, one file each (CheckCommand.cpp, IrCommands.cpp,
+// LintCommand.cpp, TrainCommands.cpp, PlanCommand.cpp), called by main.cpp, which only wires
+// the command line to them; and what they share to print diagnostics (Report.cpp) and to
+// compile a plan for training (TrainingBuild).
+#pragma once
+
+#include "frontend/Compilation.h"
+#include "passes/Pipeline.h"
+#include "runtime/Run.h"
+#include "planner/driver/Driver.h"
+#include "planner/driver/PlanModel.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace hspmd::cli {
+
+using frontend::CollectingSink;
+using frontend::Compilation;
+using frontend::DiagnosticEngine;
+using frontend::SourceManager;
+
+// Prints what was collected, as text (stderr) or JSON (stdout). Returns the exit code.
+int finish(const CollectingSink &sink, const SourceManager &sources, bool json, int errors);
+
+// What train, simulate and build share: FILE under its plan, compiled for training into
+// DevicePrograms, with the diagnostics collected for finish().
+struct TrainingBuild {
+  SourceManager sources;
+  CollectingSink sink;
+  DiagnosticEngine diags{sink};
+  Compilation compilation{sources, diags};
+  std::optional<driver::Build> build;
+  std::optional<passes::PipelineResult> result;
+
+  /// Elaborates, and unless `later`, compiles (later: the caller calls compile()).
+  TrainingBuild(const std::string &file, const std::vector<std::string> &planFiles, const std::string &command,
+                bool later = false) {
+    build = driver::elaborateBuild(compilation, file, planFiles, "");
+    if (build && build->plans.empty())
+      diags.error(ir::Location{file, 0, 0, 1}, command + " needs a plan (--plan PLAN)");
+    if (!later && hasPlan())
+      compile();
+  }
+  bool hasPlan() const { return build && !build->plans.empty(); }
+  void compile(const std::optional<passes::LinkModel> &links = {}) {
+    passes::PipelineOptions options;
+    options.train = true;
+    if (links)
+      options.links.assign(build->plans.size(), *links);
+    result = passes::runPipeline(*build->graph, build->plans, options,
+                                 [&](const passes::Problem &problem) { driver::reportProblem(diags, problem); });
+  }
+  /// Prints the diagnostics; 0 when the programs are there, else the exit code.
+  int report(bool json = false) {
+    const int code = finish(sink, sources, json, diags.errorCount());
+    return code != 0 ? code : (!result || !result->ok) ? 1 : 0;
+  }
+  const std::map<int, ir::DeviceProgram> &programs() const { return result->programs[0]; }
+  const ir::PlanSpec &plan() const { return build->plans[0]; }
+};
+
+int runCheck(const std::vector<std::string> &files, bool json);
+
+// The pass table (passes/Pipeline.cpp): name, summary, and what --after prints.
+int runPasses();
+
+int runDumpIr(const std::string &file, const std::vector<std::string> &planFiles, const std::string &modelName,
+              const std::string &after, bool timePasses, bool train);
+
+int runDumpProgram(const std::string &file, const std::vector<std::string> &planFiles, int device, bool train);
+
+int runLint(const std::string &planFile, const std::string &modelFile, const std::string &clusterFile, bool json,
+            bool werror);
+
+// Compiles FILE under its plan for training and runs every device's program on a thread.
+int runTrain(const std::string &file, const std::vector<std::string> &planFiles, runtime::RunOptions run,
+             const std::string &lossesPath, const std::string &backend);
+
+// Compiles FILE under its plan for training and simulates one step on the cluster.
+int runSimulate(const std::string &file, const std::vector<std::string> &planFiles, const std::string &clusterFile,
+                const std::string &tracePath, bool json);
+
+int runPlan(const driver::PlanFiles &files, bool report);
+
+// hspmc plan: the planner's search, its finalists simulated, the fastest written
+// (planner/driver/PlanModel.h).
+// hspmc plan --length-distribution: one plan per length bucket, and what switching between
+// them gains over padding every sequence to --seq.
+int runPlanForLengths(const driver::PlanFiles &files, const std::string &lengths);
+
+// Compiles FILE under its plan for training and writes (and builds) the generated C++.
+int runBuild(const std::string &file, const std::vector<std::string> &planFiles, const std::string &target,
+             const std::string &outDir, bool compile);
+
+} // namespace hspmd::cli
