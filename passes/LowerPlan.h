@@ -16,7 +16,8 @@ std::optional<LoweredPlan> lowerPlan(const ir::Graph &graph, const ir::PlanSpec 
                                      const ReportFn &report,
                                      const std::map<const ir::Op *, const ir::Op *> *origin = nullptr);
 
-/// The mesh of a stage's devices: [data-parallel, tensor-parallel], axes of size 1 left out.
+/// The mesh of a stage's devices: [data-parallel, tensor-parallel], axes of size 1 left out
+/// (a single device: one axis of 1).
 std::vector<int> stageMesh(size_t devices, int tp);
 
 } // namespace hspmd::passes
