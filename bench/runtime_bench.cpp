@@ -8,10 +8,10 @@
 //      matmuls, plus the causal attention's 6 x layers x B x S^2 x d).
 // Usage: bench_runtime [steps]
 #include "passes/Pipeline.h"
-#include "runtime/Kernels.h"
-#include "runtime/Run.h"
 #include "planner/driver/Driver.h"
 #include "planner/driver/ModelInfo.h"
+#include "runtime/Kernels.h"
+#include "runtime/Run.h"
 
 #include <cblas.h>
 

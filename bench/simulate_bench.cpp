@@ -22,9 +22,9 @@
 #include "passes/Pipeline.h"
 #include "planner/Estimates.h"
 #include "planner/Simulator.h"
-#include "runtime/Run.h"
 #include "planner/driver/Driver.h"
 #include "planner/driver/ModelInfo.h"
+#include "runtime/Run.h"
 
 #include <cblas.h>
 #include <nlohmann/json.hpp>

@@ -58,6 +58,20 @@ std::string printHetero(const HeteroPlacement &hetero) {
   return text;
 }
 
+std::string printBox(const Box &box) {
+  std::string text = "[";
+  for (size_t d = 0; d < box.lo.size(); ++d)
+    text += (d ? ", " : "") + std::to_string(box.lo[d]) + ":" + std::to_string(box.hi[d]);
+  return text + "]";
+}
+
+std::string printDeviceList(const std::vector<int> &devices) {
+  std::string text = "[";
+  for (size_t i = 0; i < devices.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(devices[i]);
+  return text + "]";
+}
+
 std::string printAnnotation(const Annotation &annotation) {
   if (annotation.subgroups.size() == 1 && annotation.hetero.kind == HeteroKind::Dup)
     return printLocalAnnotation(annotation.subgroups[0]);

@@ -25,6 +25,10 @@ namespace hspmd::ir {
 std::string printAnnotation(const Annotation &annotation);
 std::string printLocalAnnotation(const LocalAnnotation &local);
 std::string printHetero(const HeteroPlacement &hetero);
+/// A box of a global tensor as the textual forms write it: "[0:4, 16:32]".
+std::string printBox(const Box &box);
+/// A list of devices: "[0, 1, 2]".
+std::string printDeviceList(const std::vector<int> &devices);
 
 /// Reads an axis word: "S1" (split dim 1), "R", "P". The count is set to 0 (unknown).
 std::optional<MeshAxis> parseAxisWord(const std::string &word, std::string *error);

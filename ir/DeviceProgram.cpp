@@ -1,4 +1,5 @@
 #include "ir/DeviceProgram.h"
+#include "ir/AnnotationText.h"
 #include "ir/Tags.h"
 
 #include "ir/TextLexer.h"
@@ -119,19 +120,12 @@ std::string ids(const std::vector<int> &list) {
   return text;
 }
 std::string devices(const std::vector<int> &list) {
-  std::string text = "[";
-  for (size_t i = 0; i < list.size(); ++i)
-    text += (i ? ", " : "") + std::to_string(list[i]);
-  return text + "]";
+  return printDeviceList(list);
 }
 std::string slices(const std::vector<Box> &boxes) {
   std::string text;
-  for (size_t i = 0; i < boxes.size(); ++i) {
-    text += i ? ", [" : " slices [";
-    for (size_t d = 0; d < boxes[i].lo.size(); ++d)
-      text += (d ? ", " : "") + std::to_string(boxes[i].lo[d]) + ":" + std::to_string(boxes[i].hi[d]);
-    text += "]";
-  }
+  for (size_t i = 0; i < boxes.size(); ++i)
+    text += (i ? ", " : " slices ") + printBox(boxes[i]);
   return text;
 }
 std::string ints(const std::vector<int64_t> &list) {

@@ -13,25 +13,13 @@
 // (`bsr`, `send-recv`) lists its messages.
 #include "passes/Communication.h"
 
+#include "ir/AnnotationText.h"
+
 #include <cctype>
 
 namespace hspmd::passes {
 
 namespace {
-
-std::string printBox(const ir::Box &box) {
-  std::string text = "[";
-  for (size_t d = 0; d < box.lo.size(); ++d)
-    text += (d ? ", " : "") + std::to_string(box.lo[d]) + ":" + std::to_string(box.hi[d]);
-  return text + "]";
-}
-
-std::string printDevices(const std::vector<int> &devices) {
-  std::string text = "[";
-  for (size_t i = 0; i < devices.size(); ++i)
-    text += (i ? ", " : "") + std::to_string(devices[i]);
-  return text + "]";
-}
 
 bool isCollective(CommKind kind) {
   return kind != CommKind::Bsr && kind != CommKind::SendRecv && kind != CommKind::Identity &&
@@ -124,21 +112,21 @@ std::string printCommSteps(const CommPlan &plan) {
     if (isCollective(step.kind)) {
       text += " groups";
       for (const auto &group : step.groups)
-        text += " " + printDevices(group);
+        text += " " + ir::printDeviceList(group);
     } else if (!step.messages.empty()) {
       text += " send ";
       for (size_t i = 0; i < step.messages.size(); ++i) {
         const Message &m = step.messages[i];
         text += (i ? ", " : "") + std::to_string(m.from) + " -> " + std::to_string(m.to) + (m.add ? " add" : "");
         for (const ir::Box &box : m.boxes)
-          text += " " + printBox(box);
+          text += " " + ir::printBox(box);
       }
     }
     if (!step.local.empty()) {
       text += " keep ";
       for (size_t i = 0; i < step.local.size(); ++i) {
         const LocalCopy &copy = step.local[i];
-        text += (i ? ", " : "") + std::to_string(copy.device) + (copy.add ? " add " : " ") + printBox(copy.box);
+        text += (i ? ", " : "") + std::to_string(copy.device) + (copy.add ? " add " : " ") + ir::printBox(copy.box);
       }
     }
   }

@@ -16,20 +16,6 @@ namespace hspmd::driver {
 
 namespace {
 
-std::string boxText(const ir::Box &box) {
-  std::string text = "[";
-  for (size_t d = 0; d < box.lo.size(); ++d)
-    text += (d ? ", " : "") + std::to_string(box.lo[d]) + ":" + std::to_string(box.hi[d]);
-  return text + "]";
-}
-
-std::string groupText(const std::vector<int> &group) {
-  std::string text = "[";
-  for (size_t i = 0; i < group.size(); ++i)
-    text += (i ? ", " : "") + std::to_string(group[i]);
-  return text + "]";
-}
-
 std::string microseconds(double seconds) {
   char text[32];
   std::snprintf(text, sizeof text, "%.1f us", seconds * 1e6);
@@ -124,7 +110,7 @@ bool explainReshard(const std::string &shapeText, const std::string &fromText, c
       for (const auto &m : step.messages) {
         std::vector<std::string> boxes;
         for (const auto &box : m.boxes)
-          boxes.push_back(boxText(box));
+          boxes.push_back(ir::printBox(box));
         s["messages"].push_back(
             {{"from", m.from}, {"to", m.to}, {"bytes", m.bytes}, {"add", m.add}, {"slices", boxes}});
       }
@@ -152,13 +138,13 @@ bool explainReshard(const std::string &shapeText, const std::string &fromText, c
     if (!step.groups.empty()) {
       out << "  groups:";
       for (const auto &group : step.groups)
-        out << " " << groupText(group);
+        out << " " << ir::printDeviceList(group);
       out << "\n";
     }
     for (const auto &m : step.messages) {
       out << "  " << m.from << " -> " << m.to << (m.add ? " (add)" : "") << ": " << m.bytes << " bytes:";
       for (const auto &box : m.boxes)
-        out << " " << boxText(box);
+        out << " " << ir::printBox(box);
       out << "\n";
     }
     out << "  bytes per device (sent / received):";

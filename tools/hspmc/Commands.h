@@ -6,9 +6,9 @@
 
 #include "frontend/Compilation.h"
 #include "passes/Pipeline.h"
-#include "runtime/Run.h"
 #include "planner/driver/Driver.h"
 #include "planner/driver/PlanModel.h"
+#include "runtime/Run.h"
 
 #include <optional>
 #include <string>

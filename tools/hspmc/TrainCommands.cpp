@@ -5,8 +5,8 @@
 #include "codegen/Codegen.h"
 #include "planner/Estimates.h"
 #include "planner/Simulator.h"
-#include "runtime/MpiRun.h"
 #include "planner/driver/ModelInfo.h"
+#include "runtime/MpiRun.h"
 
 #include <nlohmann/json.hpp>
 

@@ -15,27 +15,11 @@ using hspmd::testing::Tensor;
 
 namespace {
 
-std::map<std::string, Tensor> randomLeaves(const ir::Graph &graph, std::mt19937 &rng, int64_t vocab) {
-  std::normal_distribution<double> normal(0.0, 0.5);
-  std::map<std::string, Tensor> leaves;
-  for (const auto &op : graph.ops()) {
-    if (op->kind != ir::OpKind::Param && op->kind != ir::OpKind::Input)
-      continue;
-    Tensor t{*ir::concreteShape(op->result()->type.shape), {}};
-    for (int64_t i = 0; i < t.size(); ++i)
-      t.data.push_back(ir::isFloat(op->result()->type.dtype)
-                           ? normal(rng)
-                           : static_cast<double>(std::uniform_int_distribution<int64_t>(0, vocab - 1)(rng)));
-    leaves[op->result()->name] = t;
-  }
-  return leaves;
-}
-
 // Differentiates graph.outputs[0] and compares every parameter's gradient, at up to
 // `samples` elements each, with finite differences. Returns the number of elements checked.
 int checkGradients(ir::Graph &graph, int64_t vocab, int samples = 6) {
   std::mt19937 rng(5);
-  auto leaves = randomLeaves(graph, rng, vocab);
+  auto leaves = hspmd::testing::randomLeaves(graph, rng, vocab);
   ir::Value *loss = graph.outputs.at(0);
   auto grads = passes::buildGradients(graph, loss);
   EXPECT_TRUE(ir::verifyGraph(graph, [](const ir::Location &, const std::string &m) { ADD_FAILURE() << m; }));

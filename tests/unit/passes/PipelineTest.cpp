@@ -100,6 +100,18 @@ TEST(Pipeline, TrainingSynchronisesEveryGradientToItsParameter) {
   }
 }
 
+// The tiny GPT under examples/gpt/plans/PLAN.hspmd, compiled for training.
+std::pair<std::unique_ptr<hspmd::testing::ExampleBuild>, passes::PipelineResult>
+trainingBuild(const std::string &plan) {
+  auto b = buildExample("examples/gpt/tiny_gpt.hspmd", {"examples/gpt/plans/" + plan + ".hspmd"});
+  passes::PipelineOptions options;
+  options.train = true;
+  passes::PipelineResult result;
+  if (b->build)
+    result = passes::runPipeline(*b->build->graph, b->build->plans, options, failOnError());
+  return {std::move(b), std::move(result)};
+}
+
 // What `--after resolve-communication` prints on each reshard (`comm_steps`) is what the
 // DevicePrograms do: each collective step is called by exactly its groups' members, with its
 // kind and group; each message of a batched send/receive is one send and one receive between
@@ -110,11 +122,7 @@ TEST(Pipeline, DeviceProgramsDoTheCommunicationTheIrShows) {
   int steps = 0, messages = 0;
   for (const char *plan : {"tp2", "dp2_tp2", "pipeline2", "hetero4", "hetero4_tied", "cp_asym", "hp_asym", "dp2_zero",
                            "raw_annotations"}) {
-    auto b = buildExample("examples/gpt/tiny_gpt.hspmd", {std::string("examples/gpt/plans/") + plan + ".hspmd"});
-    ASSERT_TRUE(b->build);
-    passes::PipelineOptions options;
-    options.train = true;
-    auto result = passes::runPipeline(*b->build->graph, b->build->plans, options, failOnError());
+    auto [b, result] = trainingBuild(plan);
     ASSERT_TRUE(result.ok) << plan;
     std::map<int64_t, std::vector<Call>> byTag;
     for (const auto &[device, program] : result.programs[0])
@@ -159,11 +167,7 @@ TEST(Pipeline, DeviceProgramsDoTheCommunicationTheIrShows) {
 // print -> parse -> print of every reshard's steps is the identity.
 TEST(Pipeline, CommunicationStepsRoundTrip) {
   for (const char *plan : {"hetero4", "cp_asym", "hp_asym"}) {
-    auto b = buildExample("examples/gpt/tiny_gpt.hspmd", {std::string("examples/gpt/plans/") + plan + ".hspmd"});
-    ASSERT_TRUE(b->build);
-    passes::PipelineOptions options;
-    options.train = true;
-    auto result = passes::runPipeline(*b->build->graph, b->build->plans, options, failOnError());
+    auto [b, result] = trainingBuild(plan);
     ASSERT_TRUE(result.ok) << plan;
     for (const auto &[op, comm] : result.plans[0].communication) {
       const std::string text = passes::printCommSteps(comm);

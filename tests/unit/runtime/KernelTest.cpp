@@ -57,17 +57,7 @@ Storage store(const ir::Value &value, const Tensor &t) {
 // op kinds checked.
 std::set<std::string> checkEveryOp(const ir::Graph &graph, int64_t vocab) {
   std::mt19937 rng(11);
-  std::normal_distribution<double> normal(0.0, 0.5);
-  std::map<std::string, Tensor> leaves;
-  for (const auto &op : graph.ops())
-    if (op->kind == ir::OpKind::Param || op->kind == ir::OpKind::Input) {
-      Tensor t{*ir::concreteShape(op->result()->type.shape), {}};
-      for (int64_t i = 0; i < t.size(); ++i)
-        t.data.push_back(ir::isFloat(op->result()->type.dtype)
-                             ? normal(rng)
-                             : static_cast<double>(std::uniform_int_distribution<int64_t>(0, vocab - 1)(rng)));
-      leaves[op->result()->name] = t;
-    }
+  const auto leaves = hspmd::testing::randomLeaves(graph, rng, vocab);
   const auto values = hspmd::testing::evaluate(graph, leaves);
   std::set<std::string> checked;
   for (const auto &op : graph.ops()) {

@@ -2,9 +2,9 @@
 // LLaMA gives, step for step, the losses of the same model on one device (same seed, same
 // data), within 1e-4 relative; checkpoints continue under another plan; bad input fails
 // with a clear error.
-#include "planner/driver/ModelInfo.h"
 #include "../support/ExampleBuild.h"
 #include "passes/Pipeline.h"
+#include "planner/driver/ModelInfo.h"
 #include "runtime/Run.h"
 
 #include <gtest/gtest.h>

@@ -5,6 +5,22 @@
 
 namespace hspmd::testing {
 
+std::map<std::string, Tensor> randomLeaves(const ir::Graph &graph, std::mt19937 &rng, int64_t vocab) {
+  std::normal_distribution<double> normal(0.0, 0.5);
+  std::map<std::string, Tensor> leaves;
+  for (const auto &op : graph.ops()) {
+    if (op->kind != ir::OpKind::Param && op->kind != ir::OpKind::Input)
+      continue;
+    Tensor t{*ir::concreteShape(op->result()->type.shape), {}};
+    for (int64_t i = 0; i < t.size(); ++i)
+      t.data.push_back(ir::isFloat(op->result()->type.dtype)
+                           ? normal(rng)
+                           : static_cast<double>(std::uniform_int_distribution<int64_t>(0, vocab - 1)(rng)));
+    leaves[op->result()->name] = t;
+  }
+  return leaves;
+}
+
 namespace {
 
 using ir::OpKind;

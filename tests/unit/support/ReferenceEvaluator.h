@@ -6,6 +6,7 @@
 #include "ir/Graph.h"
 
 #include <map>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,10 @@ struct Tensor {
     return n;
   }
 };
+
+/// Random parameters and inputs for `graph` by name: floats from N(0, 0.5^2), integers (token
+/// ids) uniform below `vocab`.
+std::map<std::string, Tensor> randomLeaves(const ir::Graph &graph, std::mt19937 &rng, int64_t vocab);
 
 /// Values of every op result, given the parameters and inputs by name.
 std::map<const ir::Value *, Tensor> evaluate(const ir::Graph &graph, const std::map<std::string, Tensor> &leaves);
