@@ -204,7 +204,8 @@ private:
     }
   }
 
-  // HS106: head counts per device must sum to the heads and keep key/value groups whole.
+  // HS106: head counts per device must sum to the heads. HS205: shares that split a
+  // key/value group train (deduction gathers the keys and values whole), at that cost.
   void headsRespectGroups() {
     for (const auto &pipeline : spec_.pipelines)
       for (const auto &stage : pipeline.stages) {
@@ -228,12 +229,11 @@ private:
           const int64_t group = *heads / *kv;
           for (const auto &share : stage.hp)
             if (share.value % group != 0) {
-              error(share.loc, "HS106",
-                    std::to_string(share.value) + " heads break the key/value groups: " + std::to_string(*heads) +
-                        " query heads share " + std::to_string(*kv) +
-                        " key/value heads, so each device needs a "
-                        "multiple of " +
-                        std::to_string(group));
+              warn(share.loc, "HS205",
+                   std::to_string(share.value) + " heads break the key/value groups: " + std::to_string(*heads) +
+                       " query heads share " + std::to_string(*kv) +
+                       " key/value heads; with shares that are not multiples of " + std::to_string(group) +
+                       " every device gathers all keys and values");
               return;
             }
           return;

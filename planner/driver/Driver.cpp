@@ -88,7 +88,7 @@ void reportProblem(DiagnosticEngine &diags, const passes::Problem &problem) {
 }
 
 void lintFile(Compilation &compilation, const std::string &planFile, const std::string &modelFile,
-              const std::string &clusterFile) {
+              const std::string &clusterFile, bool warnings) {
   DiagnosticEngine &diags = compilation.diags();
   std::optional<Build> build;
   if (modelFile.empty() || compilation.load(modelFile)) {
@@ -108,7 +108,10 @@ void lintFile(Compilation &compilation, const std::string &planFile, const std::
       for (const auto &error : errors)
         diags.error(error.loc, error.message);
     }
-    auto report = [&](const passes::Problem &problem) { reportProblem(diags, problem); };
+    auto report = [&](const passes::Problem &problem) {
+      if (warnings || problem.severity == passes::Severity::Error)
+        reportProblem(diags, problem);
+    };
     if (path.empty() || cluster) {
       passes::PipelineOptions options;
       if (cluster)
@@ -133,6 +136,17 @@ void lintFile(Compilation &compilation, const std::string &planFile, const std::
           planner::lintPlan(*build->graph, result.plans[p], cluster ? &*cluster : nullptr, report, peaks[p]);
     }
   }
+}
+
+bool checkPlan(Compilation &compilation, const std::string &file, const std::vector<std::string> &planFiles,
+               const std::string &clusterFile) {
+  const int before = compilation.diags().errorCount();
+  if (planFiles.empty())
+    lintFile(compilation, file, "", clusterFile, false);
+  else
+    for (const std::string &plan : planFiles)
+      lintFile(compilation, plan, file, clusterFile, false);
+  return compilation.diags().errorCount() == before;
 }
 
 } // namespace hspmd::driver

@@ -26,7 +26,14 @@ void reportProblem(frontend::DiagnosticEngine &diags, const passes::Problem &pro
 /// checks, reporting everything to the compilation's diagnostics. `clusterFile` overrides the
 /// plan's cluster.
 void lintFile(frontend::Compilation &compilation, const std::string &planFile, const std::string &modelFile,
-              const std::string &clusterFile);
+              const std::string &clusterFile, bool warnings = true);
+
+/// The gate every command that compiles a plan passes first (train, simulate, build,
+/// dump-program): lint's checks of the plan (its errors; its warnings are lint's to print),
+/// reported to the compilation's diagnostics. FILE and `planFiles` as elaborateBuild takes
+/// them; `clusterFile` overrides the plan's cluster. Returns whether the plan passed.
+bool checkPlan(frontend::Compilation &compilation, const std::string &file, const std::vector<std::string> &planFiles,
+               const std::string &clusterFile = "");
 
 /// `hspmc explain-reshard`: the communication plan of one layout change, as text or JSON.
 /// Returns false (after printing to `error`) when an argument is malformed.

@@ -33,18 +33,23 @@ struct TrainingBuild {
   Compilation compilation{sources, diags};
   std::optional<driver::Build> build;
   std::optional<passes::PipelineResult> result;
+  bool checked = false; // the plan passed the gate (driver::checkPlan)
 
-  /// Elaborates, and unless `later`, compiles (later: the caller calls compile()).
+  /// Elaborates, checks the plan, and unless `later`, compiles (later: the caller calls
+  /// compile()). `clusterFile` overrides the plan's cluster in the checks.
   TrainingBuild(const std::string &file, const std::vector<std::string> &planFiles, const std::string &command,
-                bool later = false) {
+                bool later = false, const std::string &clusterFile = "") {
     build = driver::elaborateBuild(compilation, file, planFiles, "");
     if (build && build->plans.empty())
       diags.error(ir::Location{file, 0, 0, 1}, command + " needs a plan (--plan PLAN)");
-    if (!later && hasPlan())
+    checked = hasPlan() && driver::checkPlan(compilation, file, planFiles, clusterFile);
+    if (!later && checked)
       compile();
   }
   bool hasPlan() const { return build && !build->plans.empty(); }
   void compile(const std::optional<passes::LinkModel> &links = {}) {
+    if (!checked)
+      return;
     passes::PipelineOptions options;
     options.train = true;
     if (links)

@@ -60,7 +60,7 @@ int runDumpProgram(const std::string &file, const std::vector<std::string> &plan
   std::string text;
   if (build && build->plans.empty())
     diags.error(ir::Location{file, 0, 0, 1}, "dump-program needs a plan (--plan PLAN)");
-  else if (build) {
+  else if (build && driver::checkPlan(compilation, file, planFiles)) {
     passes::PipelineOptions options;
     options.train = train;
     auto result = passes::runPipeline(*build->graph, build->plans, options,

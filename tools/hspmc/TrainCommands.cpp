@@ -48,9 +48,9 @@ int runTrain(const std::string &file, const std::vector<std::string> &planFiles,
 // Compiles FILE under its plan for training and simulates one step on the cluster.
 int runSimulate(const std::string &file, const std::vector<std::string> &planFiles, const std::string &clusterFile,
                 const std::string &tracePath, bool json) {
-  TrainingBuild t(file, planFiles, "simulate", true);
+  TrainingBuild t(file, planFiles, "simulate", true, clusterFile);
   std::optional<planner::Cluster> cluster;
-  if (t.hasPlan()) {
+  if (t.checked) {
     const std::string path = !clusterFile.empty() ? clusterFile : t.plan().clusterPath;
     if (path.empty()) {
       t.diags.error(t.plan().loc, "simulate needs a cluster: the plan names none (add `cluster \"FILE\"` or "
@@ -64,7 +64,7 @@ int runSimulate(const std::string &file, const std::vector<std::string> &planFil
   }
   if (cluster) {
     t.compile(planner::linkModel(*cluster));
-    for (const auto &[device, program] : t.result->programs[0])
+    for (const auto &[device, program] : t.result->ok ? t.result->programs[0] : std::map<int, ir::DeviceProgram>{})
       if (device >= static_cast<int>(cluster->devices.size()))
         t.diags.error(t.plan().loc, "device " + std::to_string(device) + " is not in the cluster (it has " +
                                         std::to_string(cluster->devices.size()) + " devices)");

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 #include <string>
 #include <sys/wait.h>
 #include <vector>
@@ -49,9 +50,10 @@ TEST(Cli, CheckAcceptsEveryStdlibAndExampleFile) {
 }
 
 // The memory check reports the peak of the device's training program (memory planning), the
-// same number `dump-program --train` prints.
+// same number `dump-ir --train --after plan-memory` prints (dump-program, gated by the check,
+// refuses the plan).
 TEST(Cli, LintMemoryCheckUsesThePlannedPeak) {
-  CliRun program = hspmc("dump-program tests/lint/hs111_memory.hspmd --device 0 --train");
+  CliRun program = hspmc("dump-ir tests/lint/hs111_memory.hspmd --train --after plan-memory");
   ASSERT_EQ(program.code, 0) << program.output.substr(0, 500);
   const std::string header = "program device 0 plan 0 peak ";
   ASSERT_EQ(program.output.rfind(header, 0), 0u);
@@ -125,6 +127,42 @@ TEST(Cli, PassesAndDumpAfterAProgramPass) {
   EXPECT_NE(dump.output.find("\nprogram device 1 plan 0 peak "), std::string::npos);
   CliRun unknown = hspmc("dump-ir examples/gpt/plans/tp2.hspmd --after frobnicate");
   EXPECT_EQ(unknown.code, 2) << unknown.output;
+}
+
+// One gate: every command that compiles a plan runs lint's checks first. Three micro-batches
+// do not divide a batch of 8 (docs/lint.md's HS110 example): train (which trained it to a
+// wrong loss), simulate, build and dump-program stop with lint's diagnostic and exit status 1.
+TEST(Cli, EveryCommandThatCompilesAPlanChecksItFirst) {
+  const std::string plan = "tests/lint/hs110_microbatches.hspmd";
+  const std::string diagnostic = plan +
+                                 ":7:27: error: 3 micro-batches do not divide pipeline 'a''s batch of 8 [HS110]\n"
+                                 "    pipeline a microbatches 3 {\n"
+                                 "                            ^\n";
+  for (const std::string &command :
+       {"train " + plan + " --data examples/data/gpl-3.txt --steps 1", "simulate " + plan,
+        "build " + plan + " -o build/cli_gate --no-compile", "dump-program " + plan + " --device 0 --train"}) {
+    CliRun run = hspmc(command);
+    EXPECT_EQ(run.code, 1) << command << "\n" << run.output;
+    EXPECT_NE(run.output.find(diagnostic), std::string::npos) << command << "\n" << run.output;
+    EXPECT_EQ(run.output.find("warning"), std::string::npos) << command << ": lint's warnings are lint's to print";
+    EXPECT_EQ(run.output.find("step 1/1"), std::string::npos) << command;
+  }
+}
+
+// ... and every shipped plan passes it: each lints without an error (and so trains, which
+// the PyTorch comparisons and the cluster-scale simulations run).
+TEST(Cli, EveryShippedPlanLintsWithoutErrors) {
+  CliRun list = shell("ls examples/*/plans/*.hspmd");
+  std::istringstream plans(list.output);
+  std::string plan;
+  int checked = 0;
+  while (std::getline(plans, plan)) {
+    CliRun run = hspmc("lint " + plan);
+    EXPECT_EQ(run.code, 0) << run.output;
+    EXPECT_NE(run.output.find("lint: 0 errors"), std::string::npos) << plan << "\n" << run.output;
+    ++checked;
+  }
+  EXPECT_GE(checked, 28);
 }
 
 // The losses `--losses FILE` wrote.
