@@ -84,7 +84,7 @@ public:
             out_.flexible[op->result()] = FlexibleLeaf{{}, {}, true};
       return std::move(out_);
     }
-    if (!buildCells())
+    if (!devicesOnce() || !buildCells())
       return std::nullopt;
     resolveBatch();
     place();
@@ -105,6 +105,46 @@ private:
 
   void error(const ir::Location &loc, const std::string &code, const std::string &message) {
     report_(Problem{Severity::Error, loc, code, message, {}, {}});
+  }
+
+  // HS102: a device runs one stage of one pipeline, once; a cp or hp share names devices of
+  // its own stage. (A device listed twice made an annotation of no meaning: deduction ended in
+  // internal errors, the simulator crashed.)
+  bool devicesOnce() {
+    std::map<int, std::pair<size_t, size_t>> seen; // device -> (pipeline, stage)
+    bool ok = true;
+    for (size_t p = 0; p < plan_.pipelines.size(); ++p)
+      for (size_t s = 0; s < plan_.pipelines[p].stages.size(); ++s) {
+        const ir::StageSpec &stage = plan_.pipelines[p].stages[s];
+        std::set<int> here;
+        for (int device : stage.devices) {
+          if (!here.insert(device).second) {
+            error(stage.devicesLoc, "HS102", "device " + std::to_string(device) + " is listed twice in this stage");
+            ok = false;
+            continue;
+          }
+          auto [at, fresh] = seen.emplace(device, std::make_pair(p, s));
+          if (fresh)
+            continue;
+          const auto &[otherPipeline, otherStage] = at->second;
+          error(stage.devicesLoc, "HS102",
+                "device " + std::to_string(device) + " already runs " +
+                    (otherPipeline == p ? "stage " + std::to_string(otherStage) + " of this pipeline"
+                                        : "a stage of pipeline '" + plan_.pipelines[otherPipeline].name + "'") +
+                    ": a device runs one stage");
+          ok = false;
+        }
+        for (const auto *shares : {&stage.cp, &stage.hp})
+          for (const ir::ShareSpec &share : *shares)
+            for (int device : share.devices)
+              if (!here.count(device)) {
+                error(share.loc, "HS102",
+                      "device " + std::to_string(device) + " is not a device of this stage (" +
+                          (shares == &stage.cp ? "cp" : "hp") + " shares divide the stage's devices)");
+                ok = false;
+              }
+      }
+    return ok;
   }
 
   bool buildCells() {

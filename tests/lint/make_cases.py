@@ -26,9 +26,16 @@ ONE = "  pipeline a {\n    stage devices [0] layers blocks with wte, lnf\n  }"
 # ---------------------------------------------------------------- errors
 case("hs101_stage_device", gpt("  pipeline a {\n    stage devices [0, 7] tp 2 layers blocks with wte, lnf\n  }"),
      [(7, 19, "error", "device 7 is not in the cluster (cpu4 has devices 0..3) [HS101]")])
-case("hs101_cp_device", gpt("  pipeline a {\n    stage devices [0, 1] cp [0: 1, 9: 1] layers blocks with wte, lnf\n  }"),
-     [(7, 36, "error", "device 9 is not in the cluster (cpu4 has devices 0..3) [HS101]"),
-      ("stdlib/nn.hspmd", 78, 13, "warning", "'blocks[0].forward.k' and 7 like it are resharded automatically from ...")])
+case("hs102_cp_outside_stage", gpt("  pipeline a {\n    stage devices [0, 1] cp [0: 1, 9: 1] layers blocks with wte, lnf\n  }"),
+     [(7, 36, "error", "device 9 is not a device of this stage (cp shares divide the stage's devices) [HS102]")])
+case("hs102_stage_device_twice", gpt("  pipeline a {\n    stage devices [0, 0] layers blocks with wte, lnf\n  }"),
+     [(7, 19, "error", "device 0 is listed twice in this stage [HS102]")])
+case("hs102_device_two_stages", gpt("  pipeline a microbatches 2 {\n    stage devices [0] layers blocks[0:2] with wte\n"
+                                    "    stage devices [0] layers blocks[2:4] with lnf, wte\n  }"),
+     [(8, 19, "error", "device 0 already runs stage 0 of this pipeline: a device runs one stage [HS102]")])
+case("hs102_device_two_pipelines", gpt("  pipeline a {\n    stage devices [0, 1] layers blocks with wte, lnf\n  }\n"
+                                       "  pipeline b {\n    stage devices [1] layers blocks with wte, lnf\n  }"),
+     [(10, 19, "error", "device 1 already runs a stage of pipeline 'a': a device runs one stage [HS102]")])
 case("hs101_annotation_device", gpt("  annotate wte = [0, 5]: S0"),
      [(6, 18, "error", "device 5 is not in the cluster (cpu4 has devices 0..3) [HS101]")])
 case("hs102_device_twice", gpt("  annotate wte = { [0, 1]: S0 | [1, 2]: S0 } dup"),
