@@ -257,9 +257,20 @@ private:
     case OpKind::Broadcast:
       accumulate(operand(0), unbroadcast(dy, operand(0)->type.shape));
       break;
-    default:
-      break; // backward ops are not differentiated again
-    }
+    case OpKind::Param: // leaves: their gradients are what the loop above collects
+    case OpKind::Input:
+    case OpKind::Constant:
+    case OpKind::Pad: // backward ops are not differentiated again
+    case OpKind::GeluGrad:
+    case OpKind::SiluGrad:
+    case OpKind::ReluGrad:
+    case OpKind::RmsNormGrad:
+    case OpKind::LayerNormGrad:
+    case OpKind::EmbeddingGrad:
+    case OpKind::AttentionGrad:
+    case OpKind::CrossEntropyGrad:
+      break;
+    } // no default: a new op kind is a compile error here (-Wswitch) until it has a gradient
   }
 };
 

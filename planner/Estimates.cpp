@@ -80,9 +80,28 @@ double forwardFlops(const ir::Op &op) {
   case OpKind::Slice:
   case OpKind::Reshard:
     return 0;
-  default:
+  case OpKind::Add:
+  case OpKind::Sub:
+  case OpKind::Mul:
+  case OpKind::Div:
+  case OpKind::Neg:
+  case OpKind::Relu:
+  case OpKind::Sum:
+  case OpKind::Mean:
+  case OpKind::Embedding:
+  case OpKind::Broadcast:
+  case OpKind::Pad:
+  case OpKind::GeluGrad:
+  case OpKind::SiluGrad:
+  case OpKind::ReluGrad:
+  case OpKind::RmsNormGrad:
+  case OpKind::LayerNormGrad:
+  case OpKind::EmbeddingGrad:
+  case OpKind::AttentionGrad:
+  case OpKind::CrossEntropyGrad:
     return cost::kElementwiseFlops * elements(*op.result());
-  }
+  } // no default: a new op kind is a compile error here (-Wswitch) until it has a cost
+  return 0;
 }
 
 double workShare(const ir::Op &op, int plan, int device) {

@@ -5,9 +5,8 @@
 // the AdamW and SGD formulas written out here.
 #include "runtime/Kernels.h"
 
-#include "../frontend/TestSupport.h"
 #include "../support/ReferenceEvaluator.h"
-#include "passes/Autodiff.h"
+#include "../support/TinyModels.h"
 
 #include <gtest/gtest.h>
 
@@ -20,16 +19,7 @@ using hspmd::testing::Tensor;
 
 namespace {
 
-std::unique_ptr<ir::Graph> trainingGraph(hspmd::testing::Compiled &c, const std::string &model) {
-  const std::string text = model.rfind("model", 0) == 0 ? model : "import \"nn\"\nmodel T = " + model + "\n";
-  const frontend::FileAst *ast = c.compilation.loadText("t.hspmd", text);
-  EXPECT_TRUE(ast) << ::testing::PrintToString(c.messages("t.hspmd"));
-  auto graph = ast ? c.compilation.elaborate(*c.compilation.findModule("T"), {}, {{"B", 2}, {"S", 5}}) : nullptr;
-  EXPECT_TRUE(graph) << ::testing::PrintToString(c.messages("t.hspmd"));
-  if (graph)
-    passes::buildGradients(*graph, graph->outputs.at(0));
-  return graph;
-}
+using hspmd::testing::trainingGraph;
 
 // Float (or int32) storage for one value, with a view of it.
 struct Storage {
@@ -98,7 +88,7 @@ std::set<std::string> checkEveryOp(const ir::Graph &graph, int64_t vocab) {
 
 TEST(Kernels, EveryOpOfATinyGptMatchesTheReference) {
   hspmd::testing::Compiled c;
-  auto graph = trainingGraph(c, "GPT(vocab = 11, d = 8, heads = 2, layers = 2, ffn = 12)");
+  auto graph = trainingGraph(c, hspmd::testing::kTinyGpt);
   ASSERT_TRUE(graph);
   const auto checked = checkEveryOp(*graph, 11);
   for (const char *kind : {"matmul", "attention", "attention_grad", "rmsnorm", "rmsnorm_grad", "gelu", "gelu_grad",
@@ -109,7 +99,7 @@ TEST(Kernels, EveryOpOfATinyGptMatchesTheReference) {
 
 TEST(Kernels, EveryOpOfATinyLlamaMatchesTheReference) {
   hspmd::testing::Compiled c;
-  auto graph = trainingGraph(c, "LLaMA(vocab = 7, d = 8, heads = 4, kv_heads = 2, layers = 1, ffn = 6)");
+  auto graph = trainingGraph(c, hspmd::testing::kTinyLlama);
   ASSERT_TRUE(graph);
   const auto checked = checkEveryOp(*graph, 7);
   for (const char *kind : {"silu", "silu_grad", "attention", "attention_grad", "mul"})
@@ -120,20 +110,7 @@ TEST(Kernels, EveryOpOfATinyLlamaMatchesTheReference) {
 // slice, division and negation, with their gradients.
 TEST(Kernels, TheOtherOpsMatchTheReference) {
   hspmd::testing::Compiled c;
-  auto graph = trainingGraph(c, R"(model T(d: int = 6) {
-  param w = normal[d, d](std = 0.5)
-  param g = ones[d]
-  param b = zeros[d]
-  fn forward(x: f32[B, S, d], y: f32[B, S, d]) -> f32[] {
-    let h = relu(layernorm(x @ w, g, b))
-    let lo, hi = split(h, [d / 2, d / 2], dim = -1)
-    let z = concat([hi, -lo], dim = 2) / 3.0
-    let p = softmax(z, dim = -1)
-    let s = slice(p, 1, 1, 4)
-    return mean((s - slice(y, 1, 1, 4)) * (s - slice(y, 1, 1, 4))) + sum(p) * 0.01
-  }
-}
-)");
+  auto graph = trainingGraph(c, hspmd::testing::kOtherOps);
   ASSERT_TRUE(graph);
   const auto checked = checkEveryOp(*graph, 1);
   for (const char *kind : {"layernorm", "layernorm_grad", "relu", "relu_grad", "softmax", "split", "concat", "slice",
