@@ -48,6 +48,10 @@ public:
   };
   /// Elaborates a plan against the loaded modules. Returns nullopt after reporting errors.
   std::optional<ElaboratedPlan> elaboratePlan(const PlanDecl &plan);
+  /// What elaboratePlan makes of a plan file, made from a PlanSpec in memory (the planner's
+  /// candidates): the model under the spec's arguments and bindings, its `annotate` lines
+  /// attached (plan 0). The model's file must be loaded. Null after reporting errors.
+  std::unique_ptr<ir::Graph> elaborateSpec(const ir::PlanSpec &spec);
 
   /// `hspmc check`: elaborates every model (with its defaults) and every plan of the file.
   bool checkFile(const FileAst &file);

@@ -125,6 +125,20 @@ std::optional<Compilation::ElaboratedPlan> Compilation::elaboratePlan(const Plan
     if (!spec.bindings.emplace(binding.name, *integer->constant()).second)
       diags_.error(binding.loc, "'" + binding.name + "' is bound twice");
   }
+  // The model's arguments, evaluated (model parameters are ints, floats and bools).
+  for (const Arg &arg : plan.modelArgs) {
+    EValue value = constants.evalConstant(*arg.value);
+    ir::ModelArg out{arg.name, int64_t{0}, arg.loc};
+    if (auto *i = std::get_if<ir::SymExpr>(&value); i && i->constant())
+      out.value = *i->constant();
+    else if (auto *d = std::get_if<double>(&value))
+      out.value = *d;
+    else if (auto *b = std::get_if<bool>(&value))
+      out.value = *b;
+    else if (!std::holds_alternative<std::monostate>(value))
+      diags_.error(arg.value->loc, "a model argument must be an int, a float or a bool");
+    spec.modelArgs.push_back(std::move(out));
+  }
   if (diags_.errorCount() != errorsBefore)
     return std::nullopt;
   result.graph = elaborate(*model, plan.modelArgs, spec.bindings);
@@ -266,6 +280,7 @@ std::optional<Compilation::ElaboratedPlan> Compilation::elaboratePlan(const Plan
         }
       }
       for (const Path &with : stage.with) {
+        s.with.push_back(with.str());
         size_t found = 0;
         for (const ir::Value *param : graph.params())
           if (matchSegments(with, param->name, /*prefix=*/true)) {
@@ -332,6 +347,46 @@ std::optional<Compilation::ElaboratedPlan> Compilation::elaboratePlan(const Plan
   if (diags_.errorCount() != errorsBefore)
     return std::nullopt;
   return result;
+}
+
+std::unique_ptr<ir::Graph> Compilation::elaborateSpec(const ir::PlanSpec &spec) {
+  const ModuleDecl *model = findModule(spec.model);
+  if (!model || !model->isModel) {
+    diags_.error(spec.loc, "unknown model '" + spec.model + "' (is its file loaded?)");
+    return nullptr;
+  }
+  std::vector<Arg> args;
+  for (const ir::ModelArg &arg : spec.modelArgs) {
+    auto expr = std::make_unique<Expr>();
+    expr->loc = arg.loc;
+    if (auto *i = std::get_if<int64_t>(&arg.value)) {
+      expr->kind = ExprKind::Int;
+      expr->intValue = *i;
+    } else if (auto *d = std::get_if<double>(&arg.value)) {
+      expr->kind = ExprKind::Float;
+      expr->floatValue = *d;
+    } else if (auto *b = std::get_if<bool>(&arg.value)) {
+      expr->kind = ExprKind::Bool;
+      expr->boolValue = *b;
+    } else {
+      expr->kind = ExprKind::String;
+      expr->text = std::get<std::string>(arg.value);
+    }
+    args.push_back(Arg{arg.name, std::move(expr), arg.loc});
+  }
+  auto graph = elaborate(*model, args, spec.bindings);
+  if (!graph)
+    return nullptr;
+  graph->setNumPlans(1);
+  for (const auto &pinned : spec.annotations) {
+    ir::Value *value = graph->findValue(pinned.value);
+    if (!value) {
+      diags_.error(pinned.loc, "'" + pinned.value + "' is no value of " + spec.model);
+      return nullptr;
+    }
+    value->annotations[0] = pinned.annotation;
+  }
+  return graph;
 }
 
 } // namespace hspmd::frontend

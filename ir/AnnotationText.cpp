@@ -72,6 +72,15 @@ std::string printDeviceList(const std::vector<int> &devices) {
   return text + "]";
 }
 
+std::string printDeviceRange(const std::vector<int> &devices) {
+  bool contiguous = !devices.empty();
+  for (size_t i = 1; i < devices.size(); ++i)
+    contiguous = contiguous && devices[i] == devices[i - 1] + 1;
+  if (contiguous && devices.size() > 2)
+    return "[" + std::to_string(devices.front()) + ".." + std::to_string(devices.back() + 1) + "]";
+  return printDeviceList(devices);
+}
+
 std::string printAnnotation(const Annotation &annotation) {
   if (annotation.subgroups.size() == 1 && annotation.hetero.kind == HeteroKind::Dup)
     return printLocalAnnotation(annotation.subgroups[0]);

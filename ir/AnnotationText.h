@@ -29,6 +29,9 @@ std::string printHetero(const HeteroPlacement &hetero);
 std::string printBox(const Box &box);
 /// A list of devices: "[0, 1, 2]".
 std::string printDeviceList(const std::vector<int> &devices);
+/// A list of devices as plans write it: a run of more than two consecutive devices as a range,
+/// "[0..4]", others as printDeviceList.
+std::string printDeviceRange(const std::vector<int> &devices);
 
 /// Reads an axis word: "S1" (split dim 1), "R", "P". The count is set to 0 (unknown).
 std::optional<MeshAxis> parseAxisWord(const std::string &word, std::string *error);

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace hspmd::ir {
@@ -27,6 +28,7 @@ struct StageSpec {
   std::string stack;                    // the stacked layer the stage runs, e.g. "blocks"
   int layerBegin = 0, layerEnd = 0;     // [begin, end) of that stack
   std::vector<std::string> extraParams; // `with ...`, expanded to parameter names
+  std::vector<std::string> with;        // the `with` paths as written ("norm"); what is printed
   bool zero = false, recompute = false;
   Location loc, devicesLoc, tpLoc, cpLoc, hpLoc, layersLoc;
   std::vector<Location> extraParamLocs; // one per extraParams entry
@@ -47,9 +49,18 @@ struct PinnedAnnotation {
   Location loc;
 };
 
+/// An argument of the plan's `for MODEL(...)`, evaluated.
+struct ModelArg {
+  std::string name; // "" when positional
+  std::variant<int64_t, double, bool, std::string> value;
+  Location loc;
+  bool operator==(const ModelArg &other) const { return name == other.name && value == other.value; }
+};
+
 struct PlanSpec {
   std::string name;
   std::string model;
+  std::vector<ModelArg> modelArgs;
   Location loc;
   std::string clusterPath; // resolved against the plan file's folder; "" when not given
   std::map<std::string, int64_t> bindings;

@@ -38,6 +38,7 @@ ModelShape modelShape(const ir::Graph &graph, std::string &error) {
     }
     const std::string name = p->name.substr(0, p->name.find('.'));
     otherUse[name] = std::min(otherUse.count(name) ? otherUse[name] : use, use);
+    shape.paramsOf[name].push_back(p->name);
     shape.otherParams += n;
     if (p->type.rank() == 2)
       largestOther = std::max(largestOther, n);

@@ -24,11 +24,12 @@
 #pragma once
 
 #include "ir/Cost.h"
-
 #include "ir/Graph.h"
+#include "ir/Plan.h"
 #include "planner/Cluster.h"
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -39,7 +40,9 @@ struct ModelShape {
   std::string model;                    // the model's name
   std::string stack;                    // the stacked layer ("blocks")
   int64_t layers = 0;                   // elements of the stack
-  std::vector<std::string> first, last; // other parameters used before / after the stack
+  std::vector<std::string> first, last; // other parameters used before / after the stack, by
+                                        // their first name segment ("norm")
+  std::map<std::string, std::vector<std::string>> paramsOf; // first segment -> its parameters' names
   double layerParams = 0, otherParams = 0;
   double headFlopsPerToken = 0;     // forward FLOPs of the output projection per token
   double attentionFlopsPerPair = 0; // forward FLOPs of one layer per (query, key) pair
@@ -98,7 +101,13 @@ SearchResult searchPlans(const ModelShape &shape, const Cluster &cluster, const 
 /// The estimated step of a candidate (sets seconds, peakBytes, fits).
 void estimate(Candidate &candidate, const ModelShape &shape, const Cluster &cluster, const PlanRequest &request);
 
-/// The plan file of a candidate. `modelImport` and `clusterPath` are relative to it.
+/// A candidate as a plan: `name` for MODEL with bindings B (sequences per step) and S, AdamW
+/// at lr 1e-3, 1F1B, its pipelines and stages (the parameters before and after the stack go
+/// `with` the first and last stages). No cluster path: the caller's.
+ir::PlanSpec planSpec(const Candidate &candidate, const ModelShape &shape, const PlanRequest &request,
+                      const std::string &name);
+
+/// The plan file of a candidate (printPlan of planSpec, its strategy as a comment). `modelImport` and `clusterPath` are relative to it.
 std::string planText(const Candidate &candidate, const ModelShape &shape, const PlanRequest &request,
                      const std::string &name, const std::string &modelImport, const std::string &clusterPath);
 

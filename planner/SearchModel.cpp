@@ -34,18 +34,6 @@ double pairs(int64_t a, int64_t b) {
          2;
 }
 
-std::string rangeText(const std::vector<int> &devices) {
-  bool contiguous = !devices.empty();
-  for (size_t i = 1; i < devices.size(); ++i)
-    contiguous = contiguous && devices[i] == devices[i - 1] + 1;
-  if (contiguous && devices.size() > 2)
-    return "[" + std::to_string(devices.front()) + ".." + std::to_string(devices.back() + 1) + "]";
-  std::string text;
-  for (int d : devices)
-    text += (text.empty() ? "" : ", ") + std::to_string(d);
-  return "[" + text + "]";
-}
-
 // One tensor-parallel group: t consecutive devices.
 std::vector<int> groupOf(const StagePlan &stage, size_t g) {
   return {stage.devices.begin() + static_cast<long>(g) * stage.tp,

@@ -22,8 +22,6 @@ double ringAllReduce(double bytes, int n, double gbps);
 // Causal (query, key) pairs of the positions [a, b).
 double pairs(int64_t a, int64_t b);
 
-std::string rangeText(const std::vector<int> &devices);
-
 // What pricing a candidate needs of the cluster, computed once.
 struct Context {
   const ModelShape &shape;

@@ -6,6 +6,7 @@
 #include "planner/Lint.h"
 
 #include <algorithm>
+#include <set>
 
 namespace hspmd::driver {
 
@@ -87,55 +88,83 @@ void reportProblem(DiagnosticEngine &diags, const passes::Problem &problem) {
   diags.emit(diagnostic);
 }
 
+void lintBuild(DiagnosticEngine &diags, const std::function<std::optional<Build>()> &make,
+               const planner::Cluster *cluster, bool warnings, passes::PipelineResult *training) {
+  std::optional<Build> build = make();
+  if (!build)
+    return;
+  // What is reported, so that the training build's problems are not said twice.
+  std::set<std::string> said;
+  auto report = [&](const passes::Problem &problem) {
+    said.insert(problem.loc.str() + problem.message);
+    if (warnings || problem.severity == passes::Severity::Error)
+      reportProblem(diags, problem);
+  };
+  passes::PipelineOptions options;
+  if (cluster)
+    options.links.assign(build->plans.size(), planner::linkModel(*cluster));
+  // The training build (on a graph of its own: autodiff extends the graph) gives the memory
+  // plan of each device's program, and runs the cross-device verifier on the programs that
+  // train: its errors are lint's too, so that a plan that lints clean trains.
+  std::vector<passes::Problem> trainingProblems;
+  std::vector<std::map<int, int64_t>> peaks(build->plans.size());
+  passes::PipelineResult trained;
+  if (auto trainingBuild = make()) {
+    passes::PipelineOptions trainOptions = options;
+    trainOptions.train = true;
+    trained = passes::runPipeline(*trainingBuild->graph, trainingBuild->plans, trainOptions,
+                                  [&](const passes::Problem &problem) { trainingProblems.push_back(problem); });
+    for (size_t p = 0; trained.ok && cluster && p < trained.programs.size() && p < peaks.size(); ++p)
+      for (const auto &[device, program] : trained.programs[p])
+        peaks[p][device] = program.peakBytes;
+  }
+  auto result = passes::runPipeline(*build->graph, build->plans, options, report);
+  if (result.ok)
+    for (size_t p = 0; p < result.plans.size(); ++p)
+      planner::lintPlan(*build->graph, result.plans[p], cluster, report, peaks[p]);
+  for (const passes::Problem &problem : trainingProblems)
+    if (problem.severity == passes::Severity::Error && !said.count(problem.loc.str() + problem.message))
+      report(problem);
+  if (training)
+    *training = std::move(trained);
+}
+
 void lintFile(Compilation &compilation, const std::string &planFile, const std::string &modelFile,
               const std::string &clusterFile, bool warnings) {
   DiagnosticEngine &diags = compilation.diags();
-  std::optional<Build> build;
-  if (modelFile.empty() || compilation.load(modelFile)) {
-    const frontend::FileAst *ast = compilation.load(planFile);
-    if (ast && ast->plans.empty())
-      diags.error(ir::Location{planFile, 0, 0, 1}, "'" + planFile + "' holds no plan");
-    else if (ast)
-      build = elaborateBuild(compilation, planFile, {planFile}, "");
+  if (!modelFile.empty() && !compilation.load(modelFile))
+    return;
+  const frontend::FileAst *ast = compilation.load(planFile);
+  if (!ast)
+    return;
+  if (ast->plans.empty()) {
+    diags.error(ir::Location{planFile, 0, 0, 1}, "'" + planFile + "' holds no plan");
+    return;
   }
-  if (build) {
-    const ir::PlanSpec &spec = build->plans[0];
-    std::string path = !clusterFile.empty() ? clusterFile : spec.clusterPath;
-    std::optional<planner::Cluster> cluster;
-    if (!path.empty()) {
-      std::vector<planner::ClusterError> errors;
-      cluster = planner::loadCluster(path, compilation.stdlibDir() + "/devices.toml", errors);
-      for (const auto &error : errors)
-        diags.error(error.loc, error.message);
-    }
-    auto report = [&](const passes::Problem &problem) {
-      if (warnings || problem.severity == passes::Severity::Error)
-        reportProblem(diags, problem);
-    };
-    if (path.empty() || cluster) {
-      passes::PipelineOptions options;
-      if (cluster)
-        options.links.assign(build->plans.size(), planner::linkModel(*cluster));
-      // The memory check uses the memory plan of each device's training program where the
-      // training build goes through (on a graph of its own: autodiff extends the graph).
-      std::vector<std::map<int, int64_t>> peaks(build->plans.size());
-      if (cluster) {
-        auto training = elaborateBuild(compilation, planFile, {planFile}, "");
-        passes::PipelineOptions trainOptions = options;
-        trainOptions.train = true;
-        auto trained = training ? passes::runPipeline(*training->graph, training->plans, trainOptions,
-                                                      [](const passes::Problem &) {})
-                                : passes::PipelineResult{};
-        for (size_t p = 0; trained.ok && p < trained.programs.size() && p < peaks.size(); ++p)
-          for (const auto &[device, program] : trained.programs[p])
-            peaks[p][device] = program.peakBytes;
-      }
-      auto result = passes::runPipeline(*build->graph, build->plans, options, report);
-      if (result.ok)
-        for (size_t p = 0; p < result.plans.size(); ++p)
-          planner::lintPlan(*build->graph, result.plans[p], cluster ? &*cluster : nullptr, report, peaks[p]);
-    }
+  std::optional<Build> build = elaborateBuild(compilation, planFile, {planFile}, "");
+  if (!build)
+    return;
+  const std::string path = !clusterFile.empty() ? clusterFile : build->plans[0].clusterPath;
+  std::optional<planner::Cluster> cluster;
+  if (!path.empty()) {
+    std::vector<planner::ClusterError> errors;
+    cluster = planner::loadCluster(path, compilation.stdlibDir() + "/devices.toml", errors);
+    for (const auto &error : errors)
+      diags.error(error.loc, error.message);
+    if (!cluster)
+      return;
   }
+  bool first = true;
+  lintBuild(
+      diags,
+      [&]() -> std::optional<Build> {
+        if (first) {
+          first = false;
+          return std::move(build);
+        }
+        return elaborateBuild(compilation, planFile, {planFile}, "");
+      },
+      cluster ? &*cluster : nullptr, warnings);
 }
 
 bool checkPlan(Compilation &compilation, const std::string &file, const std::vector<std::string> &planFiles,
@@ -146,6 +175,23 @@ bool checkPlan(Compilation &compilation, const std::string &file, const std::vec
   else
     for (const std::string &plan : planFiles)
       lintFile(compilation, plan, file, clusterFile, false);
+  return compilation.diags().errorCount() == before;
+}
+
+bool checkSpec(Compilation &compilation, const ir::PlanSpec &spec, const planner::Cluster &cluster,
+               passes::PipelineResult *training) {
+  const int before = compilation.diags().errorCount();
+  lintBuild(
+      compilation.diags(),
+      [&]() -> std::optional<Build> {
+        Build build;
+        build.graph = compilation.elaborateSpec(spec);
+        if (!build.graph)
+          return std::nullopt;
+        build.plans.push_back(spec);
+        return build;
+      },
+      &cluster, false, training);
   return compilation.diags().errorCount() == before;
 }
 

@@ -4,7 +4,10 @@
 
 #include "frontend/Compilation.h"
 #include "passes/PassSupport.h"
+#include "passes/Pipeline.h"
+#include "planner/Cluster.h"
 
+#include <functional>
 #include <optional>
 
 namespace hspmd::driver {
@@ -22,6 +25,14 @@ std::optional<Build> elaborateBuild(frontend::Compilation &compilation, const st
 /// Forwards a pass's problem to the diagnostics engine.
 void reportProblem(frontend::DiagnosticEngine &diags, const passes::Problem &problem);
 
+/// Lint's checks of the plan of what `make` builds (called twice: autodiff extends the graph
+/// of the training build), reported to `diags` (its warnings only when `warnings`): the
+/// passes' problems, the cross-device verifier's on the training programs, and the plan checks
+/// of planner/Lint.h (against `cluster` when given). `training`, when given, receives the
+/// training build's programs.
+void lintBuild(frontend::DiagnosticEngine &diags, const std::function<std::optional<Build>()> &make,
+               const planner::Cluster *cluster, bool warnings, passes::PipelineResult *training = nullptr);
+
 /// `hspmc lint`: loads `modelFile` (optional) and `planFile`, runs the passes and the lint
 /// checks, reporting everything to the compilation's diagnostics. `clusterFile` overrides the
 /// plan's cluster.
@@ -34,6 +45,12 @@ void lintFile(frontend::Compilation &compilation, const std::string &planFile, c
 /// them; `clusterFile` overrides the plan's cluster. Returns whether the plan passed.
 bool checkPlan(frontend::Compilation &compilation, const std::string &file, const std::vector<std::string> &planFiles,
                const std::string &clusterFile = "");
+
+/// The gate for a plan in memory (the planner's finalists): lint's checks of `spec` (errors
+/// only) on `cluster`; the model `spec` names must be loaded in `compilation`. `training`
+/// receives the training build's programs. Returns whether the plan passed.
+bool checkSpec(frontend::Compilation &compilation, const ir::PlanSpec &spec, const planner::Cluster &cluster,
+               passes::PipelineResult *training);
 
 /// `hspmc explain-reshard`: the communication plan of one layout change, as text or JSON.
 /// Returns false (after printing to `error`) when an argument is malformed.

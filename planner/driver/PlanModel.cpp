@@ -1,5 +1,6 @@
 #include "planner/driver/PlanModel.h"
 
+#include "ir/PlanText.h"
 #include "passes/Pipeline.h"
 #include "planner/Estimates.h"
 #include "planner/Simulator.h"
@@ -38,34 +39,42 @@ std::string firstError(const frontend::CollectingSink &sink) {
 
 } // namespace
 
-SimulatedPlan simulatePlanFile(const std::string &path, const planner::Cluster &cluster) {
+SimulatedPlan simulateSpec(frontend::Compilation &compilation, const frontend::CollectingSink &sink,
+                           const ir::PlanSpec &spec, const planner::Cluster &cluster) {
   SimulatedPlan out;
+  const size_t before = sink.diagnostics.size();
+  passes::PipelineResult training;
+  if (!checkSpec(compilation, spec, cluster, &training) || !training.ok || training.programs.empty()) {
+    out.error = "failed";
+    for (size_t i = before; i < sink.diagnostics.size(); ++i)
+      if (sink.diagnostics[i].severity == frontend::Severity::Error) {
+        out.error = frontend::diagnosticHeader(sink.diagnostics[i]);
+        break;
+      }
+    return out;
+  }
+  out.seconds = planner::simulate(training.programs[0], planner::costModel(cluster)).stepSeconds;
+  out.fits = true;
+  for (const auto &[device, program] : training.programs[0]) {
+    out.peakBytes = std::max(out.peakBytes, static_cast<double>(program.peakBytes));
+    out.fits = out.fits && device < static_cast<int>(cluster.devices.size()) &&
+               static_cast<double>(program.peakBytes) <= cluster.typeOf(device).memoryGiB * (1ull << 30);
+  }
+  return out;
+}
+
+SimulatedPlan simulatePlanFile(const std::string &path, const planner::Cluster &cluster) {
   frontend::SourceManager sources;
   frontend::CollectingSink sink;
   frontend::DiagnosticEngine diags(sink);
   frontend::Compilation compilation(sources, diags);
   auto build = elaborateBuild(compilation, path, {path}, "");
   if (!build || build->plans.empty() || diags.errorCount() > 0) {
+    SimulatedPlan out;
     out.error = firstError(sink);
     return out;
   }
-  passes::PipelineOptions options;
-  options.train = true;
-  options.links.assign(build->plans.size(), planner::linkModel(cluster));
-  const auto result = passes::runPipeline(*build->graph, build->plans, options,
-                                          [&](const passes::Problem &problem) { reportProblem(diags, problem); });
-  if (!result.ok || diags.errorCount() > 0) {
-    out.error = firstError(sink);
-    return out;
-  }
-  out.seconds = planner::simulate(result.programs[0], planner::costModel(cluster)).stepSeconds;
-  out.fits = true;
-  for (const auto &[device, program] : result.programs[0]) {
-    out.peakBytes = std::max(out.peakBytes, static_cast<double>(program.peakBytes));
-    out.fits = out.fits && device < static_cast<int>(cluster.devices.size()) &&
-               static_cast<double>(program.peakBytes) <= cluster.typeOf(device).memoryGiB * (1ull << 30);
-  }
-  return out;
+  return simulateSpec(compilation, sink, build->plans[0], cluster);
 }
 
 bool planModel(const PlanFiles &files, PlanOutcome &outcome, std::ostream &progress, std::ostream &errors) {
@@ -124,7 +133,6 @@ bool planModel(const PlanFiles &files, PlanOutcome &outcome, std::ostream &progr
   }();
   const std::string modelImport = relativeTo(files.model, files.out),
                     clusterPath = relativeTo(files.cluster, files.out);
-  // Each finalist is written next to the plan (or into --keep-finalists DIR, where it stays).
   int index = 0;
   std::set<std::string> simulated, plans; // strategies, plan texts
   for (bool widened = false;; widened = true) {
@@ -135,31 +143,29 @@ bool planModel(const PlanFiles &files, PlanOutcome &outcome, std::ostream &progr
         SimulatedCandidate s{candidate, {}};
         planner::refineLocalPrograms(s.candidate, outcome.shape, *cluster, request);
         const std::string kind = list == &search.planned ? "planned" : "symmetric";
+        ir::PlanSpec spec = planner::planSpec(s.candidate, outcome.shape, request, name);
+        spec.clusterPath = files.cluster;
         // Strategies can come out as the same plan (a pipeline the batch program leaves
-        // unused): the plan without its first line, the strategy's comment, names it.
-        {
-          const std::string text = planner::planText(s.candidate, outcome.shape, request, name, "", "");
-          if (!plans.insert(text.substr(text.find('\n') + 1)).second) {
-            progress << "  " << (list == &search.planned ? "planned   " : "symmetric ") << s.candidate.strategy
-                     << ": the same plan as an earlier finalist" << std::endl;
-            continue;
-          }
+        // unused).
+        if (!plans.insert(ir::printPlan(spec)).second) {
+          progress << "  " << (list == &search.planned ? "planned   " : "symmetric ") << s.candidate.strategy
+                   << ": the same plan as an earlier finalist" << std::endl;
+          continue;
         }
-        const std::string scratch = files.finalistsDir.empty() ? files.out + ".candidate.hspmd"
-                                                               : files.finalistsDir + "/" + name + "_" +
-                                                                     std::to_string(++index) + "_" + kind + ".hspmd";
-        {
-          std::ofstream file(scratch);
-          file << planner::planText(s.candidate, outcome.shape, request, name, relativeTo(files.model, scratch),
-                                    relativeTo(files.cluster, scratch));
+        // --keep-finalists DIR: each finalist is written there, as the plan would be.
+        if (!files.finalistsDir.empty()) {
+          const std::string kept =
+              files.finalistsDir + "/" + name + "_" + std::to_string(++index) + "_" + kind + ".hspmd";
+          std::ofstream file(kept);
+          file << planner::planText(s.candidate, outcome.shape, request, name, relativeTo(files.model, kept),
+                                    relativeTo(files.cluster, kept));
           if (!file) {
-            errors << "hspmc plan: error: cannot write " << scratch << "\n";
+            errors << "hspmc plan: error: cannot write " << kept << "\n";
             return false;
           }
         }
-        s.simulated = simulatePlanFile(scratch, *cluster);
-        if (files.finalistsDir.empty())
-          std::filesystem::remove(scratch);
+        // Compiled in memory, through the gate every plan passes (lint's checks).
+        s.simulated = simulateSpec(compilation, sink, spec, *cluster);
         (list == &search.planned ? outcome.planned : outcome.symmetric).push_back(s);
         char text[160];
         if (s.simulated.error.empty())

@@ -3,6 +3,7 @@
 // plan file that lints clean.
 #pragma once
 
+#include "frontend/Compilation.h"
 #include "planner/Cluster.h"
 #include "planner/Search.h"
 
@@ -69,7 +70,13 @@ struct LengthPlan {
 bool planForLengths(const PlanFiles &files, const std::string &lengthsPath, LengthPlan &plan, std::ostream &progress,
                     std::ostream &errors);
 
-/// Compiles the plan file `path` for training and simulates one step on `cluster`.
+/// Compiles a plan in memory for training, through the gate (driver::checkSpec), and
+/// simulates one step on `cluster`. The model `spec` names must be loaded in `compilation`;
+/// `sink` is its diagnostics' sink (the first error becomes SimulatedPlan::error).
+SimulatedPlan simulateSpec(frontend::Compilation &compilation, const frontend::CollectingSink &sink,
+                           const ir::PlanSpec &spec, const planner::Cluster &cluster);
+
+/// The same for the plan file `path`.
 SimulatedPlan simulatePlanFile(const std::string &path, const planner::Cluster &cluster);
 
 } // namespace hspmd::driver

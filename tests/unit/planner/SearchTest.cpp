@@ -4,6 +4,7 @@
 #include "planner/Search.h"
 
 #include "../support/ExampleBuild.h"
+#include "ir/PlanText.h"
 #include "planner/Cluster.h"
 
 #include <gtest/gtest.h>
@@ -311,4 +312,46 @@ TEST(Search, HeadSplitsAreCbcOptimalAndABadSplitIsRefinedByCbc) {
   EXPECT_GT(checked, 0);
   EXPECT_GT(refined, 0);
   std::printf("head-parallel candidates: %d; unbalanced splits refined to CBC's optimum: %d\n", checked, refined);
+}
+
+// The planner speaks PlanSpec: each finalist becomes a spec that compiles in memory through the
+// gate (driver::checkSpec, lint's checks and the verifier on its training programs), and that
+// printed as the plan file `hspmc plan` writes parses back to the same spec.
+TEST(Search, FinalistsArePlanSpecsThatPassTheGateAndPrintAsTheirPlan) {
+  const std::string model = "examples/llama/tiny_llama.hspmd", clusterFile = "examples/clusters/cpu_mixed4.toml";
+  hspmd::testing::ExampleBuild b;
+  b.build = driver::elaborateBuild(b.compilation, model, {}, "");
+  ASSERT_TRUE(b.build);
+  std::string error;
+  const ModelShape shape = modelShape(*b.build->graph, error);
+  ASSERT_EQ(error, "");
+  std::vector<ClusterError> errors;
+  const auto cluster = loadCluster(clusterFile, "stdlib/devices.toml", errors);
+  ASSERT_TRUE(cluster);
+  PlanRequest request;
+  request.tokens = 8 * 64;
+  request.sequence = 64;
+  const SearchResult result = searchPlans(shape, *cluster, request, 3);
+  int checked = 0;
+  for (const auto *list : {&result.planned, &result.symmetric})
+    for (const Candidate &c : *list) {
+      ir::PlanSpec spec = planSpec(c, shape, request, "finalist");
+      spec.clusterPath = clusterFile;
+      passes::PipelineResult training;
+      EXPECT_TRUE(driver::checkSpec(b.compilation, spec, *cluster, &training))
+          << c.strategy << ": " << ::testing::PrintToString(b.messages(""));
+      EXPECT_TRUE(training.ok && !training.programs.empty()) << c.strategy;
+
+      // The plan file, as if written to examples/llama/plans/ (never written).
+      const std::string text =
+          planText(c, shape, request, "finalist", "../tiny_llama.hspmd", "../../clusters/cpu_mixed4.toml");
+      hspmd::testing::Compiled reread;
+      const frontend::FileAst *ast = reread.compilation.loadText("examples/llama/plans/finalist.hspmd", text);
+      ASSERT_TRUE(ast && ast->plans.size() == 1) << text;
+      auto elaborated = reread.compilation.elaboratePlan(*ast->plans[0]);
+      ASSERT_TRUE(elaborated) << text << ::testing::PrintToString(reread.messages(""));
+      EXPECT_TRUE(ir::samePlan(spec, elaborated->spec)) << text;
+      ++checked;
+    }
+  EXPECT_GE(checked, 3);
 }
