@@ -37,11 +37,11 @@ namespace hspmd::planner {
 
 /// What the planner needs to know of a model, read from its graph.
 struct ModelShape {
-  std::string model;                    // the model's name
-  std::string stack;                    // the stacked layer ("blocks")
-  int64_t layers = 0;                   // elements of the stack
-  std::vector<std::string> first, last; // other parameters used before / after the stack, by
-                                        // their first name segment ("norm")
+  std::string model;                                        // the model's name
+  std::string stack;                                        // the stacked layer ("blocks")
+  int64_t layers = 0;                                       // elements of the stack
+  std::vector<std::string> first, last;                     // other parameters used before / after the stack, by
+                                                            // their first name segment ("norm")
   std::map<std::string, std::vector<std::string>> paramsOf; // first segment -> its parameters' names
   double layerParams = 0, otherParams = 0;
   double headFlopsPerToken = 0;     // forward FLOPs of the output projection per token
@@ -107,7 +107,8 @@ void estimate(Candidate &candidate, const ModelShape &shape, const Cluster &clus
 ir::PlanSpec planSpec(const Candidate &candidate, const ModelShape &shape, const PlanRequest &request,
                       const std::string &name);
 
-/// The plan file of a candidate (printPlan of planSpec, its strategy as a comment). `modelImport` and `clusterPath` are relative to it.
+/// The plan file of a candidate (printPlan of planSpec, its strategy as a comment). `modelImport` and `clusterPath` are
+/// relative to it.
 std::string planText(const Candidate &candidate, const ModelShape &shape, const PlanRequest &request,
                      const std::string &name, const std::string &modelImport, const std::string &clusterPath);
 
