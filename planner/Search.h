@@ -37,12 +37,12 @@ namespace hspmd::planner {
 
 /// What the planner needs to know of a model, read from its graph.
 struct ModelShape {
-  std::string model;                                        // the model's name
-  std::string stack;                                        // the stacked layer ("blocks")
-  int64_t layers = 0;                                       // elements of the stack
-  std::vector<std::string> first, last;                     // other parameters used before / after the stack, by
-                                                            // their first name segment ("norm")
-  std::map<std::string, std::vector<std::string>> paramsOf; // first segment -> its parameters' names
+  std::string model;                    // the model's name
+  std::string stack;                    // the stacked layer ("blocks")
+  int64_t layers = 0;                   // elements of the stack
+  std::vector<std::string> first, last; // other parameters used before / after the stack ("norm")
+  /// The parameters of each name in `first` and `last`, in the graph's order ("norm.weight").
+  std::map<std::string, std::vector<std::string>> paramsOf;
   double layerParams = 0, otherParams = 0;
   double headFlopsPerToken = 0;     // forward FLOPs of the output projection per token
   double attentionFlopsPerPair = 0; // forward FLOPs of one layer per (query, key) pair
