@@ -1,3 +1,5 @@
+// Codegen.cpp - the C++ files `hspmc build --target cpu` writes: one function per device program,
+// its buffers and instructions (codegen/Codegen.h).
 #include "codegen/Codegen.h"
 
 #include <cstdio>

@@ -1,3 +1,5 @@
+// Compilation.cpp - loading files and their imports, the module table, model elaboration and `hspmc
+// check` (frontend/Compilation.h).
 #include "frontend/Compilation.h"
 
 #include "frontend/ElaboratorImpl.h"

@@ -1,3 +1,5 @@
+// Diagnostics.cpp - diagnostics with locations and their rendering with the source line and a caret
+// (frontend/Diagnostics.h).
 #include "frontend/Diagnostics.h"
 
 namespace hspmd::frontend {

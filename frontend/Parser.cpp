@@ -1,3 +1,5 @@
+// Parser.cpp - one .hspmd file through the ANTLR lexer and parser into a FileAst, syntax errors as
+// diagnostics (frontend/Parser.h).
 #include "frontend/Parser.h"
 
 #include "HspmdLexer.h"

@@ -1,3 +1,5 @@
+// SourceManager.cpp - the text of every file read, by name, and its lines for diagnostics
+// (frontend/SourceManager.h).
 #include "frontend/SourceManager.h"
 
 #include <fstream>

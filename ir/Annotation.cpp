@@ -1,3 +1,5 @@
+// Annotation.cpp - HSPMD annotations: validity checks, each device's box of a global tensor
+// (ir/Annotation.h).
 #include "ir/Annotation.h"
 
 #include <algorithm>

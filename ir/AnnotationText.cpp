@@ -1,3 +1,5 @@
+// AnnotationText.cpp - printing and parsing the annotation notation, device lists and boxes
+// (ir/AnnotationText.h).
 #include "ir/AnnotationText.h"
 
 #include <cctype>

@@ -1,3 +1,5 @@
+// DeviceProgram.cpp - DevicePrograms: instruction kinds, collectives and their printed form
+// (ir/DeviceProgram.h).
 #include "ir/DeviceProgram.h"
 #include "ir/AnnotationText.h"
 #include "ir/Tags.h"

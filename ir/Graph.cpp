@@ -1,3 +1,4 @@
+// Graph.cpp - the graph IR: building, looking up and printing ops and values (ir/Graph.h).
 #include "ir/Graph.h"
 
 #include "ir/AnnotationText.h"

@@ -1,3 +1,4 @@
+// Ops.cpp - the op registry: names, arity and the shape rule of every op kind (ir/Ops.h).
 #include "ir/Ops.h"
 
 #include <charconv>

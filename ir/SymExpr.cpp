@@ -1,3 +1,4 @@
+// SymExpr.cpp - symbolic integer polynomials: arithmetic, substitution and printing (ir/SymExpr.h).
 #include "ir/SymExpr.h"
 
 #include "ir/TextLexer.h"

@@ -1,3 +1,4 @@
+// TextLexer.cpp - the tokenizer of the textual IR and annotation parsers (ir/TextLexer.h).
 #include "ir/TextLexer.h"
 
 #include <cctype>

@@ -1,3 +1,4 @@
+// Type.cpp - element types and tensor types: names, sizes and printing (ir/Type.h).
 #include "ir/Type.h"
 
 #include <map>

@@ -1,3 +1,5 @@
+// Communication.cpp - planning one layout change: collectives, split collectives and batched
+// send/receive messages, and their cost (passes/Communication.h).
 #include "passes/Communication.h"
 
 // GCC 12 reports a spurious -Wfree-nonheap-object in the vector code below at -O2 (GCC bug

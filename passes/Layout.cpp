@@ -1,3 +1,5 @@
+// Layout.cpp - reading annotations as meanings through a sharding rule, and writing chosen meanings
+// back as annotations (passes/Layout.h).
 #include "passes/Layout.h"
 
 #include <algorithm>

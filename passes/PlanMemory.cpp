@@ -1,3 +1,5 @@
+// PlanMemory.cpp - plan-memory: buffer lifetimes and their placement in one arena per device
+// (passes/PlanMemory.h).
 #include "passes/PlanMemory.h"
 
 #include <algorithm>

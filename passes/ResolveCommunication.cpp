@@ -1,3 +1,5 @@
+// ResolveCommunication.cpp - resolve-communication: the communication plan of every reshard op,
+// recorded on the op (passes/ResolveCommunication.h).
 #include "passes/ResolveCommunication.h"
 
 #include <memory>

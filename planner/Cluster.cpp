@@ -1,3 +1,5 @@
+// Cluster.cpp - reading cluster files and device types with toml++, and their checks
+// (planner/Cluster.h).
 #include "planner/Cluster.h"
 
 #include <toml++/toml.h>

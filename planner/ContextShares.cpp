@@ -1,3 +1,5 @@
+// ContextShares.cpp - the integer program of unequal context-parallel shares, solved with CBC
+// (planner/ContextShares.h).
 #include "planner/ContextShares.h"
 
 #include <coin/Cbc_C_Interface.h>

@@ -1,3 +1,5 @@
+// Estimates.cpp - lint's first-order estimates: FLOPs of an op, work shares and memory per device
+// (planner/Estimates.h).
 #include "planner/Estimates.h"
 
 #include "ir/Cost.h"

@@ -1,3 +1,4 @@
+// Simulator.cpp - replaying DevicePrograms with the cost model of ir/Cost.h (planner/Simulator.h).
 #include "planner/Simulator.h"
 
 #include "planner/Estimates.h"

@@ -1,3 +1,5 @@
+// Topology.cpp - the cluster's links as a Boost graph and the bandwidth between two devices
+// (planner/Topology.h).
 #include "planner/Topology.h"
 
 #include <boost/graph/adjacency_list.hpp>

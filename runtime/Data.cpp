@@ -1,3 +1,4 @@
+// Data.cpp - training data: text and token files into batches (runtime/Data.h).
 #include "runtime/Data.h"
 
 #include <nlohmann/json.hpp>

@@ -1,3 +1,5 @@
+// Executor.cpp - running one device's DeviceProgram: its arena, kernels and communication
+// (runtime/Executor.h).
 #include "runtime/Executor.h"
 
 #include "ir/Tags.h"

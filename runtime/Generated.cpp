@@ -1,3 +1,4 @@
+// Generated.cpp - the helpers generated programs call (runtime/Generated.h).
 #include "runtime/Generated.h"
 
 #include "runtime/MpiRun.h"

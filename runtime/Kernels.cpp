@@ -1,3 +1,4 @@
+// Kernels.cpp - the CPU kernels, forward and backward, and the optimizers (runtime/Kernels.h).
 #include "runtime/Kernels.h"
 
 #include <algorithm>

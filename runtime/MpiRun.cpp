@@ -1,3 +1,4 @@
+// MpiRun.cpp - the MPI backend: one device per process (runtime/MpiRun.h).
 #include "runtime/MpiRun.h"
 
 #define OMPI_SKIP_MPICXX 1 // the C API only

@@ -1,3 +1,5 @@
+// ParameterStore.cpp - parameters and optimizer state as global tensors, initialization and
+// checkpoints (runtime/ParameterStore.h).
 #include "runtime/ParameterStore.h"
 
 #include <nlohmann/json.hpp>

@@ -1,3 +1,4 @@
+// Regions.cpp - copying boxes between row-major tensors (runtime/Regions.h).
 #include "runtime/Regions.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// Run.cpp - the training loop over a World of communicators, for threads and MPI (runtime/Run.h).
 #include "runtime/Run.h"
 
 #include "ir/Tags.h"

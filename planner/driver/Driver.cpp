@@ -1,3 +1,5 @@
+// Driver.cpp - elaborating a build, lint (lintBuild, lintFile) and the gate (checkPlan, checkSpec),
+// explain-reshard (planner/driver/Driver.h).
 #include "planner/driver/Driver.h"
 
 #include "passes/Pipeline.h"

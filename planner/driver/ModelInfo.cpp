@@ -1,3 +1,5 @@
+// ModelInfo.cpp - what a training run reads of the model: its inputs, parameters and their
+// initializers (planner/driver/ModelInfo.h).
 #include "planner/driver/ModelInfo.h"
 
 #include <iostream>

@@ -1,3 +1,5 @@
+// PlanModel.cpp - `hspmc plan` end to end: the search, each finalist compiled in memory through the
+// gate and simulated, the plan written and linted (planner/driver/PlanModel.h).
 #include "planner/driver/PlanModel.h"
 
 #include "ir/PlanText.h"

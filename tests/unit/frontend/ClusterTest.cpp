@@ -1,3 +1,4 @@
+// ClusterTest.cpp - cluster files: device types, nodes and links, and their errors.
 #include "planner/Cluster.h"
 
 #include <gtest/gtest.h>

@@ -1,3 +1,5 @@
+// AnnotationTextTest.cpp - the annotation notation: printing and parsing round-trip, and parse
+// errors.
 #include "ir/AnnotationText.h"
 
 #include <gtest/gtest.h>

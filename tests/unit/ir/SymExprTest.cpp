@@ -1,3 +1,4 @@
+// SymExprTest.cpp - symbolic dimensions: arithmetic, simplification and printing.
 #include "ir/SymExpr.h"
 
 #include <gtest/gtest.h>

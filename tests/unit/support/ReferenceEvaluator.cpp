@@ -1,3 +1,5 @@
+// ReferenceEvaluator.cpp - the reference evaluator: one plain loop nest per op, in double precision
+// (ReferenceEvaluator.h).
 #include "ReferenceEvaluator.h"
 
 #include <cmath>
