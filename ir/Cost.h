@@ -10,6 +10,7 @@
 #pragma once
 
 #include <algorithm>
+#include <string>
 
 namespace hspmd::cost {
 
@@ -90,6 +91,26 @@ inline double allReduceSeconds(double buffer, int n, double gbps, double alpha =
 /// One message: latency, then its bytes over the link.
 inline double messageSeconds(double bytes, double gbps, double alpha = kMessageLatency) {
   return alpha + bytes / (gbps * 1e9);
+}
+
+// ---------------------------------------------------------------- memory
+// What the search (planner/SearchModel.cpp) and lint's estimates (planner/Estimates.cpp) charge
+// for training state and activations before a program exists; plan-memory then measures the
+// programs themselves.
+
+/// Optimizer state copies of a parameter: AdamW keeps two moments, SGD with momentum one.
+inline double optimizerStateCopies(const std::string &optimizer, bool momentum) {
+  return optimizer == "sgd" ? (momentum ? 1 : 0) : 2;
+}
+/// A parameter's training state on one device holding `bytes` of it: the weights, their
+/// gradient and the optimizer state, which `zero` splits over `zeroShards` copies.
+inline double trainingStateBytes(double bytes, double stateCopies, double zeroShards = 1) {
+  return bytes * (2 + stateCopies / zeroShards);
+}
+/// Micro-batches whose activations a stage keeps at once: 1F1B keeps (stages - stage) of them
+/// (at most the micro-batches), GPipe all.
+inline int inFlightMicrobatches(bool gpipe, int microbatches, int stages, int stage) {
+  return gpipe ? microbatches : std::max(1, std::min(microbatches, stages - stage));
 }
 
 } // namespace hspmd::cost

@@ -158,7 +158,7 @@ std::map<int, double> estimateCompute(const ir::Graph &graph, const passes::Lowe
 std::map<int, DeviceMemory> estimateMemory(const ir::Graph &graph, const passes::LoweredPlan &plan) {
   std::map<int, DeviceMemory> memory;
   const ir::PlanSpec &spec = *plan.spec;
-  const double stateFactor = spec.optimizer == "sgd" ? (spec.optimizerArgs.count("momentum") ? 1 : 0) : 2;
+  const double stateFactor = cost::optimizerStateCopies(spec.optimizer, spec.optimizerArgs.count("momentum") > 0);
   for (const ir::Value *param : graph.params()) {
     const auto &annotation = param->annotations.at(plan.index);
     if (!annotation)
@@ -216,7 +216,7 @@ std::map<int, DeviceMemory> estimateMemory(const ir::Graph &graph, const passes:
       layers = std::max(1, stageSpec.layerEnd - stageSpec.layerBegin);
     }
     DeviceMemory &m = memory[d];
-    m.inFlight = spec.schedule == "gpipe" ? microbatches : std::min(microbatches, stages - stage);
+    m.inFlight = cost::inFlightMicrobatches(spec.schedule == "gpipe", microbatches, stages, stage);
     const double perMicrobatch = bytes / microbatches;
     m.activations = perMicrobatch * m.inFlight;
     // Recomputing each layer keeps only the layer inputs (the residual stream) per

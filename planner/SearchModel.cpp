@@ -52,8 +52,9 @@ StageCost stageCost(const Context &cx, const StagePlan &stage, bool recompute, b
   const size_t groups = stage.devices.size() / static_cast<size_t>(stage.tp);
   StageCost cost;
   const double collectives = recompute ? 6 : 4;
-  // Parameters: weights and gradients, moments (sharded under zero).
-  const double paramBytes = e * (2 + (zero ? 2.0 / replicas : 2.0)) / t;
+  // Parameters: weights and gradients, AdamW's moments (sharded under zero).
+  const double paramBytes =
+      cost::trainingStateBytes(e / t, cost::optimizerStateCopies("adamw", false), zero ? replicas : 1);
   // Kept per layer and position: its input (a partial sum and its reduced copy under TP),
   // or all its activations; one layer's activations are live while it runs backward.
   const double stashPerLayer = recompute ? 2 * hidden : m.activationElements / t;
@@ -211,7 +212,8 @@ PipelineCost pipelineCost(const Context &cx, const PipelinePlan &pipeline, bool 
     const int groups = static_cast<int>(stage.devices.size()) / stage.tp;
     const int dp = stage.cp.empty() && stage.hp.empty() ? groups : 1;
     const double perReplica = static_cast<double>(pipeline.sequences) / static_cast<double>(m) / dp;
-    const int inFlight = static_cast<int>(std::min<int64_t>(m, static_cast<int64_t>(p - s)));
+    const int inFlight =
+        cost::inFlightMicrobatches(false, static_cast<int>(m), static_cast<int>(p), static_cast<int>(s));
     const int next = s + 1 < p ? pipeline.stages[s + 1].devices.front() : -1;
     const int replicas = stageReplicas(stage, pipelines);
     const StageCost c = stageCost(cx, stage, recompute, zero, inFlight, perReplica, replicas, next);
