@@ -46,6 +46,7 @@ bool Elaborator::elaborateModel(const ModuleDecl &model, const std::vector<ArgVa
         }
         type.shape.push_back(expectInt(eval(*dim, signatureScope), dim->loc, "a dimension"));
       }
+      checkSize(type, param.loc, "input '" + param.name + "'");
       ir::Op *op = graph_.createOp(ir::OpKind::Input, {}, {type}, {}, param.loc, {param.name});
       inputs.push_back(ArgValue{"", op->result(), param.loc, param.loc});
     }
@@ -212,6 +213,7 @@ void Elaborator::createParam(Instance &instance, const ParamDecl &decl) {
   }
   if (instance.scope.names.count(decl.name))
     fail(decl.loc, "'" + decl.name + "' is already defined in " + instance.decl->name);
+  checkSize(type, decl.loc, "parameter '" + decl.name + "'");
   ir::Op *op = graph_.createOp(ir::OpKind::Param, {}, {type}, attrs, decl.loc, {joinPath(instance.path, decl.name)});
   instance.scope.names[decl.name] = op->result();
 }

@@ -108,6 +108,9 @@ public:
   std::vector<ir::Value *> makeMultiOp(ir::OpKind kind, std::vector<ir::Value *> operands, ir::AttrMap attrs,
                                        const Location &at);
   ir::Value *scalarConstant(double value, ir::DType dtype, const Location &at);
+  /// Fails when a tensor of `type` (its known dimensions) would exceed kMaxTensorBytes, or its
+  /// element count 64 bits: byte counts downstream (memory plans, messages) stay exact.
+  void checkSize(const ir::TensorType &type, const Location &at, const std::string &what);
 
 private:
   EValue evalBinary(const Expr &expr, Scope &scope);

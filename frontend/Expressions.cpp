@@ -60,8 +60,18 @@ std::vector<ir::Value *> Elaborator::makeMultiOp(ir::OpKind kind, std::vector<ir
   ir::TypeResult result = ir::inferResultTypes(kind, types, attrs);
   if (!result.ok())
     fail(at, std::string(ir::opInfo(kind).name) + ": " + result.error);
+  for (const ir::TensorType &type : result.types)
+    checkSize(type, at, std::string("the result of ") + std::string(ir::opInfo(kind).name));
   ir::Op *op = graph_.createOp(kind, std::move(operands), result.types, std::move(attrs), at);
   return op->results;
+}
+
+void Elaborator::checkSize(const ir::TensorType &type, const Location &at, const std::string &what) {
+  std::vector<int64_t> sizes;
+  for (const ir::SymExpr &dim : type.shape)
+    sizes.push_back(dim.constant().value_or(-1)); // a symbol: checked once it is bound
+  if (!ir::checkedBytes(sizes, type.dtype))
+    fail(at, what + " is too large: " + type.str() + " is more than 256 TiB");
 }
 
 ir::Value *Elaborator::makeOp(ir::OpKind kind, std::vector<ir::Value *> operands, ir::AttrMap attrs,
@@ -131,8 +141,12 @@ EValue Elaborator::eval(const Expr &expr, Scope &scope) {
   }
   case ExprKind::Neg: {
     EValue operand = eval(*expr.children[0], scope);
-    if (auto *i = std::get_if<ir::SymExpr>(&operand))
-      return ir::SymExpr(0) - *i;
+    if (auto *i = std::get_if<ir::SymExpr>(&operand)) {
+      ir::SymExpr negated = ir::SymExpr(0) - *i;
+      if (negated.overflowed())
+        fail(expr.loc, "integer overflow: -(" + i->str() + ") does not fit in 64 bits");
+      return negated;
+    }
     if (auto *d = std::get_if<double>(&operand))
       return -*d;
     return makeOp(ir::OpKind::Neg, {expectTensor(operand, expr.loc, "the operand of '-'")}, {}, expr.loc);
@@ -202,24 +216,30 @@ EValue Elaborator::evalBinary(const Expr &expr, Scope &scope) {
   const std::string &op = expr.text;
   auto *li = std::get_if<ir::SymExpr>(&lhs), *ri = std::get_if<ir::SymExpr>(&rhs);
   if (li && ri) {
+    // Integer arithmetic is checked: a result outside 64 bits is an error here, with its operands.
+    auto checked = [&](ir::SymExpr result) -> EValue {
+      if (result.overflowed())
+        fail(expr.loc, "integer overflow: " + li->str() + " " + op + " " + ri->str() + " does not fit in 64 bits");
+      return result;
+    };
     if (op == "+")
-      return *li + *ri;
+      return checked(*li + *ri);
     if (op == "-")
-      return *li - *ri;
+      return checked(*li - *ri);
     if (op == "*")
-      return *li * *ri;
+      return checked(*li * *ri);
     if (op == "/") {
       if (*ri == ir::SymExpr(0))
         fail(expr.loc, "division by zero");
       if (auto quotient = li->divide(*ri))
-        return *quotient;
+        return checked(*quotient);
       fail(expr.loc, li->str() + " / " + ri->str() + " is not a whole number");
     }
     if (op == "%") {
       auto a = li->constant(), b = ri->constant();
       if (!a || !b || *b == 0)
         fail(expr.loc, "'%' needs constant integers and a non-zero divisor");
-      return ir::SymExpr(*a % *b);
+      return ir::SymExpr(*b == -1 ? 0 : *a % *b); // INT64_MIN % -1 traps
     }
     fail(expr.loc, "'" + op + "' is not defined on integers");
   }

@@ -125,6 +125,12 @@ std::optional<Compilation::ElaboratedPlan> Compilation::elaboratePlan(const Plan
     if (!spec.bindings.emplace(binding.name, *integer->constant()).second)
       diags_.error(binding.loc, "'" + binding.name + "' is bound twice");
   }
+  // Every symbolic dimension needs a value: unbound, it would be taken as 1 and the plan
+  // would train one position of one sequence a step.
+  for (const std::string &symbol : symbols)
+    if (!spec.bindings.count(symbol))
+      diags_.error(plan.loc, "plan '" + plan.name + "' does not bind '" + symbol + "', a symbolic dimension of " +
+                                 plan.model + ".forward (add `bind " + symbol + " = ...`)");
   // The model's arguments, evaluated (model parameters are ints, floats and bools).
   for (const Arg &arg : plan.modelArgs) {
     EValue value = constants.evalConstant(*arg.value);
@@ -321,6 +327,24 @@ std::optional<Compilation::ElaboratedPlan> Compilation::elaboratePlan(const Plan
                    problem->message + " (for '" + value->name + "' of type " + value->type.str() + ")")
             .code(problem->code);
         return;
+      }
+      // A parameter or an input is whole on each device that holds it: partial sums of it
+      // mean nothing (each device would read its piece as the whole and train wrong).
+      if (!anyValue) {
+        const ir::Annotation &a = line.annotation.annotation;
+        bool partial = a.hetero.kind == ir::HeteroKind::Partial;
+        for (const auto &local : a.subgroups)
+          for (const auto &axis : local.axes)
+            partial = partial || axis.kind == ir::AxisKind::Partial;
+        if (partial) {
+          diags_
+              .error(line.annotation.loc, "'" + value->name + "' is a " +
+                                              (value->def && value->def->kind == ir::OpKind::Input ? "model input"
+                                                                                                   : "parameter") +
+                                              ": it cannot hold partial sums (use R to copy it or S to split it)")
+              .code("HS118");
+          return;
+        }
       }
       // Two lines that annotate one value differently contradict each other.
       auto earlier = std::find_if(into.begin(), into.end(), [&](const auto &p) { return p.value == value->name; });

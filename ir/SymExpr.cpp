@@ -4,6 +4,7 @@
 #include "ir/TextLexer.h"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace hspmd::ir {
 
@@ -21,7 +22,7 @@ void SymExpr::addTerm(const Monomial &monomial, int64_t coefficient) {
   if (coefficient == 0)
     return;
   int64_t &slot = terms_[monomial];
-  slot += coefficient;
+  overflow_ = __builtin_add_overflow(slot, coefficient, &slot) || overflow_;
   if (slot == 0)
     terms_.erase(monomial);
 }
@@ -50,6 +51,7 @@ std::vector<std::string> SymExpr::symbols() const {
 
 SymExpr SymExpr::operator+(const SymExpr &other) const {
   SymExpr result = *this;
+  result.overflow_ = overflow_ || other.overflow_;
   for (const auto &[monomial, coefficient] : other.terms_)
     result.addTerm(monomial, coefficient);
   return result;
@@ -70,9 +72,13 @@ static SymExpr::Monomial multiplyMonomials(const SymExpr::Monomial &a, const Sym
 
 SymExpr SymExpr::operator*(const SymExpr &other) const {
   SymExpr result;
+  result.overflow_ = overflow_ || other.overflow_;
   for (const auto &[ma, ca] : terms_)
-    for (const auto &[mb, cb] : other.terms_)
-      result.addTerm(multiplyMonomials(ma, mb), ca * cb);
+    for (const auto &[mb, cb] : other.terms_) {
+      int64_t product = 0;
+      result.overflow_ = __builtin_mul_overflow(ca, cb, &product) || result.overflow_;
+      result.addTerm(multiplyMonomials(ma, mb), product);
+    }
   return result;
 }
 
@@ -81,7 +87,12 @@ std::optional<SymExpr> SymExpr::divide(const SymExpr &divisor) const {
     return std::nullopt;
   const auto &[dm, dc] = *divisor.terms_.begin();
   SymExpr result;
+  result.overflow_ = overflow_ || divisor.overflow_;
   for (const auto &[monomial, coefficient] : terms_) {
+    if (dc == -1 && coefficient == INT64_MIN) { // the one quotient that does not fit
+      result.overflow_ = true;
+      continue;
+    }
     if (coefficient % dc != 0)
       return std::nullopt;
     std::map<std::string, int> exponents(monomial.begin(), monomial.end());
@@ -99,6 +110,7 @@ std::optional<SymExpr> SymExpr::divide(const SymExpr &divisor) const {
 
 SymExpr SymExpr::substitute(const std::map<std::string, int64_t> &values) const {
   SymExpr result;
+  result.overflow_ = overflow_;
   for (const auto &[monomial, coefficient] : terms_) {
     SymExpr term(coefficient);
     for (const auto &[name, exponent] : monomial) {

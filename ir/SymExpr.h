@@ -43,8 +43,14 @@ public:
   /// Canonical text: highest-degree terms first, e.g. "3*B*S + 2".
   std::string str() const;
 
+  /// Whether a coefficient of this expression, or of one it was computed from, left the 64-bit
+  /// range (the arithmetic above is checked; the flag sticks through later arithmetic). The
+  /// value of an overflowed expression means nothing: callers report it where it was computed.
+  bool overflowed() const { return overflow_; }
+
 private:
   std::map<Monomial, int64_t> terms_; // no zero coefficients stored
+  bool overflow_ = false;
   void addTerm(const Monomial &monomial, int64_t coefficient);
 };
 

@@ -34,6 +34,14 @@ bool isFloat(DType dtype) {
   return info(dtype).isFloat;
 }
 
+std::optional<int64_t> checkedBytes(const std::vector<int64_t> &sizes, DType dtype) {
+  int64_t bytes = dtypeBytes(dtype);
+  for (int64_t size : sizes)
+    if (size >= 0 && __builtin_mul_overflow(bytes, size, &bytes))
+      return std::nullopt;
+  return bytes <= kMaxTensorBytes ? std::optional<int64_t>(bytes) : std::nullopt;
+}
+
 std::optional<DType> dtypeFromName(std::string_view name) {
   for (const auto &entry : kDTypes)
     if (entry.name == name)

@@ -19,6 +19,13 @@ bool isFloat(DType dtype);
 
 using Shape = std::vector<SymExpr>;
 
+/// The largest tensor hspmd accepts, 256 TiB: byte counts of tensors, messages and memory
+/// plans (sums of many tensors) stay exact in 64 bits.
+inline constexpr int64_t kMaxTensorBytes = int64_t{1} << 48;
+/// The bytes of a tensor of `sizes` (unknown sizes, -1 or 0-free symbols, left out), or nullopt
+/// when they exceed kMaxTensorBytes or the product leaves 64 bits.
+std::optional<int64_t> checkedBytes(const std::vector<int64_t> &sizes, DType dtype);
+
 /// "[B, S, 128]"
 std::string shapeStr(const Shape &shape);
 

@@ -2,6 +2,9 @@
 // (planner/Cluster.h).
 #include "planner/Cluster.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include <toml++/toml.h>
 
 #include <fstream>
@@ -37,12 +40,53 @@ bool readNumber(const std::string &path, const toml::table &table, const char *k
     return false;
   }
   auto value = node->value<double>();
-  if (!value || *value <= 0) {
+  if (!value || !std::isfinite(*value) || *value <= 0) {
     errors.push_back({where(path, node->source()), std::string("'") + key + "' must be a positive number"});
     return false;
   }
   out = *value;
   return true;
+}
+
+size_t editDistance(const std::string &a, const std::string &b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j)
+    row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// A key the format does not know is an error (a typo would otherwise be ignored silently),
+// naming the nearest known key.
+bool knownKeys(const std::string &path, const toml::table &table, std::initializer_list<const char *> known,
+               const std::string &where_, std::vector<ClusterError> &errors) {
+  bool ok = true;
+  for (const auto &[key, value] : table) {
+    const std::string name(key.str());
+    if (std::any_of(known.begin(), known.end(), [&](const char *k) { return name == k; }))
+      continue;
+    std::string nearest = *known.begin();
+    for (const char *k : known)
+      if (editDistance(name, k) < editDistance(name, nearest))
+        nearest = k;
+    std::string list;
+    for (const char *k : known)
+      list += (list.empty() ? "" : ", ") + std::string(k);
+    errors.push_back({where(path, value.source()),
+                      "unknown key '" + name + "' in " + where_ +
+                          (editDistance(name, nearest) <= 2 ? "; did you mean '" + nearest + "'?"
+                                                            : " (known keys: " + list + ")")});
+    ok = false;
+  }
+  return ok;
 }
 
 bool readTypes(const std::string &path, const toml::table &root, std::map<std::string, DeviceType> &types,
@@ -66,6 +110,8 @@ bool readTypes(const std::string &path, const toml::table &root, std::map<std::s
     }
     DeviceType type;
     type.name = name;
+    ok &= knownKeys(path, *spec, {"bf16_tflops", "memory_gib", "hbm_gbps", "intra_node_gbps"},
+                    "device type '" + name + "'", errors);
     ok &= readNumber(path, *spec, "bf16_tflops", type.bf16Tflops, errors, spec->source());
     ok &= readNumber(path, *spec, "memory_gib", type.memoryGiB, errors, spec->source());
     ok &= readNumber(path, *spec, "hbm_gbps", type.hbmGBps, errors, spec->source());
@@ -105,6 +151,10 @@ std::optional<Cluster> loadCluster(const std::string &path, const std::string &d
   }
   if (!readTypes(path, *root, cluster.types, errors))
     return std::nullopt;
+  if (!knownKeys(path, *root,
+                 {"name", "inter_node_gbps", "overlap_communication", "collectives", "nodes", "types"},
+                 "a cluster file", errors))
+    return std::nullopt;
   cluster.name = root->get("name") ? root->get("name")->value_or(std::string()) : "";
   if (!readNumber(path, *root, "inter_node_gbps", cluster.interNodeGBps, errors, root->source()))
     return std::nullopt;
@@ -134,6 +184,8 @@ std::optional<Cluster> loadCluster(const std::string &path, const std::string &d
       errors.push_back({where(path, entry.source()), "each node must be a table"});
       return std::nullopt;
     }
+    if (!knownKeys(path, *table, {"name", "type", "devices", "network_gbps"}, "a node", errors))
+      return std::nullopt;
     Node node;
     node.name = table->get("name") ? table->get("name")->value_or(std::string()) : "";
     const toml::node *type = table->get("type");
@@ -156,7 +208,7 @@ std::optional<Cluster> loadCluster(const std::string &path, const std::string &d
     node.devices = static_cast<int>(*devices);
     if (const toml::node *uplink = table->get("network_gbps")) {
       auto value = uplink->value<double>();
-      if (!value || *value <= 0) {
+      if (!value || !std::isfinite(*value) || *value <= 0) {
         errors.push_back({where(path, uplink->source()), "'network_gbps' must be a positive number"});
         return std::nullopt;
       }

@@ -21,19 +21,35 @@ namespace {
 
 // ---- candidate builders ---------------------------------------------------------------
 
+// At most this many micro-batches a pipeline: more barely shorten the pipeline's bubble, but
+// every device's program grows with them (a step of 256 micro-batches of a 7B model compiles
+// to programs of tens of GB).
+constexpr int64_t kMaxPlannedMicrobatches = 64;
+
+// The largest divisor of n that is at most kMaxPlannedMicrobatches.
+int64_t cappedMicrobatches(int64_t n) {
+  for (int64_t m = std::min(n, kMaxPlannedMicrobatches); m > 1; --m)
+    if (n % m == 0)
+      return m;
+  return 1;
+}
+
 // Micro-batches per pipeline: the divisor of its sequences per data-parallel replica whose
 // estimated step is shortest (more fill the pipeline; fewer send fewer messages and keep
-// fewer tiny kernels), preferring those that fit memory.
+// fewer tiny kernels), preferring those that fit memory. Pipelines with cp or hp shares run
+// a micro-batch per sequence, up to kMaxPlannedMicrobatches.
 void chooseMicrobatches(Candidate &c, const Context &cx) {
   for (PipelinePlan &pipeline : c.pipelines) {
     const StagePlan &first = pipeline.stages.front();
-    if (!first.cp.empty() || !first.hp.empty())
+    if (!first.cp.empty() || !first.hp.empty()) {
+      pipeline.microbatches = cappedMicrobatches(pipeline.sequences);
       continue;
+    }
     const int64_t perReplica = pipeline.sequences / static_cast<int64_t>(first.devices.size() / first.tp);
     int64_t best = pipeline.microbatches;
     double bestSeconds = std::numeric_limits<double>::infinity();
     bool bestFits = false;
-    for (int64_t m = 1; m <= perReplica; ++m) {
+    for (int64_t m = 1; m <= std::min(perReplica, kMaxPlannedMicrobatches); ++m) {
       if (perReplica % m != 0)
         continue;
       pipeline.microbatches = m;

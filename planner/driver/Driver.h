@@ -13,7 +13,7 @@
 namespace hspmd::driver {
 
 /// The model of FILE under the plans of `planFiles` (or FILE's own last plan when FILE holds
-/// plans and no model): one graph for all plans, which must agree on the model's arguments
+/// a plan, with or without the model): one graph for all plans, which must agree on the model's arguments
 /// and symbol bindings. Without plans: the model `modelName`, or FILE's last model.
 struct Build {
   std::unique_ptr<ir::Graph> graph;
@@ -29,9 +29,11 @@ void reportProblem(frontend::DiagnosticEngine &diags, const passes::Problem &pro
 /// of the training build), reported to `diags` (its warnings only when `warnings`): the
 /// passes' problems, the cross-device verifier's on the training programs, and the plan checks
 /// of planner/Lint.h (against `cluster` when given). `training`, when given, receives the
-/// training build's programs.
+/// training build's programs. Without `memory`, HS111 (a device over its memory) is left to the
+/// caller.
 void lintBuild(frontend::DiagnosticEngine &diags, const std::function<std::optional<Build>()> &make,
-               const planner::Cluster *cluster, bool warnings, passes::PipelineResult *training = nullptr);
+               const planner::Cluster *cluster, bool warnings, passes::PipelineResult *training = nullptr,
+               bool memory = true);
 
 /// `hspmc lint`: loads `modelFile` (optional) and `planFile`, runs the passes and the lint
 /// checks, reporting everything to the compilation's diagnostics. `clusterFile` overrides the
@@ -47,7 +49,7 @@ bool checkPlan(frontend::Compilation &compilation, const std::string &file, cons
                const std::string &clusterFile = "");
 
 /// The gate for a plan in memory (the planner's finalists): lint's checks of `spec` (errors
-/// only) on `cluster`; the model `spec` names must be loaded in `compilation`. `training`
+/// only, memory aside: the planner weighs each finalist's memory plan itself) on `cluster`; the model `spec` names must be loaded in `compilation`. `training`
 /// receives the training build's programs. Returns whether the plan passed.
 bool checkSpec(frontend::Compilation &compilation, const ir::PlanSpec &spec, const planner::Cluster &cluster,
                passes::PipelineResult *training);

@@ -43,6 +43,10 @@ bool explainReshard(const std::string &shapeText, const std::string &fromText, c
     error << "error: unknown --dtype '" << dtypeName << "'; expected f32, bf16, f16, i32 or i64\n";
     return false;
   }
+  if (!ir::checkedBytes(shape, *dtype)) {
+    error << "error: --shape " << shapeText << " of " << dtypeName << " is more than 256 TiB\n";
+    return false;
+  }
   ir::Annotation annotations[2];
   const std::string *texts[2] = {&fromText, &toText};
   const char *flags[2] = {"--from", "--to"};

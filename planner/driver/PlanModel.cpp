@@ -99,6 +99,11 @@ bool planModel(const PlanFiles &files, PlanOutcome &outcome, std::ostream &progr
     if (!shapeError.empty())
       diags.error(ir::Location{files.model, 0, 0, 1}, shapeError);
   }
+  // The model at the request's sizes (B sequences of S positions): a tensor too large to
+  // represent is one error here, not one per finalist.
+  if (diags.errorCount() == 0 && build)
+    if (const frontend::ModuleDecl *model = compilation.findModule(outcome.shape.model))
+      compilation.elaborate(*model, {}, {{"B", files.tokens / files.sequence}, {"S", files.sequence}});
   if (diags.errorCount() > 0 || !cluster || !build) {
     for (const auto &d : sink.diagnostics)
       errors << frontend::renderDiagnostic(d, &sources);

@@ -416,8 +416,16 @@ case("plan_cluster_twice", plan('  cluster "../../examples/clusters/cpu4.toml"\n
 case("plan_unknown_model_parameter", """
 import "nn"
 plan p for GPT(layerz = 2) {
+  bind B = 8, S = 64
 }
 """, [(2, 16, "error", "model 'GPT' has no parameter 'layerz'")])
+
+case("plan_unbound_symbol", """
+import "nn"
+plan p for GPT {
+  bind B = 8
+}
+""", [(2, 6, "error", "plan 'p' does not bind 'S', a symbolic dimension of GPT.forward (add `bind S = ...`)")])
 
 case("plan_with_unknown_parameter", plan("  pipeline a {\n    stage devices [0] layers blocks with wtf\n  }"),
      [(6, 42, "error", "'wtf' names no parameter of GPT")])
@@ -430,6 +438,41 @@ case("plan_too_many_microbatches", plan("  pipeline a microbatches 4294967304 {\
 
 case("plan_stack_not_a_stack", plan("  pipeline a {\n    stage devices [0] layers wte\n  }"),
      [(6, 30, "error", "'wte' is not a stack of layers of GPT")])
+
+# ---------------------------------------------------------------- checked arithmetic
+case("overflow_divide", """
+model M(m: int = -9223372036854775807 - 1) {
+  param w = zeros[m / -1]
+  fn forward(x: f32[4]) -> f32[] { return sum(x) }
+}
+""", [(2, 21, "error", "integer overflow: -9223372036854775808 / -1 does not fit in 64 bits")])
+case("overflow_multiply", """
+model M(d: int = 4294967297) {
+  param w = zeros[d * d]
+  fn forward(x: f32[4]) -> f32[] { return sum(x) }
+}
+""", [(2, 21, "error", "integer overflow: 4294967297 * 4294967297 does not fit in 64 bits")])
+case("overflow_negate", """
+model M(m: int = -9223372036854775807 - 1) {
+  param w = zeros[-m]
+  fn forward(x: f32[4]) -> f32[] { return sum(x) }
+}
+""", [(2, 19, "error", "integer overflow: -(-9223372036854775808) does not fit in 64 bits")])
+case("tensor_too_large", """
+model M(d: int = 2147483648) {
+  param w = zeros[d, d]
+  fn forward(x: f32[4]) -> f32[] { return sum(x) }
+}
+""", [(2, 9, "error", "parameter 'w' is too large: f32[2147483648, 2147483648] is more than 256 TiB")])
+case("result_too_large", """
+model M(d: int = 16777216) {
+  param w = zeros[d]
+  fn forward(x: f32[d]) -> f32[] {
+    let outer = reshape(x, [d, 1]) @ reshape(w, [1, d])
+    return sum(outer)
+  }
+}
+""", [(4, 36, "error", "the result of matmul is too large: f32[16777216, 16777216] is more than 256 TiB")])
 
 
 def main():

@@ -99,6 +99,10 @@ case("hs115_annotated_twice", gpt("  annotate wte = [0, 1]: S0\n  annotate wte =
      [(7, 18, "error", "'wte' is annotated twice, differently [HS115]"), (6, 18, "note", "first annotated here")])
 case("hs116_split_dimension", gpt("  annotate lnf = [0, 1]: S1"),
      [(6, 26, "error", "split dimension 1 is out of range for a tensor of rank 1 (for 'lnf' of type f32[128]) [HS116]")])
+case("hs118_partial_parameter", gpt("  annotate wte = [0, 1]: P"),
+     [(6, 18, "error", "'wte' is a parameter: it cannot hold partial sums (use R to copy it or S to split it) [HS118]")])
+case("hs118_partial_input", gpt("  annotate tokens = [0, 1]: P"),
+     [(6, 21, "error", "'tokens' is a model input: it cannot hold partial sums (use R to copy it or S to split it) [HS118]")])
 case("hs101_reshard_device", gpt("  reshard blocks[1].forward.h to [0, 4]: S1"),
      [(6, 34, "error", "device 4 is not in the cluster (cpu4 has devices 0..3) [HS101]")])
 

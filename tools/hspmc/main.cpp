@@ -76,7 +76,7 @@ int main(int argc, char **argv) {
   trainCommand->add_option("--load", trainRun.load, "Start from a checkpoint (saved under any plan)");
   trainCommand->add_option("--trace", trainRun.trace, "Write a Chrome trace (one track per device)");
   trainCommand->add_option("--timeout", trainTimeout, "Seconds a device waits for a peer before failing")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(int64_t{1}, int64_t{86400}));
 
   auto *simulateCommand =
       app.add_subcommand("simulate", "Simulate one training step of a plan on its cluster (cost model)");
@@ -95,12 +95,14 @@ int main(int argc, char **argv) {
   bool planReport = false;
   planCommand->add_option("model", planFiles.model, "The model file")->required();
   planCommand->add_option("--cluster", planFiles.cluster, "The cluster file")->required();
+  // Ranges a model could train at (2^20 positions, 2^27 tokens a step); the model's own size
+  // limits are checked when it is elaborated at the request.
   planCommand->add_option("--seq", planFiles.sequence, "Sequence length (positions)")
       ->required()
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   planCommand->add_option("--tokens", planFiles.tokens, "Tokens per step (a multiple of --seq)")
       ->required()
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 27));
   planCommand->add_option("-o,--output", planFiles.out, "The plan file to write")->required();
   planCommand
       ->add_option("--finalists", planFiles.finalists,
@@ -151,6 +153,20 @@ int main(int argc, char **argv) {
   explain->add_option("--dtype", explainDtype, "Element type (f32, bf16, f16, i32, i64)");
   explain->add_option("--format", explainFormat, "Output format")->check(CLI::IsMember({"text", "json"}));
 
+  // A first word that is no command is named as such (CLI11 would only say that a command is
+  // required).
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string commands;
+    bool known = false;
+    for (const CLI::App *sub : app.get_subcommands([](const CLI::App *) { return true; })) {
+      commands += (commands.empty() ? "" : ", ") + sub->get_name();
+      known = known || sub->get_name() == argv[1];
+    }
+    if (!known) {
+      std::cerr << "hspmc: error: unknown command '" << argv[1] << "' (the commands: " << commands << ")\n";
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success &success) {

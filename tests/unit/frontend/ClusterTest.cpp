@@ -80,6 +80,43 @@ TEST(Cluster, InlineTypesAndErrorsWithLocations) {
   EXPECT_EQ(errors[0].message, "missing key 'intra_node_gbps'");
 }
 
+// Numbers must be finite and positive (TOML has nan and inf); a key the format does not know is
+// an error naming the nearest known key, where a typo would otherwise be ignored.
+TEST(Cluster, NotANumberAndUnknownKeysAreErrors) {
+  struct Case {
+    std::string text;
+    unsigned line;
+    std::string message;
+  };
+  const std::string node = "[[nodes]]\ntype = \"H100\"\ndevices = 2\n";
+  const std::vector<Case> cases = {
+      {"inter_node_gbps = nan\n" + node, 1, "'inter_node_gbps' must be a positive number"},
+      {"inter_node_gbps = inf\n" + node, 1, "'inter_node_gbps' must be a positive number"},
+      {"inter_node_gbps = 10.0\n[[nodes]]\ntype = \"H100\"\ndevices = 2\nnetwork_gbps = -inf\n", 5,
+       "'network_gbps' must be a positive number"},
+      {"inter_node_gbps = 10.0\n[[nodes]]\ntype = \"X\"\ndevices = 2\n[types.X]\nbf16_tflops = nan\n"
+       "memory_gib = 2.0\nhbm_gbps = 3.0\nintra_node_gbps = 4.0\n",
+       6, "'bf16_tflops' must be a positive number"},
+      {"inter_node_gbps = 10.0\n[[nodes]]\ntype = \"H100\"\ndevcies = 8\n", 4,
+       "unknown key 'devcies' in a node; did you mean 'devices'?"},
+      {"inter_nod_gbps = 10.0\n" + node, 1,
+       "unknown key 'inter_nod_gbps' in a cluster file; did you mean 'inter_node_gbps'?"},
+      {"inter_node_gbps = 10.0\ncolour = \"red\"\n" + node, 2,
+       "unknown key 'colour' in a cluster file (known keys: name, inter_node_gbps, overlap_communication, collectives, "
+       "nodes, types)"},
+      {"inter_node_gbps = 10.0\n[[nodes]]\ntype = \"X\"\ndevices = 2\n[types.X]\nbf16_tflop = 1.0\n"
+       "memory_gib = 2.0\nhbm_gbps = 3.0\nintra_node_gbps = 4.0\nbf16_tflops = 1.0\n",
+       6, "unknown key 'bf16_tflop' in device type 'X'; did you mean 'bf16_tflops'?"},
+  };
+  for (const Case &c : cases) {
+    std::vector<ClusterError> errors;
+    EXPECT_FALSE(loadCluster(writeTemp("hspmd_bad.toml", c.text), "stdlib/devices.toml", errors)) << c.text;
+    ASSERT_EQ(errors.size(), 1u) << c.text;
+    EXPECT_EQ(errors[0].loc.line, c.line) << c.text;
+    EXPECT_EQ(errors[0].message, c.message) << c.text;
+  }
+}
+
 TEST(Cluster, DeviceTypesFileIsComplete) {
   std::vector<ClusterError> errors;
   auto types = loadDeviceTypes("stdlib/devices.toml", errors);

@@ -88,6 +88,31 @@ TEST(Cli, TrainRunsAndReportsBadData) {
       << missing.output;
 }
 
+// A file that holds the model and its plan is a plan file to every command (train, simulate and
+// dump-program used to ask for --plan).
+TEST(Cli, AFileWithModelAndPlanIsAPlanFile) {
+  const std::string file = "build/cli_model_and_plan.hspmd";
+  std::ofstream(file) << "import \"nn\"\n"
+                         "model Mine = GPT(vocab = 256, d = 32, heads = 2, layers = 2, ffn = 64)\n"
+                         "plan mine for Mine {\n"
+                         "  cluster \"../examples/clusters/cpu4.toml\"\n"
+                         "  bind B = 4, S = 32\n"
+                         "  pipeline a {\n"
+                         "    stage devices [0, 1] tp 2 layers blocks with wte, lnf\n"
+                         "  }\n"
+                         "}\n";
+  CliRun train = hspmc("train " + file + " --data examples/data/gpl-3.txt --steps 1");
+  EXPECT_EQ(train.code, 0) << train.output;
+  EXPECT_NE(train.output.find("training Mine under plan 'mine' on 2 devices (threads), 4 x 32 tokens per step"),
+            std::string::npos)
+      << train.output;
+  CliRun simulate = hspmc("simulate " + file);
+  EXPECT_EQ(simulate.code, 0) << simulate.output;
+  CliRun program = hspmc("dump-program " + file + " --device 1");
+  EXPECT_EQ(program.code, 0) << program.output;
+  EXPECT_NE(program.output.find("device 1"), std::string::npos) << program.output;
+}
+
 // Under mpirun, a world size other than the plan's device count is an error, not a hang.
 TEST(Cli, TrainOnMpiChecksTheWorldSize) {
   if (std::system("command -v mpirun > /dev/null") != 0)
@@ -393,7 +418,23 @@ TEST(Cli, MissingFileIsAUserError) {
 
 TEST(Cli, UsageErrorsExitTwo) {
   EXPECT_EQ(hspmc("").code, 2);
-  EXPECT_EQ(hspmc("frobnicate").code, 2);
+  CliRun unknown = hspmc("frobnicate");
+  EXPECT_EQ(unknown.code, 2);
+  EXPECT_EQ(unknown.output, "hspmc: error: unknown command 'frobnicate' (the commands: check, passes, dump-ir, train, "
+                            "simulate, plan, build, dump-program, lint, explain-reshard)\n");
+  // Range errors say the range.
+  const std::string plan = "plan examples/gpt/tiny_gpt.hspmd --cluster examples/clusters/cpu4.toml -o build/x.hspmd ";
+  CliRun seq = hspmc(plan + "--seq 0 --tokens 64");
+  EXPECT_EQ(seq.code, 2);
+  EXPECT_EQ(seq.output.substr(0, seq.output.find('\n')), "--seq: Value 0 not in range 1 to 1048576");
+  CliRun tokens = hspmc(plan + "--seq 64 --tokens 4294967296");
+  EXPECT_EQ(tokens.code, 2);
+  EXPECT_EQ(tokens.output.substr(0, tokens.output.find('\n')),
+            "--tokens: Value 4294967296 not in range 1 to 134217728");
+  // A shape whose bytes leave 64 bits (they printed as negative or 0 bytes).
+  CliRun huge = hspmc("explain-reshard --shape 4294967296,4294967296 --from '[0,1]: S0' --to '[0,1]: R'");
+  EXPECT_EQ(huge.code, 1);
+  EXPECT_EQ(huge.output, "error: --shape 4294967296,4294967296 of f32 is more than 256 TiB\n");
   EXPECT_EQ(hspmc("check").code, 2);
   EXPECT_EQ(hspmc("check --format xml examples/gpt/tiny_gpt.hspmd").code, 2);
 }
