@@ -338,10 +338,10 @@ std::optional<Compilation::ElaboratedPlan> Compilation::elaboratePlan(const Plan
             partial = partial || axis.kind == ir::AxisKind::Partial;
         if (partial) {
           diags_
-              .error(line.annotation.loc, "'" + value->name + "' is a " +
-                                              (value->def && value->def->kind == ir::OpKind::Input ? "model input"
-                                                                                                   : "parameter") +
-                                              ": it cannot hold partial sums (use R to copy it or S to split it)")
+              .error(line.annotation.loc,
+                     "'" + value->name + "' is a " +
+                         (value->def && value->def->kind == ir::OpKind::Input ? "model input" : "parameter") +
+                         ": it cannot hold partial sums (use R to copy it or S to split it)")
               .code("HS118");
           return;
         }

@@ -80,10 +80,10 @@ bool knownKeys(const std::string &path, const toml::table &table, std::initializ
     std::string list;
     for (const char *k : known)
       list += (list.empty() ? "" : ", ") + std::string(k);
-    errors.push_back({where(path, value.source()),
-                      "unknown key '" + name + "' in " + where_ +
-                          (editDistance(name, nearest) <= 2 ? "; did you mean '" + nearest + "'?"
-                                                            : " (known keys: " + list + ")")});
+    errors.push_back(
+        {where(path, value.source()),
+         "unknown key '" + name + "' in " + where_ +
+             (editDistance(name, nearest) <= 2 ? "; did you mean '" + nearest + "'?" : " (known keys: " + list + ")")});
     ok = false;
   }
   return ok;
@@ -151,8 +151,7 @@ std::optional<Cluster> loadCluster(const std::string &path, const std::string &d
   }
   if (!readTypes(path, *root, cluster.types, errors))
     return std::nullopt;
-  if (!knownKeys(path, *root,
-                 {"name", "inter_node_gbps", "overlap_communication", "collectives", "nodes", "types"},
+  if (!knownKeys(path, *root, {"name", "inter_node_gbps", "overlap_communication", "collectives", "nodes", "types"},
                  "a cluster file", errors))
     return std::nullopt;
   cluster.name = root->get("name") ? root->get("name")->value_or(std::string()) : "";

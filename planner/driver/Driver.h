@@ -49,8 +49,8 @@ bool checkPlan(frontend::Compilation &compilation, const std::string &file, cons
                const std::string &clusterFile = "");
 
 /// The gate for a plan in memory (the planner's finalists): lint's checks of `spec` (errors
-/// only, memory aside: the planner weighs each finalist's memory plan itself) on `cluster`; the model `spec` names must be loaded in `compilation`. `training`
-/// receives the training build's programs. Returns whether the plan passed.
+/// only, memory aside: the planner weighs each finalist's memory plan itself) on `cluster`; the model `spec` names must
+/// be loaded in `compilation`. `training` receives the training build's programs. Returns whether the plan passed.
 bool checkSpec(frontend::Compilation &compilation, const ir::PlanSpec &spec, const planner::Cluster &cluster,
                passes::PipelineResult *training);
 
