@@ -6,7 +6,7 @@
 //   reshape(x, [dims])              transpose(x, dim0 = -2, dim1 = -1)
 //   unbind(x, dim = 0)              split(x, [sizes], dim = 0)    concat([xs], dim = 0)
 //   slice(x, dim, start, end)       sum(x, dim = all, keepdim = false)   mean(...)
-//   attention(q, k, v, causal = false, scale = 1/sqrt(head_dim))  cross_entropy(logits, targets)
+//   attention(q, k, v, causal, scale = 1/sqrt(head_dim))  cross_entropy(logits, targets)
 #include "frontend/ElaboratorImpl.h"
 
 #include <cmath>
@@ -201,6 +201,11 @@ EValue Elaborator::callBuiltin(const std::string &name, const std::vector<ArgVal
   }
   if (name == "attention") {
     ir::Value *q = tensor(0);
+    // No default: a language model that forgets `causal = true` lets each position see the
+    // targets it predicts, and trains to a loss that means nothing.
+    if (!bound[3])
+      fail(at, "attention needs 'causal': true when each position may only see earlier ones (a language "
+               "model), false when it sees all of them");
     ir::AttrMap attrs{{"causal", boolArg(3, false)}};
     double headDim =
         q->type.rank() == 4 && q->type.shape[3].constant() ? static_cast<double>(*q->type.shape[3].constant()) : 1;

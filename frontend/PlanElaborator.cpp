@@ -7,6 +7,8 @@
 #include "ir/Tags.h"
 #include "planner/Cluster.h"
 
+#include <cmath>
+#include <cstdio>
 #include <filesystem>
 
 namespace hspmd::frontend {
@@ -182,12 +184,31 @@ std::optional<Compilation::ElaboratedPlan> Compilation::elaboratePlan(const Plan
           continue;
         }
         EValue value = constants.evalConstant(*arg.value);
+        std::optional<double> number;
         if (auto *d = std::get_if<double>(&value))
-          spec.optimizerArgs[arg.name] = *d;
+          number = *d;
         else if (auto *i = std::get_if<ir::SymExpr>(&value); i && i->constant())
-          spec.optimizerArgs[arg.name] = static_cast<double>(*i->constant());
+          number = static_cast<double>(*i->constant());
         else if (!std::holds_alternative<std::monostate>(value))
           diags_.error(arg.value->loc, "'" + arg.name + "' must be a number");
+        if (!number)
+          continue;
+        // The ranges in which the update means what it says.
+        const bool rate = arg.name == "lr" || arg.name == "eps";
+        const bool fraction = arg.name == "beta1" || arg.name == "beta2" || arg.name == "momentum";
+        const double x = *number;
+        if (!std::isfinite(x) || (rate && x <= 0) || (fraction && (x < 0 || x >= 1)) ||
+            (arg.name == "weight_decay" && x < 0)) {
+          char text[64];
+          std::snprintf(text, sizeof text, "%g", x);
+          diags_.error(arg.value->loc, "'" + arg.name + "' must be " +
+                                           (rate       ? std::string("positive")
+                                            : fraction ? std::string("at least 0 and below 1")
+                                                       : std::string("at least 0")) +
+                                           ", got " + text);
+          continue;
+        }
+        spec.optimizerArgs[arg.name] = x;
       }
     }
   }

@@ -134,7 +134,7 @@ void lintBuild(DiagnosticEngine &diags, const std::function<std::optional<Build>
 }
 
 void lintFile(Compilation &compilation, const std::string &planFile, const std::string &modelFile,
-              const std::string &clusterFile, bool warnings) {
+              const std::string &clusterFile, bool warnings, bool memory) {
   DiagnosticEngine &diags = compilation.diags();
   if (!modelFile.empty() && !compilation.load(modelFile))
     return;
@@ -168,17 +168,17 @@ void lintFile(Compilation &compilation, const std::string &planFile, const std::
         }
         return elaborateBuild(compilation, planFile, {planFile}, "");
       },
-      cluster ? &*cluster : nullptr, warnings);
+      cluster ? &*cluster : nullptr, warnings, nullptr, memory);
 }
 
 bool checkPlan(Compilation &compilation, const std::string &file, const std::vector<std::string> &planFiles,
-               const std::string &clusterFile) {
+               const std::string &clusterFile, bool memory) {
   const int before = compilation.diags().errorCount();
   if (planFiles.empty())
-    lintFile(compilation, file, "", clusterFile, false);
+    lintFile(compilation, file, "", clusterFile, false, memory);
   else
     for (const std::string &plan : planFiles)
-      lintFile(compilation, plan, file, clusterFile, false);
+      lintFile(compilation, plan, file, clusterFile, false, memory);
   return compilation.diags().errorCount() == before;
 }
 

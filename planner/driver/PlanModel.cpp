@@ -88,7 +88,17 @@ bool planModel(const PlanFiles &files, PlanOutcome &outcome, std::ostream &progr
   auto cluster = planner::loadCluster(files.cluster, compilation.stdlibDir() + "/devices.toml", clusterErrors);
   for (const auto &error : clusterErrors)
     diags.error(error.loc, error.message);
-  auto build = elaborateBuild(compilation, files.model, {}, "");
+  // MODEL is the model: a plan file would be planned at its own bindings, not the request's.
+  std::optional<Build> build;
+  if (const frontend::FileAst *ast = compilation.load(files.model)) {
+    if (!ast->plans.empty())
+      diags.error(ast->plans.back()->loc, "'" + files.model +
+                                              "' holds a plan; hspmc plan takes the model file (the one that "
+                                              "defines model " +
+                                              ast->plans.back()->model + ")");
+    else
+      build = elaborateBuild(compilation, files.model, {}, "");
+  }
   if (files.sequence <= 0 || files.tokens <= 0 || files.tokens % files.sequence != 0)
     diags.error(ir::Location{files.model, 0, 0, 1}, "--tokens (" + std::to_string(files.tokens) +
                                                         ") must be a positive multiple of --seq (" +

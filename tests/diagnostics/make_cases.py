@@ -290,7 +290,7 @@ model M(d: int = 10) {
 case("shape_attention_heads", """
 model M(d: int = 8) {
   fn forward(q: f32[B, S, 4, 2], k: f32[B, S, 3, 2]) -> f32[B, S, 4, 2] {
-    return attention(q, k, k)
+    return attention(q, k, k, causal = false)
   }
 }
 """, [(3, 12, "error", "attention: query heads (4) must be a multiple of key/value heads (3)")])
@@ -438,6 +438,18 @@ case("plan_too_many_microbatches", plan("  pipeline a microbatches 4294967304 {\
 
 case("plan_stack_not_a_stack", plan("  pipeline a {\n    stage devices [0] layers wte\n  }"),
      [(6, 30, "error", "'wte' is not a stack of layers of GPT")])
+
+case("attention_without_causal", """
+model M() {
+  fn forward(q: f32[2, 4, 2, 8]) -> f32[] { return sum(attention(q, q, q)) }
+}
+""", [(2, 56, "error", "attention needs 'causal': true when each position may only see earlier ones (a language model), false when it sees all of them")])
+
+case("plan_optimizer_out_of_range", plan("  optimizer adamw(lr = -1, beta1 = 7, eps = 0, weight_decay = -0.1)\n  pipeline a {\n    stage devices [0] layers blocks with wte, lnf\n  }"),
+     [(5, 24, "error", "'lr' must be positive, got -1"),
+      (5, 36, "error", "'beta1' must be at least 0 and below 1, got 7"),
+      (5, 45, "error", "'eps' must be positive, got 0"),
+      (5, 63, "error", "'weight_decay' must be at least 0, got -0.1")])
 
 # ---------------------------------------------------------------- checked arithmetic
 case("overflow_divide", """

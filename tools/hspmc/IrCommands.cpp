@@ -30,7 +30,7 @@ int runDumpIr(const std::string &file, const std::vector<std::string> &planFiles
   if (build && (!after.empty() || timePasses)) {
     if (build->plans.empty()) {
       diags.error(ir::Location{file, 0, 0, 1}, "--after and --time-passes need a plan (--plan PLAN)");
-    } else {
+    } else if (driver::checkPlan(compilation, file, planFiles, "", /*memory=*/false)) { // the gate
       passes::PipelineOptions options{after, &dump, timePasses ? &timing : nullptr};
       options.train = train;
       passes::runPipeline(*build->graph, build->plans, options,
@@ -60,7 +60,7 @@ int runDumpProgram(const std::string &file, const std::vector<std::string> &plan
   std::string text;
   if (build && build->plans.empty())
     diags.error(ir::Location{file, 0, 0, 1}, "dump-program needs a plan (--plan PLAN)");
-  else if (build && driver::checkPlan(compilation, file, planFiles)) {
+  else if (build && driver::checkPlan(compilation, file, planFiles, "", /*memory=*/false)) {
     passes::PipelineOptions options;
     options.train = train;
     auto result = passes::runPipeline(*build->graph, build->plans, options,

@@ -431,6 +431,13 @@ TEST(Cli, UsageErrorsExitTwo) {
   EXPECT_EQ(tokens.code, 2);
   EXPECT_EQ(tokens.output.substr(0, tokens.output.find('\n')),
             "--tokens: Value 4294967296 not in range 1 to 134217728");
+  // hspmc plan takes the model, not a plan file (it was planned at the plan's own bindings).
+  CliRun planFile = hspmc("plan examples/gpt/plans/tp2.hspmd --cluster examples/clusters/cpu4.toml --seq 64 "
+                          "--tokens 512 -o build/x.hspmd");
+  EXPECT_EQ(planFile.code, 1);
+  EXPECT_EQ(planFile.output.substr(0, planFile.output.find('\n')),
+            "examples/gpt/plans/tp2.hspmd:4:6: error: 'examples/gpt/plans/tp2.hspmd' holds a plan; hspmc plan takes "
+            "the model file (the one that defines model TinyGPT)");
   // A shape whose bytes leave 64 bits (they printed as negative or 0 bytes).
   CliRun huge = hspmc("explain-reshard --shape 4294967296,4294967296 --from '[0,1]: S0' --to '[0,1]: R'");
   EXPECT_EQ(huge.code, 1);
