@@ -50,13 +50,21 @@ void DeviceExecutor::load(const ParameterStore &store) {
     if (it == store.tensors.end()) {
       if (b.role == ir::BufferRole::Parameter)
         throw CheckpointError("parameter '" + name + "' is missing from the parameters loaded");
+      // Optimizer state starts at zero before the first step; after it, a missing state would
+      // silently restart the optimizer.
+      if (store.step > 0)
+        throw CheckpointError("optimizer state '" + name + "' is missing from the parameters loaded (saved after " +
+                              std::to_string(store.step) + " steps; a checkpoint of another optimizer has other state)");
       std::memset(address(b.id, 0), 0, static_cast<size_t>(b.bytes())); // fresh optimizer state
       continue;
     }
     const ir::Box region = b.region();
-    for (size_t d = 0; d < region.hi.size(); ++d)
-      if (d >= it->second.shape.size() || region.hi[d] > it->second.shape[d])
-        throw CheckpointError("parameter '" + name + "' has another shape in the parameters loaded");
+    bool fits = it->second.shape.size() == region.hi.size();
+    for (size_t d = 0; fits && d < region.hi.size(); ++d)
+      fits = region.hi[d] <= it->second.shape[d];
+    if (!fits)
+      throw CheckpointError(std::string(b.role == ir::BufferRole::Parameter ? "parameter '" : "optimizer state '") +
+                            name + "' has another shape in the parameters loaded");
     copyBox(4, it->second.data.data(), it->second.shape, region.lo, address(b.id, 0), b.shape,
             std::vector<int64_t>(b.shape.size(), 0), b.shape);
   }

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <set>
 
 namespace hspmd::runtime {
 
@@ -107,17 +108,61 @@ ParameterStore ParameterStore::load(const std::string &path, const std::string &
   if (store.model != model)
     throw CheckpointError(path + ": the checkpoint is of another model: it holds '" + store.model.substr(0, 120) +
                           "...', the program needs '" + model.substr(0, 120) + "...'");
-  store.step = header.value("step", int64_t{0});
-  for (const auto &entry : header["tensors"]) {
-    GlobalTensor t{entry["shape"].get<std::vector<int64_t>>(), {}};
+  // The header is checked whole before any data is read: its step, and each tensor's name
+  // (once) and shape (non-negative sizes whose bytes fit).
+  const nlohmann::json &step = header["step"];
+  if (!step.is_number_integer() || step.get<int64_t>() < 0)
+    throw CheckpointError(path + ": the checkpoint's step must be a whole number of at least 0, got " +
+                          step.dump().substr(0, 40));
+  store.step = step.get<int64_t>();
+  const nlohmann::json &tensors = header["tensors"];
+  if (!tensors.is_array())
+    throw CheckpointError(path + ": the checkpoint's header has no list of tensors");
+  std::vector<std::pair<std::string, std::vector<int64_t>>> entries;
+  std::set<std::string> names;
+  for (const auto &entry : tensors) {
+    if (!entry.is_object() || !entry["name"].is_string() || !entry["shape"].is_array())
+      throw CheckpointError(path + ": a tensor of the header has no name or no shape: " + entry.dump().substr(0, 80));
+    const std::string name = entry["name"].get<std::string>();
+    if (!names.insert(name).second)
+      throw CheckpointError(path + ": tensor '" + name + "' is in the checkpoint twice");
+    std::vector<int64_t> shape;
+    int64_t bytes = 4;
+    for (const auto &size : entry["shape"]) {
+      if (!size.is_number_integer() || size.get<int64_t>() < 0 ||
+          __builtin_mul_overflow(bytes, size.get<int64_t>(), &bytes) || bytes > (int64_t{1} << 48))
+        throw CheckpointError(path + ": tensor '" + name + "' has a shape no tensor can have: " +
+                              entry["shape"].dump().substr(0, 80));
+      shape.push_back(size.get<int64_t>());
+    }
+    entries.emplace_back(name, std::move(shape));
+  }
+  // The data must be exactly what the header lists (checked before anything is allocated).
+  int64_t listed = 0;
+  for (const auto &[name, shape] : entries) {
+    int64_t bytes = 4;
+    for (int64_t d : shape)
+      bytes *= d;
+    if (__builtin_add_overflow(listed, bytes, &listed))
+      throw CheckpointError(path + ": the checkpoint's header lists more data than a file can hold");
+  }
+  const std::streamoff dataStart = in.tellg();
+  in.seekg(0, std::ios::end);
+  const int64_t held = static_cast<int64_t>(in.tellg() - dataStart);
+  in.seekg(dataStart);
+  if (held != listed)
+    throw CheckpointError(path + ": the checkpoint's header lists " + std::to_string(listed) +
+                          " bytes of tensors, the file holds " + std::to_string(held));
+  for (auto &[name, shape] : entries) {
+    GlobalTensor t{shape, {}};
     int64_t n = 1;
     for (int64_t d : t.shape)
       n *= d;
     t.data.resize(static_cast<size_t>(n));
     in.read(reinterpret_cast<char *>(t.data.data()), static_cast<std::streamsize>(n * 4));
     if (!in)
-      throw CheckpointError(path + ": the checkpoint ends inside tensor '" + entry["name"].get<std::string>() + "'");
-    store.tensors[entry["name"].get<std::string>()] = std::move(t);
+      throw CheckpointError(path + ": the checkpoint ends inside tensor '" + name + "'");
+    store.tensors[name] = std::move(t);
   }
   return store;
 }

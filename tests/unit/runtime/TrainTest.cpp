@@ -8,6 +8,7 @@
 #include "runtime/Run.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <filesystem>
@@ -196,6 +197,97 @@ TEST(Training, BadInputFailsWithAClearError) {
         std::string(e.what()).rfind(path.string() + ": the checkpoint is of another model: it holds 'TinyLLaMA", 0), 0u)
         << e.what();
   }
+  std::filesystem::remove(path);
+}
+
+// A checkpoint's header is checked whole against the file and the program before anything is
+// loaded: a negative step (it crashed), a tensor listed twice (it loaded), a missing optimizer
+// state (it silently restarted the optimizer), a shape no tensor can have (std::bad_alloc) and
+// data that is not what the header lists are each an error naming the file and what is wrong.
+TEST(Training, CheckpointHeadersAreChecked) {
+  auto single = compile("examples/gpt/plans/single.hspmd");
+  ASSERT_TRUE(single->result.ok);
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("hspmd_header_" + std::to_string(::getpid()))).string();
+  runtime::RunOptions options;
+  options.steps = 1;
+  options.data = kData;
+  options.save = path;
+  runtime::runThreads(single->result.programs.at(0), single->model, options);
+  options.save.clear();
+  // The saved checkpoint: its header and each tensor's bytes.
+  std::ifstream in(path, std::ios::binary);
+  std::string line;
+  std::getline(in, line);
+  const nlohmann::json header = nlohmann::json::parse(line);
+  std::vector<std::string> data;
+  for (const auto &entry : header["tensors"]) {
+    int64_t n = 4;
+    for (int64_t d : entry["shape"].get<std::vector<int64_t>>())
+      n *= d;
+    data.emplace_back(static_cast<size_t>(n), '\0');
+    in.read(data.back().data(), n);
+  }
+  ASSERT_TRUE(in);
+  size_t state = 0; // the first optimizer state tensor
+  while (state < data.size() &&
+         header["tensors"][state]["name"].get<std::string>().find(".adam_m") == std::string::npos)
+    ++state;
+  ASSERT_LT(state, data.size());
+  const std::string stateName = header["tensors"][state]["name"];
+
+  auto loadWith = [&](const nlohmann::json &h, const std::vector<std::string> &tensors) {
+    const std::string changed = path + ".changed";
+    {
+      std::ofstream out(changed, std::ios::binary);
+      out << h.dump() << "\n";
+      for (const auto &bytes : tensors)
+        out << bytes;
+    }
+    options.load = changed;
+    std::string error;
+    try {
+      runtime::runThreads(single->result.programs.at(0), single->model, options);
+    } catch (const std::exception &e) {
+      error = e.what();
+    }
+    std::filesystem::remove(changed);
+    // Header errors name the file; the program's own checks name the tensor.
+    const std::string prefix = changed + ": ";
+    return error.empty() ? "(loaded)" : error.rfind(prefix, 0) == 0 ? error.substr(prefix.size()) : error;
+  };
+  EXPECT_EQ(loadWith(header, data), "(loaded)");
+  nlohmann::json h = header;
+  h["step"] = -1;
+  EXPECT_EQ(loadWith(h, data), "the checkpoint's step must be a whole number of at least 0, got -1");
+  h = header;
+  h["tensors"].push_back(header["tensors"][0]);
+  std::vector<std::string> twice = data;
+  twice.push_back(data[0]);
+  EXPECT_EQ(loadWith(h, twice),
+            "tensor '" + header["tensors"][0]["name"].get<std::string>() + "' is in the checkpoint twice");
+  h = header;
+  h["tensors"].erase(state);
+  std::vector<std::string> without = data;
+  without.erase(without.begin() + static_cast<long>(state));
+  EXPECT_EQ(loadWith(h, without), "optimizer state '" + stateName +
+                                      "' is missing from the parameters loaded (saved after 1 steps; a checkpoint "
+                                      "of another optimizer has other state)");
+  h = header;
+  h["tensors"][0]["shape"] = {-1, 4};
+  EXPECT_EQ(loadWith(h, data),
+            "tensor '" + header["tensors"][0]["name"].get<std::string>() + "' has a shape no tensor can have: [-1,4]");
+  h = header;
+  h["tensors"][0]["shape"] = {int64_t{1} << 40, int64_t{1} << 40};
+  EXPECT_EQ(loadWith(h, data), "tensor '" + header["tensors"][0]["name"].get<std::string>() +
+                                   "' has a shape no tensor can have: [1099511627776,1099511627776]");
+  std::vector<std::string> shorter = data;
+  shorter.back().pop_back();
+  int64_t total = 0;
+  for (const auto &bytes : data)
+    total += static_cast<int64_t>(bytes.size());
+  EXPECT_EQ(loadWith(header, shorter), "the checkpoint's header lists " + std::to_string(total) +
+                                           " bytes of tensors, the file holds " + std::to_string(total - 1));
   std::filesystem::remove(path);
 }
 
