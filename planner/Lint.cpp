@@ -6,6 +6,7 @@
 #include "planner/Estimates.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <cmath>
 #include <cstdio>
 #include <set>
@@ -166,10 +167,10 @@ private:
       for (const auto &stage : pipeline.stages)
         held.insert(stage.extraParams.begin(), stage.extraParams.end());
       for (const ir::Value *param : graph_.params()) {
-        bool inStack = false;
-        for (const auto &stage : pipeline.stages)
-          inStack = inStack || (!stage.stack.empty() && param->name.rfind(stage.stack + "[", 0) == 0);
-        if (!inStack && !held.count(param->name))
+        // A layer of a stack is placed by `layers`: layersCovered names each missing range once.
+        if (ir::stackPosition(param->name))
+          continue;
+        if (!held.count(param->name))
           error(pipeline.loc, "HS107",
                 "parameter '" + param->name + "' is not placed in pipeline '" + pipeline.name + "' (add `with " +
                     param->name + "` to the stages that use it)");
@@ -388,6 +389,18 @@ private:
       }
   }
 
+  // A value as people know it: by its name when the source gave it one ('blocks[1].forward.h'),
+  // else as the result of its op where that op is written (anonymous values are numbered).
+  std::string describeValue(const std::string &name) const {
+    const ir::Value *value = graph_.findValue(name);
+    if (!value || !value->def || name.find_first_not_of("0123456789") != std::string::npos)
+      return "'" + name + "'";
+    const ir::Location &loc = value->def->loc;
+    return "the result of " + std::string(ir::opInfo(value->def->kind).name) + " at " +
+           std::filesystem::path(loc.file).filename().string() + ":" + std::to_string(loc.line) + ":" +
+           std::to_string(loc.col);
+  }
+
   // HS204: layout changes deduction inserted (not pipeline hops, reductions or pins). The
   // same change at the same place (every layer of a stack) is reported once.
   void reshards() {
@@ -410,7 +423,7 @@ private:
     }
     for (const auto &[key, group] : groups) {
       const auto &reshard = *group.first;
-      std::string what = "'" + reshard.value + "'" +
+      std::string what = describeValue(reshard.value) +
                          (group.count > 1 ? " and " + std::to_string(group.count - 1) + " like it" : std::string());
       warn(reshard.loc, "HS204",
            what + (group.count > 1 ? " are" : " is") + " resharded automatically from " +

@@ -48,7 +48,7 @@ case("hs104_batch_split", gpt("  pipeline a {\n    stage devices [0, 1] layers b
       (7, 19, "error", "2 devices do not divide dimension 0 (9) of 'targets' (pieces of 5 or fewer; say `chunked` in the plan if that is intended) [HS104]")])
 case("hs104_raw_annotation", gpt("  annotate wte = [0, 1, 2]: S0"),
      [(6, 18, "error", "3 devices do not divide dimension 0 (256) of 'wte' (pieces of 86 or fewer; say `chunked` in the plan if that is intended) [HS104]"),
-      ("stdlib/nn.hspmd", 76, 15, "warning", "'2' and 3 like it are resharded automatically from [0..3]: S2 to [0..3]: R (about ...")])
+      ("stdlib/nn.hspmd", 76, 15, "warning", "the result of matmul at nn.hspmd:76:39 and 3 like it are resharded automatically from [0..3]: S2 to [0..3]: R (about ...")])
 case("hs105_sizes_sum", gpt("  annotate tokens = { [0]: R | [1]: R } split0 [5, 4]"),
      [(6, 41, "error", "sizes sum to 9, but dimension 0 has size 8 (for 'tokens' of type i32[8, 64]) [HS105]")])
 case("hs105_sizes_count", gpt("  annotate tokens = { [0]: R | [1]: R } split0 [4, 2, 2]"),
@@ -64,6 +64,8 @@ case("hs205_kv_groups", gpt("  pipeline a {\n    stage devices [0, 1] hp [0: 3, 
       ("stdlib/nn.hspmd", 59, 13, "warning", "'blocks[0].attn.forward.k' and 7 like it are resharded automatically from ...")])
 case("hs107_layers_missing", gpt("  pipeline a {\n    stage devices [0] layers blocks[0:3] with wte, lnf\n  }"),
      [(6, 3, "error", "layer 3 of blocks is not placed in pipeline 'a' [HS107]")])
+case("hs107_stage_without_layers", gpt("  pipeline a {\n    stage devices [0, 1] tp 2 with wte, lnf\n  }"),
+     [(6, 3, "error", "layers blocks[0:4] are not placed in pipeline 'a' [HS107]")])
 case("hs107_layers_gap", gpt("  pipeline a microbatches 2 {\n    stage devices [0] layers blocks[0:1] with wte\n    stage devices [1] layers blocks[3:4] with lnf, wte\n  }"),
      [(8, 30, "error", "layers blocks[1:3] are not placed in pipeline 'a' [HS107]"),
       (3, 6, "warning", "estimated compute per step differs by ...")])
@@ -117,7 +119,7 @@ case("hs203_slower_link", gpt("  pipeline a microbatches 2 {\n    stage devices 
                               cluster='  cluster "two_nodes.toml"\n'),
      [(8, 19, "warning", "the hop from stage 0 to stage 1 of pipeline 'a' sends 2 of 2 device pairs over the network; listing this stage's devices in another order needs only 0 [HS203]")])
 case("hs204_automatic_reshard", gpt("  annotate wte = [0, 1]: S1\n  annotate tokens = [0, 1]: R"),
-     [("stdlib/nn.hspmd", 76, 23, "warning", "'0' is resharded automatically from [0, 1]: S2 to [0, 1]: R (about ...")])
+     [("stdlib/nn.hspmd", 76, 23, "warning", "the result of embedding at nn.hspmd:103:20 is resharded automatically from [0, 1]: S2 to [0, 1]: R (about ...")])
 
 
 def main():
