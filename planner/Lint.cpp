@@ -6,9 +6,9 @@
 #include "planner/Estimates.h"
 
 #include <algorithm>
-#include <filesystem>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <set>
 
 namespace hspmd::planner {
