@@ -54,7 +54,8 @@ void DeviceExecutor::load(const ParameterStore &store) {
       // silently restart the optimizer.
       if (store.step > 0)
         throw CheckpointError("optimizer state '" + name + "' is missing from the parameters loaded (saved after " +
-                              std::to_string(store.step) + " steps; a checkpoint of another optimizer has other state)");
+                              std::to_string(store.step) +
+                              " steps; a checkpoint of another optimizer has other state)");
       std::memset(address(b.id, 0), 0, static_cast<size_t>(b.bytes())); // fresh optimizer state
       continue;
     }

@@ -131,8 +131,8 @@ ParameterStore ParameterStore::load(const std::string &path, const std::string &
     for (const auto &size : entry["shape"]) {
       if (!size.is_number_integer() || size.get<int64_t>() < 0 ||
           __builtin_mul_overflow(bytes, size.get<int64_t>(), &bytes) || bytes > (int64_t{1} << 48))
-        throw CheckpointError(path + ": tensor '" + name + "' has a shape no tensor can have: " +
-                              entry["shape"].dump().substr(0, 80));
+        throw CheckpointError(path + ": tensor '" + name +
+                              "' has a shape no tensor can have: " + entry["shape"].dump().substr(0, 80));
       shape.push_back(size.get<int64_t>());
     }
     entries.emplace_back(name, std::move(shape));
