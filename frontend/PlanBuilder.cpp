@@ -3,6 +3,11 @@
 
 namespace hspmd::frontend {
 
+namespace {
+// Device ids a plan may name: far beyond any cluster, and small enough for an int.
+constexpr int64_t kMaxDevices = int64_t{1} << 20;
+} // namespace
+
 std::string Path::str() const {
   std::string text;
   for (const auto &segment : segments) {
@@ -117,10 +122,15 @@ StageDecl AstBuilder::buildStage(P::StageDeclContext *ctx) {
       for (auto *entry : s->shareEntry()) {
         ShareEntry out;
         out.loc = loc(entry);
-        if (entry->deviceList())
+        if (entry->deviceList()) {
           out.devices = buildDeviceList(entry->deviceList(), nullptr);
-        else
-          out.devices = {static_cast<int>(intValue(entry->INT(0)->getSymbol()).value_or(0))};
+        } else {
+          const int64_t device = intValue(entry->INT(0)->getSymbol()).value_or(0);
+          if (device >= kMaxDevices)
+            error(loc(entry), "device id " + std::to_string(device) + " is too large (ids are below " +
+                                  std::to_string(kMaxDevices) + ")");
+          out.devices = {static_cast<int>(std::min<int64_t>(device, kMaxDevices - 1))};
+        }
         out.value = intValue(entry->INT().back()->getSymbol()).value_or(0);
         entries.push_back(std::move(out));
       }
@@ -169,6 +179,11 @@ std::vector<int> AstBuilder::buildDeviceList(P::DeviceListContext *ctx, std::vec
   std::vector<int> devices;
   for (auto *item : ctx->deviceItem()) {
     auto lo = intValue(item->lo);
+    if (lo && *lo >= kMaxDevices) {
+      error(span(item),
+            "device id " + std::to_string(*lo) + " is too large (ids are below " + std::to_string(kMaxDevices) + ")");
+      continue;
+    }
     auto hi = item->hi ? intValue(item->hi) : (lo ? std::optional<int64_t>(*lo + 1) : std::nullopt);
     if (!lo || !hi)
       continue;
@@ -177,8 +192,9 @@ std::vector<int> AstBuilder::buildDeviceList(P::DeviceListContext *ctx, std::vec
             "empty device range " + std::to_string(*lo) + ".." + std::to_string(*hi) + " (the end is excluded)");
       continue;
     }
-    if (*hi > (1 << 20)) {
-      error(span(item), "device id " + std::to_string(*hi - 1) + " is too large");
+    if (*hi > kMaxDevices) {
+      error(span(item), "device id " + std::to_string(*hi - 1) + " is too large (ids are below " +
+                            std::to_string(kMaxDevices) + ")");
       continue;
     }
     for (int64_t d = *lo; d < *hi; ++d) {

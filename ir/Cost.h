@@ -55,11 +55,14 @@ inline double attentionFlops(double batch, double heads, double keyPairs, double
 /// (query, key) pairs a causal mask lets through for `queries` consecutive queries starting
 /// `offset` positions after the first of `keys` keys: query s sees offset + s + 1 keys (at
 /// most all of them).
+/// Closed form (positions are whole numbers): the sum over s in [0, queries) of
+/// clamp(offset + s + 1, 0, keys), whose terms are 0, then a + s, then keys.
 inline double causalPairs(double queries, double keys, double offset) {
-  double pairs = 0;
-  for (double s = 0; s < queries; ++s)
-    pairs += std::clamp(offset + s + 1, 0.0, keys);
-  return pairs;
+  const double a = offset + 1;                                           // the term at s = 0
+  const double none = std::clamp(-a, 0.0, queries);                      // terms below 0
+  const double all = std::clamp(queries - (keys - a + 1), 0.0, queries); // terms above keys
+  const double middle = std::max(0.0, queries - none - all);             // terms a + s, s in [none, none + middle)
+  return middle * a + middle * (2 * none + middle - 1) / 2 + all * keys;
 }
 
 // ---- communication -----------------------------------------------------------------------

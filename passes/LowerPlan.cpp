@@ -134,15 +134,24 @@ private:
                     ": a device runs one stage");
           ok = false;
         }
-        for (const auto *shares : {&stage.cp, &stage.hp})
+        for (const auto *shares : {&stage.cp, &stage.hp}) {
+          const char *key = shares == &stage.cp ? "cp" : "hp";
+          std::set<int> shared; // devices of the shares so far: each is in one share, once
           for (const ir::ShareSpec &share : *shares)
-            for (int device : share.devices)
+            for (int device : share.devices) {
               if (!here.count(device)) {
                 error(share.loc, "HS102",
-                      "device " + std::to_string(device) + " is not a device of this stage (" +
-                          (shares == &stage.cp ? "cp" : "hp") + " shares divide the stage's devices)");
+                      "device " + std::to_string(device) + " is not a device of this stage (" + key +
+                          " shares divide the stage's devices)");
+                ok = false;
+              } else if (!shared.insert(device).second) {
+                error(share.loc, "HS102",
+                      "device " + std::to_string(device) + " is in two " + key +
+                          " shares (the shares divide the stage's devices, each device into one)");
                 ok = false;
               }
+            }
+        }
       }
     return ok;
   }

@@ -436,6 +436,8 @@ case("plan_zero_microbatches", plan("  pipeline a microbatches 0 {\n    stage de
 case("plan_too_many_microbatches", plan("  pipeline a microbatches 4294967304 {\n    stage devices [0] layers blocks\n  }"),
      [(5, 27, "error", "'microbatches' is 4294967304; a pipeline has at most 1023 micro-batches")])
 
+case("plan_device_id_too_large", plan("  pipeline a {\n    stage devices [0, 9223372036854775807] layers blocks\n  }"),
+     [(6, 23, "error", "device id 9223372036854775807 is too large (ids are below 1048576)")])
 case("plan_stack_not_a_stack", plan("  pipeline a {\n    stage devices [0] layers wte\n  }"),
      [(6, 30, "error", "'wte' is not a stack of layers of GPT")])
 

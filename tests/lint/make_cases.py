@@ -26,6 +26,8 @@ ONE = "  pipeline a {\n    stage devices [0] layers blocks with wte, lnf\n  }"
 # ---------------------------------------------------------------- errors
 case("hs101_stage_device", gpt("  pipeline a {\n    stage devices [0, 7] tp 2 layers blocks with wte, lnf\n  }"),
      [(7, 19, "error", "device 7 is not in the cluster (cpu4 has devices 0..3) [HS101]")])
+case("hs102_cp_device_in_two_shares", gpt("  pipeline a {\n    stage devices [0, 1, 2] cp [0: 5, 1: 3, 0: 3] layers blocks with wte, lnf\n  }", bind="  bind B = 4, S = 66\n"),
+     [(7, 45, "error", "device 0 is in two cp shares (the shares divide the stage's devices, each device into one) [HS102]")])
 case("hs102_cp_outside_stage", gpt("  pipeline a {\n    stage devices [0, 1] cp [0: 1, 9: 1] layers blocks with wte, lnf\n  }"),
      [(7, 36, "error", "device 9 is not a device of this stage (cp shares divide the stage's devices) [HS102]")])
 case("hs102_stage_device_twice", gpt("  pipeline a {\n    stage devices [0, 0] layers blocks with wte, lnf\n  }"),
