@@ -118,7 +118,8 @@ const ModuleDecl *Compilation::findModule(const std::string &name) const {
 }
 
 std::unique_ptr<ir::Graph> Compilation::elaborate(const ModuleDecl &model, const std::vector<Arg> &overrides,
-                                                  const std::map<std::string, int64_t> &bindings) {
+                                                  const std::map<std::string, int64_t> &bindings,
+                                                  const Location &instantiatedAt) {
   auto graph = std::make_unique<ir::Graph>(model.name);
   Elaborator elaborator(*this, *graph);
   std::vector<ArgValue> args;
@@ -128,7 +129,7 @@ std::unique_ptr<ir::Graph> Compilation::elaborate(const ModuleDecl &model, const
   } catch (const ElaborationAbort &) {
     return nullptr;
   }
-  if (!elaborator.elaborateModel(model, args, bindings))
+  if (!elaborator.elaborateModel(model, args, bindings, instantiatedAt.isKnown() ? instantiatedAt : model.loc))
     return nullptr;
   // A graph built by the elaborator that fails the verifier is a compiler bug; report it
   // as one rather than crash later.

@@ -37,9 +37,12 @@ public:
   const ModuleDecl *findModule(const std::string &name) const;
 
   /// Elaborates a model. `overrides` replace parameter defaults (a plan's `for GPT(...)`);
-  /// `bindings` give values to symbolic dimensions. Returns null after reporting errors.
+  /// `bindings` give values to symbolic dimensions. An error in another file than
+  /// `instantiatedAt`'s (the plan's `for GPT(...)`; by default the model's declaration) gets a
+  /// note there naming the instance it is in. Returns null after reporting errors.
   std::unique_ptr<ir::Graph> elaborate(const ModuleDecl &model, const std::vector<Arg> &overrides = {},
-                                       const std::map<std::string, int64_t> &bindings = {});
+                                       const std::map<std::string, int64_t> &bindings = {},
+                                       const Location &instantiatedAt = {});
 
   struct ElaboratedPlan {
     ir::PlanSpec spec;

@@ -7,7 +7,14 @@
 namespace hspmd::frontend {
 
 void Elaborator::fail(const Location &at, std::string message) {
-  compilation_.diags().error(at, std::move(message));
+  auto error = compilation_.diags().error(at, std::move(message));
+  // An error in another file than the model's (a stdlib layer) says which instance it is of and
+  // where the model was made, which is where the argument to change usually is.
+  if (modelAt_.isKnown() && at.file != modelAt_.file) {
+    const std::string path = active_.empty() ? "" : active_.back()->path;
+    error.note(modelAt_,
+               "in " + (path.empty() ? std::string("the model") : path) + " of " + modelName_ + ", instantiated here");
+  }
   throw ElaborationAbort{};
 }
 
@@ -16,8 +23,10 @@ static std::string joinPath(const std::string &prefix, const std::string &name) 
 }
 
 bool Elaborator::elaborateModel(const ModuleDecl &model, const std::vector<ArgValue> &args,
-                                const std::map<std::string, int64_t> &bindings) {
+                                const std::map<std::string, int64_t> &bindings, const Location &instantiatedAt) {
   try {
+    modelAt_ = instantiatedAt;
+    modelName_ = model.name;
     Instance *root = instantiate(model, "", args, model.loc);
     const FnDecl *forward = nullptr;
     for (const Member &member : root->decl->members)
@@ -88,6 +97,7 @@ Instance *Elaborator::instantiate(const ModuleDecl &decl, const std::string &pat
   instances_.push_back(std::move(owned));
   instance->decl = &decl;
   instance->path = path;
+  ActiveGuard guard(active_, instance);
   bindModuleParams(*instance, args, at);
   for (const Member &member : decl.members)
     elaborateMember(*instance, member);
@@ -244,6 +254,7 @@ void Elaborator::bindSignature(Scope &scope, const TypeExpr &type, ir::Value *va
 }
 
 EValue Elaborator::callFn(Instance *self, const FnDecl &fn, const std::vector<ArgValue> &args, const Location &at) {
+  ActiveGuard guard(active_, self);
   if (++callDepth_ > 200)
     fail(at, "calls nest deeper than 200 (recursion?)");
   Scope scope{{}, &self->scope};

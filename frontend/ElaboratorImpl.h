@@ -70,7 +70,7 @@ public:
 
   /// Instantiates `model` and runs its forward, recording ops. False after an error.
   bool elaborateModel(const ModuleDecl &model, const std::vector<ArgValue> &args,
-                      const std::map<std::string, int64_t> &bindings);
+                      const std::map<std::string, int64_t> &bindings, const Location &instantiatedAt);
   /// Evaluates a constant expression (plan arguments and bindings).
   EValue evalConstant(const Expr &expr);
 
@@ -83,6 +83,16 @@ private:
   std::vector<std::unique_ptr<Instance>> instances_;
   std::vector<std::unique_ptr<Stack>> stacks_;
   int callDepth_ = 0;
+  // What an error inside a layer's source (the stdlib, another file) is noted with: the
+  // instance being elaborated, and where the model was instantiated (its declaration or alias).
+  std::vector<const Instance *> active_;
+  Location modelAt_;
+  std::string modelName_;
+  struct ActiveGuard {
+    std::vector<const Instance *> &active;
+    ActiveGuard(std::vector<const Instance *> &a, const Instance *i) : active(a) { active.push_back(i); }
+    ~ActiveGuard() { active.pop_back(); }
+  };
 
   // Elaborator.cpp
   Instance *instantiate(const ModuleDecl &decl, const std::string &path, const std::vector<ArgValue> &args,

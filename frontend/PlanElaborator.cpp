@@ -149,7 +149,7 @@ std::optional<Compilation::ElaboratedPlan> Compilation::elaboratePlan(const Plan
   }
   if (diags_.errorCount() != errorsBefore)
     return std::nullopt;
-  result.graph = elaborate(*model, plan.modelArgs, spec.bindings);
+  result.graph = elaborate(*model, plan.modelArgs, spec.bindings, plan.modelLoc);
   if (!result.graph)
     return std::nullopt;
   ir::Graph &graph = *result.graph;

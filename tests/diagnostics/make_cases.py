@@ -453,6 +453,14 @@ case("plan_optimizer_out_of_range", plan("  optimizer adamw(lr = -1, beta1 = 7, 
       (5, 45, "error", "'eps' must be positive, got 0"),
       (5, 63, "error", "'weight_decay' must be at least 0, got -0.1")])
 
+# An error inside the stdlib names the instance it is in, at the user's model.
+case("stdlib_error_names_its_instance", """
+import "nn"
+
+model ParaGPT = GPT(vocab = 256, d = 48, heads = 5, layers = 2, ffn = 96)
+""", [("stdlib/nn.hspmd", 76, 66, "error", "48 / 5 is not a whole number"),
+      (3, 7, "note", "in blocks[0] of ParaGPT, instantiated here")])
+
 # ---------------------------------------------------------------- checked arithmetic
 case("overflow_divide", """
 model M(m: int = -9223372036854775807 - 1) {
