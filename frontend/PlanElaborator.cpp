@@ -78,10 +78,16 @@ std::vector<std::string> signatureSymbols(const ModuleDecl &model) {
     if (auto *fn = std::get_if<FnDecl>(&member); fn && fn->name == "forward")
       for (const FnParam &param : fn->params)
         for (const ExprPtr &dim : param.type.dims)
-          if (dim->kind == ExprKind::Name && std::find(names.begin(), names.end(), dim->text) == names.end())
+          if (dim->kind == ExprKind::Name && std::find(names.begin(), names.end(), dim->text) == names.end() &&
+              std::none_of(model.params.begin(), model.params.end(),
+                           [&](const ModuleParam &p) { return p.name == dim->text; })) // `d` of M(d: int)
             names.push_back(dim->text);
   return names;
 }
+
+// A pipeline's `share` and a cp/hp share: far beyond any batch, sequence or head count, and
+// small enough that their sums and products with sizes stay exact.
+constexpr int64_t kMaxShare = int64_t{1} << 40;
 
 std::string joinNames(const std::vector<std::string> &names) {
   std::string text;
@@ -127,12 +133,6 @@ std::optional<Compilation::ElaboratedPlan> Compilation::elaboratePlan(const Plan
     if (!spec.bindings.emplace(binding.name, *integer->constant()).second)
       diags_.error(binding.loc, "'" + binding.name + "' is bound twice");
   }
-  // Every symbolic dimension needs a value: unbound, it would be taken as 1 and the plan
-  // would train one position of one sequence a step.
-  for (const std::string &symbol : symbols)
-    if (!spec.bindings.count(symbol))
-      diags_.error(plan.loc, "plan '" + plan.name + "' does not bind '" + symbol + "', a symbolic dimension of " +
-                                 plan.model + ".forward (add `bind " + symbol + " = ...`)");
   // The model's arguments, evaluated (model parameters are ints, floats and bools).
   for (const Arg &arg : plan.modelArgs) {
     EValue value = constants.evalConstant(*arg.value);
@@ -152,6 +152,11 @@ std::optional<Compilation::ElaboratedPlan> Compilation::elaboratePlan(const Plan
   result.graph = elaborate(*model, plan.modelArgs, spec.bindings, plan.modelLoc);
   if (!result.graph)
     return std::nullopt;
+  // Every symbolic dimension needs a value: unbound, it would be taken as 1 and the plan
+  // would train one position of one sequence a step.
+  for (const std::string &symbol : result.graph->symbols)
+    diags_.error(plan.loc, "plan '" + plan.name + "' does not bind '" + symbol + "', a symbolic dimension of " +
+                               plan.model + ".forward (add `bind " + symbol + " = ...`)");
   ir::Graph &graph = *result.graph;
 
   // Cluster file, relative to the plan's folder.
@@ -250,6 +255,10 @@ std::optional<Compilation::ElaboratedPlan> Compilation::elaboratePlan(const Plan
     out.name = pipeline.name.empty() ? "pipeline" + std::to_string(spec.pipelines.size()) : pipeline.name;
     out.loc = pipeline.loc;
     out.share = positiveInt(pipeline.share, 1, "'share'");
+    if (out.share > kMaxShare) {
+      diags_.error(pipeline.share->loc, "'share' is " + std::to_string(out.share) + "; a share is at most 2^40");
+      out.share = 1;
+    }
     out.shareLoc = pipeline.share ? pipeline.share->loc : pipeline.loc;
     out.microbatchesLoc = pipeline.microbatches ? pipeline.microbatches->loc : pipeline.loc;
     out.microbatches = positiveInt(pipeline.microbatches, 1, "'microbatches'");
@@ -280,8 +289,12 @@ std::optional<Compilation::ElaboratedPlan> Compilation::elaboratePlan(const Plan
         s.tp = static_cast<int>(*stage.tp);
       }
       for (const auto *entries : {&stage.cp, &stage.hp})
-        for (const ShareEntry &entry : *entries)
-          (entries == &stage.cp ? s.cp : s.hp).push_back(ir::ShareSpec{entry.devices, entry.value, entry.loc});
+        for (const ShareEntry &entry : *entries) {
+          if (entry.value > kMaxShare)
+            diags_.error(entry.loc, "a share of " + std::to_string(entry.value) + " is more than 2^40");
+          (entries == &stage.cp ? s.cp : s.hp)
+              .push_back(ir::ShareSpec{entry.devices, std::min(entry.value, kMaxShare), entry.loc});
+        }
       if (stage.layers) {
         const Path &layers = *stage.layers;
         std::string stackName;

@@ -86,10 +86,15 @@ std::vector<int64_t> resolveHeteroSizes(const HeteroPlacement &hetero, size_t su
   }
   if (!hetero.ratio)
     return hetero.sizes;
-  const int64_t total = std::accumulate(hetero.sizes.begin(), hetero.sizes.end(), int64_t{0});
+  // In 128 bits: ratios and sizes come from plans (a pipeline's `share` may be any int64).
+  __int128 total = 0;
+  for (int64_t ratio : hetero.sizes)
+    total += ratio;
+  if (total <= 0)
+    return sizes;
   int64_t assigned = 0;
-  for (size_t g = 0; g < subgroups; ++g)
-    assigned += sizes[g] = size * hetero.sizes[g] / total;
+  for (size_t g = 0; g < subgroups && g < hetero.sizes.size(); ++g)
+    assigned += sizes[g] = static_cast<int64_t>(static_cast<__int128>(size) * hetero.sizes[g] / total);
   for (size_t g = 0; assigned < size; g = (g + 1) % subgroups, ++assigned)
     ++sizes[g];
   return sizes;

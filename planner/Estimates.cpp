@@ -54,22 +54,30 @@ double forwardFlops(const ir::Op &op) {
     auto sizes = concreteSizes(*op.operands[0]);
     return cost::matmulFlops(elements(*op.result()), static_cast<double>(sizes.back()));
   }
-  case OpKind::Attention: {
+  case OpKind::Attention:
+  case OpKind::AttentionGrad: {
     auto q = concreteSizes(*op.operands[0]), k = concreteSizes(*op.operands[1]);
     // [B, S, H, D] queries over T keys; causal: the queries and keys are the same positions.
     const double pairs = ir::boolAttr(op.attrs, "causal")
                              ? cost::causalPairs(static_cast<double>(q[1]), static_cast<double>(k[1]), 0)
                              : static_cast<double>(q[1]) * static_cast<double>(k[1]);
-    return cost::attentionFlops(static_cast<double>(q[0]), static_cast<double>(q[2]), pairs, static_cast<double>(q[3]));
+    return cost::attentionFlops(static_cast<double>(q[0]), static_cast<double>(q[2]), pairs,
+                                static_cast<double>(q[3])) *
+           (op.kind == OpKind::AttentionGrad ? cost::kAttentionBackwardFactor : 1.0);
   }
   case OpKind::RmsNorm:
   case OpKind::LayerNorm:
   case OpKind::Softmax:
-    return cost::kNormFlops * elements(*op.result());
   case OpKind::CrossEntropy:
     return cost::kNormFlops * elements(*op.operands[0]);
+  case OpKind::RmsNormGrad:
+  case OpKind::LayerNormGrad:
+  case OpKind::CrossEntropyGrad:
+    return cost::kNormGradFlops * elements(*op.operands[0]);
   case OpKind::Gelu:
   case OpKind::Silu:
+  case OpKind::GeluGrad:
+  case OpKind::SiluGrad:
     return cost::kActivationFlops * elements(*op.result());
   case OpKind::Param:
   case OpKind::Input:
@@ -88,19 +96,13 @@ double forwardFlops(const ir::Op &op) {
   case OpKind::Div:
   case OpKind::Neg:
   case OpKind::Relu:
+  case OpKind::ReluGrad:
   case OpKind::Sum:
   case OpKind::Mean:
   case OpKind::Embedding:
+  case OpKind::EmbeddingGrad:
   case OpKind::Broadcast:
   case OpKind::Pad:
-  case OpKind::GeluGrad:
-  case OpKind::SiluGrad:
-  case OpKind::ReluGrad:
-  case OpKind::RmsNormGrad:
-  case OpKind::LayerNormGrad:
-  case OpKind::EmbeddingGrad:
-  case OpKind::AttentionGrad:
-  case OpKind::CrossEntropyGrad:
     return cost::kElementwiseFlops * elements(*op.result());
   } // no default: a new op kind is a compile error here (-Wswitch) until it has a cost
   return 0;

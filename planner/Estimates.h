@@ -11,8 +11,9 @@
 
 namespace hspmd::planner {
 
-/// Forward FLOPs of an op at its global shapes (unbound symbols count as 1). A causal
-/// attention over S positions costs half of a full one.
+/// FLOPs of an op at its global shapes (unbound symbols count as 1), a backward op's as the
+/// simulator prices its kernel. A causal attention over S positions costs about half of a full
+/// one.
 double forwardFlops(const ir::Op &op);
 
 /// The fraction of an op's work a device does under the op's result annotation for `plan`:

@@ -12,6 +12,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 namespace fs = std::filesystem;
@@ -49,6 +50,7 @@ std::vector<Block> docBlocks() {
 
 TEST(Docs, EveryExampleRuns) {
   int checked = 0;
+  std::set<std::string> lintCodes; // the codes docs/lint.md shows an example of
   for (const Block &block : docBlocks()) {
     const std::string where = block.file + ":" + std::to_string(block.line);
     if (block.kind == "hspmd" || block.kind == "hspmd-error") {
@@ -73,10 +75,19 @@ TEST(Docs, EveryExampleRuns) {
       }
       ++checked;
     } else if (block.kind == "hspmd-lint") {
-      // "// lint: HS107": `hspmc lint` on the block reports that code.
+      // "// lint: HS107", then "// message: ...": `hspmc lint` on the block reports that code
+      // with that message (up to a trailing "...").
       std::string first = block.text.substr(0, block.text.find('\n'));
       ASSERT_EQ(first.rfind("// lint: ", 0), 0u) << where;
       const std::string code = first.substr(9);
+      const size_t secondAt = block.text.find('\n') + 1;
+      const std::string second = block.text.substr(secondAt, block.text.find('\n', secondAt) - secondAt);
+      ASSERT_EQ(second.rfind("// message: ", 0), 0u) << where << ": the second line states the message";
+      std::string message = second.substr(12);
+      const bool prefix = message.size() > 3 && message.compare(message.size() - 3, 3, "...") == 0;
+      if (prefix)
+        message.resize(message.size() - 3);
+      lintCodes.insert(code);
       const std::string name = "docs/lint-example-" + std::to_string(block.line) + ".hspmd";
       std::ofstream(name) << block.text;
       hspmd::testing::Compiled c;
@@ -84,8 +95,9 @@ TEST(Docs, EveryExampleRuns) {
       std::filesystem::remove(name);
       bool found = false;
       for (const auto &d : c.sink.diagnostics)
-        found = found || d.code == code;
-      EXPECT_TRUE(found) << where << ": no " << code << " in " << ::testing::PrintToString(c.messages(name));
+        found = found || (d.code == code && (prefix ? d.message.rfind(message, 0) == 0 : d.message == message));
+      EXPECT_TRUE(found) << where << ": no " << code << " '" << message << "' in "
+                         << ::testing::PrintToString(c.messages(name));
       ++checked;
     } else if (block.kind == "explain") {
       // "$ hspmc explain-reshard --shape S --from 'A' --to 'B'", then "// kind: K", "// total: N".
@@ -151,6 +163,21 @@ TEST(Docs, EveryExampleRuns) {
     }
   }
   EXPECT_GE(checked, 20);
+  // Every code the compiler reports (but HS199, an internal error) has its example.
+  for (const char *folder : {"ir", "frontend", "passes", "planner"})
+    for (const auto &entry : fs::recursive_directory_iterator(folder)) {
+      if (!entry.is_regular_file())
+        continue;
+      std::ifstream in(entry.path());
+      const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      for (size_t at = text.find("\"HS"); at != std::string::npos; at = text.find("\"HS", at + 1)) {
+        const std::string code = text.substr(at + 1, 5);
+        if (code.size() == 5 && std::isdigit(static_cast<unsigned char>(code[4])) && code != "HS199") {
+          EXPECT_TRUE(lintCodes.count(code))
+              << code << " (" << entry.path().string() << ") has no example in docs/lint.md";
+        }
+      }
+    }
 }
 
 } // namespace
