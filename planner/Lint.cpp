@@ -205,11 +205,42 @@ private:
     }
   }
 
+  // HS119: tensor parallelism splits attention by heads, so `tp` must divide the query
+  // heads and the key/value heads of every attention the stage runs. Otherwise no split
+  // of the heads exists and attention would run whole on every device of the stage.
+  bool tpDividesHeads(const ir::StageSpec &stage) {
+    const std::set<int> devices(stage.devices.begin(), stage.devices.end());
+    for (const auto &op : graph_.ops()) {
+      if (op->kind != ir::OpKind::Attention)
+        continue;
+      const auto &annotation = op->result()->annotations.at(plan_.index);
+      if (!annotation)
+        continue;
+      const auto held = annotation->devices();
+      if (std::none_of(held.begin(), held.end(), [&](int d) { return devices.count(d) > 0; }))
+        continue;
+      const auto heads = op->operands[0]->type.shape[2].constant(), kv = op->operands[1]->type.shape[2].constant();
+      for (const auto &[count, what] : {std::pair{heads, "heads"}, std::pair{kv, "key/value heads"}}) {
+        if (!count || *count % stage.tp == 0)
+          continue;
+        error(stage.tpLoc, "HS119",
+              "tp " + std::to_string(stage.tp) + " does not divide the " + std::to_string(*count) + " " + what +
+                  " of attention: tensor parallelism splits attention by heads; use a tp that divides " +
+                  std::to_string(*count),
+              op->loc, "the attention is here");
+        return false;
+      }
+    }
+    return true;
+  }
+
   // HS106: head counts per device must sum to the heads. HS205: shares that split a
   // key/value group train (deduction gathers the keys and values whole), at that cost.
   void headsRespectGroups() {
     for (const auto &pipeline : spec_.pipelines)
       for (const auto &stage : pipeline.stages) {
+        if (stage.tp > 1 && stage.hp.empty() && !tpDividesHeads(stage))
+          return;
         if (stage.hp.empty())
           continue;
         int64_t total = 0;
@@ -275,24 +306,60 @@ private:
       if (op->kind != ir::OpKind::Param && op->kind != ir::OpKind::Input)
         continue;
       const ir::Value *value = op->result();
-      const auto &annotation = value->annotations.at(plan_.index);
-      if (!annotation)
-        continue;
-      for (size_t g = 0; g < annotation->subgroups.size(); ++g)
-        for (const auto &axis : annotation->subgroups[g].axes) {
-          if (axis.kind != ir::AxisKind::Split || axis.count == 1)
-            continue;
-          auto pieces = ir::ownedRegion(*annotation, concrete(*value), annotation->subgroups[g].devices[0]);
-          int64_t extent = pieces.empty() ? 0 : pieces[0].box.hi[axis.dim] - pieces[0].box.lo[axis.dim];
-          auto size = value->type.shape[axis.dim].constant();
-          if (!size || *size % axis.count == 0 || !reported.insert(value->name).second)
-            continue;
-          error(locateValue(*value), "HS104",
-                std::to_string(axis.count) + " devices do not divide dimension " + std::to_string(axis.dim) + " (" +
-                    std::to_string(*size) + ") of '" + value->name + "' (pieces of " + std::to_string(extent) +
-                    " or fewer; say `chunked` in the plan if that is intended)");
-        }
+      if (const auto &annotation = value->annotations.at(plan_.index))
+        splitDivides(*value, *annotation, "'" + value->name + "'", &reported);
     }
+    // `zero` shards each parameter's optimizer state over the replicas: equal shards, or
+    // its all-gather would take unequal pieces.
+    // One message for all of them: they share the cause.
+    std::vector<const ir::Value *> uneven;
+    for (const auto &[name, annotation] : plan_.optimizerState)
+      if (const ir::Value *param = graph_.findValue(name); param && !splitDivides(*param, annotation, "", nullptr))
+        uneven.push_back(param);
+    if (!uneven.empty()) {
+      const std::string others =
+          uneven.size() == 1 ? std::string() : " and of " + std::to_string(uneven.size() - 1) + " more";
+      splitDivides(*uneven.front(), plan_.optimizerState.at(uneven.front()->name),
+                   "the optimizer state of '" + uneven.front()->name + "'" + others + " (sharded by `zero`)",
+                   &reported);
+    }
+  }
+
+  // HS104 for one layout of `value`, named `what` in the message; reported once per value in
+  // `reported`, not at all without it. Whether every split divides.
+  bool splitDivides(const ir::Value &value, const ir::Annotation &annotation, const std::string &what,
+                    std::set<std::string> *reported) {
+    for (size_t g = 0; g < annotation.subgroups.size(); ++g)
+      for (const auto &axis : annotation.subgroups[g].axes) {
+        if (axis.kind != ir::AxisKind::Split || axis.count == 1)
+          continue;
+        // What the subgroup holds of the dimension (all of it, or its share of a split
+        // between subgroups) is what the axis splits.
+        const auto sizes = concrete(value);
+        const auto &devices = annotation.subgroups[g].devices;
+        int64_t lo = sizes[axis.dim], hi = 0, extent = 0;
+        for (int device : devices)
+          for (const auto &piece : ir::ownedRegion(annotation, sizes, device)) {
+            lo = std::min(lo, piece.box.lo[axis.dim]);
+            hi = std::max(hi, piece.box.hi[axis.dim]);
+            extent = std::max(extent, piece.box.hi[axis.dim] - piece.box.lo[axis.dim]);
+          }
+        auto size = value.type.shape[axis.dim].constant();
+        if (!size || hi <= lo || (hi - lo) % axis.count == 0)
+          continue;
+        if (!reported || !reported->insert(value.name).second)
+          return false;
+        const std::string dimension = "dimension " + std::to_string(axis.dim);
+        error(locateValue(value, devices[0]), "HS104",
+              std::to_string(axis.count) + " devices do not divide " +
+                  (hi - lo == *size ? dimension + " (" + std::to_string(*size) + ") of " + what
+                                    : dimension + " of " + what + " where their subgroup holds " +
+                                          std::to_string(hi - lo) + " of its " + std::to_string(*size)) +
+                  " (pieces of " + std::to_string(extent) +
+                  " or fewer; say `chunked` in the plan if that is intended)");
+        return false;
+      }
+    return true;
   }
 
   // HS111
@@ -349,6 +416,13 @@ private:
     auto [slowest, fastest] = std::minmax_element(compute.begin(), compute.end(),
                                                   [](const auto &a, const auto &b) { return a.second > b.second; });
     if (fastest->second <= 0 || slowest->second / fastest->second <= 1.10)
+      return;
+    // Layers are whole: when giving away one of its layers would make the slowest device
+    // faster than the fastest one, no placement of layers balances better (a planned plan
+    // on a mixed cluster is like that) and there is nothing to say.
+    const ir::StageSpec *stage = stageOf(slowest->first);
+    const int layers = stage && !stage->stack.empty() ? std::max(1, stage->layerEnd - stage->layerBegin) : 1;
+    if (slowest->second - slowest->second / layers <= fastest->second)
       return;
     warn(spec_.loc, "HS202",
          "estimated compute per step differs by " + fixed(100 * (slowest->second / fastest->second - 1), 0) +
@@ -440,22 +514,23 @@ private:
     return nullptr;
   }
 
-  ir::Location locateValue(const ir::Value &value) const {
+  // Where a layout of `value` that `device` holds is written: its raw annotation, else the
+  // stage of that device holding it (its `tp`, else its `with`, else its devices).
+  ir::Location locateValue(const ir::Value &value, int device) const {
     for (const auto &pinned : spec_.annotations)
       if (pinned.value == value.name)
         return pinned.loc;
-    if (value.def->kind == ir::OpKind::Param)
-      for (const auto &pipeline : spec_.pipelines)
-        for (const auto &stage : pipeline.stages) {
-          const auto position = ir::stackPosition(value.name);
-          if (position && position->stack == stage.stack && position->layer >= stage.layerBegin &&
-              position->layer < stage.layerEnd)
-            return stage.tpLoc.isKnown() ? stage.tpLoc : stage.loc;
-          for (size_t i = 0; i < stage.extraParams.size(); ++i)
-            if (stage.extraParams[i] == value.name)
-              return stage.tpLoc.isKnown() ? stage.tpLoc : stage.extraParamLocs[i];
-        }
-    return spec_.pipelines.empty() ? spec_.loc : spec_.pipelines[0].stages[0].devicesLoc;
+    const ir::StageSpec *stage = stageOf(device);
+    if (!stage)
+      return spec_.pipelines.empty() ? spec_.loc : spec_.pipelines[0].stages[0].devicesLoc;
+    if (value.def->kind == ir::OpKind::Param) {
+      if (stage->tpLoc.isKnown())
+        return stage->tpLoc;
+      for (size_t i = 0; i < stage->extraParams.size(); ++i)
+        if (stage->extraParams[i] == value.name)
+          return stage->extraParamLocs[i];
+    }
+    return stage->devicesLoc;
   }
 
   static std::vector<int64_t> concrete(const ir::Value &value) {

@@ -97,10 +97,12 @@ void lintBuild(DiagnosticEngine &diags, const std::function<std::optional<Build>
     return;
   // What is reported, so that the training build's problems are not said twice.
   std::set<std::string> said;
+  int errors = 0;
   auto report = [&](const passes::Problem &problem) {
     if (!memory && problem.code == "HS111")
       return;
     said.insert(problem.loc.str() + problem.message);
+    errors += problem.severity == passes::Severity::Error;
     if (warnings || problem.severity == passes::Severity::Error)
       reportProblem(diags, problem);
   };
@@ -126,8 +128,10 @@ void lintBuild(DiagnosticEngine &diags, const std::function<std::optional<Build>
   if (result.ok)
     for (size_t p = 0; p < result.plans.size(); ++p)
       planner::lintPlan(*build->graph, result.plans[p], cluster, report, peaks[p]);
+  // A plan error explains what the compiled programs then get wrong: say only the first.
+  const bool planErrors = errors > 0;
   for (const passes::Problem &problem : trainingProblems)
-    if (problem.severity == passes::Severity::Error && !said.count(problem.loc.str() + problem.message))
+    if (!planErrors && problem.severity == passes::Severity::Error && !said.count(problem.loc.str() + problem.message))
       report(problem);
   if (training)
     *training = std::move(trained);

@@ -40,4 +40,18 @@ runtime::ModelInfo modelInfo(const ir::Graph &graph) {
   return info;
 }
 
+bool checkTrainable(const ir::Graph &graph, const std::string &command, frontend::DiagnosticEngine &diags) {
+  const int before = diags.errorCount();
+  for (const ir::Value *input : graph.inputs()) {
+    const bool known = input->name == "tokens" || input->name == "targets";
+    if (!known)
+      diags.error(input->def->loc, command + " feeds a model 'tokens' and 'targets' from --data, but " + graph.name() +
+                                       " takes '" + input->name + "' (" + input->type.str() + ")");
+    else if (input->type.rank() != 2 || input->type.dtype != ir::DType::I32)
+      diags.error(input->def->loc,
+                  "'" + input->name + "' must be i32[B, S] for " + command + " (it is " + input->type.str() + ")");
+  }
+  return diags.errorCount() == before;
+}
+
 } // namespace hspmd::driver

@@ -7,6 +7,7 @@
 #include "frontend/Compilation.h"
 #include "passes/Pipeline.h"
 #include "planner/driver/Driver.h"
+#include "planner/driver/ModelInfo.h"
 #include "planner/driver/PlanModel.h"
 #include "runtime/Run.h"
 
@@ -43,6 +44,9 @@ struct TrainingBuild {
     if (build && build->plans.empty())
       diags.error(ir::Location{file, 0, 0, 1}, command + " needs a plan (--plan PLAN)");
     checked = hasPlan() && driver::checkPlan(compilation, file, planFiles, clusterFile);
+    if (checked && (command == "train" || command == "build"))
+      checked = driver::checkTrainable(*build->graph,
+                                       command == "train" ? "hspmc train" : "a program hspmc build writes", diags);
     if (!later && checked)
       compile();
   }

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <sstream>
 #include <string>
 #include <sys/wait.h>
@@ -174,22 +175,6 @@ TEST(Cli, EveryCommandThatCompilesAPlanChecksItFirst) {
   }
 }
 
-// ... and every shipped plan passes it: each lints without an error (and so trains, which
-// the PyTorch comparisons and the cluster-scale simulations run).
-TEST(Cli, EveryShippedPlanLintsWithoutErrors) {
-  CliRun list = shell("ls examples/*/plans/*.hspmd");
-  std::istringstream plans(list.output);
-  std::string plan;
-  int checked = 0;
-  while (std::getline(plans, plan)) {
-    CliRun run = hspmc("lint " + plan);
-    EXPECT_EQ(run.code, 0) << run.output;
-    EXPECT_NE(run.output.find("lint: 0 errors"), std::string::npos) << plan << "\n" << run.output;
-    ++checked;
-  }
-  EXPECT_GE(checked, 28);
-}
-
 // The losses `--losses FILE` wrote.
 std::vector<double> lossesOf(const std::string &path) {
   std::ifstream in(path);
@@ -206,6 +191,72 @@ std::vector<double> lossesOf(const std::string &path) {
     at = json.find_first_not_of(", \n", at + used);
   }
   return losses;
+}
+
+// The text of a file.
+std::string readText(const std::string &path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// ... and every shipped plan passes it: each lints without an error and trains two steps to
+// the losses of the same model on one device. The cluster-scale plans train their own model
+// made narrow (the heads, the layers and every device, stage, share and micro-batch of the
+// plan kept; width 4 per head, FFN 64, vocabulary 256, 32 positions or 64 where a cp group
+// splits them); the tiny ones as they are.
+TEST(Cli, EveryShippedPlanLintsCleanAndTrainsAsOneDevice) {
+  const std::map<std::string, std::string> narrow = {{"Llama2_7B", "(d = 128, ffn = 64, vocab = 256)"},
+                                                     {"Llama2_13B", "(d = 160, ffn = 64, vocab = 256)"},
+                                                     {"Llama32B", "(d = 160, ffn = 64, vocab = 256)"}};
+  const std::string data = " --data examples/data/gpl-3.txt --steps 2 --losses ";
+  CliRun list = shell("ls examples/*/plans/*.hspmd");
+  std::istringstream plans(list.output);
+  std::string path;
+  int checked = 0;
+  while (std::getline(plans, path)) {
+    SCOPED_TRACE(path);
+    CliRun lint = hspmc("lint " + path);
+    EXPECT_EQ(lint.code, 0) << lint.output;
+    EXPECT_NE(lint.output.find("lint: 0 errors"), std::string::npos) << lint.output;
+    // The plan as it trains here: `for M {` becomes `for M(narrow) {`, S and its shares shrink.
+    std::string text = readText(path);
+    const size_t forAt = text.find(" for ", text.find("\nplan "));
+    const size_t brace = text.find(" {", forAt);
+    ASSERT_NE(brace, std::string::npos);
+    const std::string model = text.substr(forAt + 5, brace - forAt - 5);
+    if (narrow.count(model)) {
+      text.insert(brace, narrow.at(model));
+      const size_t s = text.find("S = ");
+      ASSERT_NE(s, std::string::npos);
+      const size_t digits = text.find_first_not_of("0123456789", s + 4);
+      text.replace(s + 4, digits - s - 4, text.find(" cp [") != std::string::npos ? "64" : "32");
+    }
+    const std::string dir = std::filesystem::path(path).parent_path().string();
+    const std::string planned = dir + "/.cli_shipped.hspmd", single = dir + "/.cli_shipped_single.hspmd";
+    std::ofstream(planned) << text;
+    // The same model, bindings and optimizer on device 0 alone.
+    const std::string with = text.find("GPT") != std::string::npos ? "wte, lnf" : "embed, norm, head";
+    size_t layout = text.size();
+    for (const char *first : {"\n  pipeline ", "\n  annotate ", "\n  reshard "})
+      layout = std::min(layout, text.find(first));
+    std::ofstream(single) << text.substr(0, layout) +
+                                 "\n  pipeline one microbatches 1 {\n    stage devices [0] layers blocks with " + with +
+                                 "\n  }\n}\n";
+    CliRun many = hspmc("train " + planned + data + "build/cli_shipped.json");
+    CliRun one = hspmc("train " + single + data + "build/cli_shipped_single.json");
+    std::filesystem::remove(planned);
+    std::filesystem::remove(single);
+    ASSERT_EQ(many.code, 0) << many.output;
+    ASSERT_EQ(one.code, 0) << one.output;
+    const std::vector<double> got = lossesOf("build/cli_shipped.json"),
+                              want = lossesOf("build/cli_shipped_single.json");
+    ASSERT_EQ(got.size(), 2u);
+    ASSERT_EQ(want.size(), 2u);
+    for (size_t i = 0; i < 2; ++i)
+      EXPECT_NEAR(got[i], want[i], 1e-4 * want[i]) << "step " << i + 1;
+    ++checked;
+  }
+  EXPECT_GE(checked, 28);
 }
 
 // A checkpoint saved on MPI (every process's regions, gathered by the first device's process)
@@ -281,6 +332,42 @@ TEST(Cli, EveryClusterScaleExamplePlanSimulates) {
     EXPECT_EQ(run.code, 0) << name << ": " << run.output;
     EXPECT_EQ(run.output.rfind("step ", 0), 0u) << name << ": " << run.output;
   }
+}
+
+// train and build check that --data can feed the model before compiling anything: its inputs
+// must be `tokens` and `targets`, i32[B, S]. The model lints clean (lint checks plans).
+TEST(Cli, TrainSaysWhichInputsTheDataCannotFeed) {
+  const std::string model = "tests/cli/untrainable.hspmd";
+  EXPECT_EQ(hspmc("lint " + model).code, 0);
+  CliRun train = hspmc("train " + model + " --data examples/data/gpl-3.txt");
+  EXPECT_EQ(train.code, 1);
+  EXPECT_EQ(train.output, model +
+                              ":5:14: error: hspmc train feeds a model 'tokens' and 'targets' from --data, but "
+                              "Regression takes 'x' (f32[4, 8])\n"
+                              "    fn forward(x: f32[B, d], tokens: i64[B, d]) -> f32[] {\n"
+                              "               ^\n" +
+                              model +
+                              ":5:28: error: 'tokens' must be i32[B, S] for hspmc train (it is i64[4, 8])\n"
+                              "    fn forward(x: f32[B, d], tokens: i64[B, d]) -> f32[] {\n"
+                              "                             ^~~~~~\n");
+  CliRun build = hspmc("build " + model + " -o build/cli_untrainable");
+  EXPECT_EQ(build.code, 1);
+  EXPECT_NE(build.output.find("error: a program hspmc build writes feeds a model 'tokens' and 'targets' from --data"),
+            std::string::npos)
+      << build.output;
+}
+
+// The planner's plan for a mixed cluster lints without a warning: its stages differ by less
+// than a layer (HS202 says nothing then), and nothing is resharded behind its back.
+TEST(Cli, APlannedPlanForAMixedClusterLintsWithoutWarnings) {
+  const std::string out = "build/cli_plan_7b.hspmd";
+  CliRun run = hspmc("plan examples/llama/llama2_7b.hspmd --cluster examples/clusters/h100x4_a100x4.toml --seq 4096 "
+                     "--tokens 65536 -o " +
+                     out);
+  ASSERT_EQ(run.code, 0) << run.output;
+  CliRun lint = hspmc("lint " + out);
+  EXPECT_EQ(lint.code, 0) << lint.output;
+  EXPECT_EQ(lint.output, "lint: 0 errors, 0 warnings\n");
 }
 
 // hspmc plan writes a plan that lints clean, trains, and in the simulator beats equal shares
