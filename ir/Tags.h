@@ -47,5 +47,9 @@ inline int64_t ofStep(int64_t tag, int64_t step) {
 /// The runtime's own messages (runtime/Run.cpp).
 constexpr int64_t kLossSum = -1;
 constexpr int64_t kReport = -2;
+/// The state transfer of the run's k-th plan switch (runtime/Switch.h).
+inline int64_t planSwitch(int64_t k) {
+  return -16 - k;
+}
 
 } // namespace hspmd::ir::tags

@@ -57,6 +57,13 @@ public:
   /// another in buffer order, and the step they are at: what unpackState writes into a store.
   std::vector<char> packState() const;
 
+  /// The program it runs, and where buffer `buffer` (its first slot) lies in the arena: what a
+  /// plan switch (runtime/Switch.h) copies state out of and into.
+  const ir::DeviceProgram &program() const { return program_; }
+  char *bufferData(int buffer) const { return address(buffer, 0); }
+  /// The optimizer steps taken so far (a plan switch carries the count over; load() reads it).
+  void setStepsTaken(int64_t steps) { stepNumber_ = steps; }
+
   /// One training step on `batch` (optimizer step `step`, from 1). Returns the device's
   /// part of the loss (0 unless it reports the loss).
   double step(const Batch &batch, int64_t step);

@@ -178,16 +178,17 @@ private:
 // The run's world in this process: MPI initialised, its one device and communicator.
 class MpiWorld : public World {
 public:
-  MpiWorld(std::vector<int> devices, std::chrono::milliseconds timeout) : devices_(std::move(devices)) {
+  MpiWorld(std::vector<int> devices, std::chrono::milliseconds timeout, bool switches = false)
+      : devices_(std::move(devices)) {
     int provided = 0, size = 0;
     MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SINGLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (size != static_cast<int>(devices_.size())) {
       MPI_Finalize();
-      throw RunError("mpirun started " + std::to_string(size) + " processes but the plan has " +
-                     std::to_string(devices_.size()) + " devices: run it with mpirun -np " +
-                     std::to_string(devices_.size()));
+      throw RunError("mpirun started " + std::to_string(size) + " processes but the " +
+                     (switches ? "plans of the run have " : "plan has ") + std::to_string(devices_.size()) +
+                     " devices: run it with mpirun -np " + std::to_string(devices_.size()));
     }
     comm_ = std::make_unique<MpiCommunicator>(devices_, rank_, timeout);
   }
@@ -220,12 +221,13 @@ int launcherRank() {
 }
 
 RunResult runMpi(const std::map<int, ir::DeviceProgram> &programs, const ModelInfo &model, const RunOptions &options) {
-  std::vector<int> devices;
-  for (const auto &[device, program] : programs)
-    devices.push_back(device);
-  MpiWorld world(devices, options.timeout);
+  return runMpi(RunPlans{{&programs}, {}}, model, options);
+}
+
+RunResult runMpi(const RunPlans &plans, const ModelInfo &model, const RunOptions &options) {
+  MpiWorld world(plans.devices(), options.timeout, plans.plans.size() > 1);
   try {
-    return train(world, programs, model, options);
+    return train(world, plans, model, options);
   } catch (const std::exception &e) {
     // The other processes may wait on this one: end them all.
     std::fprintf(stderr, "hspmc train: error: %s\n", e.what());

@@ -16,6 +16,8 @@ bool mpiAvailable();
 /// writes the checkpoint and trace. Throws RunError when the world size does not match the
 /// plan; any other error aborts every process (MPI_Abort) after printing it.
 RunResult runMpi(const std::map<int, ir::DeviceProgram> &programs, const ModelInfo &model, const RunOptions &options);
+/// runMpi over several plans (Run.h, RunPlans): one process per device of any of them.
+RunResult runMpi(const RunPlans &plans, const ModelInfo &model, const RunOptions &options);
 
 /// This process's MPI rank when started by mpirun (from the environment, before MPI_Init),
 /// else -1.

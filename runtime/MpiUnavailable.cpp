@@ -13,4 +13,8 @@ RunResult runMpi(const std::map<int, ir::DeviceProgram> &, const ModelInfo &, co
   throw RunError("this hspmc was built without MPI (apt-get install libopenmpi-dev, then rebuild)");
 }
 
+RunResult runMpi(const RunPlans &, const ModelInfo &, const RunOptions &) {
+  throw RunError("this hspmc was built without MPI (apt-get install libopenmpi-dev, then rebuild)");
+}
+
 } // namespace hspmd::runtime

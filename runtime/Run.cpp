@@ -10,7 +10,9 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <mutex>
+#include <set>
 #include <thread>
 
 extern "C" void openblas_set_num_threads(int);
@@ -180,8 +182,20 @@ DeviceReport unpackReport(const std::vector<char> &bytes) {
 
 } // namespace
 
+std::vector<int> RunPlans::devices() const {
+  std::set<int> all;
+  for (const auto *programs : plans)
+    for (const auto &[device, program] : *programs)
+      all.insert(device);
+  return std::vector<int>(all.begin(), all.end());
+}
+
 RunResult train(World &world, const std::map<int, ir::DeviceProgram> &programs, const ModelInfo &model,
                 const RunOptions &options) {
+  return train(world, RunPlans{{&programs}, {}}, model, options);
+}
+
+RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, const RunOptions &options) {
   const std::vector<int> &devices = world.devices();
   const std::vector<int> local = world.localDevices();
   const int first = devices.front(); // gathers the losses, times, trace and checkpoint
@@ -202,24 +216,71 @@ RunResult train(World &world, const std::map<int, ir::DeviceProgram> &programs, 
   std::map<int, std::vector<TraceEvent>> events;
   std::mutex mutex;
   std::string firstError;
+  // The plan each device ends under: its state is what --save writes.
+  const size_t last = plans.switches.empty() ? 0 : plans.switches.back().plan;
 
-  // One device's run: its steps, then its report to the first device, which gathers them.
+  // One device's run: its steps (switching plans where the run does), then its report to the
+  // first device, which gathers them.
   auto device = [&](int id) {
     try {
       Communicator &comm = world.communicator(id);
-      DeviceExecutor executor(programs.at(id), comm);
-      if (auto generated = options.generated.find(id); generated != options.generated.end())
-        executor.setPhases(generated->second);
-      executor.load(store);
-      if (!options.trace.empty())
-        executor.trace(start);
+      // The device's executor under plan p; none where p does not use the device.
+      auto executorFor = [&](size_t p) -> std::unique_ptr<DeviceExecutor> {
+        auto program = plans.plans[p]->find(id);
+        if (program == plans.plans[p]->end())
+          return nullptr;
+        auto executor = std::make_unique<DeviceExecutor>(program->second, comm);
+        if (auto generated = options.generated.find(id); p == 0 && generated != options.generated.end())
+          executor->setPhases(generated->second);
+        if (!options.trace.empty())
+          executor->trace(start);
+        return executor;
+      };
+      std::unique_ptr<DeviceExecutor> executor = executorFor(0);
+      if (executor)
+        executor->load(store);
+      DeviceTimes times;
+      std::vector<TraceEvent> traced;
+      auto retire = [&](DeviceExecutor &done) {
+        times.busy += done.times().busy;
+        times.communicating += done.times().communicating;
+        traced.insert(traced.end(), done.events().begin(), done.events().end());
+      };
+      size_t next = 0; // the next switch
       double stepStart = since();
       for (int64_t s = 0; s < options.steps; ++s) {
         const int64_t step = firstStep + s + 1;
-        const double mine = executor.step(data.batchFor(step - 1, model.batch, model.seq), step);
-        const double loss = sumOverDevices(comm, devices, kLossTag, mine); // every device has finished the step
-        if (s + 1 == kTracedSteps)
-          executor.stopTracing();
+        for (; next < plans.switches.size() && plans.switches[next].beforeStep == step; ++next) {
+          const PlanSwitch &change = plans.switches[next];
+          const double moveStart = since();
+          std::unique_ptr<DeviceExecutor> after = executorFor(change.plan);
+          runSwitch(*change.transfer, id, comm, ir::tags::planSwitch(static_cast<int64_t>(next)), executor.get(),
+                    after.get());
+          if (after)
+            after->setStepsTaken(step - 1);
+          if (executor)
+            retire(*executor);
+          executor = std::move(after);
+          comm.barrier(); // every device holds its new state
+          if (id == first) {
+            const double moved = since() - moveStart;
+            result.switchSeconds.push_back(moved);
+            if (options.progress) {
+              char text[200];
+              std::snprintf(text, sizeof text, ", moved %.2f MiB in %.1f ms (%zu messages; %.2f MiB kept in place)",
+                            static_cast<double>(change.transfer->bytesMoved) / (1 << 20), moved * 1e3,
+                            change.transfer->messages.size(),
+                            static_cast<double>(change.transfer->localBytes) / (1 << 20));
+              *options.progress << change.report << text << std::endl;
+            }
+          }
+        }
+        const double mine = executor ? executor->step(data.batchFor(step - 1, model.batch, model.seq), step) : 0.0;
+        // Every device has finished the step. The tag is the step's: a device a plan does not
+        // use reaches the next step's sum while the others still leave this one's.
+        const double loss = sumOverDevices(comm, devices, ir::tags::ofStep(kLossTag, step), mine);
+        if (s + 1 == kTracedSteps && executor)
+          executor->stopTracing();
         if (id == first) {
           result.losses.push_back(loss);
           result.stepSeconds.push_back(since() - stepStart);
@@ -227,9 +288,11 @@ RunResult train(World &world, const std::map<int, ir::DeviceProgram> &programs, 
           progress.step(s, result.losses);
         }
       }
-      DeviceReport report{executor.times(), executor.events(), {}};
-      if (!options.save.empty())
-        report.state = executor.packState();
+      if (executor)
+        retire(*executor);
+      DeviceReport report{times, traced, {}};
+      if (!options.save.empty() && executor)
+        report.state = executor->packState();
       if (id != first) {
         comm.send(first, kReportTag, packReport(report));
         return;
@@ -241,8 +304,8 @@ RunResult train(World &world, const std::map<int, ir::DeviceProgram> &programs, 
       for (const auto &[other, theirs] : reports) {
         result.times[other] = theirs.times;
         events[other] = theirs.events;
-        if (!options.save.empty())
-          unpackState(programs.at(other), theirs.state, store);
+        if (!options.save.empty() && plans.plans[last]->count(other))
+          unpackState(plans.plans[last]->at(other), theirs.state, store);
       }
     } catch (const std::exception &e) {
       {
@@ -282,6 +345,11 @@ RunResult runThreads(const std::map<int, ir::DeviceProgram> &programs, const Mod
     devices.push_back(device);
   ThreadsWorld world(devices, options.timeout);
   return train(world, programs, model, options);
+}
+
+RunResult runThreads(const RunPlans &plans, const ModelInfo &model, const RunOptions &options) {
+  ThreadsWorld world(plans.devices(), options.timeout);
+  return train(world, plans, model, options);
 }
 
 } // namespace hspmd::runtime

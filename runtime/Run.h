@@ -6,6 +6,7 @@
 
 #include "ir/DeviceProgram.h"
 #include "runtime/Executor.h"
+#include "runtime/Switch.h"
 
 #include <chrono>
 #include <map>
@@ -39,8 +40,21 @@ struct RunOptions {
 /// --trace records the first steps only (a step is many events).
 constexpr int64_t kTracedSteps = 4;
 
+/// A change of plan during a run (hspmc train --switch): before step `beforeStep` every
+/// device moves its parameters and optimizer state by `transfer` (runtime/Switch.h) from the
+/// layout of the plan it ran to that of plan `plan`, and trains on under it. `report` begins
+/// the switch's line in the progress output ("switched to plan 'b' before step 3: compiled
+/// in 0.4 s, transfer planned in 1.2 ms"); the run adds what the move took.
+struct PlanSwitch {
+  int64_t beforeStep = 0;
+  size_t plan = 0;
+  const StateSwitch *transfer = nullptr;
+  std::string report;
+};
+
 struct RunResult {
-  std::vector<double> losses; // per step: the global mean loss
+  std::vector<double> losses;        // per step: the global mean loss
+  std::vector<double> switchSeconds; // per switch: the move, until every device had its state
   std::map<int, DeviceTimes> times;
   double seconds = 0;              // wall time of the run
   std::vector<double> stepSeconds; // per step, from the end of the previous one
@@ -61,9 +75,23 @@ struct RunError : std::runtime_error {
 RunResult train(World &world, const std::map<int, ir::DeviceProgram> &programs, const ModelInfo &model,
                 const RunOptions &options);
 
+/// The plans of one run: the programs of each (plans[0] first) and the switches between them,
+/// in step order. The world holds every device of every plan; a device a plan does not use
+/// waits out its steps (it still adds 0 to each step's loss).
+struct RunPlans {
+  std::vector<const std::map<int, ir::DeviceProgram> *> plans;
+  std::vector<PlanSwitch> switches;
+  /// Every device of every plan, in increasing order.
+  std::vector<int> devices() const;
+};
+
+/// The training loop over several plans (train() is this with one plan and no switch).
+RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, const RunOptions &options);
+
 /// train() with every device a thread of this process.
 RunResult runThreads(const std::map<int, ir::DeviceProgram> &programs, const ModelInfo &model,
                      const RunOptions &options);
+RunResult runThreads(const RunPlans &plans, const ModelInfo &model, const RunOptions &options);
 
 /// Prints the progress line of step s (from 0) when it is due: the first and last steps and
 /// about 20 in between. The loss shown is the mean of the steps since the previous line.

@@ -83,9 +83,14 @@ int runDumpProgram(const std::string &file, const std::vector<std::string> &plan
 int runLint(const std::string &planFile, const std::string &modelFile, const std::string &clusterFile, bool json,
             bool werror);
 
-// Compiles FILE under its plan for training and runs every device's program on a thread.
+// Compiles FILE under its plan for training and runs every device's program on a thread (or
+// an MPI process). `switches` ("STEP:PLAN") change the plan before those steps.
 int runTrain(const std::string &file, const std::vector<std::string> &planFiles, runtime::RunOptions run,
-             const std::string &lossesPath, const std::string &backend);
+             const std::string &lossesPath, const std::string &backend, const std::vector<std::string> &switches);
+
+// hspmc explain-switch FROM TO: what moving the state from one plan's layout to another's
+// takes (runtime/Switch.h).
+int runExplainSwitch(const std::string &from, const std::string &to, const std::string &clusterFile, bool json);
 
 // Compiles FILE under its plan for training and simulates one step on the cluster.
 int runSimulate(const std::string &file, const std::vector<std::string> &planFiles, const std::string &clusterFile,

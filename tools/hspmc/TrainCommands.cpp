@@ -10,16 +10,53 @@
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
 
 namespace hspmd::cli {
 
-// Compiles FILE under its plan for training and runs every device's program on a thread.
+namespace {
+
+// What a run needs the plans it switches between to share: the model, its batch, and the
+// optimizer. Empty when they do; else what differs.
+std::string sameTraining(const TrainingBuild &a, const TrainingBuild &b) {
+  const runtime::ModelInfo x = driver::modelInfo(*a.build->graph), y = driver::modelInfo(*b.build->graph);
+  if (runtime::ParameterStore::fingerprint(x.name, x.params) != runtime::ParameterStore::fingerprint(y.name, y.params))
+    return "it trains " + y.name + " with other parameters than " + x.name + " under plan '" + a.plan().name + "'";
+  if (x.batch != y.batch || x.seq != y.seq)
+    return "its batch is " + std::to_string(y.batch) + " x " + std::to_string(y.seq) + ", plan '" + a.plan().name +
+           "''s " + std::to_string(x.batch) + " x " + std::to_string(x.seq);
+  if (a.plan().optimizer != b.plan().optimizer || a.plan().optimizerArgs != b.plan().optimizerArgs)
+    return "its optimizer differs from plan '" + a.plan().name + "''s";
+  return "";
+}
+
+// The link model of a plan's cluster, for choosing owners and pricing a switch (defaults
+// without a cluster).
+runtime::SwitchLinks switchLinks(const planner::Cluster *cluster) {
+  runtime::SwitchLinks links;
+  if (!cluster)
+    return links;
+  const passes::LinkModel model = planner::linkModel(*cluster);
+  links.bandwidth = model.bandwidth;
+  links.sameNode = model.sameNode;
+  links.alpha = model.alpha;
+  return links;
+}
+
+double secondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+} // namespace
+
+// Compiles FILE under its plan (and the plans it switches to) for training and runs them.
 int runTrain(const std::string &file, const std::vector<std::string> &planFiles, runtime::RunOptions run,
-             const std::string &lossesPath, const std::string &backend) {
+             const std::string &lossesPath, const std::string &backend, const std::vector<std::string> &switches) {
   TrainingBuild t(file, planFiles, "train");
   if (int code = t.report(); code != 0)
     return code;
@@ -28,13 +65,88 @@ int runTrain(const std::string &file, const std::vector<std::string> &planFiles,
   const runtime::ModelInfo model = driver::modelInfo(*build->graph);
   const bool mpi = backend == "mpi";
   const bool leader = !mpi || runtime::launcherRank() <= 0; // prints and writes files
+  auto fail = [&](const std::string &message) {
+    if (leader)
+      std::cerr << "hspmc train: error: " << message << "\n";
+    return 1;
+  };
+  // The plans of the run, each compiled once (a switch back to a plan compiles nothing).
+  std::map<std::string, std::unique_ptr<TrainingBuild>> compiled;
+  std::vector<const TrainingBuild *> plans = {&t};
+  std::vector<std::string> paths = {std::filesystem::weakly_canonical(planFiles.empty() ? file : planFiles[0])};
+  std::vector<std::unique_ptr<runtime::StateSwitch>> transfers;
+  runtime::RunPlans runPlans;
+  runPlans.plans.push_back(&t.programs());
+  int64_t previousStep = 0;
+  size_t current = 0;
+  for (const std::string &option : switches) {
+    const size_t colon = option.find(':');
+    int64_t step = 0;
+    try {
+      size_t used = 0;
+      step = colon == std::string::npos ? 0 : std::stoll(option.substr(0, colon), &used);
+      if (used != colon)
+        step = 0;
+    } catch (const std::exception &) {
+      step = 0;
+    }
+    if (step < 1 || colon + 1 >= option.size())
+      return fail("--switch " + option + ": expected STEP:PLAN, a step from 1 and a plan file");
+    if (step <= previousStep)
+      return fail("--switch " + option + ": switches go in step order, one per step (the previous one is before step " +
+                  std::to_string(previousStep) + ")");
+    if (run.load.empty() && step > run.steps)
+      return fail("--switch " + option + ": step " + std::to_string(step) + " is beyond the run (--steps " +
+                  std::to_string(run.steps) + ")");
+    previousStep = step;
+    const std::string path = option.substr(colon + 1);
+    const std::string key = std::filesystem::weakly_canonical(path);
+    auto known = std::find(paths.begin(), paths.end(), key);
+    const bool cached = known != paths.end();
+    std::string compileText = "cached";
+    size_t index = static_cast<size_t>(known - paths.begin());
+    if (!cached) {
+      const auto start = std::chrono::steady_clock::now();
+      auto next = std::make_unique<TrainingBuild>(path, std::vector<std::string>{}, "train");
+      if (int code = next->report(); code != 0)
+        return code;
+      char text[64];
+      std::snprintf(text, sizeof text, "compiled in %.2f s", secondsSince(start));
+      compileText = text;
+      if (std::string differs = sameTraining(t, *next); !differs.empty())
+        return fail("--switch " + option + ": plan '" + next->plan().name + "' cannot continue this run: " + differs);
+      index = plans.size();
+      plans.push_back(next.get());
+      paths.push_back(key);
+      runPlans.plans.push_back(&next->programs());
+      compiled[key] = std::move(next);
+    }
+    if (index == current)
+      return fail("--switch " + option + ": the run is already under plan '" + plans[index]->plan().name + "' then");
+    std::optional<planner::Cluster> cluster;
+    if (const std::string &clusterPath = plans[index]->plan().clusterPath; !clusterPath.empty()) {
+      std::vector<planner::ClusterError> errors;
+      cluster = planner::loadCluster(clusterPath, t.compilation.stdlibDir() + "/devices.toml", errors);
+    }
+    try {
+      transfers.push_back(std::make_unique<runtime::StateSwitch>(runtime::planSwitch(
+          plans[current]->programs(), plans[index]->programs(), switchLinks(cluster ? &*cluster : nullptr))));
+    } catch (const runtime::SwitchError &e) {
+      return fail("--switch " + option + ": " + e.what());
+    }
+    char text[200];
+    std::snprintf(text, sizeof text, "switched to plan '%s' before step %lld: %s, transfer planned in %.1f ms",
+                  plans[index]->plan().name.c_str(), static_cast<long long>(step), compileText.c_str(),
+                  transfers.back()->planSeconds * 1e3);
+    runPlans.switches.push_back(runtime::PlanSwitch{step, index, transfers.back().get(), text});
+    current = index;
+  }
   if (leader)
-    std::cout << runtime::runBanner(model, build->plans[0].name, result->programs[0].size(), mpi, run.data)
-              << std::endl;
+    std::cout << runtime::runBanner(model, build->plans[0].name, runPlans.devices().size(), mpi, run.data) << std::endl;
   run.progress = &std::cout;
   try {
     const runtime::RunResult trained =
-        mpi ? runtime::runMpi(result->programs[0], model, run) : runtime::runThreads(result->programs[0], model, run);
+        mpi ? runtime::runMpi(runPlans, model, run) : runtime::runThreads(runPlans, model, run);
     if (leader && !lossesPath.empty())
       runtime::writeLosses(lossesPath, build->plans[0].name, model, run.seed, build->plans[0].optimizer,
                            build->plans[0].optimizerArgs, trained);
@@ -42,6 +154,82 @@ int runTrain(const std::string &file, const std::vector<std::string> &planFiles,
     std::cerr << "hspmc train: error: " << e.what() << "\n";
     return 1;
   }
+  (void)result;
+  return 0;
+}
+
+// hspmc explain-switch FROM TO: the slice table's totals, per kind and fused.
+int runExplainSwitch(const std::string &from, const std::string &to, const std::string &clusterFile, bool json) {
+  TrainingBuild a(from, {}, "explain-switch"), b(to, {}, "explain-switch");
+  if (int code = a.report(); code != 0)
+    return code;
+  if (int code = b.report(); code != 0)
+    return code;
+  if (std::string differs = sameTraining(a, b); !differs.empty()) {
+    std::cerr << "hspmc explain-switch: error: plan '" << b.plan().name << "' (" << to
+              << ") cannot continue a run of plan '" << a.plan().name << "': " << differs << "\n";
+    return 1;
+  }
+  std::optional<planner::Cluster> cluster;
+  const std::string clusterPath = !clusterFile.empty() ? clusterFile : b.plan().clusterPath;
+  if (!clusterPath.empty()) {
+    std::vector<planner::ClusterError> errors;
+    cluster = planner::loadCluster(clusterPath, a.compilation.stdlibDir() + "/devices.toml", errors);
+    for (const auto &error : errors)
+      std::cerr << error.loc.str() << ": error: " << error.message << "\n";
+    if (!cluster)
+      return 1;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  runtime::StateSwitch plan;
+  try {
+    plan = runtime::planSwitch(a.programs(), b.programs(), switchLinks(cluster ? &*cluster : nullptr));
+  } catch (const runtime::SwitchError &e) {
+    std::cerr << "hspmc explain-switch: error: " << e.what() << "\n";
+    return 1;
+  }
+  const double planSeconds = secondsSince(start);
+  int64_t tensors[2] = {0, 0}, bytes[2] = {0, 0};
+  for (size_t i = 0; i < plan.tensors.size(); ++i) {
+    ++tensors[plan.isParameter[i] ? 0 : 1];
+    bytes[plan.isParameter[i] ? 0 : 1] += plan.tensorBytes[i];
+  }
+  nlohmann::json out = {{"from", a.plan().name},
+                        {"to", b.plan().name},
+                        {"parameters", {{"tensors", tensors[0]}, {"bytes", bytes[0]}}},
+                        {"optimizer_state", {{"tensors", tensors[1]}, {"bytes", bytes[1]}}},
+                        {"bytes_kept", plan.localBytes},
+                        {"bytes_moved", plan.bytesMoved},
+                        {"bytes_min", plan.bytesMin},
+                        {"messages_unfused", plan.messagesUnfused},
+                        {"messages", plan.messages.size()},
+                        {"max_send_bytes", plan.maxSendBytes},
+                        {"balanced_send_bytes", plan.balancedSendBytes},
+                        {"estimated_seconds", plan.seconds},
+                        {"lower_bound_seconds", plan.lowerSeconds},
+                        {"planning_seconds", planSeconds}};
+  if (json) {
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  auto mib = [](int64_t n) { return static_cast<double>(n) / (1 << 20); };
+  char text[1024];
+  std::snprintf(text, sizeof text,
+                "switch from plan '%s' (%zu devices) to plan '%s' (%zu devices)%s%s\n"
+                "  parameters       %lld tensors, %.2f MiB\n"
+                "  optimizer state  %lld tensors, %.2f MiB\n"
+                "  kept in place    %.2f MiB\n"
+                "  moved            %.2f MiB (the least possible: %.2f MiB)\n"
+                "  messages         %zu fused (%lld per tensor and device pair)\n"
+                "  busiest sender   %.2f MiB (balanced lower bound %.2f MiB)\n"
+                "  estimated time   %.3f ms (busiest device's lower bound %.3f ms); planned in %.1f ms\n",
+                a.plan().name.c_str(), plan.fromDevices.size(), b.plan().name.c_str(), plan.toDevices.size(),
+                cluster ? " on cluster " : "", cluster ? cluster->name.c_str() : "", static_cast<long long>(tensors[0]),
+                mib(bytes[0]), static_cast<long long>(tensors[1]), mib(bytes[1]), mib(plan.localBytes),
+                mib(plan.bytesMoved), mib(plan.bytesMin), plan.messages.size(),
+                static_cast<long long>(plan.messagesUnfused), mib(plan.maxSendBytes), mib(plan.balancedSendBytes),
+                plan.seconds * 1e3, plan.lowerSeconds * 1e3, planSeconds * 1e3);
+  std::cout << text;
   return 0;
 }
 

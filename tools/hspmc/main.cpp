@@ -6,6 +6,7 @@
 //   hspmc dump-ir FILE [--after PASS]    the textual IR of a model (under a plan, after a pass)
 //   hspmc dump-program PLAN --device D   the DeviceProgram one device runs
 //   hspmc explain-reshard ...            how a tensor moves from one annotation to another
+//   hspmc explain-switch FROM TO         what moving a run's state between two plans takes
 //   hspmc train PLAN --data FILE         train on this machine (threads, or MPI)
 //   hspmc build PLAN -o DIR              per-device C++ and a binary that trains
 //   hspmc simulate PLAN                  one step on the plan's cluster, on the cost model
@@ -77,6 +78,10 @@ int main(int argc, char **argv) {
   trainCommand->add_option("--trace", trainRun.trace, "Write a Chrome trace (one track per device)");
   trainCommand->add_option("--timeout", trainTimeout, "Seconds a device waits for a peer before failing")
       ->check(CLI::Range(int64_t{1}, int64_t{86400}));
+  std::vector<std::string> trainSwitches;
+  trainCommand->add_option("--switch", trainSwitches,
+                           "STEP:PLAN: before step STEP, move every parameter and optimizer state to PLAN's layout "
+                           "and train on under it (repeatable, in step order)");
 
   auto *simulateCommand =
       app.add_subcommand("simulate", "Simulate one training step of a plan on its cluster (cost model)");
@@ -153,6 +158,14 @@ int main(int argc, char **argv) {
   explain->add_option("--dtype", explainDtype, "Element type (f32, bf16, f16, i32, i64)");
   explain->add_option("--format", explainFormat, "Output format")->check(CLI::IsMember({"text", "json"}));
 
+  auto *switchCommand =
+      app.add_subcommand("explain-switch", "Show what moving a run's state from one plan's layout to another's takes");
+  std::string switchFrom, switchTo, switchCluster, switchFormat = "text";
+  switchCommand->add_option("from", switchFrom, "The plan switched from")->required();
+  switchCommand->add_option("to", switchTo, "The plan switched to")->required();
+  switchCommand->add_option("--cluster", switchCluster, "A cluster file: links (default: the second plan's)");
+  switchCommand->add_option("--format", switchFormat, "Output format")->check(CLI::IsMember({"text", "json"}));
+
   // A first word that is no command is named as such (CLI11 would only say that a command is
   // required).
   if (argc > 1 && argv[1][0] != '-') {
@@ -194,8 +207,10 @@ int main(int argc, char **argv) {
     return runBuild(buildFile, buildPlans, buildTarget, buildOut, !buildNoCompile);
   if (trainCommand->parsed()) {
     trainRun.timeout = std::chrono::seconds(trainTimeout);
-    return runTrain(trainFile, trainPlans, trainRun, trainLosses, trainBackend);
+    return runTrain(trainFile, trainPlans, trainRun, trainLosses, trainBackend, trainSwitches);
   }
+  if (switchCommand->parsed())
+    return runExplainSwitch(switchFrom, switchTo, switchCluster, switchFormat == "json");
   if (lint->parsed())
     return runLint(lintPlan, lintModel, lintCluster, lintFormat == "json", lintWerror);
   if (dump->parsed())

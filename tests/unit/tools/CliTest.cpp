@@ -1,5 +1,6 @@
 // hspmc as a user runs it: exit codes, output and --help.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <array>
@@ -285,6 +286,104 @@ TEST(Cli, MpiCheckpointContinuesUnderAnotherPlan) {
   }
 }
 
+// The ```switch example of docs/runtime.md runs as shown: the switch line, and the losses of
+// the run that never switched.
+TEST(Cli, TheSwitchingExampleOfTheDocsRuns) {
+  const std::string docs = readText("docs/runtime.md");
+  const size_t block = docs.find("```switch\n$ hspmc ");
+  ASSERT_NE(block, std::string::npos);
+  const size_t argsAt = block + std::string("```switch\n$ hspmc ").size();
+  const std::string args = docs.substr(argsAt, docs.find('\n', argsAt) - argsAt);
+  CliRun switched = hspmc(args + " --losses build/cli_switch_a.json");
+  ASSERT_EQ(switched.code, 0) << switched.output;
+  EXPECT_NE(switched.output.find("\nswitched to plan 'hetero4' before step 3: compiled in "), std::string::npos)
+      << switched.output;
+  EXPECT_NE(switched.output.find(" (6 messages; 3.83 MiB kept in place)\nstep 3/4  loss 5.1806"), std::string::npos)
+      << switched.output;
+  const std::string straight = args.substr(0, args.find(" --switch"));
+  ASSERT_EQ(hspmc(straight + " --losses build/cli_switch_b.json").code, 0);
+  const std::vector<double> a = lossesOf("build/cli_switch_a.json"), b = lossesOf("build/cli_switch_b.json");
+  ASSERT_EQ(a.size(), 4u);
+  ASSERT_EQ(b.size(), 4u);
+  for (size_t i = 0; i < 4; ++i)
+    EXPECT_NEAR(a[i], b[i], 1e-5 * b[i]) << "step " << i + 1;
+}
+
+// A switch back to a plan the run has used compiles nothing; bad switches are errors before
+// anything trains.
+TEST(Cli, SwitchesAreCachedAndCheckedBeforeTraining) {
+  const std::string gpt = "examples/gpt/plans/", data = " --data examples/data/gpl-3.txt";
+  CliRun back = hspmc("train " + gpt + "dp2_zero.hspmd" + data + " --steps 5 --switch 2:" + gpt +
+                      "hetero4.hspmd --switch 4:" + gpt + "dp2_zero.hspmd");
+  ASSERT_EQ(back.code, 0) << back.output;
+  EXPECT_NE(back.output.find("switched to plan 'dp2_zero' before step 4: cached, transfer planned in "),
+            std::string::npos)
+      << back.output;
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--steps 4 --switch 9:" + gpt + "hetero4.hspmd",
+       "hspmc train: error: --switch 9:" + gpt + "hetero4.hspmd: step 9 is beyond the run (--steps 4)\n"},
+      {"--steps 4 --switch x:" + gpt + "hetero4.hspmd",
+       "hspmc train: error: --switch x:" + gpt + "hetero4.hspmd: expected STEP:PLAN, a step from 1 and a plan file\n"},
+      {"--steps 4 --switch 2:examples/llama/plans/tiny_llama_single.hspmd",
+       "hspmc train: error: --switch 2:examples/llama/plans/tiny_llama_single.hspmd: plan 'tiny_single' cannot "
+       "continue this run: it trains TinyLLaMA with other parameters than TinyGPT under plan 'dp2_zero'\n"},
+      {"--steps 4 --switch 2:" + gpt + "cp_asym.hspmd",
+       "hspmc train: error: --switch 2:" + gpt +
+           "cp_asym.hspmd: plan 'cp_asym' cannot continue this run: its batch "
+           "is 4 x 66, plan 'dp2_zero''s 8 x 64\n"},
+      {"--steps 4 --switch 2:" + gpt + "dp2_zero.hspmd",
+       "hspmc train: error: --switch 2:" + gpt + "dp2_zero.hspmd: the run is already under plan 'dp2_zero' then\n"},
+      {"--steps 4 --switch 3:" + gpt + "hetero4.hspmd --switch 2:" + gpt + "single.hspmd",
+       "hspmc train: error: --switch 2:" + gpt +
+           "single.hspmd: switches go in step order, one per step (the "
+           "previous one is before step 3)\n"}};
+  for (const auto &[options, message] : cases) {
+    CliRun run = hspmc("train " + gpt + "dp2_zero.hspmd" + data + " " + options);
+    EXPECT_EQ(run.code, 1) << options;
+    EXPECT_EQ(run.output, message);
+  }
+}
+
+// On MPI a run that switches needs one process per device of all its plans.
+TEST(Cli, SwitchingOnMpiNeedsEveryDevice) {
+  if (std::system("command -v mpirun > /dev/null") != 0)
+    GTEST_SKIP() << "no mpirun";
+  CliRun run = hspmcUnderMpirun(2, "train examples/gpt/plans/dp2_zero.hspmd --data examples/data/gpl-3.txt --steps 4 "
+                                   "--backend mpi --switch 3:examples/gpt/plans/hetero4.hspmd");
+  EXPECT_NE(run.code, 0);
+  EXPECT_NE(run.output.find("hspmc train: error: mpirun started 2 processes but the plans of the run have 4 devices: "
+                            "run it with mpirun -np 4\n"),
+            std::string::npos)
+      << run.output;
+}
+
+// explain-switch: the state's size by kind (from the model's own parameter count), the least
+// bytes moved, fusion; plans whose layouts agree move nothing.
+TEST(Cli, ExplainSwitchCountsTheState) {
+  CliRun run = hspmc("explain-switch examples/gpt/plans/dp2_zero.hspmd examples/gpt/plans/hetero4.hspmd --format json");
+  ASSERT_EQ(run.code, 0) << run.output;
+  const auto doc = nlohmann::json::parse(run.output);
+  // TinyGPT: wte 256 x 64, lnf 64, 8 blocks of ln1, ln2 (64), wqkv 64 x 192, wo 64 x 64, w1, w2 64 x 256.
+  const int64_t params = 256 * 64 + 64 + 8 * (2 * 64 + 64 * 192 + 64 * 64 + 2 * 64 * 256);
+  EXPECT_EQ(doc["parameters"]["bytes"], params * 4);
+  EXPECT_EQ(doc["parameters"]["tensors"], 2 + 8 * 6);
+  EXPECT_EQ(doc["optimizer_state"]["bytes"], 2 * params * 4);
+  EXPECT_EQ(doc["bytes_moved"], doc["bytes_min"]);
+  EXPECT_GT(doc["bytes_moved"].get<int64_t>(), 0);
+  EXPECT_LT(doc["messages"].get<int64_t>(), doc["messages_unfused"].get<int64_t>());
+  EXPECT_GE(doc["max_send_bytes"].get<int64_t>(), doc["balanced_send_bytes"].get<int64_t>());
+  CliRun same = hspmc("explain-switch examples/llama/plans/llama2_7b_hetero16.hspmd "
+                      "examples/llama/plans/llama2_7b_sym16.hspmd --format json");
+  ASSERT_EQ(same.code, 0) << same.output;
+  EXPECT_EQ(nlohmann::json::parse(same.output)["bytes_moved"], 0);
+  CliRun other = hspmc("explain-switch examples/gpt/plans/single.hspmd examples/llama/plans/tiny_llama_single.hspmd");
+  EXPECT_EQ(other.code, 1);
+  EXPECT_EQ(other.output,
+            "hspmc explain-switch: error: plan 'tiny_single' (examples/llama/plans/tiny_llama_single.hspmd) "
+            "cannot continue a run of plan 'single': it trains TinyLLaMA with other parameters than "
+            "TinyGPT under plan 'single'\n");
+}
+
 // hspmc build writes one source per device, main.cpp and the build file; --target cuda is
 // not available yet and says so.
 TEST(Cli, BuildWritesTheGeneratedSources) {
@@ -508,7 +607,7 @@ TEST(Cli, UsageErrorsExitTwo) {
   CliRun unknown = hspmc("frobnicate");
   EXPECT_EQ(unknown.code, 2);
   EXPECT_EQ(unknown.output, "hspmc: error: unknown command 'frobnicate' (the commands: check, passes, dump-ir, train, "
-                            "simulate, plan, build, dump-program, lint, explain-reshard)\n");
+                            "simulate, plan, build, dump-program, lint, explain-reshard, explain-switch)\n");
   // Range errors say the range.
   const std::string plan = "plan examples/gpt/tiny_gpt.hspmd --cluster examples/clusters/cpu4.toml -o build/x.hspmd ";
   CliRun seq = hspmc(plan + "--seq 0 --tokens 64");

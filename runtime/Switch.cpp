@@ -1,0 +1,336 @@
+// Switch.cpp - planning and carrying out the move of a run's state between two plans'
+// layouts (runtime/Switch.h).
+#include "runtime/Switch.h"
+
+#include "ir/AnnotationText.h"
+#include "runtime/Executor.h"
+#include "runtime/Regions.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <set>
+
+namespace hspmd::runtime {
+
+namespace {
+
+constexpr int64_t kElementBytes = 4; // state is fp32 on every device
+
+bool isState(const ir::Buffer &b) {
+  return b.role == ir::BufferRole::Parameter || b.role == ir::BufferRole::State;
+}
+
+// The boxes each device holds of each tensor under one plan.
+struct Holdings {
+  std::map<std::string, std::map<int, std::vector<ir::Box>>> boxes; // tensor -> device -> boxes
+  std::map<std::string, bool> parameter;
+};
+
+Holdings holdings(const std::map<int, ir::DeviceProgram> &programs) {
+  Holdings out;
+  for (const auto &[device, program] : programs)
+    for (const ir::Buffer &b : program.buffers) {
+      if (!isState(b))
+        continue;
+      const std::string name = ir::storeName(b);
+      out.boxes[name][device].push_back(b.region());
+      out.parameter[name] = b.role == ir::BufferRole::Parameter;
+    }
+  return out;
+}
+
+// The extent of a box, and where it starts inside a region starting at `origin`.
+std::vector<int64_t> extentOf(const ir::Box &box) {
+  std::vector<int64_t> out(box.lo.size());
+  for (size_t d = 0; d < out.size(); ++d)
+    out[d] = box.hi[d] - box.lo[d];
+  return out;
+}
+std::vector<int64_t> offsetIn(const ir::Box &box, const std::vector<int64_t> &origin) {
+  std::vector<int64_t> out(box.lo.size());
+  for (size_t d = 0; d < out.size(); ++d)
+    out[d] = box.lo[d] - origin[d];
+  return out;
+}
+
+bool contains(const ir::Box &outer, const ir::Box &inner) {
+  for (size_t d = 0; d < inner.lo.size(); ++d)
+    if (inner.lo[d] < outer.lo[d] || inner.hi[d] > outer.hi[d])
+      return false;
+  return true;
+}
+
+// `boxes` made disjoint: each later box less what the earlier ones cover.
+std::vector<ir::Box> disjoint(const std::vector<ir::Box> &boxes) {
+  std::vector<ir::Box> out;
+  for (const ir::Box &box : boxes) {
+    std::vector<ir::Box> rest = {box};
+    for (const ir::Box &have : out)
+      rest = ir::subtractBox(rest, have);
+    for (ir::Box &piece : rest)
+      if (!piece.empty())
+        out.push_back(std::move(piece));
+  }
+  return out;
+}
+
+// Cuts `box` at every boundary in `cuts` (per dimension, sorted) that falls inside it.
+void cells(const ir::Box &box, const std::vector<std::vector<int64_t>> &cuts, std::vector<ir::Box> &out) {
+  std::vector<std::vector<int64_t>> edges(box.lo.size());
+  for (size_t d = 0; d < box.lo.size(); ++d) {
+    edges[d].push_back(box.lo[d]);
+    for (int64_t c : cuts[d])
+      if (c > box.lo[d] && c < box.hi[d])
+        edges[d].push_back(c);
+    edges[d].push_back(box.hi[d]);
+  }
+  std::vector<size_t> at(box.lo.size(), 0);
+  while (true) {
+    ir::Box cell;
+    for (size_t d = 0; d < box.lo.size(); ++d) {
+      cell.lo.push_back(edges[d][at[d]]);
+      cell.hi.push_back(edges[d][at[d] + 1]);
+    }
+    out.push_back(std::move(cell));
+    size_t d = box.lo.size();
+    while (d > 0 && ++at[d - 1] + 1 >= edges[d - 1].size())
+      at[--d] = 0;
+    if (d == 0)
+      return;
+  }
+}
+
+std::string listOf(const std::vector<std::string> &names) {
+  std::string out;
+  for (size_t i = 0; i < names.size() && i < 3; ++i)
+    out += (i ? ", '" : "'") + names[i] + "'";
+  if (names.size() > 3)
+    out += " and " + std::to_string(names.size() - 3) + " more";
+  return out;
+}
+
+} // namespace
+
+StateSwitch planSwitch(const std::map<int, ir::DeviceProgram> &from, const std::map<int, ir::DeviceProgram> &to,
+                       const SwitchLinks &links, OwnerChoice choice) {
+  const auto start = std::chrono::steady_clock::now();
+  const Holdings before = holdings(from), after = holdings(to);
+  std::vector<std::string> onlyBefore, onlyAfter;
+  for (const auto &[name, held] : before.boxes)
+    if (!after.boxes.count(name))
+      onlyBefore.push_back(name);
+  for (const auto &[name, held] : after.boxes)
+    if (!before.boxes.count(name))
+      onlyAfter.push_back(name);
+  if (!onlyBefore.empty() || !onlyAfter.empty())
+    throw SwitchError(
+        "the plans hold different state: " +
+        (onlyBefore.empty() ? std::string() : listOf(onlyBefore) + " only in the plan switched from") +
+        (!onlyBefore.empty() && !onlyAfter.empty() ? "; " : "") +
+        (onlyAfter.empty() ? std::string() : listOf(onlyAfter) + " only in the plan switched to") +
+        " (a switch moves every parameter and optimizer state: the plans need the same model and optimizer)");
+
+  StateSwitch plan;
+  for (const auto &[device, program] : from)
+    plan.fromDevices.push_back(device);
+  for (const auto &[device, program] : to)
+    plan.toDevices.push_back(device);
+  std::map<std::pair<int, int>, SwitchMessage> messages;
+  std::map<int, int64_t> sent, lacking;        // per device: bytes sent, bytes needed and not held
+  std::map<int, int64_t> forced;               // per owner: bytes only it can send
+  std::set<std::tuple<int, int, int>> unfused; // (tensor, from, to)
+  for (const auto &[name, needers] : after.boxes) {
+    const int tensor = static_cast<int>(plan.tensors.size());
+    plan.tensors.push_back(name);
+    plan.isParameter.push_back(after.parameter.at(name));
+    const auto &owners = before.boxes.at(name);
+    // The tensor's global extent, and every boundary an old box draws.
+    std::vector<int64_t> extent;
+    std::vector<std::vector<int64_t>> cuts;
+    for (const auto &[device, boxes] : owners)
+      for (const ir::Box &box : boxes) {
+        extent.resize(box.hi.size(), 0);
+        cuts.resize(box.hi.size());
+        for (size_t d = 0; d < box.hi.size(); ++d) {
+          extent[d] = std::max(extent[d], box.hi[d]);
+          cuts[d].push_back(box.lo[d]);
+          cuts[d].push_back(box.hi[d]);
+        }
+      }
+    int64_t elements = 1;
+    for (int64_t e : extent)
+      elements *= e;
+    plan.tensorBytes.push_back(elements * kElementBytes);
+    for (auto &c : cuts) {
+      std::sort(c.begin(), c.end());
+      c.erase(std::unique(c.begin(), c.end()), c.end());
+    }
+    for (const auto &[device, boxes] : needers) {
+      // What the device needs and does not hold, cut into cells of one owner set each.
+      std::vector<ir::Box> needed = disjoint(boxes);
+      if (auto own = owners.find(device); own != owners.end())
+        for (const ir::Box &held : own->second)
+          needed = ir::subtractBox(needed, held);
+      std::vector<ir::Box> pieces;
+      for (const ir::Box &box : needed)
+        if (!box.empty())
+          cells(box, cuts, pieces);
+      for (ir::Box &cell : pieces) {
+        std::vector<int> candidates;
+        for (const auto &[owner, held] : owners)
+          if (std::any_of(held.begin(), held.end(), [&](const ir::Box &b) { return contains(b, cell); }))
+            candidates.push_back(owner);
+        if (candidates.empty())
+          throw SwitchError("no device of the plan switched from holds all of region " + ir::printBox(cell) + " of '" +
+                            name + "'");
+        const int64_t bytes = cell.numElements() * kElementBytes;
+        const int needer = device;
+        auto cost = [&](int owner) { return static_cast<double>(sent[owner]) / links.bandwidth(owner, needer); };
+        int chosen = candidates.front();
+        for (int owner : candidates) {
+          if (choice == OwnerChoice::FirstOwner)
+            break;
+          if (choice == OwnerChoice::Volume) {
+            if (sent[owner] < sent[chosen])
+              chosen = owner;
+            continue;
+          }
+          const bool near = links.sameNode(owner, needer), chosenNear = links.sameNode(chosen, needer);
+          const double bw = links.bandwidth(owner, needer), chosenBw = links.bandwidth(chosen, needer);
+          if (near != chosenNear ? near : bw != chosenBw ? bw > chosenBw : cost(owner) < cost(chosen))
+            chosen = owner;
+        }
+        if (candidates.size() == 1)
+          forced[chosen] += bytes;
+        sent[chosen] += bytes;
+        lacking[needer] += bytes;
+        unfused.insert({tensor, chosen, needer});
+        SwitchMessage &message = messages[{chosen, needer}];
+        message.from = chosen;
+        message.to = needer;
+        message.bytes += bytes;
+        message.slices.push_back({tensor, std::move(cell)});
+      }
+      // What the device copies from itself.
+      if (auto own = owners.find(device); own != owners.end())
+        for (const ir::Box &box : disjoint(boxes))
+          for (const ir::Box &held : disjoint(own->second))
+            plan.kept[device] += ir::intersectBox(box, held).numElements() * kElementBytes;
+    }
+  }
+  for (const auto &[device, bytes] : plan.kept)
+    plan.localBytes += bytes;
+  std::map<int, double> sendSeconds, recvSeconds;
+  for (auto &[pair, message] : messages) {
+    plan.bytesMoved += message.bytes;
+    const double seconds =
+        links.alpha + static_cast<double>(message.bytes) / (links.bandwidth(pair.first, pair.second) * 1e9);
+    sendSeconds[pair.first] += seconds;
+    recvSeconds[pair.second] += seconds;
+    plan.messages.push_back(std::move(message));
+  }
+  int64_t total = 0;
+  for (const auto &[device, bytes] : lacking) {
+    plan.bytesMin += bytes;
+    total += bytes;
+    double best = 0;
+    for (int owner : plan.fromDevices)
+      if (owner != device)
+        best = std::max(best, links.bandwidth(owner, device));
+    if (best > 0)
+      plan.lowerSeconds = std::max(plan.lowerSeconds, static_cast<double>(bytes) / (best * 1e9));
+  }
+  for (const auto &[device, bytes] : sent)
+    plan.maxSendBytes = std::max(plan.maxSendBytes, bytes);
+  // A lower bound on the busiest sender: the bytes only one owner holds, and the total spread
+  // evenly over every device that held state.
+  plan.balancedSendBytes = plan.fromDevices.empty() ? 0
+                                                    : (total + static_cast<int64_t>(plan.fromDevices.size()) - 1) /
+                                                          static_cast<int64_t>(plan.fromDevices.size());
+  for (const auto &[device, bytes] : forced)
+    plan.balancedSendBytes = std::max(plan.balancedSendBytes, bytes);
+  for (const auto &[device, seconds] : sendSeconds)
+    plan.seconds = std::max(plan.seconds, seconds);
+  for (const auto &[device, seconds] : recvSeconds)
+    plan.seconds = std::max(plan.seconds, seconds);
+  plan.messagesUnfused = static_cast<int64_t>(unfused.size());
+  plan.planSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return plan;
+}
+
+void runSwitch(const StateSwitch &plan, int device, Communicator &comm, int64_t tag, const DeviceExecutor *before,
+               DeviceExecutor *after) {
+  // This device's state buffers by tensor, under each plan.
+  auto byTensor = [&](const DeviceExecutor *executor) {
+    std::map<std::string, std::vector<const ir::Buffer *>> out;
+    if (executor)
+      for (const ir::Buffer &b : executor->program().buffers)
+        if (isState(b))
+          out[ir::storeName(b)].push_back(&b);
+    return out;
+  };
+  const auto old = byTensor(before), fresh = byTensor(after);
+  auto start = [](const ir::Buffer &b) { return b.region().lo; };
+  // Sends first: none of them waits for its receiver.
+  for (const SwitchMessage &message : plan.messages) {
+    if (message.from != device)
+      continue;
+    std::vector<char> packed(static_cast<size_t>(message.bytes));
+    size_t at = 0;
+    for (const SwitchSlice &slice : message.slices) {
+      const std::string &name = plan.tensors[static_cast<size_t>(slice.tensor)];
+      const ir::Buffer *source = nullptr;
+      for (const ir::Buffer *b : old.count(name) ? old.at(name) : std::vector<const ir::Buffer *>{})
+        if (contains(b->region(), slice.box))
+          source = b;
+      if (!source)
+        throw SwitchError("device " + std::to_string(device) + " was to send part of '" + name + "' it does not hold");
+      const std::vector<int64_t> size = extentOf(slice.box);
+      copyBox(kElementBytes, before->bufferData(source->id), source->shape, offsetIn(slice.box, start(*source)),
+              packed.data() + at, size, std::vector<int64_t>(size.size(), 0), size);
+      at += static_cast<size_t>(slice.box.numElements() * kElementBytes);
+    }
+    comm.send(message.to, tag, std::move(packed));
+  }
+  if (!after)
+    return;
+  // What the device holds itself.
+  for (const auto &[name, targets] : fresh) {
+    auto sources = old.find(name);
+    if (sources == old.end())
+      continue;
+    for (const ir::Buffer *target : targets)
+      for (const ir::Buffer *source : sources->second) {
+        const ir::Box common = ir::intersectBox(target->region(), source->region());
+        if (common.empty())
+          continue;
+        copyBox(kElementBytes, before->bufferData(source->id), source->shape, offsetIn(common, start(*source)),
+                after->bufferData(target->id), target->shape, offsetIn(common, start(*target)), extentOf(common));
+      }
+  }
+  // Then what others send it, into every new buffer the slice falls in.
+  for (const SwitchMessage &message : plan.messages) {
+    if (message.to != device)
+      continue;
+    const std::vector<char> packed = comm.recv(message.from, tag);
+    if (static_cast<int64_t>(packed.size()) != message.bytes)
+      throw SwitchError("device " + std::to_string(device) + " received " + std::to_string(packed.size()) +
+                        " bytes of the switch from device " + std::to_string(message.from) + ", not " +
+                        std::to_string(message.bytes));
+    size_t at = 0;
+    for (const SwitchSlice &slice : message.slices) {
+      const std::vector<int64_t> size = extentOf(slice.box);
+      for (const ir::Buffer *target : fresh.at(plan.tensors[static_cast<size_t>(slice.tensor)])) {
+        const ir::Box common = ir::intersectBox(target->region(), slice.box);
+        if (common.empty())
+          continue;
+        copyBox(kElementBytes, packed.data() + at, size, offsetIn(common, slice.box.lo), after->bufferData(target->id),
+                target->shape, offsetIn(common, start(*target)), extentOf(common));
+      }
+      at += static_cast<size_t>(slice.box.numElements() * kElementBytes);
+    }
+  }
+}
+
+} // namespace hspmd::runtime

@@ -1,0 +1,81 @@
+// Switch.h - moving a run's state from one plan's layout to another's (issue 17, shared/DESIGN.md
+// section 8): every parameter and optimizer state, in one fused batched send/receive.
+//
+// planSwitch() reads the state buffers of both plans' DevicePrograms (each holds a box of one
+// global tensor: a parameter, its ZeRO shard, an AdamW moment) and builds one slice table over
+// all tensors. For every device of the new plan, what its new buffers cover and its old ones do
+// not is cut into cells, each held whole by the same set of old owners; each cell comes from
+// one owner (an owner in the same node, then on the fastest link, then the least loaded by
+// bytes divided by bandwidth). All cells between one pair of devices form one message. What a
+// device holds itself it copies locally. runSwitch() carries the plan out on one device: its
+// sends are posted at once, then its local copies, then its receives.
+#pragma once
+
+#include "ir/DeviceProgram.h"
+#include "runtime/Communicator.h"
+
+#include <functional>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace hspmd::runtime {
+
+class DeviceExecutor;
+
+struct SwitchError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// Link speeds for choosing owners and pricing the move: GB/s between two devices, whether
+/// they share a node, and the latency of one message.
+struct SwitchLinks {
+  std::function<double(int, int)> bandwidth = [](int, int) { return 1.0; };
+  std::function<bool(int, int)> sameNode = [](int, int) { return true; };
+  double alpha = 5e-6;
+};
+
+/// How a cell held by several old owners picks one: by the links and the load (hspmd), by the
+/// bytes each owner sends so far alone (Hetu's volume-only greedy), or the lowest id (naive).
+enum class OwnerChoice { Links, Volume, FirstOwner };
+
+struct SwitchSlice {
+  int tensor = 0; // index into StateSwitch::tensors
+  ir::Box box;    // global coordinates
+};
+
+/// Everything one device sends another: one buffer, the slices packed in order.
+struct SwitchMessage {
+  int from = 0, to = 0;
+  std::vector<SwitchSlice> slices;
+  int64_t bytes = 0;
+};
+
+struct StateSwitch {
+  std::vector<std::string> tensors;    // store names: "wte", "wte.adam_m", ...
+  std::vector<bool> isParameter;       // per tensor: a parameter, or optimizer state
+  std::vector<int64_t> tensorBytes;    // per tensor: its global size
+  std::vector<SwitchMessage> messages; // by (sender, receiver)
+  std::vector<int> fromDevices, toDevices;
+  int64_t localBytes = 0;      // copied by devices from what they held
+  std::map<int, int64_t> kept; // the same, per device
+  int64_t bytesMoved = 0;      // in messages
+  int64_t bytesMin = 0;        // what each device needs and does not hold, summed
+  int64_t messagesUnfused = 0; // one per tensor and device pair
+  int64_t maxSendBytes = 0, balancedSendBytes = 0;
+  double seconds = 0, lowerSeconds = 0; // estimated on the links; lower bound of the busiest device
+  double planSeconds = 0;               // how long planning took
+};
+
+/// Plans the move from `from`'s layout to `to`'s. Throws SwitchError naming a tensor one
+/// plan has and the other has not, or a region of a tensor no old device holds.
+StateSwitch planSwitch(const std::map<int, ir::DeviceProgram> &from, const std::map<int, ir::DeviceProgram> &to,
+                       const SwitchLinks &links = {}, OwnerChoice choice = OwnerChoice::Links);
+
+/// Carries out `plan` on `device`: `before` is its executor under the old plan, `after` under
+/// the new one (either null where the device has no part in that plan). Messages use `tag`.
+void runSwitch(const StateSwitch &plan, int device, Communicator &comm, int64_t tag, const DeviceExecutor *before,
+               DeviceExecutor *after);
+
+} // namespace hspmd::runtime
