@@ -14,6 +14,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 namespace hspmd::codegen {
 
@@ -26,6 +27,17 @@ struct Toolchain {
 /// builds the binary `binaryName`).
 std::map<std::string, std::string> generateCpu(const std::map<int, ir::DeviceProgram> &programs,
                                                const runtime::ModelInfo &model, const ir::PlanSpec &plan,
+                                               const std::string &binaryName, const Toolchain &toolchain);
+
+/// A plan of a binary that can switch plans: its programs and its spec.
+struct PlanToBuild {
+  const std::map<int, ir::DeviceProgram> *programs = nullptr;
+  const ir::PlanSpec *plan = nullptr;
+};
+/// One binary for several plans of one model: it starts under plans[0], and its `--switch
+/// STEP:NAME` switches to the plan named NAME (runtime/Switch.h). The devices of plan k > 0
+/// are planK_device_N.cpp.
+std::map<std::string, std::string> generateCpu(const std::vector<PlanToBuild> &plans, const runtime::ModelInfo &model,
                                                const std::string &binaryName, const Toolchain &toolchain);
 
 } // namespace hspmd::codegen

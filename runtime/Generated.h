@@ -52,11 +52,13 @@ struct Device {
 struct Plan {
   std::string name, optimizer;
   std::map<std::string, double> optimizerArgs;
+  std::map<int, Device> devices;
 };
 
 /// The generated binary's main: parses --steps, --data, --seed, --trace, --save, --load,
-/// --losses, --backend, --timeout and runs the devices (threads, or one per process under
-/// mpirun with --backend mpi).
-int main(int argc, char **argv, const ModelInfo &model, const Plan &plan, const std::map<int, Device> &devices);
+/// --losses, --backend, --timeout and --switch STEP:NAME (a plan built into the binary) and
+/// runs the devices (threads, or one per process under mpirun with --backend mpi), starting
+/// under plans[0].
+int main(int argc, char **argv, const ModelInfo &model, const std::vector<Plan> &plans);
 
 } // namespace hspmd::runtime::generated

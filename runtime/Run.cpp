@@ -230,8 +230,9 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
         if (program == plans.plans[p]->end())
           return nullptr;
         auto executor = std::make_unique<DeviceExecutor>(program->second, comm);
-        if (auto generated = options.generated.find(id); p == 0 && generated != options.generated.end())
-          executor->setPhases(generated->second);
+        if (p < options.generated.size())
+          if (auto generated = options.generated[p].find(id); generated != options.generated[p].end())
+            executor->setPhases(generated->second);
         if (!options.trace.empty())
           executor->trace(start);
         return executor;

@@ -32,9 +32,9 @@ struct RunOptions {
   std::string trace;      // Chrome trace JSON path ("" for none), of the first 4 steps
   std::chrono::milliseconds timeout = std::chrono::seconds(120);
   std::ostream *progress = nullptr; // progress lines and the summary ("" when null)
-  /// Generated code's phase functions per device (hspmc build); absent: the executor walks
-  /// each program's instructions.
-  std::map<int, PhaseFunctions> generated;
+  /// Generated code's phase functions, per plan of the run and device (hspmc build); absent:
+  /// the executor walks each program's instructions.
+  std::vector<std::map<int, PhaseFunctions>> generated;
 };
 
 /// --trace records the first steps only (a step is many events).

@@ -1,15 +1,25 @@
 #!/usr/bin/env bash
 # Builds PLAN with `hspmc build`, trains it with the generated binary and with `hspmc train`
-# (the executor), and requires bitwise-identical losses. Usage: check_generated.sh HSPMC PLAN OUTDIR
+# (the executor), and requires bitwise-identical losses. With PLAN2 and STEP, the binary is
+# built with `--also PLAN2` and both runs switch to PLAN2 before step STEP.
+# Usage: check_generated.sh HSPMC PLAN OUTDIR [PLAN2 STEP]
 set -euo pipefail
-hspmc=$1 plan=$2 out=$3
+hspmc=$1 plan=$2 out=$3 also=${4:-} step=${5:-}
 data=examples/data/gpl-3.txt
 rm -rf "$out"
-"$hspmc" build "$plan" -o "$out"
+build=() generated=() executor=()
+if [ -n "$also" ]; then
+  build=(--also "$also")
+  # The binary names plans by name: the plan's name is what follows `plan` in its file.
+  name2=$(sed -n 's/^plan \([A-Za-z0-9_]*\) .*/\1/p' "$also" | head -1)
+  generated=(--switch "$step:$name2")
+  executor=(--switch "$step:$also")
+fi
+"$hspmc" build "$plan" -o "$out" "${build[@]}"
 name=$(basename "$plan" .hspmd)
 binary=$(find "$out" -maxdepth 1 -type f -executable | head -1)
-"$binary" --data "$data" --steps 10 --losses "$out/generated.json" >/dev/null
-"$hspmc" train "$plan" --data "$data" --steps 10 --losses "$out/executor.json" >/dev/null
+"$binary" --data "$data" --steps 10 --losses "$out/generated.json" "${generated[@]}" >/dev/null
+"$hspmc" train "$plan" --data "$data" --steps 10 --losses "$out/executor.json" "${executor[@]}" >/dev/null
 python3 - "$out/generated.json" "$out/executor.json" <<'PY'
 import json, sys
 a, b = (json.load(open(p))["losses"] for p in sys.argv[1:3])
@@ -17,4 +27,4 @@ print("generated:", a)
 print("executor: ", b)
 sys.exit(0 if a == b and len(a) == 10 else 1)
 PY
-echo "$name: generated code and executor give bitwise-identical losses"
+echo "$name${also:+ switching to $also before step $step}: generated code and executor give bitwise-identical losses"

@@ -106,6 +106,6 @@ int runPlanForLengths(const driver::PlanFiles &files, const std::string &lengths
 
 // Compiles FILE under its plan for training and writes (and builds) the generated C++.
 int runBuild(const std::string &file, const std::vector<std::string> &planFiles, const std::string &target,
-             const std::string &outDir, bool compile);
+             const std::string &outDir, bool compile, const std::vector<std::string> &also);
 
 } // namespace hspmd::cli

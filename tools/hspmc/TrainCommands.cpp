@@ -16,6 +16,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <set>
 
 namespace hspmd::cli {
 
@@ -61,7 +62,6 @@ int runTrain(const std::string &file, const std::vector<std::string> &planFiles,
   if (int code = t.report(); code != 0)
     return code;
   const auto &build = t.build;
-  const auto &result = t.result;
   const runtime::ModelInfo model = driver::modelInfo(*build->graph);
   const bool mpi = backend == "mpi";
   const bool leader = !mpi || runtime::launcherRank() <= 0; // prints and writes files
@@ -128,6 +128,29 @@ int runTrain(const std::string &file, const std::vector<std::string> &planFiles,
       std::vector<planner::ClusterError> errors;
       cluster = planner::loadCluster(clusterPath, t.compilation.stdlibDir() + "/devices.toml", errors);
     }
+    // During the move a device holds its old and its new arena side by side.
+    if (cluster)
+      for (const auto &[device, program] : plans[index]->programs()) {
+        auto before = plans[current]->programs().find(device);
+        const int64_t need =
+            program.peakBytes + (before == plans[current]->programs().end() ? 0 : before->second.peakBytes);
+        if (device >= static_cast<int>(cluster->devices.size()))
+          continue;
+        const planner::DeviceType &type = cluster->typeOf(device);
+        if (static_cast<double>(need) > type.memoryGiB * (1 << 30)) {
+          auto size = [](double bytes) {
+            char out[32];
+            std::snprintf(out, sizeof out, bytes < (1 << 30) ? "%.1f MiB" : "%.2f GiB",
+                          bytes / (bytes < (1 << 30) ? (1 << 20) : (1 << 30)));
+            return std::string(out);
+          };
+          const std::string text = "device " + std::to_string(device) + " needs " + size(static_cast<double>(need)) +
+                                   " during the switch (the arenas of plans '" + plans[current]->plan().name +
+                                   "' and '" + plans[index]->plan().name + "' side by side), but a " + type.name +
+                                   " has " + size(type.memoryGiB * (1 << 30));
+          return fail("--switch " + option + ": " + text);
+        }
+      }
     try {
       transfers.push_back(std::make_unique<runtime::StateSwitch>(runtime::planSwitch(
           plans[current]->programs(), plans[index]->programs(), switchLinks(cluster ? &*cluster : nullptr))));
@@ -154,7 +177,6 @@ int runTrain(const std::string &file, const std::vector<std::string> &planFiles,
     std::cerr << "hspmc train: error: " << e.what() << "\n";
     return 1;
   }
-  (void)result;
   return 0;
 }
 
@@ -304,7 +326,7 @@ int runSimulate(const std::string &file, const std::vector<std::string> &planFil
 
 // Compiles FILE under its plan for training and writes (and builds) the generated C++.
 int runBuild(const std::string &file, const std::vector<std::string> &planFiles, const std::string &target,
-             const std::string &outDir, bool compile) {
+             const std::string &outDir, bool compile, const std::vector<std::string> &also) {
   if (target != "cpu") {
     std::cerr << "hspmc build: error: --target " << target
               << " is not available yet (the CUDA kernels and NCCL backend are not written); use --target cpu\n";
@@ -314,9 +336,36 @@ int runBuild(const std::string &file, const std::vector<std::string> &planFiles,
   if (int code = t.report(); code != 0)
     return code;
   const auto &build = t.build;
-  const auto &result = t.result;
   const std::string name = build->plans[0].name;
-  const auto files = codegen::generateCpu(result->programs[0], driver::modelInfo(*build->graph), build->plans[0], name,
+  // The plans the binary can switch to (--also), each compiled and checked like the first.
+  std::vector<std::unique_ptr<TrainingBuild>> others;
+  std::vector<codegen::PlanToBuild> plans = {{&t.programs(), &t.plan()}};
+  std::set<std::string> names = {name};
+  size_t devices = t.programs().size();
+  for (const std::string &path : also) {
+    auto other = std::make_unique<TrainingBuild>(path, std::vector<std::string>{}, "build");
+    if (int code = other->report(); code != 0)
+      return code;
+    if (std::string differs = sameTraining(t, *other); !differs.empty()) {
+      std::cerr << "hspmc build: error: --also " << path << ": plan '" << other->plan().name
+                << "' cannot continue a run of plan '" << name << "': " << differs << "\n";
+      return 1;
+    }
+    if (!names.insert(other->plan().name).second) {
+      std::cerr << "hspmc build: error: --also " << path << ": the binary already has a plan named '"
+                << other->plan().name << "' (--switch names plans)\n";
+      return 1;
+    }
+    plans.push_back({&other->programs(), &other->plan()});
+    others.push_back(std::move(other));
+  }
+  {
+    runtime::RunPlans all;
+    for (const auto &plan : plans)
+      all.plans.push_back(plan.programs);
+    devices = all.devices().size();
+  }
+  const auto files = codegen::generateCpu(plans, driver::modelInfo(*build->graph), name,
                                           codegen::Toolchain{HSPMD_SOURCE_DIR, HSPMD_BINARY_DIR});
   std::error_code error;
   std::filesystem::create_directories(outDir, error);
@@ -328,8 +377,12 @@ int runBuild(const std::string &file, const std::vector<std::string> &planFiles,
       return 1;
     }
   }
-  std::cout << "wrote " << files.size() << " files to " << outDir << " (" << result->programs[0].size()
-            << " device programs)" << std::endl;
+  size_t programs = 0;
+  for (const auto &plan : plans)
+    programs += plan.programs->size();
+  std::cout << "wrote " << files.size() << " files to " << outDir << " (" << programs << " device programs"
+            << (plans.size() > 1 ? " of " + std::to_string(plans.size()) + " plans" : std::string()) << ")"
+            << std::endl;
   if (!compile)
     return 0;
   const std::string log = (std::filesystem::path(outDir) / "build.log").string();
@@ -349,8 +402,8 @@ int runBuild(const std::string &file, const std::vector<std::string> &planFiles,
     std::cerr << "hspmc build: error: cannot copy the binary to " << binary.string() << ": " << error.message() << "\n";
     return 1;
   }
-  std::cout << "built " << binary.string() << " (run it with --data FILE; --backend mpi under mpirun -np "
-            << result->programs[0].size() << ")" << std::endl;
+  std::cout << "built " << binary.string() << " (run it with --data FILE; --backend mpi under mpirun -np " << devices
+            << (plans.size() > 1 ? "; --switch STEP:NAME to change plans" : "") << ")" << std::endl;
   return 0;
 }
 

@@ -129,6 +129,9 @@ int main(int argc, char **argv) {
   buildCommand->add_option("--target", buildTarget, "cpu (cuda: not yet)");
   buildCommand->add_option("-o,--output", buildOut, "The directory for the sources and the binary")->required();
   buildCommand->add_flag("--no-compile", buildNoCompile, "Write the sources and build files only");
+  std::vector<std::string> buildAlso;
+  buildCommand->add_option("--also", buildAlso,
+                           "Another plan file of the model to build in: the binary's --switch STEP:NAME changes to it");
 
   auto *program = app.add_subcommand("dump-program", "Print the DeviceProgram one device runs under a plan");
   std::string programFile;
@@ -204,7 +207,7 @@ int main(int argc, char **argv) {
   if (simulateCommand->parsed())
     return runSimulate(simulateFile, simulatePlans, simulateCluster, simulateTrace, simulateFormat == "json");
   if (buildCommand->parsed())
-    return runBuild(buildFile, buildPlans, buildTarget, buildOut, !buildNoCompile);
+    return runBuild(buildFile, buildPlans, buildTarget, buildOut, !buildNoCompile, buildAlso);
   if (trainCommand->parsed()) {
     trainRun.timeout = std::chrono::seconds(trainTimeout);
     return runTrain(trainFile, trainPlans, trainRun, trainLosses, trainBackend, trainSwitches);

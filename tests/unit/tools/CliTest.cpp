@@ -333,6 +333,9 @@ TEST(Cli, SwitchesAreCachedAndCheckedBeforeTraining) {
            "is 4 x 66, plan 'dp2_zero''s 8 x 64\n"},
       {"--steps 4 --switch 2:" + gpt + "dp2_zero.hspmd",
        "hspmc train: error: --switch 2:" + gpt + "dp2_zero.hspmd: the run is already under plan 'dp2_zero' then\n"},
+      {"--steps 4 --switch 2:tests/switch/hetero4_small.hspmd",
+       "hspmc train: error: --switch 2:tests/switch/hetero4_small.hspmd: device 0 needs 15.8 MiB during the switch "
+       "(the arenas of plans 'dp2_zero' and 'hetero4_small' side by side), but a cpu_small has 14.0 MiB\n"},
       {"--steps 4 --switch 3:" + gpt + "hetero4.hspmd --switch 2:" + gpt + "single.hspmd",
        "hspmc train: error: --switch 2:" + gpt +
            "single.hspmd: switches go in step order, one per step (the "
