@@ -58,26 +58,12 @@ int main(int argc, char **argv, const ModelInfo &model, const std::vector<Plan> 
   size_t current = 0;
   int64_t previous = 0;
   for (const std::string &option : switches) {
-    const size_t colon = option.find(':');
-    int64_t step = 0;
-    try {
-      size_t used = 0;
-      step = colon == std::string::npos ? 0 : std::stoll(option.substr(0, colon), &used);
-      if (used != colon)
-        step = 0;
-    } catch (const std::exception &) {
-      step = 0;
-    }
-    if (step < 1)
-      return fail("--switch " + option + ": expected STEP:NAME, a step from 1 and a plan of this binary (" + names +
-                  ")");
-    if (step <= previous)
-      return fail("--switch " + option + ": switches go in step order, one per step");
-    if (run.load.empty() && step > run.steps)
-      return fail("--switch " + option + ": step " + std::to_string(step) + " is beyond the run (--steps " +
-                  std::to_string(run.steps) + ")");
-    previous = step;
-    const std::string name = option.substr(colon + 1);
+    const SwitchOption parsed =
+        parseSwitchOption(option, previous, run.steps, !run.load.empty(), "a plan of this binary (" + names + ")");
+    if (!parsed.error.empty())
+      return fail(parsed.error);
+    const int64_t step = previous = parsed.step;
+    const std::string &name = parsed.target;
     auto found = std::find_if(plans.begin(), plans.end(), [&](const Plan &p) { return p.name == name; });
     if (found == plans.end())
       return fail("--switch " + option + ": this binary has no plan '" + name + "' (its plans: " + names + ")");

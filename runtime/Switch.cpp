@@ -112,6 +112,32 @@ std::string listOf(const std::vector<std::string> &names) {
 
 } // namespace
 
+SwitchOption parseSwitchOption(const std::string &option, int64_t previousStep, int64_t steps, bool fromCheckpoint,
+                               const std::string &target) {
+  SwitchOption out;
+  const size_t colon = option.find(':');
+  try {
+    size_t used = 0;
+    out.step = colon == std::string::npos ? 0 : std::stoll(option.substr(0, colon), &used);
+    if (used != colon)
+      out.step = 0;
+  } catch (const std::exception &) {
+    out.step = 0;
+  }
+  const std::string what = "--switch " + option + ": ";
+  if (out.step < 1 || colon + 1 >= option.size())
+    out.error = what + "expected STEP:" + (target == "a plan file" ? "PLAN" : "NAME") + ", a step from 1 and " + target;
+  else if (out.step <= previousStep)
+    out.error = what + "switches go in step order, one per step (the previous one is before step " +
+                std::to_string(previousStep) + ")";
+  else if (!fromCheckpoint && out.step > steps)
+    out.error =
+        what + "step " + std::to_string(out.step) + " is beyond the run (--steps " + std::to_string(steps) + ")";
+  else
+    out.target = option.substr(colon + 1);
+  return out;
+}
+
 StateSwitch planSwitch(const std::map<int, ir::DeviceProgram> &from, const std::map<int, ir::DeviceProgram> &to,
                        const SwitchLinks &links, OwnerChoice choice) {
   const auto start = std::chrono::steady_clock::now();

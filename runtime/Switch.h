@@ -68,6 +68,17 @@ struct StateSwitch {
   double planSeconds = 0;               // how long planning took
 };
 
+/// One `--switch STEP:TARGET` option of a run (hspmc train, a generated binary), checked: a
+/// step from 1, after `previousStep`, within `steps` unless the run starts from a checkpoint
+/// (its first step is known only then). `target` names what the caller accepts after the
+/// colon ("a plan file"). `error` is empty when the option is good; it then names the option.
+struct SwitchOption {
+  int64_t step = 0;
+  std::string target, error;
+};
+SwitchOption parseSwitchOption(const std::string &option, int64_t previousStep, int64_t steps, bool fromCheckpoint,
+                               const std::string &target);
+
 /// Plans the move from `from`'s layout to `to`'s. Throws SwitchError naming a tensor one
 /// plan has and the other has not, or a region of a tensor no old device holds.
 StateSwitch planSwitch(const std::map<int, ir::DeviceProgram> &from, const std::map<int, ir::DeviceProgram> &to,

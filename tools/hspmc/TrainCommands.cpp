@@ -80,26 +80,12 @@ int runTrain(const std::string &file, const std::vector<std::string> &planFiles,
   int64_t previousStep = 0;
   size_t current = 0;
   for (const std::string &option : switches) {
-    const size_t colon = option.find(':');
-    int64_t step = 0;
-    try {
-      size_t used = 0;
-      step = colon == std::string::npos ? 0 : std::stoll(option.substr(0, colon), &used);
-      if (used != colon)
-        step = 0;
-    } catch (const std::exception &) {
-      step = 0;
-    }
-    if (step < 1 || colon + 1 >= option.size())
-      return fail("--switch " + option + ": expected STEP:PLAN, a step from 1 and a plan file");
-    if (step <= previousStep)
-      return fail("--switch " + option + ": switches go in step order, one per step (the previous one is before step " +
-                  std::to_string(previousStep) + ")");
-    if (run.load.empty() && step > run.steps)
-      return fail("--switch " + option + ": step " + std::to_string(step) + " is beyond the run (--steps " +
-                  std::to_string(run.steps) + ")");
-    previousStep = step;
-    const std::string path = option.substr(colon + 1);
+    const runtime::SwitchOption parsed =
+        runtime::parseSwitchOption(option, previousStep, run.steps, !run.load.empty(), "a plan file");
+    if (!parsed.error.empty())
+      return fail(parsed.error);
+    const int64_t step = previousStep = parsed.step;
+    const std::string &path = parsed.target;
     const std::string key = std::filesystem::weakly_canonical(path);
     auto known = std::find(paths.begin(), paths.end(), key);
     const bool cached = known != paths.end();
@@ -211,6 +197,8 @@ int runExplainSwitch(const std::string &from, const std::string &to, const std::
     return 1;
   }
   const double planSeconds = secondsSince(start);
+  // What the switch costs in steps of the plan switched to, on its cluster's cost model.
+  const double stepSeconds = cluster ? planner::simulate(b.programs(), planner::costModel(*cluster)).stepSeconds : 0;
   int64_t tensors[2] = {0, 0}, bytes[2] = {0, 0};
   for (size_t i = 0; i < plan.tensors.size(); ++i) {
     ++tensors[plan.isParameter[i] ? 0 : 1];
@@ -229,6 +217,7 @@ int runExplainSwitch(const std::string &from, const std::string &to, const std::
                         {"balanced_send_bytes", plan.balancedSendBytes},
                         {"estimated_seconds", plan.seconds},
                         {"lower_bound_seconds", plan.lowerSeconds},
+                        {"step_seconds_after", stepSeconds},
                         {"planning_seconds", planSeconds}};
   if (json) {
     std::cout << out.dump(2) << "\n";
@@ -252,6 +241,11 @@ int runExplainSwitch(const std::string &from, const std::string &to, const std::
                 static_cast<long long>(plan.messagesUnfused), mib(plan.maxSendBytes), mib(plan.balancedSendBytes),
                 plan.seconds * 1e3, plan.lowerSeconds * 1e3, planSeconds * 1e3);
   std::cout << text;
+  if (cluster) {
+    std::snprintf(text, sizeof text, "  a step of '%s'  %.3f s simulated: the switch costs %.3f steps\n",
+                  b.plan().name.c_str(), stepSeconds, stepSeconds > 0 ? plan.seconds / stepSeconds : 0.0);
+    std::cout << text;
+  }
   return 0;
 }
 

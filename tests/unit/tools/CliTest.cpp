@@ -375,6 +375,7 @@ TEST(Cli, ExplainSwitchCountsTheState) {
   EXPECT_GT(doc["bytes_moved"].get<int64_t>(), 0);
   EXPECT_LT(doc["messages"].get<int64_t>(), doc["messages_unfused"].get<int64_t>());
   EXPECT_GE(doc["max_send_bytes"].get<int64_t>(), doc["balanced_send_bytes"].get<int64_t>());
+  EXPECT_GT(doc["step_seconds_after"].get<double>(), 0); // hetero4's step on cpu4, simulated
   CliRun same = hspmc("explain-switch examples/llama/plans/llama2_7b_hetero16.hspmd "
                       "examples/llama/plans/llama2_7b_sym16.hspmd --format json");
   ASSERT_EQ(same.code, 0) << same.output;
