@@ -213,12 +213,13 @@ TEST(Cli, EveryShippedPlanLintsCleanAndTrainsAsOneDevice) {
   CliRun list = shell("ls examples/*/plans/*.hspmd");
   std::istringstream plans(list.output);
   std::string path;
-  int checked = 0;
+  int checked = 0, trained = 0;
   while (std::getline(plans, path)) {
     SCOPED_TRACE(path);
     CliRun lint = hspmc("lint " + path);
     EXPECT_EQ(lint.code, 0) << lint.output;
     EXPECT_NE(lint.output.find("lint: 0 errors"), std::string::npos) << lint.output;
+    ++checked;
     // The plan as it trains here: `for M {` becomes `for M(narrow) {`, S and its shares shrink.
     std::string text = readText(path);
     const size_t forAt = text.find(" for ", text.find("\nplan "));
@@ -226,6 +227,9 @@ TEST(Cli, EveryShippedPlanLintsCleanAndTrainsAsOneDevice) {
     ASSERT_NE(brace, std::string::npos);
     const std::string model = text.substr(forAt + 5, brace - forAt - 5);
     if (narrow.count(model)) {
+#ifdef HSPMD_SANITIZED
+      continue; // minutes under the sanitizers: the normal build trains them
+#endif
       text.insert(brace, narrow.at(model));
       const size_t s = text.find("S = ");
       ASSERT_NE(s, std::string::npos);
@@ -255,9 +259,14 @@ TEST(Cli, EveryShippedPlanLintsCleanAndTrainsAsOneDevice) {
     ASSERT_EQ(want.size(), 2u);
     for (size_t i = 0; i < 2; ++i)
       EXPECT_NEAR(got[i], want[i], 1e-4 * want[i]) << "step " << i + 1;
-    ++checked;
+    ++trained;
   }
   EXPECT_GE(checked, 28);
+#ifndef HSPMD_SANITIZED
+  EXPECT_EQ(trained, checked);
+#else
+  EXPECT_GE(trained, 21); // the tiny plans
+#endif
 }
 
 // A checkpoint saved on MPI (every process's regions, gathered by the first device's process)
@@ -463,6 +472,9 @@ TEST(Cli, TrainSaysWhichInputsTheDataCannotFeed) {
 // The planner's plan for a mixed cluster lints without a warning: its stages differ by less
 // than a layer (HS202 says nothing then), and nothing is resharded behind its back.
 TEST(Cli, APlannedPlanForAMixedClusterLintsWithoutWarnings) {
+#ifdef HSPMD_SANITIZED
+  GTEST_SKIP() << "the 7B search takes minutes under the sanitizers: the normal build runs it";
+#endif
   const std::string out = "build/cli_plan_7b.hspmd";
   CliRun run = hspmc("plan examples/llama/llama2_7b.hspmd --cluster examples/clusters/h100x4_a100x4.toml --seq 4096 "
                      "--tokens 65536 -o " +
