@@ -111,6 +111,12 @@ void clusterScale() {
                                   std::pair{runtime::OwnerChoice::Volume, "volume-only greedy"},
                                   std::pair{runtime::OwnerChoice::FirstOwner, "first owner"}}) {
         const runtime::StateSwitch plan = runtime::planSwitch(from.programs(), to.programs(), links, choice);
+        if (plan.bytesMin == 0) {
+          std::printf("    %-20s nothing to move: the plans lay out every parameter and optimizer state alike "
+                      "(planned in %.0f ms)\n",
+                      name, plan.planSeconds * 1e3);
+          continue;
+        }
         std::printf("    %-20s moved %.2f / min %.2f = %.2f  busiest sender %.2f / balanced %.2f = %.2f  "
                     "messages %lld -> %zu  planned in %.0f ms  estimated %.3f s (%.2f steps of the plan switched to)\n",
                     name, gib(plan.bytesMoved), gib(plan.bytesMin),
