@@ -210,6 +210,14 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
   RunResult result;
   result.tokensPerStep = model.batch * model.seq;
   const int64_t firstStep = store.step;
+  // A switch outside the run would silently never happen (a checkpoint moves the first step).
+  for (const PlanSwitch &change : plans.switches)
+    if (change.beforeStep <= firstStep || change.beforeStep > firstStep + options.steps)
+      throw RunError("a switch before step " + std::to_string(change.beforeStep) + " is outside this run (steps " +
+                     std::to_string(firstStep + 1) + " to " + std::to_string(firstStep + options.steps) +
+                     (firstStep > 0 ? ", after the " + std::to_string(firstStep) + " steps of the checkpoint loaded"
+                                    : std::string()) +
+                     ")");
   const auto start = std::chrono::steady_clock::now();
   const auto since = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   Progress progress(options.progress, firstStep, options.steps, result.tokensPerStep);
