@@ -19,6 +19,7 @@
 // quartile ranges do not overlap.
 // Usage: bench_simulate [steps] [rounds]   (HSPMD_BENCH_VERBOSE=1: the fitted kernel costs and
 // per-device times; HSPMD_BENCH_TRACES=DIR: each plan's measured and simulated Chrome traces)
+#include "bench/Compiled.h"
 #include "passes/Pipeline.h"
 #include "planner/Estimates.h"
 #include "planner/Simulator.h"
@@ -45,28 +46,13 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-struct Compiled {
-  frontend::SourceManager sources;
-  frontend::CollectingSink sink;
-  frontend::DiagnosticEngine diags{sink};
-  frontend::Compilation compilation{sources, diags};
-  std::optional<driver::Build> build;
-  passes::PipelineResult result;
-  runtime::ModelInfo model;
-};
+using bench::Compiled;
 
 // `plan`: an example plan's name, or a path.
 std::unique_ptr<Compiled> compile(const std::string &plan) {
-  auto c = std::make_unique<Compiled>();
-  const std::string path = plan.find('/') != std::string::npos
-                               ? plan
-                               : std::string(HSPMD_SOURCE_DIR) + "/examples/gpt/plans/" + plan + ".hspmd";
-  c->build = driver::elaborateBuild(c->compilation, path, {path}, "");
-  passes::PipelineOptions options;
-  options.train = true;
-  c->result = passes::runPipeline(*c->build->graph, c->build->plans, options, [](const passes::Problem &) {});
-  c->model = driver::modelInfo(*c->build->graph);
-  return c;
+  return bench::compilePlan(plan.find('/') != std::string::npos
+                                ? plan
+                                : std::string(HSPMD_SOURCE_DIR) + "/examples/gpt/plans/" + plan + ".hspmd");
 }
 
 // Runs `c` for `steps` steps on the threads backend (with a Chrome trace of the first

@@ -17,6 +17,7 @@
 //    GPT: 5x slower fused than per tensor by default, even with the heap).
 //
 //   build/bench/bench_switch
+#include "bench/Compiled.h"
 #include "ir/Tags.h"
 #include "passes/Pipeline.h"
 #include "planner/Estimates.h"
@@ -45,37 +46,10 @@ double since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-struct Compiled {
-  frontend::SourceManager sources;
-  frontend::CollectingSink sink;
-  frontend::DiagnosticEngine diags{sink};
-  frontend::Compilation compilation{sources, diags};
-  std::optional<driver::Build> build;
-  passes::PipelineResult result;
-  runtime::ModelInfo model;
-  double seconds = 0;
-  const std::map<int, ir::DeviceProgram> &programs() const { return result.programs[0]; }
-};
+using bench::Compiled;
 
 std::unique_ptr<Compiled> compile(const std::string &relative) {
-  auto c = std::make_unique<Compiled>();
-  const std::string path = std::string(HSPMD_SOURCE_DIR) + "/" + relative;
-  const auto start = Clock::now();
-  c->build = driver::elaborateBuild(c->compilation, path, {path}, "");
-  if (!c->build || c->build->plans.empty()) {
-    std::fprintf(stderr, "bench_switch: %s does not elaborate\n", path.c_str());
-    std::exit(1);
-  }
-  passes::PipelineOptions options;
-  options.train = true;
-  c->result = passes::runPipeline(*c->build->graph, c->build->plans, options, [](const passes::Problem &) {});
-  if (!c->result.ok) {
-    std::fprintf(stderr, "bench_switch: %s does not compile\n", path.c_str());
-    std::exit(1);
-  }
-  c->seconds = since(start);
-  c->model = driver::modelInfo(*c->build->graph);
-  return c;
+  return bench::compilePlan(std::string(HSPMD_SOURCE_DIR) + "/" + relative);
 }
 
 double gib(int64_t bytes) {
