@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <set>
 
 namespace hspmd::ir {
 
@@ -66,6 +67,56 @@ std::vector<Box> subtractBox(const std::vector<Box> &boxes, const Box &cut) {
   for (const Box &box : boxes)
     for (Box &part : subtractBox(box, cut))
       out.push_back(std::move(part));
+  return out;
+}
+
+bool containsBox(const Box &outer, const Box &inner) {
+  for (size_t d = 0; d < inner.lo.size(); ++d)
+    if (inner.lo[d] < outer.lo[d] || inner.hi[d] > outer.hi[d])
+      return false;
+  return true;
+}
+
+std::vector<Box> cutBox(const Box &box, const std::vector<std::vector<int64_t>> &cuts) {
+  std::vector<Box> cells;
+  if (box.empty())
+    return cells;
+  const size_t rank = box.lo.size();
+  std::vector<std::vector<int64_t>> edges(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    std::set<int64_t> points{box.lo[d], box.hi[d]};
+    for (int64_t c : cuts[d])
+      if (c > box.lo[d] && c < box.hi[d])
+        points.insert(c);
+    edges[d].assign(points.begin(), points.end());
+  }
+  std::vector<size_t> at(rank, 0);
+  while (true) {
+    Box cell{std::vector<int64_t>(rank), std::vector<int64_t>(rank)};
+    for (size_t d = 0; d < rank; ++d) {
+      cell.lo[d] = edges[d][at[d]];
+      cell.hi[d] = edges[d][at[d] + 1];
+    }
+    cells.push_back(std::move(cell));
+    size_t d = rank;
+    while (d > 0 && ++at[d - 1] + 1 >= edges[d - 1].size())
+      at[--d] = 0;
+    if (d == 0)
+      return cells;
+  }
+}
+
+std::vector<int64_t> boxExtent(const Box &box) {
+  std::vector<int64_t> out(box.lo.size());
+  for (size_t d = 0; d < out.size(); ++d)
+    out[d] = box.hi[d] - box.lo[d];
+  return out;
+}
+
+std::vector<int64_t> boxOffset(const Box &box, const std::vector<int64_t> &origin) {
+  std::vector<int64_t> out(box.lo.size());
+  for (size_t d = 0; d < out.size(); ++d)
+    out[d] = box.lo[d] - origin[d];
   return out;
 }
 

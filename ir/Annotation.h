@@ -67,6 +67,15 @@ Box intersectBox(const Box &a, const Box &b);
 std::vector<Box> subtractBox(const Box &a, const Box &b);
 /// The parts of each of `boxes` outside `cut`.
 std::vector<Box> subtractBox(const std::vector<Box> &boxes, const Box &cut);
+/// Whether `outer` covers all of `inner`.
+bool containsBox(const Box &outer, const Box &inner);
+/// `box` cut at every boundary of `cuts` (per dimension, in any order) that falls strictly
+/// inside it: the cells, in row-major order; none for an empty box. Given [0:4, 0:2] and
+/// cuts {{1, 4, 9}, {1}}: [0:1, 0:1], [0:1, 1:2], [1:4, 0:1], [1:4, 1:2].
+std::vector<Box> cutBox(const Box &box, const std::vector<std::vector<int64_t>> &cuts);
+/// The extent of `box` per dimension, and where it starts inside a region starting at `origin`.
+std::vector<int64_t> boxExtent(const Box &box);
+std::vector<int64_t> boxOffset(const Box &box, const std::vector<int64_t> &origin);
 
 /// What one device holds. Two devices whose pieces have the same box and partial index
 /// hold identical data when their replica indices differ. The full tensor is the sum, over

@@ -68,48 +68,13 @@ std::vector<Piece> piecesOf(const ir::Annotation &annotation, const std::vector<
   return pieces;
 }
 
-bool contains(const ir::Box &outer, const ir::Box &inner) {
-  for (size_t d = 0; d < outer.lo.size(); ++d)
-    if (inner.lo[d] < outer.lo[d] || inner.hi[d] > outer.hi[d])
-      return false;
-  return true;
-}
-
 // Cuts `box` along every boundary of `cutters` that falls inside it: the finest slices.
 std::vector<ir::Box> cellsOf(const ir::Box &box, const std::vector<Piece> &cutters) {
-  const size_t rank = box.lo.size();
-  std::vector<std::vector<int64_t>> cuts(rank);
-  for (size_t d = 0; d < rank; ++d) {
-    std::set<int64_t> points{box.lo[d], box.hi[d]};
+  std::vector<std::vector<int64_t>> cuts(box.lo.size());
+  for (size_t d = 0; d < cuts.size(); ++d)
     for (const Piece &piece : cutters)
-      for (int64_t p : {piece.box.lo[d], piece.box.hi[d]})
-        if (p > box.lo[d] && p < box.hi[d])
-          points.insert(p);
-    cuts[d].assign(points.begin(), points.end());
-  }
-  std::vector<ir::Box> cells;
-  std::vector<size_t> index(rank, 0);
-  if (box.empty())
-    return cells;
-  while (true) {
-    ir::Box cell{std::vector<int64_t>(rank), std::vector<int64_t>(rank)};
-    for (size_t d = 0; d < rank; ++d) {
-      cell.lo[d] = cuts[d][index[d]];
-      cell.hi[d] = cuts[d][index[d] + 1];
-    }
-    cells.push_back(cell);
-    size_t d = rank;
-    while (d > 0) {
-      --d;
-      if (++index[d] + 1 < cuts[d].size())
-        break;
-      index[d] = 0;
-      if (d == 0)
-        return cells;
-    }
-    if (rank == 0)
-      return cells;
-  }
+      cuts[d].insert(cuts[d].end(), {piece.box.lo[d], piece.box.hi[d]});
+  return ir::cutBox(box, cuts);
 }
 
 int partialCount(const std::vector<Piece> &pieces) {
@@ -180,7 +145,7 @@ public:
           for (const ir::Box &cell : cellsOf(box, source)) {
             std::vector<const Piece *> owners;
             for (const Piece &piece : source)
-              if ((!targetPartial || piece.partial == need.partial) && contains(piece.box, cell))
+              if ((!targetPartial || piece.partial == need.partial) && ir::containsBox(piece.box, cell))
                 owners.push_back(&piece);
             owners = inNeedersPipeline(owners, need.device);
             // Several owners share one slice: cut it so that each sends a part.
@@ -194,7 +159,7 @@ public:
       for (const ir::Box &cell : cellsOf(need.box, source)) {
         std::map<int, std::vector<const Piece *>> byPartial;
         for (const Piece &piece : source)
-          if (contains(piece.box, cell))
+          if (ir::containsBox(piece.box, cell))
             byPartial[piece.partial].push_back(&piece);
         for (const auto &[partial, owners] : byPartial) {
           auto mine =
@@ -422,7 +387,7 @@ bool samePartials(const ir::Annotation &from, const ir::Annotation &to, const st
   auto partialsOver = [](const std::vector<Piece> &pieces, const ir::Box &cell) {
     std::set<int> found;
     for (const Piece &piece : pieces)
-      if (contains(piece.box, cell))
+      if (ir::containsBox(piece.box, cell))
         found.insert(piece.partial);
     return found;
   };

@@ -40,27 +40,6 @@ Holdings holdings(const std::map<int, ir::DeviceProgram> &programs) {
   return out;
 }
 
-// The extent of a box, and where it starts inside a region starting at `origin`.
-std::vector<int64_t> extentOf(const ir::Box &box) {
-  std::vector<int64_t> out(box.lo.size());
-  for (size_t d = 0; d < out.size(); ++d)
-    out[d] = box.hi[d] - box.lo[d];
-  return out;
-}
-std::vector<int64_t> offsetIn(const ir::Box &box, const std::vector<int64_t> &origin) {
-  std::vector<int64_t> out(box.lo.size());
-  for (size_t d = 0; d < out.size(); ++d)
-    out[d] = box.lo[d] - origin[d];
-  return out;
-}
-
-bool contains(const ir::Box &outer, const ir::Box &inner) {
-  for (size_t d = 0; d < inner.lo.size(); ++d)
-    if (inner.lo[d] < outer.lo[d] || inner.hi[d] > outer.hi[d])
-      return false;
-  return true;
-}
-
 // `boxes` made disjoint: each later box less what the earlier ones cover.
 std::vector<ir::Box> disjoint(const std::vector<ir::Box> &boxes) {
   std::vector<ir::Box> out;
@@ -73,32 +52,6 @@ std::vector<ir::Box> disjoint(const std::vector<ir::Box> &boxes) {
         out.push_back(std::move(piece));
   }
   return out;
-}
-
-// Cuts `box` at every boundary in `cuts` (per dimension, sorted) that falls inside it.
-void cells(const ir::Box &box, const std::vector<std::vector<int64_t>> &cuts, std::vector<ir::Box> &out) {
-  std::vector<std::vector<int64_t>> edges(box.lo.size());
-  for (size_t d = 0; d < box.lo.size(); ++d) {
-    edges[d].push_back(box.lo[d]);
-    for (int64_t c : cuts[d])
-      if (c > box.lo[d] && c < box.hi[d])
-        edges[d].push_back(c);
-    edges[d].push_back(box.hi[d]);
-  }
-  std::vector<size_t> at(box.lo.size(), 0);
-  while (true) {
-    ir::Box cell;
-    for (size_t d = 0; d < box.lo.size(); ++d) {
-      cell.lo.push_back(edges[d][at[d]]);
-      cell.hi.push_back(edges[d][at[d] + 1]);
-    }
-    out.push_back(std::move(cell));
-    size_t d = box.lo.size();
-    while (d > 0 && ++at[d - 1] + 1 >= edges[d - 1].size())
-      at[--d] = 0;
-    if (d == 0)
-      return;
-  }
 }
 
 std::string listOf(const std::vector<std::string> &names) {
@@ -200,12 +153,12 @@ StateSwitch planSwitch(const std::map<int, ir::DeviceProgram> &from, const std::
           needed = ir::subtractBox(needed, held);
       std::vector<ir::Box> pieces;
       for (const ir::Box &box : needed)
-        if (!box.empty())
-          cells(box, cuts, pieces);
+        for (ir::Box &cell : ir::cutBox(box, cuts))
+          pieces.push_back(std::move(cell));
       for (ir::Box &cell : pieces) {
         std::vector<int> candidates;
         for (const auto &[owner, held] : owners)
-          if (std::any_of(held.begin(), held.end(), [&](const ir::Box &b) { return contains(b, cell); }))
+          if (std::any_of(held.begin(), held.end(), [&](const ir::Box &b) { return ir::containsBox(b, cell); }))
             candidates.push_back(owner);
         if (candidates.empty())
           throw SwitchError("no device of the plan switched from holds all of region " + ir::printBox(cell) + " of '" +
@@ -308,12 +261,12 @@ void runSwitch(const StateSwitch &plan, int device, Communicator &comm, int64_t 
       const std::string &name = plan.tensors[static_cast<size_t>(slice.tensor)];
       const ir::Buffer *source = nullptr;
       for (const ir::Buffer *b : old.count(name) ? old.at(name) : std::vector<const ir::Buffer *>{})
-        if (contains(b->region(), slice.box))
+        if (ir::containsBox(b->region(), slice.box))
           source = b;
       if (!source)
         throw SwitchError("device " + std::to_string(device) + " was to send part of '" + name + "' it does not hold");
-      const std::vector<int64_t> size = extentOf(slice.box);
-      copyBox(kElementBytes, before->bufferData(source->id), source->shape, offsetIn(slice.box, start(*source)),
+      const std::vector<int64_t> size = ir::boxExtent(slice.box);
+      copyBox(kElementBytes, before->bufferData(source->id), source->shape, ir::boxOffset(slice.box, start(*source)),
               packed.data() + at, size, std::vector<int64_t>(size.size(), 0), size);
       at += static_cast<size_t>(slice.box.numElements() * kElementBytes);
     }
@@ -331,8 +284,9 @@ void runSwitch(const StateSwitch &plan, int device, Communicator &comm, int64_t 
         const ir::Box common = ir::intersectBox(target->region(), source->region());
         if (common.empty())
           continue;
-        copyBox(kElementBytes, before->bufferData(source->id), source->shape, offsetIn(common, start(*source)),
-                after->bufferData(target->id), target->shape, offsetIn(common, start(*target)), extentOf(common));
+        copyBox(kElementBytes, before->bufferData(source->id), source->shape, ir::boxOffset(common, start(*source)),
+                after->bufferData(target->id), target->shape, ir::boxOffset(common, start(*target)),
+                ir::boxExtent(common));
       }
   }
   // Then what others send it, into every new buffer the slice falls in.
@@ -346,13 +300,14 @@ void runSwitch(const StateSwitch &plan, int device, Communicator &comm, int64_t 
                         std::to_string(message.bytes));
     size_t at = 0;
     for (const SwitchSlice &slice : message.slices) {
-      const std::vector<int64_t> size = extentOf(slice.box);
+      const std::vector<int64_t> size = ir::boxExtent(slice.box);
       for (const ir::Buffer *target : fresh.at(plan.tensors[static_cast<size_t>(slice.tensor)])) {
         const ir::Box common = ir::intersectBox(target->region(), slice.box);
         if (common.empty())
           continue;
-        copyBox(kElementBytes, packed.data() + at, size, offsetIn(common, slice.box.lo), after->bufferData(target->id),
-                target->shape, offsetIn(common, start(*target)), extentOf(common));
+        copyBox(kElementBytes, packed.data() + at, size, ir::boxOffset(common, slice.box.lo),
+                after->bufferData(target->id), target->shape, ir::boxOffset(common, start(*target)),
+                ir::boxExtent(common));
       }
       at += static_cast<size_t>(slice.box.numElements() * kElementBytes);
     }

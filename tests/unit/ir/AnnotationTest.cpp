@@ -228,3 +228,28 @@ TEST(BoxAlgebra, SubtractAndIntersect) {
           EXPECT_EQ(covered, whole.numElements());
         }
 }
+
+// Cutting a box at boundaries: the worked example of ir/Annotation.h, cuts outside the box
+// ignored, the cells tile the box without overlap, each inside it, none for an empty box.
+TEST(BoxAlgebra, CutContainsExtentOffset) {
+  using hspmd::ir::Box;
+  const Box box{{0, 0}, {4, 2}};
+  EXPECT_EQ(hspmd::ir::cutBox(box, {{1, 4, 9}, {1}}),
+            (std::vector<Box>{{{0, 0}, {1, 1}}, {{0, 1}, {1, 2}}, {{1, 0}, {4, 1}}, {{1, 1}, {4, 2}}}));
+  EXPECT_TRUE(hspmd::ir::cutBox(Box{{2, 0}, {2, 3}}, {{}, {1}}).empty());
+  EXPECT_EQ(hspmd::ir::cutBox(Box{{}, {}}, {}).size(), 1u); // a scalar is one cell
+  const Box wide{{3, 1}, {9, 8}};
+  const auto cells = hspmd::ir::cutBox(wide, {{0, 4, 4, 7, 12}, {2, 5, 8}});
+  EXPECT_EQ(cells.size(), 9u);
+  int64_t covered = 0;
+  for (size_t i = 0; i < cells.size(); ++i) {
+    EXPECT_TRUE(hspmd::ir::containsBox(wide, cells[i]));
+    covered += cells[i].numElements();
+    for (size_t j = i + 1; j < cells.size(); ++j)
+      EXPECT_TRUE(hspmd::ir::intersectBox(cells[i], cells[j]).empty());
+  }
+  EXPECT_EQ(covered, wide.numElements());
+  EXPECT_FALSE(hspmd::ir::containsBox(Box{{3, 1}, {9, 7}}, wide));
+  EXPECT_EQ(hspmd::ir::boxExtent(wide), (std::vector<int64_t>{6, 7}));
+  EXPECT_EQ(hspmd::ir::boxOffset(wide, {1, 1}), (std::vector<int64_t>{2, 0}));
+}
