@@ -46,6 +46,14 @@ public:
   virtual void send(int peer, int64_t tag, std::vector<char> message) = 0;
   /// The message `peer` sent with `tag`.
   virtual std::vector<char> recv(int peer, int64_t tag) = 0;
+  /// The message each of `peers` (distinct) sent with `tag`, handed to `use` in the order
+  /// they arrive: every receive is in flight at once (on MPI, whichever peer's message comes
+  /// first is taken first). One deadline covers them all.
+  virtual void recvEach(const std::vector<int> &peers, int64_t tag,
+                        const std::function<void(int peer, std::vector<char> message)> &use) {
+    for (int peer : peers)
+      use(peer, recv(peer, tag));
+  }
   /// Every member of `group` (the same list, in the same order, on every member) offers its
   /// piece; `use` sees all of them, in group order, and may read their data; the call
   /// returns once every member's `use` has returned. `bytes` is the size of `mine.data`.

@@ -55,24 +55,46 @@ public:
         it->second.erase(it->second.begin());
         return message;
       }
-      int flag = 0;
-      MPI_Status status;
-      MPI_Iprobe(source, 0, MPI_COMM_WORLD, &flag, &status);
-      if (flag) {
-        int count = 0;
-        MPI_Get_count(&status, MPI_BYTE, &count);
-        std::vector<char> buffer(static_cast<size_t>(count));
-        MPI_Recv(buffer.data(), count, MPI_BYTE, source, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        int64_t got = 0;
-        std::memcpy(&got, buffer.data(), 8);
-        early_[{source, got}].emplace_back(buffer.begin() + 8, buffer.end());
+      if (takeArrived(source))
         continue;
-      }
       progress();
       if (Clock::now() > deadline)
         throw CommError("device " + std::to_string(device()) + " waited " + formatSeconds(timeout_) +
                         " s for a message from device " + std::to_string(peer) + " (tag " + std::to_string(tag) + ")");
       pause(spins);
+    }
+  }
+
+  void recvEach(const std::vector<int> &peers, int64_t tag,
+                const std::function<void(int peer, std::vector<char> message)> &use) override {
+    std::vector<int> waiting = peers;
+    const auto deadline = Clock::now() + timeout_;
+    int spins = 0;
+    while (!waiting.empty()) {
+      bool used = false;
+      for (auto peer = waiting.begin(); peer != waiting.end();) {
+        auto it = early_.find({rankOf(*peer), tag});
+        if (it == early_.end() || it->second.empty()) {
+          ++peer;
+          continue;
+        }
+        std::vector<char> message = std::move(it->second.front());
+        it->second.erase(it->second.begin());
+        const int from = *peer;
+        peer = waiting.erase(peer);
+        use(from, std::move(message));
+        used = true;
+      }
+      if (waiting.empty() || used)
+        continue;
+      if (!takeArrived(MPI_ANY_SOURCE)) {
+        progress();
+        pause(spins);
+      }
+      if (Clock::now() > deadline)
+        throw CommError("device " + std::to_string(device()) + " waited " + formatSeconds(timeout_) +
+                        " s for a message from device " + std::to_string(waiting.front()) + " (tag " +
+                        std::to_string(tag) + ")");
     }
   }
 
@@ -152,6 +174,24 @@ private:
   std::chrono::milliseconds timeout_;
   std::list<Pending> pending_;
   std::map<std::pair<int, int64_t>, std::vector<std::vector<char>>> early_; // (rank, tag)
+
+  // Receives one message that has arrived from `source` (or any rank), if there is one, and
+  // files it by its sender and tag.
+  bool takeArrived(int source) {
+    int flag = 0;
+    MPI_Status status;
+    MPI_Iprobe(source, 0, MPI_COMM_WORLD, &flag, &status);
+    if (!flag)
+      return false;
+    int count = 0;
+    MPI_Get_count(&status, MPI_BYTE, &count);
+    std::vector<char> buffer(static_cast<size_t>(count));
+    MPI_Recv(buffer.data(), count, MPI_BYTE, status.MPI_SOURCE, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    int64_t got = 0;
+    std::memcpy(&got, buffer.data(), 8);
+    early_[{status.MPI_SOURCE, got}].emplace_back(buffer.begin() + 8, buffer.end());
+    return true;
+  }
 
   void progress() {
     for (auto it = pending_.begin(); it != pending_.end();) {

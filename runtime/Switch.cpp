@@ -289,11 +289,17 @@ void runSwitch(const StateSwitch &plan, int device, Communicator &comm, int64_t 
                 ir::boxExtent(common));
       }
   }
-  // Then what others send it, into every new buffer the slice falls in.
-  for (const SwitchMessage &message : plan.messages) {
-    if (message.to != device)
-      continue;
-    const std::vector<char> packed = comm.recv(message.from, tag);
+  // Then what others send it, into every new buffer the slice falls in, in the order the
+  // messages arrive.
+  std::map<int, const SwitchMessage *> incoming;
+  std::vector<int> senders;
+  for (const SwitchMessage &message : plan.messages)
+    if (message.to == device) {
+      incoming[message.from] = &message;
+      senders.push_back(message.from);
+    }
+  comm.recvEach(senders, tag, [&](int from, std::vector<char> packed) {
+    const SwitchMessage &message = *incoming.at(from);
     if (static_cast<int64_t>(packed.size()) != message.bytes)
       throw SwitchError("device " + std::to_string(device) + " received " + std::to_string(packed.size()) +
                         " bytes of the switch from device " + std::to_string(message.from) + ", not " +
@@ -311,7 +317,7 @@ void runSwitch(const StateSwitch &plan, int device, Communicator &comm, int64_t 
       }
       at += static_cast<size_t>(slice.box.numElements() * kElementBytes);
     }
-  }
+  });
 }
 
 } // namespace hspmd::runtime

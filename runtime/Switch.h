@@ -8,7 +8,8 @@
 // one owner (an owner in the same node, then on the fastest link, then the least loaded by
 // bytes divided by bandwidth). All cells between one pair of devices form one message. What a
 // device holds itself it copies locally. runSwitch() carries the plan out on one device: its
-// sends are posted at once, then its local copies, then its receives.
+// sends are posted at once, then its local copies, then its receives, all in flight together
+// and unpacked in the order they arrive (Communicator::recvEach).
 #pragma once
 
 #include "ir/DeviceProgram.h"
