@@ -151,7 +151,8 @@ double measureMove(const Compiled &from, const Compiled &to, const std::vector<r
         for (int r = 0; r < repeat; ++r) {
           comm.barrier();
           const auto start = Clock::now();
-          runtime::runSwitch(plans[p], id, comm, ir::tags::planSwitch(tag++), before.get(), after.get());
+          runtime::runSwitch(plans[p], id, comm, ir::tags::planSwitch(tag++), runtime::HeldState::of(before.get()),
+                             after.get());
           comm.barrier();
           if (id == devices.front())
             best[p] = std::min(best[p], since(start));

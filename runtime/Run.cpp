@@ -224,12 +224,22 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
   std::map<int, std::vector<TraceEvent>> events;
   std::mutex mutex;
   std::string firstError;
+  int64_t failedSwitch = -1;                                      // the switch that failed first
+  std::map<int, std::pair<size_t, std::vector<char>>> keptStates; // device -> (plan, packed state)
   // The plan each device ends under: its state is what --save writes.
   const size_t last = plans.switches.empty() ? 0 : plans.switches.back().plan;
 
   // One device's run: its steps (switching plans where the run does), then its report to the
   // first device, which gathers them.
   auto device = [&](int id) {
+    // What the device holds, for a switch that fails: its executor (and, moving in buckets,
+    // its old state packed), under which plan; whether it is inside a switch.
+    std::unique_ptr<DeviceExecutor> executor;
+    const ir::DeviceProgram *holding = nullptr;
+    size_t holdingPlan = 0;
+    std::vector<char> packedOld;
+    bool switching = false, inStep = false;
+    size_t next = 0; // the next switch
     try {
       Communicator &comm = world.communicator(id);
       // The device's executor under plan p; none where p does not use the device.
@@ -237,17 +247,18 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
         auto program = plans.plans[p]->find(id);
         if (program == plans.plans[p]->end())
           return nullptr;
-        auto executor = std::make_unique<DeviceExecutor>(program->second, comm);
+        auto made = std::make_unique<DeviceExecutor>(program->second, comm);
         if (p < options.generated.size())
           if (auto generated = options.generated[p].find(id); generated != options.generated[p].end())
-            executor->setPhases(generated->second);
+            made->setPhases(generated->second);
         if (!options.trace.empty())
-          executor->trace(start);
-        return executor;
+          made->trace(start);
+        return made;
       };
-      std::unique_ptr<DeviceExecutor> executor = executorFor(0);
+      executor = executorFor(0);
       if (executor)
         executor->load(store);
+      holding = executor ? &executor->program() : nullptr;
       DeviceTimes times;
       std::vector<TraceEvent> traced;
       auto retire = [&](DeviceExecutor &done) {
@@ -255,22 +266,37 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
         times.communicating += done.times().communicating;
         traced.insert(traced.end(), done.events().begin(), done.events().end());
       };
-      size_t next = 0; // the next switch
       double stepStart = since();
       for (int64_t s = 0; s < options.steps; ++s) {
         const int64_t step = firstStep + s + 1;
         for (; next < plans.switches.size() && plans.switches[next].beforeStep == step; ++next) {
           const PlanSwitch &change = plans.switches[next];
           const double moveStart = since();
+          // The old state stays whole until every device holds its new state: a switch that
+          // fails leaves the run on the old plan. In buckets, the old arena is released
+          // first, its state packed out of it.
+          switching = true;
+          if (change.transfer->byLayer && executor) {
+            packedOld = executor->packState();
+            retire(*executor);
+            executor.reset();
+          }
           std::unique_ptr<DeviceExecutor> after = executorFor(change.plan);
-          runSwitch(*change.transfer, id, comm, ir::tags::planSwitch(static_cast<int64_t>(next)), executor.get(),
+          runSwitch(*change.transfer, id, comm, ir::tags::planSwitch(static_cast<int64_t>(next)),
+                    holding && change.transfer->byLayer ? HeldState::packed(*holding, packedOld)
+                                                        : HeldState::of(executor.get()),
                     after.get());
+          comm.barrier(); // every device holds its new state
           if (after)
             after->setStepsTaken(step - 1);
           if (executor)
             retire(*executor);
           executor = std::move(after);
-          comm.barrier(); // every device holds its new state
+          holding = executor ? &executor->program() : nullptr;
+          holdingPlan = change.plan;
+          packedOld.clear();
+          packedOld.shrink_to_fit();
+          switching = false;
           if (id == first) {
             const double moved = since() - moveStart;
             result.switchSeconds.push_back(moved);
@@ -284,7 +310,9 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
             }
           }
         }
+        inStep = true;
         const double mine = executor ? executor->step(data.batchFor(step - 1, model.batch, model.seq), step) : 0.0;
+        inStep = false;
         // Every device has finished the step. The tag is the step's: a device a plan does not
         // use reaches the next step's sum while the others still leave this one's.
         const double loss = sumOverDevices(comm, devices, ir::tags::ofStep(kLossTag, step), mine);
@@ -317,10 +345,25 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
           unpackState(plans.plans[last]->at(other), theirs.state, store);
       }
     } catch (const std::exception &e) {
+      // Between steps (in a switch, or waiting on one) the old plan's state is whole: kept
+      // for --save.
+      std::vector<char> state;
+      const bool between = switching || !inStep;
+      if (!options.save.empty() && holding && between) {
+        try {
+          state = !packedOld.empty() ? std::move(packedOld) : executor->packState();
+        } catch (const std::exception &) {
+        }
+      }
       {
         std::lock_guard lock(mutex);
-        if (firstError.empty())
+        if (firstError.empty()) {
           firstError = e.what();
+          if (switching)
+            failedSwitch = static_cast<int64_t>(next);
+        }
+        if (!state.empty())
+          keptStates[id] = {holdingPlan, std::move(state)};
       }
       world.fail("device " + std::to_string(id) + " failed: " + e.what());
     }
@@ -333,6 +376,33 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
       threads.emplace_back(device, id);
     for (auto &t : threads)
       t.join();
+  }
+  if (!firstError.empty() && failedSwitch >= 0) {
+    // A failed switch leaves the run on the plan before it, after the step before it: with
+    // --save, every device of that plan has kept its state (one process: threads).
+    const PlanSwitch &change = plans.switches[static_cast<size_t>(failedSwitch)];
+    const size_t held = failedSwitch == 0 ? 0 : plans.switches[static_cast<size_t>(failedSwitch) - 1].plan;
+    std::string outcome =
+        "; the run stopped on the plan before it, after step " + std::to_string(change.beforeStep - 1);
+    if (!options.save.empty()) {
+      bool whole = true;
+      for (const auto &[member, program] : *plans.plans[held]) {
+        auto kept = keptStates.find(member);
+        whole = whole && kept != keptStates.end() && kept->second.first == held;
+      }
+      if (whole) {
+        for (const auto &[member, program] : *plans.plans[held])
+          unpackState(program, keptStates.at(member).second, store);
+        store.save(options.save);
+        outcome += ", its state saved to " + options.save + " (--load it to go on)";
+      } else {
+        outcome += ", its state not saved (" +
+                   std::string(local.size() < devices.size() ? "on MPI the devices cannot gather it after a failure"
+                                                             : "a device lost it") +
+                   ")";
+      }
+    }
+    throw RunError("the switch before step " + std::to_string(change.beforeStep) + " failed: " + firstError + outcome);
   }
   if (!firstError.empty())
     throw RunError(firstError);

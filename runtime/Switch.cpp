@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <set>
 
 namespace hspmd::runtime {
@@ -54,6 +55,21 @@ std::vector<ir::Box> disjoint(const std::vector<ir::Box> &boxes) {
   return out;
 }
 
+// The layer a tensor belongs to: "blocks[3]" of "blocks[3].wqkv.adam_m", else its parameter
+// ("wte" of "wte.adam_m").
+std::string layerOf(const std::string &name) {
+  if (size_t bracket = name.find(']'); bracket != std::string::npos)
+    return name.substr(0, bracket + 1);
+  return name.substr(0, name.find('.'));
+}
+
+std::string mib(double bytes) {
+  char out[32];
+  std::snprintf(out, sizeof out, bytes < (1 << 30) ? "%.1f MiB" : "%.2f GiB",
+                bytes / (bytes < (1 << 30) ? (1 << 20) : (1 << 30)));
+  return out;
+}
+
 std::string listOf(const std::vector<std::string> &names) {
   std::string out;
   for (size_t i = 0; i < names.size() && i < 3; ++i)
@@ -92,7 +108,7 @@ SwitchOption parseSwitchOption(const std::string &option, int64_t previousStep, 
 }
 
 StateSwitch planSwitch(const std::map<int, ir::DeviceProgram> &from, const std::map<int, ir::DeviceProgram> &to,
-                       const SwitchLinks &links, OwnerChoice choice) {
+                       const SwitchLinks &links, OwnerChoice choice, bool byLayer) {
   const auto start = std::chrono::steady_clock::now();
   const Holdings before = holdings(from), after = holdings(to);
   std::vector<std::string> onlyBefore, onlyAfter;
@@ -111,11 +127,13 @@ StateSwitch planSwitch(const std::map<int, ir::DeviceProgram> &from, const std::
         " (a switch moves every parameter and optimizer state: the plans need the same model and optimizer)");
 
   StateSwitch plan;
+  plan.byLayer = byLayer;
   for (const auto &[device, program] : from)
     plan.fromDevices.push_back(device);
   for (const auto &[device, program] : to)
     plan.toDevices.push_back(device);
-  std::map<std::pair<int, int>, SwitchMessage> messages;
+  std::map<std::tuple<int, int, int>, SwitchMessage> messages; // (bucket, from, to)
+  std::map<std::string, int> bucketIndex;
   std::map<int, int64_t> sent, lacking;        // per device: bytes sent, bytes needed and not held
   std::map<int, int64_t> forced;               // per owner: bytes only it can send
   std::set<std::tuple<int, int, int>> unfused; // (tensor, from, to)
@@ -123,6 +141,12 @@ StateSwitch planSwitch(const std::map<int, ir::DeviceProgram> &from, const std::
     const int tensor = static_cast<int>(plan.tensors.size());
     plan.tensors.push_back(name);
     plan.isParameter.push_back(after.parameter.at(name));
+    const std::string bucket = byLayer ? layerOf(name) : "all";
+    if (!bucketIndex.count(bucket)) {
+      bucketIndex[bucket] = static_cast<int>(plan.buckets.size());
+      plan.buckets.push_back(bucket);
+    }
+    plan.bucketOf.push_back(bucketIndex.at(bucket));
     const auto &owners = before.boxes.at(name);
     // The tensor's global extent, and every boundary an old box draws.
     std::vector<int64_t> extent;
@@ -185,7 +209,8 @@ StateSwitch planSwitch(const std::map<int, ir::DeviceProgram> &from, const std::
         sent[chosen] += bytes;
         lacking[needer] += bytes;
         unfused.insert({tensor, chosen, needer});
-        SwitchMessage &message = messages[{chosen, needer}];
+        SwitchMessage &message = messages[{plan.bucketOf.back(), chosen, needer}];
+        message.bucket = plan.bucketOf.back();
         message.from = chosen;
         message.to = needer;
         message.bytes += bytes;
@@ -200,13 +225,13 @@ StateSwitch planSwitch(const std::map<int, ir::DeviceProgram> &from, const std::
   }
   for (const auto &[device, bytes] : plan.kept)
     plan.localBytes += bytes;
-  std::map<int, double> sendSeconds, recvSeconds;
-  for (auto &[pair, message] : messages) {
+  std::map<std::pair<int, int>, double> sendSeconds, recvSeconds; // (bucket, device): the buckets go in turn
+  for (auto &[key, message] : messages) {
     plan.bytesMoved += message.bytes;
     const double seconds =
-        links.alpha + static_cast<double>(message.bytes) / (links.bandwidth(pair.first, pair.second) * 1e9);
-    sendSeconds[pair.first] += seconds;
-    recvSeconds[pair.second] += seconds;
+        links.alpha + static_cast<double>(message.bytes) / (links.bandwidth(message.from, message.to) * 1e9);
+    sendSeconds[{message.bucket, message.from}] += seconds;
+    recvSeconds[{message.bucket, message.to}] += seconds;
     plan.messages.push_back(std::move(message));
   }
   int64_t total = 0;
@@ -229,95 +254,180 @@ StateSwitch planSwitch(const std::map<int, ir::DeviceProgram> &from, const std::
                                                           static_cast<int64_t>(plan.fromDevices.size());
   for (const auto &[device, bytes] : forced)
     plan.balancedSendBytes = std::max(plan.balancedSendBytes, bytes);
-  for (const auto &[device, seconds] : sendSeconds)
-    plan.seconds = std::max(plan.seconds, seconds);
-  for (const auto &[device, seconds] : recvSeconds)
-    plan.seconds = std::max(plan.seconds, seconds);
+  std::vector<double> bucketSeconds(plan.buckets.size(), 0.0);
+  for (const auto *side : {&sendSeconds, &recvSeconds})
+    for (const auto &[key, seconds] : *side)
+      bucketSeconds[static_cast<size_t>(key.first)] = std::max(bucketSeconds[static_cast<size_t>(key.first)], seconds);
+  for (double seconds : bucketSeconds)
+    plan.seconds += seconds;
   plan.messagesUnfused = static_cast<int64_t>(unfused.size());
   plan.planSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return plan;
 }
 
-void runSwitch(const StateSwitch &plan, int device, Communicator &comm, int64_t tag, const DeviceExecutor *before,
+std::map<int, SwitchMemory> switchMemory(const StateSwitch &fused, const StateSwitch &byLayer,
+                                         const std::map<int, ir::DeviceProgram> &from,
+                                         const std::map<int, ir::DeviceProgram> &to) {
+  std::map<int, SwitchMemory> out;
+  for (const auto &[device, program] : from) {
+    out[device].oldArena = program.peakBytes;
+    for (const ir::Buffer &b : program.buffers)
+      if (isState(b))
+        out[device].oldState += b.bytes();
+  }
+  for (const auto &[device, program] : to)
+    out[device].newArena = program.peakBytes;
+  for (const SwitchMessage &m : fused.messages)
+    for (int device : {m.from, m.to})
+      out[device].messages += m.bytes;
+  std::map<std::pair<int, int>, int64_t> perBucket; // (device, bucket)
+  for (const SwitchMessage &m : byLayer.messages)
+    for (int device : {m.from, m.to}) {
+      int64_t &bytes = perBucket[{device, m.bucket}];
+      bytes += m.bytes;
+      out[device].bucketMessages = std::max(out[device].bucketMessages, bytes);
+    }
+  return out;
+}
+
+StateSwitch planSwitchToFit(const std::map<int, ir::DeviceProgram> &from, const std::map<int, ir::DeviceProgram> &to,
+                            const SwitchLinks &links, const std::function<DeviceMemory(int)> &memory) {
+  StateSwitch fused = planSwitch(from, to, links);
+  auto fits = [&](int device, int64_t need) {
+    const double has = memory(device).bytes;
+    return has <= 0 || static_cast<double>(need) <= has;
+  };
+  std::map<int, SwitchMemory> need = switchMemory(fused, fused, from, to);
+  if (std::all_of(need.begin(), need.end(), [&](const auto &d) { return fits(d.first, d.second.sideBySide()); }))
+    return fused;
+  StateSwitch byLayer = planSwitch(from, to, links, OwnerChoice::Links, true);
+  byLayer.planSeconds += fused.planSeconds;
+  need = switchMemory(fused, byLayer, from, to);
+  for (const auto &[device, m] : need) {
+    if (fits(device, m.inBuckets()))
+      continue;
+    const DeviceMemory has = memory(device);
+    const bool packing = m.oldArena + m.oldState >= m.oldState + m.newArena + m.bucketMessages;
+    throw SwitchError("device " + std::to_string(device) + " needs " + mib(static_cast<double>(m.inBuckets())) +
+                      " during the switch even moving in " + std::to_string(byLayer.buckets.size()) +
+                      " buckets by layer (" +
+                      (packing ? "its old arena, " + mib(static_cast<double>(m.oldArena)) +
+                                     ", beside its state packed out of it, " + mib(static_cast<double>(m.oldState))
+                               : "its old state, " + mib(static_cast<double>(m.oldState)) + ", beside the new arena, " +
+                                     mib(static_cast<double>(m.newArena)) + ", and one bucket's messages, " +
+                                     mib(static_cast<double>(m.bucketMessages))) +
+                      "), but a " + has.type + " has " + mib(has.bytes));
+  }
+  return byLayer;
+}
+
+HeldState HeldState::of(const DeviceExecutor *executor) {
+  if (!executor)
+    return {};
+  return {&executor->program(), [executor](int buffer) -> const char * { return executor->bufferData(buffer); }};
+}
+
+HeldState HeldState::packed(const ir::DeviceProgram &program, const std::vector<char> &state) {
+  // packState's layout: the step count, then every state buffer in buffer order.
+  auto offsets = std::make_shared<std::map<int, size_t>>();
+  size_t at = sizeof(int64_t);
+  for (const ir::Buffer &b : program.buffers)
+    if (isState(b)) {
+      (*offsets)[b.id] = at;
+      at += static_cast<size_t>(b.bytes());
+    }
+  if (at > state.size())
+    throw SwitchError("device " + std::to_string(program.device) + " packed less state than its program holds");
+  return {&program, [offsets, &state](int buffer) { return state.data() + offsets->at(buffer); }};
+}
+
+void runSwitch(const StateSwitch &plan, int device, Communicator &comm, int64_t tag, const HeldState &before,
                DeviceExecutor *after) {
   // This device's state buffers by tensor, under each plan.
-  auto byTensor = [&](const DeviceExecutor *executor) {
+  auto byTensor = [&](const ir::DeviceProgram *program) {
     std::map<std::string, std::vector<const ir::Buffer *>> out;
-    if (executor)
-      for (const ir::Buffer &b : executor->program().buffers)
+    if (program)
+      for (const ir::Buffer &b : program->buffers)
         if (isState(b))
           out[ir::storeName(b)].push_back(&b);
     return out;
   };
-  const auto old = byTensor(before), fresh = byTensor(after);
+  const auto old = byTensor(before.program), fresh = byTensor(after ? &after->program() : nullptr);
   auto start = [](const ir::Buffer &b) { return b.region().lo; };
-  // Sends first: none of them waits for its receiver.
-  for (const SwitchMessage &message : plan.messages) {
-    if (message.from != device)
-      continue;
-    std::vector<char> packed(static_cast<size_t>(message.bytes));
-    size_t at = 0;
-    for (const SwitchSlice &slice : message.slices) {
-      const std::string &name = plan.tensors[static_cast<size_t>(slice.tensor)];
-      const ir::Buffer *source = nullptr;
-      for (const ir::Buffer *b : old.count(name) ? old.at(name) : std::vector<const ir::Buffer *>{})
-        if (ir::containsBox(b->region(), slice.box))
-          source = b;
-      if (!source)
-        throw SwitchError("device " + std::to_string(device) + " was to send part of '" + name + "' it does not hold");
-      const std::vector<int64_t> size = ir::boxExtent(slice.box);
-      copyBox(kElementBytes, before->bufferData(source->id), source->shape, ir::boxOffset(slice.box, start(*source)),
-              packed.data() + at, size, std::vector<int64_t>(size.size(), 0), size);
-      at += static_cast<size_t>(slice.box.numElements() * kElementBytes);
-    }
-    comm.send(message.to, tag, std::move(packed));
-  }
-  if (!after)
-    return;
-  // What the device holds itself.
-  for (const auto &[name, targets] : fresh) {
-    auto sources = old.find(name);
-    if (sources == old.end())
-      continue;
-    for (const ir::Buffer *target : targets)
-      for (const ir::Buffer *source : sources->second) {
-        const ir::Box common = ir::intersectBox(target->region(), source->region());
-        if (common.empty())
-          continue;
-        copyBox(kElementBytes, before->bufferData(source->id), source->shape, ir::boxOffset(common, start(*source)),
-                after->bufferData(target->id), target->shape, ir::boxOffset(common, start(*target)),
-                ir::boxExtent(common));
+  std::map<std::string, int> tensorIndex;
+  for (size_t t = 0; t < plan.tensors.size(); ++t)
+    tensorIndex[plan.tensors[t]] = static_cast<int>(t);
+  for (int bucket = 0; bucket < static_cast<int>(plan.buckets.size()); ++bucket) {
+    // Sends first: none of them waits for its receiver.
+    for (const SwitchMessage &message : plan.messages) {
+      if (message.from != device || message.bucket != bucket)
+        continue;
+      std::vector<char> packed(static_cast<size_t>(message.bytes));
+      size_t at = 0;
+      for (const SwitchSlice &slice : message.slices) {
+        const std::string &name = plan.tensors[static_cast<size_t>(slice.tensor)];
+        const ir::Buffer *source = nullptr;
+        if (auto held = old.find(name); held != old.end())
+          for (const ir::Buffer *b : held->second)
+            if (ir::containsBox(b->region(), slice.box))
+              source = b;
+        if (!source)
+          throw SwitchError("device " + std::to_string(device) + " was to send part of '" + name +
+                            "' it does not hold");
+        const std::vector<int64_t> size = ir::boxExtent(slice.box);
+        copyBox(kElementBytes, before.data(source->id), source->shape, ir::boxOffset(slice.box, start(*source)),
+                packed.data() + at, size, std::vector<int64_t>(size.size(), 0), size);
+        at += static_cast<size_t>(slice.box.numElements() * kElementBytes);
       }
-  }
-  // Then what others send it, into every new buffer the slice falls in, in the order the
-  // messages arrive.
-  std::map<int, const SwitchMessage *> incoming;
-  std::vector<int> senders;
-  for (const SwitchMessage &message : plan.messages)
-    if (message.to == device) {
-      incoming[message.from] = &message;
-      senders.push_back(message.from);
+      comm.send(message.to, tag, std::move(packed));
     }
-  comm.recvEach(senders, tag, [&](int from, std::vector<char> packed) {
-    const SwitchMessage &message = *incoming.at(from);
-    if (static_cast<int64_t>(packed.size()) != message.bytes)
-      throw SwitchError("device " + std::to_string(device) + " received " + std::to_string(packed.size()) +
-                        " bytes of the switch from device " + std::to_string(message.from) + ", not " +
-                        std::to_string(message.bytes));
-    size_t at = 0;
-    for (const SwitchSlice &slice : message.slices) {
-      const std::vector<int64_t> size = ir::boxExtent(slice.box);
-      for (const ir::Buffer *target : fresh.at(plan.tensors[static_cast<size_t>(slice.tensor)])) {
-        const ir::Box common = ir::intersectBox(target->region(), slice.box);
-        if (common.empty())
-          continue;
-        copyBox(kElementBytes, packed.data() + at, size, ir::boxOffset(common, slice.box.lo),
-                after->bufferData(target->id), target->shape, ir::boxOffset(common, start(*target)),
-                ir::boxExtent(common));
+    if (!after)
+      continue;
+    // What the device holds itself.
+    for (const auto &[name, targets] : fresh) {
+      auto sources = old.find(name);
+      if (sources == old.end() || plan.bucketOf[static_cast<size_t>(tensorIndex.at(name))] != bucket)
+        continue;
+      for (const ir::Buffer *target : targets)
+        for (const ir::Buffer *source : sources->second) {
+          const ir::Box common = ir::intersectBox(target->region(), source->region());
+          if (common.empty())
+            continue;
+          copyBox(kElementBytes, before.data(source->id), source->shape, ir::boxOffset(common, start(*source)),
+                  after->bufferData(target->id), target->shape, ir::boxOffset(common, start(*target)),
+                  ir::boxExtent(common));
+        }
+    }
+    // Then what others send it, into every new buffer the slice falls in, in the order the
+    // messages arrive. A pair exchanges at most one message per bucket, in bucket order.
+    std::map<int, const SwitchMessage *> incoming;
+    std::vector<int> senders;
+    for (const SwitchMessage &message : plan.messages)
+      if (message.to == device && message.bucket == bucket) {
+        incoming[message.from] = &message;
+        senders.push_back(message.from);
       }
-      at += static_cast<size_t>(slice.box.numElements() * kElementBytes);
-    }
-  });
+    comm.recvEach(senders, tag, [&](int from, std::vector<char> packed) {
+      const SwitchMessage &message = *incoming.at(from);
+      if (static_cast<int64_t>(packed.size()) != message.bytes)
+        throw SwitchError("device " + std::to_string(device) + " received " + std::to_string(packed.size()) +
+                          " bytes of the switch from device " + std::to_string(message.from) + ", not " +
+                          std::to_string(message.bytes));
+      size_t at = 0;
+      for (const SwitchSlice &slice : message.slices) {
+        const std::vector<int64_t> size = ir::boxExtent(slice.box);
+        for (const ir::Buffer *target : fresh.at(plan.tensors[static_cast<size_t>(slice.tensor)])) {
+          const ir::Box common = ir::intersectBox(target->region(), slice.box);
+          if (common.empty())
+            continue;
+          copyBox(kElementBytes, packed.data() + at, size, ir::boxOffset(common, slice.box.lo),
+                  after->bufferData(target->id), target->shape, ir::boxOffset(common, start(*target)),
+                  ir::boxExtent(common));
+        }
+        at += static_cast<size_t>(slice.box.numElements() * kElementBytes);
+      }
+    });
+  }
 }
 
 } // namespace hspmd::runtime

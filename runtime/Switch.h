@@ -15,6 +15,7 @@
 #include "ir/DeviceProgram.h"
 #include "runtime/Communicator.h"
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <stdexcept>
@@ -48,6 +49,7 @@ struct SwitchSlice {
 
 /// Everything one device sends another: one buffer, the slices packed in order.
 struct SwitchMessage {
+  int bucket = 0; // index into StateSwitch::buckets
   int from = 0, to = 0;
   std::vector<SwitchSlice> slices;
   int64_t bytes = 0;
@@ -57,7 +59,10 @@ struct StateSwitch {
   std::vector<std::string> tensors;    // store names: "wte", "wte.adam_m", ...
   std::vector<bool> isParameter;       // per tensor: a parameter, or optimizer state
   std::vector<int64_t> tensorBytes;    // per tensor: its global size
-  std::vector<SwitchMessage> messages; // by (sender, receiver)
+  std::vector<std::string> buckets;    // what moves in turn: {"all"}, or layers ("blocks[3]", "wte")
+  std::vector<int> bucketOf;           // per tensor: its bucket
+  bool byLayer = false;                // moved in buckets: the old arena is released first
+  std::vector<SwitchMessage> messages; // by (bucket, sender, receiver)
   std::vector<int> fromDevices, toDevices;
   int64_t localBytes = 0;      // copied by devices from what they held
   std::map<int, int64_t> kept; // the same, per device
@@ -80,14 +85,55 @@ struct SwitchOption {
 SwitchOption parseSwitchOption(const std::string &option, int64_t previousStep, int64_t steps, bool fromCheckpoint,
                                const std::string &target);
 
-/// Plans the move from `from`'s layout to `to`'s. Throws SwitchError naming a tensor one
-/// plan has and the other has not, or a region of a tensor no old device holds.
+/// Plans the move from `from`'s layout to `to`'s: one fused message per device pair, or, by
+/// layer, one bucket per layer (a parameter and its optimizer state together; what lies
+/// outside the layers, such as the embedding, a bucket each) moved one after another. Throws
+/// SwitchError naming a tensor one plan has and the other has not, or a region of a tensor no
+/// old device holds.
 StateSwitch planSwitch(const std::map<int, ir::DeviceProgram> &from, const std::map<int, ir::DeviceProgram> &to,
-                       const SwitchLinks &links = {}, OwnerChoice choice = OwnerChoice::Links);
+                       const SwitchLinks &links = {}, OwnerChoice choice = OwnerChoice::Links, bool byLayer = false);
 
-/// Carries out `plan` on `device`: `before` is its executor under the old plan, `after` under
-/// the new one (either null where the device has no part in that plan). Messages use `tag`.
-void runSwitch(const StateSwitch &plan, int device, Communicator &comm, int64_t tag, const DeviceExecutor *before,
+/// What one device holds at the peak of a move, in bytes. Side by side: the old and the new
+/// arena and every message it sends or receives. In buckets: its old state packed out of the
+/// old arena (both held while it packs), then the old arena released, the packed state beside
+/// the new arena and one bucket's messages.
+struct SwitchMemory {
+  int64_t oldArena = 0, newArena = 0, oldState = 0, messages = 0, bucketMessages = 0;
+  int64_t sideBySide() const { return oldArena + newArena + messages; }
+  int64_t inBuckets() const { return std::max(oldArena + oldState, oldState + newArena + bucketMessages); }
+};
+/// Per device of either plan; `byLayer` is planSwitch(..., byLayer = true) of the same plans.
+std::map<int, SwitchMemory> switchMemory(const StateSwitch &fused, const StateSwitch &byLayer,
+                                         const std::map<int, ir::DeviceProgram> &from,
+                                         const std::map<int, ir::DeviceProgram> &to);
+
+/// A device's memory: its type's name and its bytes (0: not known, never too small).
+struct DeviceMemory {
+  std::string type;
+  double bytes = 0;
+};
+/// Plans a move that fits every device's memory: the fused move where the old and new
+/// layouts fit side by side, else the move in buckets by layer. Throws SwitchError naming the
+/// first device where neither fits (what it needs and has).
+StateSwitch planSwitchToFit(const std::map<int, ir::DeviceProgram> &from, const std::map<int, ir::DeviceProgram> &to,
+                            const SwitchLinks &links, const std::function<DeviceMemory(int)> &memory);
+
+/// The state a device holds under the plan switched from: its program there (null when the
+/// plan does not use it) and where each of its state buffers' data lies.
+struct HeldState {
+  const ir::DeviceProgram *program = nullptr;
+  std::function<const char *(int buffer)> data;
+  /// In its executor's arena.
+  static HeldState of(const DeviceExecutor *executor);
+  /// In what DeviceExecutor::packState packed (which must outlive it).
+  static HeldState packed(const ir::DeviceProgram &program, const std::vector<char> &state);
+};
+
+/// Carries out `plan` on `device`, bucket after bucket: `before` is what it holds under the
+/// old plan, `after` its executor under the new one (null where the new plan does not use
+/// it). Messages use `tag`. Nothing of `before` is changed: if the move fails, the old state
+/// is whole.
+void runSwitch(const StateSwitch &plan, int device, Communicator &comm, int64_t tag, const HeldState &before,
                DeviceExecutor *after);
 
 } // namespace hspmd::runtime

@@ -49,6 +49,16 @@ runtime::SwitchLinks switchLinks(const planner::Cluster *cluster) {
   return links;
 }
 
+// Each device's memory by the cluster file (unknown without one, or beyond its devices).
+std::function<runtime::DeviceMemory(int)> memoryOn(const planner::Cluster *cluster) {
+  return [cluster](int device) {
+    if (!cluster || device >= static_cast<int>(cluster->devices.size()))
+      return runtime::DeviceMemory{};
+    const planner::DeviceType &type = cluster->typeOf(device);
+    return runtime::DeviceMemory{type.name, type.memoryGiB * (1 << 30)};
+  };
+}
+
 double secondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -114,39 +124,24 @@ int runTrain(const std::string &file, const std::vector<std::string> &planFiles,
       std::vector<planner::ClusterError> errors;
       cluster = planner::loadCluster(clusterPath, t.compilation.stdlibDir() + "/devices.toml", errors);
     }
-    // During the move a device holds its old and its new arena side by side.
-    if (cluster)
-      for (const auto &[device, program] : plans[index]->programs()) {
-        auto before = plans[current]->programs().find(device);
-        const int64_t need =
-            program.peakBytes + (before == plans[current]->programs().end() ? 0 : before->second.peakBytes);
-        if (device >= static_cast<int>(cluster->devices.size()))
-          continue;
-        const planner::DeviceType &type = cluster->typeOf(device);
-        if (static_cast<double>(need) > type.memoryGiB * (1 << 30)) {
-          auto size = [](double bytes) {
-            char out[32];
-            std::snprintf(out, sizeof out, bytes < (1 << 30) ? "%.1f MiB" : "%.2f GiB",
-                          bytes / (bytes < (1 << 30) ? (1 << 20) : (1 << 30)));
-            return std::string(out);
-          };
-          const std::string text = "device " + std::to_string(device) + " needs " + size(static_cast<double>(need)) +
-                                   " during the switch (the arenas of plans '" + plans[current]->plan().name +
-                                   "' and '" + plans[index]->plan().name + "' side by side), but a " + type.name +
-                                   " has " + size(type.memoryGiB * (1 << 30));
-          return fail("--switch " + option + ": " + text);
-        }
-      }
+    // The move fits each device's memory (by the new plan's cluster file): side by side, or
+    // in buckets by layer.
     try {
-      transfers.push_back(std::make_unique<runtime::StateSwitch>(runtime::planSwitch(
-          plans[current]->programs(), plans[index]->programs(), switchLinks(cluster ? &*cluster : nullptr))));
+      transfers.push_back(std::make_unique<runtime::StateSwitch>(runtime::planSwitchToFit(
+          plans[current]->programs(), plans[index]->programs(), switchLinks(cluster ? &*cluster : nullptr),
+          memoryOn(cluster ? &*cluster : nullptr))));
     } catch (const runtime::SwitchError &e) {
       return fail("--switch " + option + ": " + e.what());
     }
-    char text[200];
-    std::snprintf(text, sizeof text, "switched to plan '%s' before step %lld: %s, transfer planned in %.1f ms",
+    char text[300];
+    const runtime::StateSwitch &transfer = *transfers.back();
+    const std::string buckets = transfer.byLayer
+                                    ? " in " + std::to_string(transfer.buckets.size()) +
+                                          " buckets by layer (the old and new arenas do not fit side by side)"
+                                    : "";
+    std::snprintf(text, sizeof text, "switched to plan '%s' before step %lld: %s, transfer planned in %.1f ms%s",
                   plans[index]->plan().name.c_str(), static_cast<long long>(step), compileText.c_str(),
-                  transfers.back()->planSeconds * 1e3);
+                  transfer.planSeconds * 1e3, buckets.c_str());
     runPlans.switches.push_back(runtime::PlanSwitch{step, index, transfers.back().get(), text});
     current = index;
   }
@@ -191,14 +186,22 @@ int runExplainSwitch(const std::string &from, const std::string &to, const std::
   const auto start = std::chrono::steady_clock::now();
   runtime::StateSwitch plan;
   try {
-    plan = runtime::planSwitch(a.programs(), b.programs(), switchLinks(cluster ? &*cluster : nullptr));
+    plan = runtime::planSwitchToFit(a.programs(), b.programs(), switchLinks(cluster ? &*cluster : nullptr),
+                                    memoryOn(cluster ? &*cluster : nullptr));
   } catch (const runtime::SwitchError &e) {
     std::cerr << "hspmc explain-switch: error: " << e.what() << "\n";
     return 1;
   }
   const double planSeconds = secondsSince(start);
-  // What the switch costs in steps of the plan switched to, on its cluster's cost model.
-  const double stepSeconds = cluster ? planner::simulate(b.programs(), planner::costModel(*cluster)).stepSeconds : 0;
+  // What the switch costs in steps of each plan, on the cluster's cost model (the plan
+  // switched from where its devices are the cluster's).
+  auto stepOf = [&](const TrainingBuild &x) {
+    if (!cluster ||
+        (!x.programs().empty() && x.programs().rbegin()->first >= static_cast<int>(cluster->devices.size())))
+      return 0.0;
+    return planner::simulate(x.programs(), planner::costModel(*cluster)).stepSeconds;
+  };
+  const double stepSeconds = stepOf(b), stepBefore = stepOf(a);
   int64_t tensors[2] = {0, 0}, bytes[2] = {0, 0};
   for (size_t i = 0; i < plan.tensors.size(); ++i) {
     ++tensors[plan.isParameter[i] ? 0 : 1];
@@ -217,6 +220,8 @@ int runExplainSwitch(const std::string &from, const std::string &to, const std::
                         {"balanced_send_bytes", plan.balancedSendBytes},
                         {"estimated_seconds", plan.seconds},
                         {"lower_bound_seconds", plan.lowerSeconds},
+                        {"buckets", plan.buckets.size()},
+                        {"step_seconds_before", stepBefore},
                         {"step_seconds_after", stepSeconds},
                         {"planning_seconds", planSeconds}};
   if (json) {
@@ -241,6 +246,14 @@ int runExplainSwitch(const std::string &from, const std::string &to, const std::
                 static_cast<long long>(plan.messagesUnfused), mib(plan.maxSendBytes), mib(plan.balancedSendBytes),
                 plan.seconds * 1e3, plan.lowerSeconds * 1e3, planSeconds * 1e3);
   std::cout << text;
+  if (plan.byLayer)
+    std::cout << "  in buckets       " << plan.buckets.size()
+              << " by layer, one after another (the old and new arenas do not fit side by side)\n";
+  if (cluster && stepBefore > 0) {
+    std::snprintf(text, sizeof text, "  a step of '%s'  %.3f s simulated: the switch costs %.3f steps\n",
+                  a.plan().name.c_str(), stepBefore, plan.seconds / stepBefore);
+    std::cout << text;
+  }
   if (cluster) {
     std::snprintf(text, sizeof text, "  a step of '%s'  %.3f s simulated: the switch costs %.3f steps\n",
                   b.plan().name.c_str(), stepSeconds, stepSeconds > 0 ? plan.seconds / stepSeconds : 0.0);

@@ -138,7 +138,7 @@ TEST(Switch, RunSwitchMovesTheBytes) {
       if (d == 0)
         for (int i = 0; i < 8; ++i)
           reinterpret_cast<float *>(before.bufferData(0))[i] = static_cast<float>(i + 1);
-      runSwitch(plan, d, world.communicator(d), -16, &before, &after);
+      runSwitch(plan, d, world.communicator(d), -16, HeldState::of(&before), &after);
       const float *data = reinterpret_cast<const float *>(after.bufferData(0));
       got[d].assign(data, data + 4);
     });

@@ -5,7 +5,9 @@
 #include "../support/ExampleBuild.h"
 #include "passes/Pipeline.h"
 #include "planner/driver/ModelInfo.h"
+#include "runtime/ParameterStore.h"
 #include "runtime/Run.h"
+#include "runtime/Switch.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -167,6 +169,57 @@ TEST(Training, CheckpointContinuesUnderAnotherPlan) {
   std::vector<double> joined = first;
   joined.insert(joined.end(), second.begin(), second.end());
   expectSameLosses(joined, whole, "hetero4 for 4 steps, then pipeline2 from its checkpoint");
+}
+
+// A switch that fails leaves the run on the plan before it: with --save, every device's state
+// after the step before the switch is saved, the same bits as a run that stopped there. (The
+// failure: one message of the move given to device 2, which held nothing under dp2_zero.) The
+// same when the move goes in buckets by layer.
+TEST(Training, AFailedSwitchKeepsTheOldStateAndSavesIt) {
+  auto zero = compile("examples/gpt/plans/dp2_zero.hspmd");
+  auto hetero = compile("examples/gpt/plans/hetero4.hspmd");
+  ASSERT_TRUE(zero->result.ok && hetero->result.ok);
+  const auto dir = std::filesystem::temp_directory_path();
+  const std::string stopped = (dir / ("hspmd_stopped_" + std::to_string(::getpid()))).string(),
+                    failed = (dir / ("hspmd_failed_" + std::to_string(::getpid()))).string();
+  runtime::RunOptions options;
+  options.data = kData;
+  options.steps = 2;
+  options.save = stopped;
+  runtime::runThreads(zero->result.programs.at(0), zero->model, options);
+
+  for (bool byLayer : {false, true}) { // in buckets, the old state is packed out of its arena first
+    runtime::StateSwitch broken = runtime::planSwitch(zero->result.programs.at(0), hetero->result.programs.at(0), {},
+                                                      runtime::OwnerChoice::Links, byLayer);
+    ASSERT_FALSE(broken.messages.empty());
+    broken.messages.front().from = 2;
+    runtime::RunPlans plans{{&zero->result.programs.at(0), &hetero->result.programs.at(0)}, {}};
+    plans.switches.push_back(runtime::PlanSwitch{3, 1, &broken, "switched"});
+    options.steps = 4;
+    options.save = failed;
+    try {
+      runtime::runThreads(plans, zero->model, options);
+      ADD_FAILURE() << "the broken switch ran";
+    } catch (const runtime::RunError &e) {
+      const std::string what = e.what();
+      EXPECT_EQ(what.rfind("the switch before step 3 failed: device 2 was to send part of '", 0), 0u) << what;
+      EXPECT_NE(what.find("; the run stopped on the plan before it, after step 2, its state saved to " + failed +
+                          " (--load it to go on)"),
+                std::string::npos)
+          << what;
+    }
+    const std::string fingerprint = runtime::ParameterStore::fingerprint(zero->model.name, zero->model.params);
+    const runtime::ParameterStore want = runtime::ParameterStore::load(stopped, fingerprint),
+                                  got = runtime::ParameterStore::load(failed, fingerprint);
+    EXPECT_EQ(got.step, 2);
+    EXPECT_EQ(got.step, want.step);
+    ASSERT_EQ(got.tensors.size(), want.tensors.size());
+    for (const auto &[name, tensor] : want.tensors)
+      EXPECT_EQ(got.tensors.at(name).data, tensor.data) << name << (byLayer ? " (in buckets)" : "");
+    std::filesystem::remove(failed);
+  }
+  std::filesystem::remove(stopped);
+  std::filesystem::remove(failed);
 }
 
 TEST(Training, BadInputFailsWithAClearError) {

@@ -346,9 +346,10 @@ TEST(Cli, SwitchesAreCachedAndCheckedBeforeTraining) {
            "is 4 x 66, plan 'dp2_zero''s 8 x 64\n"},
       {"--steps 4 --switch 2:" + gpt + "dp2_zero.hspmd",
        "hspmc train: error: --switch 2:" + gpt + "dp2_zero.hspmd: the run is already under plan 'dp2_zero' then\n"},
-      {"--steps 4 --switch 2:tests/switch/hetero4_small.hspmd",
-       "hspmc train: error: --switch 2:tests/switch/hetero4_small.hspmd: device 0 needs 15.8 MiB during the switch "
-       "(the arenas of plans 'dp2_zero' and 'hetero4_small' side by side), but a cpu_small has 14.0 MiB\n"},
+      {"--steps 4 --switch 2:tests/switch/hetero4_tiny.hspmd",
+       "hspmc train: error: --switch 2:tests/switch/hetero4_tiny.hspmd: device 0 needs 13.8 MiB during the switch "
+       "even moving in 10 buckets by layer (its old arena, 9.9 MiB, beside its state packed out of it, 3.9 MiB), "
+       "but a cpu_small has 12.0 MiB\n"},
       {"--steps 4 --switch 3:" + gpt + "hetero4.hspmd --switch 2:" + gpt + "single.hspmd",
        "hspmc train: error: --switch 2:" + gpt +
            "single.hspmd: switches go in step order, one per step (the "
@@ -367,6 +368,27 @@ TEST(Cli, SwitchesAreCachedAndCheckedBeforeTraining) {
                                "the 2 steps of the checkpoint loaded)\n"),
             std::string::npos)
       << loaded.output;
+}
+
+// Where the old and new arenas do not fit a device side by side (hetero4_small's 14 MiB
+// devices), the switch moves in buckets by layer and says so; the losses are those of the run
+// that never switched.
+TEST(Cli, ASwitchThatDoesNotFitSideBySideMovesInBuckets) {
+  const std::string run = "train examples/gpt/plans/dp2_zero.hspmd --data examples/data/gpl-3.txt --steps 3";
+  CliRun switched = hspmc(run + " --switch 2:tests/switch/hetero4_small.hspmd --losses build/cli_buckets_a.json");
+  ASSERT_EQ(switched.code, 0) << switched.output;
+  EXPECT_NE(switched.output.find(" in 10 buckets by layer (the old and new arenas do not fit side by side), moved "
+                                 "5.77 MiB in "),
+            std::string::npos)
+      << switched.output;
+  EXPECT_NE(switched.output.find(" (40 messages; 3.83 MiB kept in place)\nstep 2/3"), std::string::npos)
+      << switched.output;
+  ASSERT_EQ(hspmc(run + " --losses build/cli_buckets_b.json").code, 0);
+  const std::vector<double> a = lossesOf("build/cli_buckets_a.json"), b = lossesOf("build/cli_buckets_b.json");
+  ASSERT_EQ(a.size(), 3u);
+  ASSERT_EQ(b.size(), 3u);
+  for (size_t i = 0; i < 3; ++i)
+    EXPECT_NEAR(a[i], b[i], 1e-5 * b[i]) << "step " << i + 1;
 }
 
 // On MPI a run that switches needs one process per device of all its plans.
@@ -397,7 +419,21 @@ TEST(Cli, ExplainSwitchCountsTheState) {
   EXPECT_GT(doc["bytes_moved"].get<int64_t>(), 0);
   EXPECT_LT(doc["messages"].get<int64_t>(), doc["messages_unfused"].get<int64_t>());
   EXPECT_GE(doc["max_send_bytes"].get<int64_t>(), doc["balanced_send_bytes"].get<int64_t>());
-  EXPECT_GT(doc["step_seconds_after"].get<double>(), 0); // hetero4's step on cpu4, simulated
+  EXPECT_GT(doc["step_seconds_after"].get<double>(), 0);  // hetero4's step on cpu4, simulated
+  EXPECT_GT(doc["step_seconds_before"].get<double>(), 0); // dp2_zero's, on the same cluster
+  EXPECT_EQ(doc["buckets"], 1);                           // cpu4's devices hold both arenas
+  // On 14 MiB devices the move goes in buckets by layer; on 12 MiB it does not fit at all.
+  CliRun small = hspmc("explain-switch examples/gpt/plans/dp2_zero.hspmd tests/switch/hetero4_small.hspmd");
+  ASSERT_EQ(small.code, 0) << small.output;
+  EXPECT_NE(small.output.find("\n  in buckets       10 by layer, one after another (the old and new arenas do not fit "
+                              "side by side)\n"),
+            std::string::npos)
+      << small.output;
+  CliRun tiny = hspmc("explain-switch examples/gpt/plans/dp2_zero.hspmd tests/switch/hetero4_tiny.hspmd");
+  EXPECT_EQ(tiny.code, 1);
+  EXPECT_EQ(tiny.output, "hspmc explain-switch: error: device 0 needs 13.8 MiB during the switch even moving in 10 "
+                         "buckets by layer (its old arena, 9.9 MiB, beside its state packed out of it, 3.9 MiB), but "
+                         "a cpu_small has 12.0 MiB\n");
   CliRun same = hspmc("explain-switch examples/llama/plans/llama2_7b_hetero16.hspmd "
                       "examples/llama/plans/llama2_7b_sym16.hspmd --format json");
   ASSERT_EQ(same.code, 0) << same.output;
