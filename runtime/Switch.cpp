@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <set>
 
@@ -399,34 +400,40 @@ void runSwitch(const StateSwitch &plan, int device, Communicator &comm, int64_t 
         }
     }
     // Then what others send it, into every new buffer the slice falls in, in the order the
-    // messages arrive. A pair exchanges at most one message per bucket, in bucket order.
-    std::map<int, const SwitchMessage *> incoming;
-    std::vector<int> senders;
+    // messages arrive. A fused plan has one message per pair and bucket; one that is not
+    // (bench_switch's per-tensor transfer) sends a pair's messages in plan order.
+    std::map<int, std::deque<const SwitchMessage *>> incoming;
     for (const SwitchMessage &message : plan.messages)
-      if (message.to == device && message.bucket == bucket) {
-        incoming[message.from] = &message;
-        senders.push_back(message.from);
-      }
-    comm.recvEach(senders, tag, [&](int from, std::vector<char> packed) {
-      const SwitchMessage &message = *incoming.at(from);
-      if (static_cast<int64_t>(packed.size()) != message.bytes)
-        throw SwitchError("device " + std::to_string(device) + " received " + std::to_string(packed.size()) +
-                          " bytes of the switch from device " + std::to_string(message.from) + ", not " +
-                          std::to_string(message.bytes));
-      size_t at = 0;
-      for (const SwitchSlice &slice : message.slices) {
-        const std::vector<int64_t> size = ir::boxExtent(slice.box);
-        for (const ir::Buffer *target : fresh.at(plan.tensors[static_cast<size_t>(slice.tensor)])) {
-          const ir::Box common = ir::intersectBox(target->region(), slice.box);
-          if (common.empty())
-            continue;
-          copyBox(kElementBytes, packed.data() + at, size, ir::boxOffset(common, slice.box.lo),
-                  after->bufferData(target->id), target->shape, ir::boxOffset(common, start(*target)),
-                  ir::boxExtent(common));
+      if (message.to == device && message.bucket == bucket)
+        incoming[message.from].push_back(&message);
+    while (!incoming.empty()) {
+      std::vector<int> senders;
+      for (const auto &[from, queue] : incoming)
+        senders.push_back(from);
+      comm.recvEach(senders, tag, [&](int from, std::vector<char> packed) {
+        const SwitchMessage &message = *incoming.at(from).front();
+        incoming.at(from).pop_front();
+        if (static_cast<int64_t>(packed.size()) != message.bytes)
+          throw SwitchError("device " + std::to_string(device) + " received " + std::to_string(packed.size()) +
+                            " bytes of the switch from device " + std::to_string(message.from) + ", not " +
+                            std::to_string(message.bytes));
+        size_t at = 0;
+        for (const SwitchSlice &slice : message.slices) {
+          const std::vector<int64_t> size = ir::boxExtent(slice.box);
+          for (const ir::Buffer *target : fresh.at(plan.tensors[static_cast<size_t>(slice.tensor)])) {
+            const ir::Box common = ir::intersectBox(target->region(), slice.box);
+            if (common.empty())
+              continue;
+            copyBox(kElementBytes, packed.data() + at, size, ir::boxOffset(common, slice.box.lo),
+                    after->bufferData(target->id), target->shape, ir::boxOffset(common, start(*target)),
+                    ir::boxExtent(common));
+          }
+          at += static_cast<size_t>(slice.box.numElements() * kElementBytes);
         }
-        at += static_cast<size_t>(slice.box.numElements() * kElementBytes);
-      }
-    });
+      });
+      for (auto it = incoming.begin(); it != incoming.end();)
+        it = it->second.empty() ? incoming.erase(it) : std::next(it);
+    }
   }
 }
 
