@@ -129,7 +129,7 @@ runtime::StateSwitch perTensor(const runtime::StateSwitch &fused) {
 // time of the move (from a barrier before to a barrier after).
 double measureMove(const Compiled &from, const Compiled &to, const std::vector<runtime::StateSwitch> &plans,
                    int repeat) {
-  runtime::RunPlans all{{&from.programs(), &to.programs()}, {}};
+  runtime::RunPlans all{{&from.programs(), &to.programs()}, {}, {}, {}};
   const std::vector<int> devices = all.devices();
   runtime::ThreadsWorld world(devices);
   const runtime::ParameterStore store = runtime::ParameterStore::initial(

@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -24,6 +25,11 @@
 namespace hspmd::runtime {
 
 struct CommError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// A device's death, injected (hspmc train --fail): its thread stops where it is thrown.
+struct DeviceDeath : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
@@ -77,6 +83,21 @@ public:
   virtual Communicator &communicator(int device) = 0;
   /// Stops every wait of this process's devices: they throw CommError with `reason`.
   virtual void fail(const std::string &reason) = 0;
+  /// Shields `device`'s waits from failures elsewhere while `on` (a step's update, after its
+  /// commit: it completes unless one of its own peers dies).
+  virtual void shield(int /*device*/, bool /*on*/) {}
+  /// A device of this process has died: every wait of the others throws CommError, and they
+  /// may agree() to go on without it.
+  virtual void markDead(int device) { fail("device " + std::to_string(device) + " died"); }
+  /// After a death, each live device calls this: it returns, on every one of them, the same
+  /// list of the devices alive (increasing), once each has called it; a device that does not
+  /// come within the timeout is taken for dead. Every message and collective in flight is
+  /// dropped: the survivors start afresh. Throws CommError after a failure that is not a
+  /// death, or where the backend cannot agree.
+  virtual std::vector<int> agree(int device) {
+    throw CommError("device " + std::to_string(device) +
+                    " cannot go on after a device's death: recovery needs the threads backend (not yet on MPI)");
+  }
 };
 
 /// The sum of `value` over every device of `devices` (each calls it with the same list),
@@ -98,6 +119,9 @@ public:
                         std::chrono::microseconds spin = kSpin);
   Communicator &communicator(int device) override;
   void fail(const std::string &reason) override;
+  void shield(int device, bool on) override;
+  void markDead(int device) override;
+  std::vector<int> agree(int device) override;
   const std::vector<int> &devices() const override { return devices_; }
   std::vector<int> localDevices() const override { return devices_; }
 
@@ -122,6 +146,12 @@ private:
   std::mutex mutex_;
   std::map<int, Waiter> waiters_; // per device
   std::string failure_;
+  bool fatal_ = false;         // failure_ is not a death: no agreement goes on from it
+  std::set<int> dead_;         // devices that died
+  std::set<int> shielded_;     // devices in a shielded section
+  std::set<int> agreed_;       // devices in the current agreement
+  int64_t agreements_ = 0;     // agreements completed
+  std::vector<int> survivors_; // the last agreement's outcome
   std::map<std::tuple<int, int, int64_t>, std::deque<std::vector<char>>> mailboxes_; // (from, to, tag)
   std::map<std::pair<int64_t, std::vector<int>>, Rendezvous> rendezvous_;            // (tag, group)
   int barrierArrived_ = 0;

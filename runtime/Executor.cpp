@@ -69,7 +69,7 @@ void DeviceExecutor::load(const ParameterStore &store) {
     copyBox(4, it->second.data.data(), it->second.shape, region.lo, address(b.id, 0), b.shape,
             std::vector<int64_t>(b.shape.size(), 0), b.shape);
   }
-  stepNumber_ = store.step;
+  stepNumber_ = running_ = store.step;
 }
 
 namespace {
@@ -135,13 +135,19 @@ void DeviceExecutor::loadInputs(const Batch &batch, int microbatch) {
   }
 }
 
-double DeviceExecutor::step(const Batch &batch, int64_t step) {
-  stepNumber_ = step;
+double DeviceExecutor::forwardBackward(const Batch &batch, int64_t step) {
+  running_ = step;
   for (const ir::Buffer &b : program_.buffers)
     if (b.zeroed)
       std::memset(address(b.id, 0), 0, static_cast<size_t>(b.arenaBytes()));
   double loss = 0;
   for (const ir::ScheduleSlot &slot : program_.schedule) {
+    if (dieAt_ && *dieAt_ == slot.phase) {
+      dieAt_.reset();
+      throw DeviceDeath("device " + std::to_string(program_.device) + " died at the start of its " +
+                        (slot.phase == ir::Phase::Forward ? "forward" : "backward") + " pass of step " +
+                        std::to_string(step));
+    }
     if (slot.phase == ir::Phase::Forward) {
       loadInputs(batch, slot.microbatch);
       run(ir::Phase::Forward, slot.microbatch);
@@ -151,8 +157,12 @@ double DeviceExecutor::step(const Batch &batch, int64_t step) {
       run(ir::Phase::Backward, slot.microbatch); // recomputation included
     }
   }
-  run(ir::Phase::Update, 0);
   return loss;
+}
+
+void DeviceExecutor::update() {
+  stepNumber_ = running_;
+  run(ir::Phase::Update, 0);
 }
 
 void DeviceExecutor::run(ir::Phase phase, int microbatch) {
@@ -175,7 +185,7 @@ void DeviceExecutor::timed(const ir::Instruction &in, int microbatch) {
 }
 
 void DeviceExecutor::execute(const ir::Instruction &in, int microbatch) {
-  const int64_t tag = stepTag(ir::expandedTag(in.tag, in.phase, microbatch), stepNumber_);
+  const int64_t tag = stepTag(ir::expandedTag(in.tag, in.phase, microbatch), running_);
   auto view = [&](int buffer) {
     const ir::Buffer &b = program_.buffers[static_cast<size_t>(buffer)];
     return TensorView{address(buffer, microbatch), b.dtype, b.shape};
@@ -191,7 +201,7 @@ void DeviceExecutor::execute(const ir::Instruction &in, int microbatch) {
       inputs.push_back(view(b));
     for (int b : in.outputs)
       outputs.push_back(view(b));
-    runKernel(in.op, in.attrs, inputs, outputs, KernelContext{stepNumber_});
+    runKernel(in.op, in.attrs, inputs, outputs, KernelContext{running_});
     return;
   }
   case ir::InstrKind::Copy: {

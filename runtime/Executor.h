@@ -11,6 +11,7 @@
 
 #include <array>
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -62,11 +63,25 @@ public:
   const ir::DeviceProgram &program() const { return program_; }
   char *bufferData(int buffer) const { return address(buffer, 0); }
   /// The optimizer steps taken so far (a plan switch carries the count over; load() reads it).
-  void setStepsTaken(int64_t steps) { stepNumber_ = steps; }
+  void setStepsTaken(int64_t steps) { stepNumber_ = running_ = steps; }
 
   /// One training step on `batch` (optimizer step `step`, from 1). Returns the device's
   /// part of the loss (0 unless it reports the loss).
-  double step(const Batch &batch, int64_t step);
+  double step(const Batch &batch, int64_t step) {
+    const double loss = forwardBackward(batch, step);
+    update();
+    return loss;
+  }
+  /// The step in two halves, for a run that commits a step only when every device has
+  /// finished its backward (runtime/Run.cpp): the forward and backward passes of every
+  /// micro-batch (nothing of the state changes), then the optimizer's update.
+  double forwardBackward(const Batch &batch, int64_t step);
+  void update();
+  /// The optimizer steps taken so far.
+  int64_t stepsTaken() const { return stepNumber_; }
+  /// Makes the device die (DeviceDeath) at the start of its first forward or backward slot of
+  /// its next step: a failure injected at that point (hspmc train --fail).
+  void dieAt(ir::Phase phase) { dieAt_ = phase; }
 
   const DeviceTimes &times() const { return times_; }
   /// Records every instruction from now on, with times since `origin`.
@@ -87,7 +102,9 @@ private:
   bool tracing_ = false;
   std::chrono::steady_clock::time_point origin_;
   std::vector<TraceEvent> events_;
-  int64_t stepNumber_ = 0;
+  int64_t stepNumber_ = 0; // optimizer steps taken
+  int64_t running_ = 0;    // the step being run: its tags and kernels' step
+  std::optional<ir::Phase> dieAt_;
   PhaseFunctions phases_{};
 
   char *address(int buffer, int microbatch) const;

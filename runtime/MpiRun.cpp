@@ -261,7 +261,7 @@ int launcherRank() {
 }
 
 RunResult runMpi(const std::map<int, ir::DeviceProgram> &programs, const ModelInfo &model, const RunOptions &options) {
-  return runMpi(RunPlans{{&programs}, {}}, model, options);
+  return runMpi(RunPlans{{&programs}, {}, {}, {}}, model, options);
 }
 
 RunResult runMpi(const RunPlans &plans, const ModelInfo &model, const RunOptions &options) {

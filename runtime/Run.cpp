@@ -182,6 +182,45 @@ DeviceReport unpackReport(const std::vector<char> &bytes) {
 
 } // namespace
 
+FaultOption parseFaultOption(const std::string &option, const std::vector<int> &devices, int64_t steps) {
+  FaultOption out;
+  const std::string what = "--fail " + option + ": ";
+  const size_t colon = option.find(':'), at = option.find('@');
+  const std::string phase = at == std::string::npos ? "forward" : option.substr(at + 1);
+  auto number = [](const std::string &text, int64_t &value) {
+    if (text.empty() || text.size() > 12 || text.find_first_not_of("0123456789") != std::string::npos)
+      return false;
+    value = std::stoll(text);
+    return true;
+  };
+  int64_t step = 0, device = 0;
+  if (colon == std::string::npos || !number(option.substr(0, colon), step) || step < 1 ||
+      !number(option.substr(colon + 1, at == std::string::npos ? std::string::npos : at - colon - 1), device)) {
+    out.error =
+        what + "expected STEP:DEVICE[@PHASE], a step from 1, a device and a phase (forward, backward or switch)";
+    return out;
+  }
+  out.fault.step = step;
+  out.fault.device = static_cast<int>(device);
+  if (phase == "forward")
+    out.fault.phase = FaultPhase::Forward;
+  else if (phase == "backward")
+    out.fault.phase = FaultPhase::Backward;
+  else if (phase == "switch")
+    out.fault.phase = FaultPhase::Switch;
+  else
+    out.error = what + "no phase '" + phase + "' (forward, backward or switch)";
+  if (out.error.empty() && step > steps)
+    out.error = what + "step " + std::to_string(step) + " is beyond the run (--steps " + std::to_string(steps) + ")";
+  if (out.error.empty() && !std::binary_search(devices.begin(), devices.end(), out.fault.device)) {
+    std::string list;
+    for (int d : devices)
+      list += (list.empty() ? "" : ", ") + std::to_string(d);
+    out.error = what + "no device " + std::to_string(device) + " in the run (its devices: " + list + ")";
+  }
+  return out;
+}
+
 std::vector<int> RunPlans::devices() const {
   std::set<int> all;
   for (const auto *programs : plans)
@@ -192,14 +231,13 @@ std::vector<int> RunPlans::devices() const {
 
 RunResult train(World &world, const std::map<int, ir::DeviceProgram> &programs, const ModelInfo &model,
                 const RunOptions &options) {
-  return train(world, RunPlans{{&programs}, {}}, model, options);
+  return train(world, RunPlans{{&programs}, {}, {}, {}}, model, options);
 }
 
 RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, const RunOptions &options) {
   const std::vector<int> &devices = world.devices();
   const std::vector<int> local = world.localDevices();
-  const int first = devices.front(); // gathers the losses, times, trace and checkpoint
-  const bool leads = std::find(local.begin(), local.end(), first) != local.end();
+  const bool leads = std::find(local.begin(), local.end(), devices.front()) != local.end();
   const std::string fingerprint = ParameterStore::fingerprint(model.name, model.params);
   ParameterStore store = options.load.empty() ? ParameterStore::initial(fingerprint, model.params, options.seed)
                                               : ParameterStore::load(options.load, fingerprint);
@@ -221,25 +259,27 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
   const auto start = std::chrono::steady_clock::now();
   const auto since = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   Progress progress(options.progress, firstStep, options.steps, result.tokensPerStep);
+  auto nameOf = [&](size_t p) { return p < plans.names.size() ? plans.names[p] : "plan " + std::to_string(p); };
   std::map<int, std::vector<TraceEvent>> events;
   std::mutex mutex;
   std::string firstError;
   int64_t failedSwitch = -1;                                      // the switch that failed first
   std::map<int, std::pair<size_t, std::vector<char>>> keptStates; // device -> (plan, packed state)
-  // The plan each device ends under: its state is what --save writes.
-  const size_t last = plans.switches.empty() ? 0 : plans.switches.back().plan;
+  std::vector<std::string> deaths;                                // what each injected death said
+  size_t last = 0;                                                // the plan the run ends under: --save writes it
 
-  // One device's run: its steps (switching plans where the run does), then its report to the
-  // first device, which gathers them.
+  // One device's run: its steps (switching plans where the run does, going on without a
+  // device that died), then its report to the first live device, which gathers them.
   auto device = [&](int id) {
     // What the device holds, for a switch that fails: its executor (and, moving in buckets,
-    // its old state packed), under which plan; whether it is inside a switch.
+    // its old state packed), under which plan; whether it is inside a switch or a step.
     std::unique_ptr<DeviceExecutor> executor;
     const ir::DeviceProgram *holding = nullptr;
     size_t holdingPlan = 0;
     std::vector<char> packedOld;
     bool switching = false, inStep = false;
     size_t next = 0; // the next switch
+    std::vector<int> live = devices;
     try {
       Communicator &comm = world.communicator(id);
       // The device's executor under plan p; none where p does not use the device.
@@ -259,6 +299,7 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
       if (executor)
         executor->load(store);
       holding = executor ? &executor->program() : nullptr;
+      int64_t committed = firstStep; // the optimizer steps every device has taken
       DeviceTimes times;
       std::vector<TraceEvent> traced;
       auto retire = [&](DeviceExecutor &done) {
@@ -266,63 +307,171 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
         times.communicating += done.times().communicating;
         traced.insert(traced.end(), done.events().begin(), done.events().end());
       };
+      // What the device holds now, for a move: its executor, or its state packed out of it.
+      auto held = [&] {
+        return !packedOld.empty() && holding ? HeldState::packed(*holding, packedOld) : HeldState::of(executor.get());
+      };
+      // Moves the state to plan `target` by `transfer` and trains on under it.
+      auto moveTo = [&](size_t target, const StateSwitch &transfer, int64_t tag) {
+        std::unique_ptr<DeviceExecutor> after = executorFor(target);
+        runSwitch(transfer, id, comm, tag, held(), after.get());
+        comm.barrier(); // every device holds its new state
+        if (after)
+          after->setStepsTaken(committed);
+        if (executor)
+          retire(*executor);
+        executor = std::move(after);
+        holding = executor ? &executor->program() : nullptr;
+        holdingPlan = target;
+        packedOld.clear();
+        packedOld.shrink_to_fit();
+      };
+      // After a death: the survivors agree, then go on under the first recovery plan whose
+      // devices are all alive, the state moved from their copies.
+      size_t recoveries = 0;
+      auto recover = [&](int64_t step, std::string why) {
+        {
+          std::lock_guard lock(mutex);
+          if (!deaths.empty()) // what the death said, rather than how a survivor noticed it
+            why = deaths.back();
+        }
+        if (plans.recoveries.empty())
+          throw RunError(why + "; the run stops (no --recover plan to go on with)");
+        const double began = since();
+        live = world.agree(id);
+        const double agreed = since();
+        size_t target = plans.plans.size();
+        for (size_t p : plans.recoveries) {
+          bool alive = true;
+          for (const auto &[d, program] : *plans.plans[p])
+            alive = alive && std::binary_search(live.begin(), live.end(), d);
+          if (alive) {
+            target = p;
+            break;
+          }
+        }
+        std::string who;
+        for (int d : live)
+          who += (who.empty() ? "" : ", ") + std::to_string(d);
+        if (target == plans.plans.size())
+          throw RunError(why + "; no --recover plan uses only the live devices (" + who + ")");
+        std::map<int, ir::DeviceProgram> survivors;
+        for (const auto &[d, program] : *plans.plans[holdingPlan])
+          if (std::binary_search(live.begin(), live.end(), d))
+            survivors.emplace(d, program);
+        StateSwitch transfer;
+        try {
+          transfer = planSwitch(survivors, *plans.plans[target]);
+        } catch (const SwitchError &e) {
+          throw RunError(why + "; the survivors (" + who +
+                         ") cannot rebuild the state, a part's only copy died: " + e.what());
+        }
+        moveTo(target, transfer, ir::tags::planSwitch(static_cast<int64_t>(plans.switches.size() + recoveries++)));
+        const size_t dropped = next;
+        next = plans.switches.size();
+        if (id == live.front()) {
+          result.recoveries.push_back(
+              {step, agreed - began, transfer.planSeconds, since() - agreed - transfer.planSeconds});
+          if (options.progress) {
+            std::lock_guard lock(mutex);
+            char text[300];
+            std::snprintf(text, sizeof text,
+                          "%s; devices %s agreed in %.1f ms; recovered onto plan '%s': transfer planned in %.1f ms, "
+                          "moved %.2f MiB in %.1f ms (%zu messages; %.2f MiB kept in place); step %lld is redone",
+                          why.c_str(), who.c_str(), (agreed - began) * 1e3, nameOf(target).c_str(),
+                          transfer.planSeconds * 1e3, static_cast<double>(transfer.bytesMoved) / (1 << 20),
+                          result.recoveries.back().moveSeconds * 1e3, transfer.messages.size(),
+                          static_cast<double>(transfer.localBytes) / (1 << 20), static_cast<long long>(step));
+            *options.progress << text << std::endl;
+            if (dropped < plans.switches.size())
+              *options.progress << "the run's switches from step " << plans.switches[dropped].beforeStep
+                                << " on are dropped: it recovered onto another plan" << std::endl;
+          }
+        }
+      };
+      auto faultAt = [&](int64_t step, FaultPhase phase) {
+        return std::any_of(options.faults.begin(), options.faults.end(),
+                           [&](const Fault &f) { return f.step == step && f.device == id && f.phase == phase; });
+      };
       double stepStart = since();
       for (int64_t s = 0; s < options.steps; ++s) {
         const int64_t step = firstStep + s + 1;
-        for (; next < plans.switches.size() && plans.switches[next].beforeStep == step; ++next) {
-          const PlanSwitch &change = plans.switches[next];
-          const double moveStart = since();
-          // The old state stays whole until every device holds its new state: a switch that
-          // fails leaves the run on the old plan. In buckets, the old arena is released
-          // first, its state packed out of it.
-          switching = true;
-          if (change.transfer->byLayer && executor) {
-            packedOld = executor->packState();
-            retire(*executor);
-            executor.reset();
-          }
-          std::unique_ptr<DeviceExecutor> after = executorFor(change.plan);
-          runSwitch(*change.transfer, id, comm, ir::tags::planSwitch(static_cast<int64_t>(next)),
-                    holding && change.transfer->byLayer ? HeldState::packed(*holding, packedOld)
-                                                        : HeldState::of(executor.get()),
-                    after.get());
-          comm.barrier(); // every device holds its new state
-          if (after)
-            after->setStepsTaken(step - 1);
-          if (executor)
-            retire(*executor);
-          executor = std::move(after);
-          holding = executor ? &executor->program() : nullptr;
-          holdingPlan = change.plan;
-          packedOld.clear();
-          packedOld.shrink_to_fit();
-          switching = false;
-          if (id == first) {
-            const double moved = since() - moveStart;
-            result.switchSeconds.push_back(moved);
-            if (options.progress) {
-              char text[200];
-              std::snprintf(text, sizeof text, ", moved %.2f MiB in %.1f ms (%zu messages; %.2f MiB kept in place)",
-                            static_cast<double>(change.transfer->bytesMoved) / (1 << 20), moved * 1e3,
-                            change.transfer->messages.size(),
-                            static_cast<double>(change.transfer->localBytes) / (1 << 20));
-              *options.progress << change.report << text << std::endl;
+        for (bool done = false; !done;) {
+          try {
+            for (; next < plans.switches.size() && plans.switches[next].beforeStep == step; ++next) {
+              const PlanSwitch &change = plans.switches[next];
+              const double moveStart = since();
+              // The old state stays whole until every device holds its new state: a switch
+              // that fails leaves the run on the old plan. In buckets, the old arena is
+              // released first, its state packed out of it.
+              switching = true;
+              if (faultAt(step, FaultPhase::Switch))
+                throw DeviceDeath("device " + std::to_string(id) + " died at the start of the switch before step " +
+                                  std::to_string(step));
+              if (change.transfer->byLayer && executor) {
+                packedOld = executor->packState();
+                retire(*executor);
+                executor.reset();
+              }
+              moveTo(change.plan, *change.transfer, ir::tags::planSwitch(static_cast<int64_t>(next)));
+              switching = false;
+              if (id == live.front()) {
+                const double moved = since() - moveStart;
+                result.switchSeconds.push_back(moved);
+                if (options.progress) {
+                  char text[200];
+                  std::snprintf(text, sizeof text, ", moved %.2f MiB in %.1f ms (%zu messages; %.2f MiB kept in place)",
+                                static_cast<double>(change.transfer->bytesMoved) / (1 << 20), moved * 1e3,
+                                change.transfer->messages.size(),
+                                static_cast<double>(change.transfer->localBytes) / (1 << 20));
+                  *options.progress << change.report << text << std::endl;
+                }
+              }
             }
+            if (executor && faultAt(step, FaultPhase::Forward))
+              executor->dieAt(ir::Phase::Forward);
+            if (executor && faultAt(step, FaultPhase::Backward))
+              executor->dieAt(ir::Phase::Backward);
+            if (!executor && (faultAt(step, FaultPhase::Forward) || faultAt(step, FaultPhase::Backward)))
+              throw DeviceDeath("device " + std::to_string(id) + " died at the start of step " + std::to_string(step) +
+                                " (no plan's work on it)");
+            inStep = true;
+            const double mine =
+                executor ? executor->forwardBackward(data.batchFor(step - 1, model.batch, model.seq), step) : 0.0;
+            // The commit: every device has finished its backward, and the step's loss is
+            // known. Nothing of the state has changed before it. The tag is the step's: a
+            // device a plan does not use reaches the next step's sum while the others still
+            // leave this one's.
+            const double loss = sumOverDevices(comm, live, ir::tags::ofStep(kLossTag, step), mine);
+            committed = step;
+            if (executor) {
+              world.shield(id, true);
+              executor->update();
+              world.shield(id, false);
+            }
+            inStep = false;
+            done = true;
+            if (s + 1 == kTracedSteps && executor)
+              executor->stopTracing();
+            if (id == live.front()) {
+              result.losses.push_back(loss);
+              result.stepSeconds.push_back(since() - stepStart);
+              stepStart = since();
+              progress.step(s, result.losses);
+            }
+          } catch (const DeviceDeath &e) {
+            {
+              std::lock_guard lock(mutex);
+              deaths.push_back(e.what());
+            }
+            world.markDead(id); // the thread stops dead: its state is lost
+            return;
+          } catch (const CommError &e) {
+            if (committed == step)
+              throw; // after the commit: the update itself failed
+            switching = inStep = false;
+            recover(step, e.what());
           }
-        }
-        inStep = true;
-        const double mine = executor ? executor->step(data.batchFor(step - 1, model.batch, model.seq), step) : 0.0;
-        inStep = false;
-        // Every device has finished the step. The tag is the step's: a device a plan does not
-        // use reaches the next step's sum while the others still leave this one's.
-        const double loss = sumOverDevices(comm, devices, ir::tags::ofStep(kLossTag, step), mine);
-        if (s + 1 == kTracedSteps && executor)
-          executor->stopTracing();
-        if (id == first) {
-          result.losses.push_back(loss);
-          result.stepSeconds.push_back(since() - stepStart);
-          stepStart = since();
-          progress.step(s, result.losses);
         }
       }
       if (executor)
@@ -330,13 +479,15 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
       DeviceReport report{times, traced, {}};
       if (!options.save.empty() && executor)
         report.state = executor->packState();
-      if (id != first) {
-        comm.send(first, kReportTag, packReport(report));
+      const int leader = live.front();
+      if (id != leader) {
+        comm.send(leader, kReportTag, packReport(report));
         return;
       }
+      last = holdingPlan;
       result.seconds = since();
       std::map<int, DeviceReport> reports; // all of them before the store is written: by then every device has loaded
-      for (int other : devices)
+      for (int other : live)
         reports[other] = other == id ? std::move(report) : unpackReport(comm.recv(other, kReportTag));
       for (const auto &[other, theirs] : reports) {
         result.times[other] = theirs.times;

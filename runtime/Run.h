@@ -24,6 +24,22 @@ struct ModelInfo {
   int64_t vocab = 0;             // tokens must be below it
 };
 
+/// Where an injected failure strikes: at the start of the device's forward or backward pass
+/// of a step, or at the start of the plan switch before it.
+enum class FaultPhase { Forward, Backward, Switch };
+struct Fault {
+  int64_t step = 0;
+  int device = 0;
+  FaultPhase phase = FaultPhase::Forward;
+};
+/// "3:2", "3:2@backward": a --fail option, checked against the run's devices and steps;
+/// `error` is empty when it is good (it then names the option).
+struct FaultOption {
+  Fault fault;
+  std::string error;
+};
+FaultOption parseFaultOption(const std::string &option, const std::vector<int> &devices, int64_t steps);
+
 struct RunOptions {
   int64_t steps = 20;
   uint64_t seed = 1;
@@ -35,6 +51,8 @@ struct RunOptions {
   /// Generated code's phase functions, per plan of the run and device (hspmc build); absent:
   /// the executor walks each program's instructions.
   std::vector<std::map<int, PhaseFunctions>> generated;
+  /// Failures to inject (hspmc train --fail): the device dies at that point of that step.
+  std::vector<Fault> faults;
 };
 
 /// --trace records the first steps only (a step is many events).
@@ -55,6 +73,13 @@ struct PlanSwitch {
 struct RunResult {
   std::vector<double> losses;        // per step: the global mean loss
   std::vector<double> switchSeconds; // per switch: the move, until every device had its state
+  /// Per recovery after a death: the step redone, how long the survivors took to agree, to
+  /// plan the move and to move (until each held its state under the recovery plan).
+  struct Recovery {
+    int64_t step = 0;
+    double agreeSeconds = 0, planSeconds = 0, moveSeconds = 0;
+  };
+  std::vector<Recovery> recoveries;
   std::map<int, DeviceTimes> times;
   double seconds = 0;              // wall time of the run
   std::vector<double> stepSeconds; // per step, from the end of the previous one
@@ -81,6 +106,10 @@ RunResult train(World &world, const std::map<int, ir::DeviceProgram> &programs, 
 struct RunPlans {
   std::vector<const std::map<int, ir::DeviceProgram> *> plans;
   std::vector<PlanSwitch> switches;
+  /// After a device dies, the survivors go on under the first of these plans whose devices
+  /// are all alive (hspmc train --recover); none: the run stops.
+  std::vector<size_t> recoveries;
+  std::vector<std::string> names; // per plan, for the progress lines ("plan 2" when absent)
   /// Every device of every plan, in increasing order.
   std::vector<int> devices() const;
 };

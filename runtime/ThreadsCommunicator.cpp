@@ -44,7 +44,8 @@ public:
     const auto key = std::make_tuple(peer, device_, tag);
     wait(
         lock, [&] { return world_.mailboxes_.count(key) && !world_.mailboxes_[key].empty(); },
-        "a message from device " + std::to_string(peer) + " (tag " + std::to_string(tag) + ")");
+        "a message from device " + std::to_string(peer) + " (tag " + std::to_string(tag) + ")",
+        [&](int d) { return d == peer; });
     auto &box = world_.mailboxes_[key];
     std::vector<char> message = std::move(box.front());
     box.pop_front();
@@ -72,7 +73,11 @@ public:
     ++r.arrived;
     wakeGroup(group);
     wait(
-        lock, [&] { return world_.rendezvous_[key].arrived == size; }, [&] { return missing(key, group); });
+        lock, [&] { return world_.rendezvous_[key].arrived == size; }, [&] { return missing(key, group); },
+        [&](int d) {
+          auto member = std::find(group.begin(), group.end(), d);
+          return member != group.end() && !world_.rendezvous_[key].posted[static_cast<size_t>(member - group.begin())];
+        });
     std::vector<Piece> pieces = world_.rendezvous_[key].pieces;
     lock.unlock();
     use(pieces);
@@ -81,7 +86,7 @@ public:
     wakeGroup(group);
     wait(
         lock, [&] { return world_.rendezvous_[key].finished == size; },
-        "the members of group tag " + std::to_string(tag) + " to finish reading");
+        "the members of group tag " + std::to_string(tag) + " to finish reading", [](int) { return false; });
     if (++world_.rendezvous_[key].left == size)
       world_.rendezvous_.erase(key);
   }
@@ -89,7 +94,7 @@ public:
   void barrier() override {
     std::unique_lock lock(world_.mutex_);
     const int64_t generation = world_.barrierGeneration_;
-    if (++world_.barrierArrived_ == static_cast<int>(world_.devices_.size())) {
+    if (++world_.barrierArrived_ == static_cast<int>(world_.devices_.size() - world_.dead_.size())) {
       world_.barrierArrived_ = 0;
       ++world_.barrierGeneration_;
       for (auto &[device, waiter] : world_.waiters_)
@@ -97,7 +102,8 @@ public:
       return;
     }
     wait(
-        lock, [&] { return world_.barrierGeneration_ != generation; }, "every device at a barrier");
+        lock, [&] { return world_.barrierGeneration_ != generation; }, "every device at a barrier",
+        [](int) { return false; });
   }
 
 private:
@@ -133,11 +139,22 @@ private:
     return me.events.load(std::memory_order_relaxed) != seen; // read under the lock: none is lost before the sleep
   }
 
-  template <typename Ready, typename What> void wait(std::unique_lock<std::mutex> &lock, Ready ready, What what) {
+  /// Waits until `ready`, for `what`; `awaited(d)` says whether it still waits on device d
+  /// (a device that died after doing its part is not waited on). A failure elsewhere stops
+  /// the wait, except in a shielded section (a step's update, after its commit), which only
+  /// the death of a device it waits on stops. (A device dies only between its operations: it
+  /// finishes every exchange it has posted to.)
+  template <typename Ready, typename What, typename Awaited>
+  void wait(std::unique_lock<std::mutex> &lock, Ready ready, What what, Awaited awaited) {
     const auto deadline = std::chrono::steady_clock::now() + world_.timeout_;
     auto &me = world_.waiters_.at(device_);
     while (!ready()) {
-      if (!world_.failure_.empty())
+      if (world_.dead_.count(device_))
+        throw CommError("device " + std::to_string(device_) + " was taken for dead by the others");
+      for (int peer : world_.dead_)
+        if (awaited(peer))
+          throw CommError("device " + std::to_string(device_) + " stopped: device " + std::to_string(peer) + " died");
+      if (!world_.failure_.empty() && !world_.shielded_.count(device_))
         throw CommError("device " + std::to_string(device_) + " stopped: " + world_.failure_);
       if (poll(lock, me))
         continue;
@@ -168,10 +185,70 @@ Communicator &ThreadsWorld::communicator(int device) {
 
 void ThreadsWorld::fail(const std::string &reason) {
   std::lock_guard lock(mutex_);
-  if (failure_.empty())
+  if (failure_.empty() || !fatal_)
     failure_ = reason;
+  fatal_ = true;
   for (auto &[device, waiter] : waiters_)
     waiter.notify();
+}
+
+void ThreadsWorld::shield(int device, bool on) {
+  std::lock_guard lock(mutex_);
+  if (on)
+    shielded_.insert(device);
+  else
+    shielded_.erase(device);
+}
+
+void ThreadsWorld::markDead(int device) {
+  std::lock_guard lock(mutex_);
+  dead_.insert(device);
+  if (failure_.empty())
+    failure_ = "device " + std::to_string(device) + " died";
+  for (auto &[d, waiter] : waiters_)
+    waiter.notify();
+}
+
+std::vector<int> ThreadsWorld::agree(int device) {
+  std::unique_lock lock(mutex_);
+  const int64_t round = agreements_;
+  const auto deadline = std::chrono::steady_clock::now() + timeout_;
+  agreed_.insert(device);
+  for (auto &[d, waiter] : waiters_)
+    waiter.notify();
+  auto &me = waiters_.at(device);
+  while (agreements_ == round) {
+    if (fatal_)
+      throw CommError("device " + std::to_string(device) + " stopped: " + failure_);
+    if (dead_.count(device))
+      throw CommError("device " + std::to_string(device) + " was taken for dead by the others");
+    std::vector<int> live;
+    bool all = true;
+    for (int d : devices_)
+      if (!dead_.count(d)) {
+        live.push_back(d);
+        all = all && agreed_.count(d);
+      }
+    if (all) {
+      // Everyone alive is here: nothing is in flight. Start afresh.
+      survivors_ = live;
+      failure_.clear();
+      mailboxes_.clear();
+      rendezvous_.clear();
+      barrierArrived_ = 0;
+      ++barrierGeneration_;
+      agreed_.clear();
+      ++agreements_;
+      for (auto &[d, waiter] : waiters_)
+        waiter.notify();
+      break;
+    }
+    if (me.wakeup.wait_until(lock, deadline) == std::cv_status::timeout)
+      for (int d : devices_) // who has not come within the timeout is taken for dead
+        if (!agreed_.count(d))
+          dead_.insert(d);
+  }
+  return survivors_;
 }
 
 } // namespace hspmd::runtime

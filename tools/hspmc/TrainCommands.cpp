@@ -67,7 +67,8 @@ double secondsSince(std::chrono::steady_clock::time_point start) {
 
 // Compiles FILE under its plan (and the plans it switches to) for training and runs them.
 int runTrain(const std::string &file, const std::vector<std::string> &planFiles, runtime::RunOptions run,
-             const std::string &lossesPath, const std::string &backend, const std::vector<std::string> &switches) {
+             const std::string &lossesPath, const std::string &backend, const std::vector<std::string> &switches,
+             const std::vector<std::string> &failures, const std::vector<std::string> &recoverPlans) {
   TrainingBuild t(file, planFiles, "train");
   if (int code = t.report(); code != 0)
     return code;
@@ -87,6 +88,34 @@ int runTrain(const std::string &file, const std::vector<std::string> &planFiles,
   std::vector<std::unique_ptr<runtime::StateSwitch>> transfers;
   runtime::RunPlans runPlans;
   runPlans.plans.push_back(&t.programs());
+  runPlans.names.push_back(t.plan().name);
+  // The index of the plan in `path` among the run's plans, compiled now unless it was
+  // already; `compileText` says which. Non-zero `code` where it cannot be.
+  std::string compileText;
+  auto planOf = [&](const std::string &path, const std::string &option, int &code) -> size_t {
+    const std::string key = std::filesystem::weakly_canonical(path);
+    auto known = std::find(paths.begin(), paths.end(), key);
+    compileText = "cached";
+    if (known != paths.end())
+      return static_cast<size_t>(known - paths.begin());
+    const auto start = std::chrono::steady_clock::now();
+    auto next = std::make_unique<TrainingBuild>(path, std::vector<std::string>{}, "train");
+    if ((code = next->report()) != 0)
+      return 0;
+    char text[64];
+    std::snprintf(text, sizeof text, "compiled in %.2f s", secondsSince(start));
+    compileText = text;
+    if (std::string differs = sameTraining(t, *next); !differs.empty()) {
+      code = fail(option + ": plan '" + next->plan().name + "' cannot continue this run: " + differs);
+      return 0;
+    }
+    plans.push_back(next.get());
+    paths.push_back(key);
+    runPlans.plans.push_back(&next->programs());
+    runPlans.names.push_back(next->plan().name);
+    compiled[key] = std::move(next);
+    return plans.size() - 1;
+  };
   int64_t previousStep = 0;
   size_t current = 0;
   for (const std::string &option : switches) {
@@ -95,28 +124,10 @@ int runTrain(const std::string &file, const std::vector<std::string> &planFiles,
     if (!parsed.error.empty())
       return fail(parsed.error);
     const int64_t step = previousStep = parsed.step;
-    const std::string &path = parsed.target;
-    const std::string key = std::filesystem::weakly_canonical(path);
-    auto known = std::find(paths.begin(), paths.end(), key);
-    const bool cached = known != paths.end();
-    std::string compileText = "cached";
-    size_t index = static_cast<size_t>(known - paths.begin());
-    if (!cached) {
-      const auto start = std::chrono::steady_clock::now();
-      auto next = std::make_unique<TrainingBuild>(path, std::vector<std::string>{}, "train");
-      if (int code = next->report(); code != 0)
-        return code;
-      char text[64];
-      std::snprintf(text, sizeof text, "compiled in %.2f s", secondsSince(start));
-      compileText = text;
-      if (std::string differs = sameTraining(t, *next); !differs.empty())
-        return fail("--switch " + option + ": plan '" + next->plan().name + "' cannot continue this run: " + differs);
-      index = plans.size();
-      plans.push_back(next.get());
-      paths.push_back(key);
-      runPlans.plans.push_back(&next->programs());
-      compiled[key] = std::move(next);
-    }
+    int code = 0;
+    const size_t index = planOf(parsed.target, "--switch " + option, code);
+    if (code != 0)
+      return code;
     if (index == current)
       return fail("--switch " + option + ": the run is already under plan '" + plans[index]->plan().name + "' then");
     std::optional<planner::Cluster> cluster;
@@ -145,6 +156,23 @@ int runTrain(const std::string &file, const std::vector<std::string> &planFiles,
     runPlans.switches.push_back(runtime::PlanSwitch{step, index, transfers.back().get(), text});
     current = index;
   }
+  // Failures to inject, and the plans to go on under after one.
+  for (const std::string &path : recoverPlans) {
+    int code = 0;
+    const size_t index = planOf(path, "--recover " + path, code);
+    if (code != 0)
+      return code;
+    runPlans.recoveries.push_back(index);
+  }
+  for (const std::string &option : failures) {
+    const runtime::FaultOption parsed = runtime::parseFaultOption(option, runPlans.devices(), run.steps);
+    if (!parsed.error.empty())
+      return fail(parsed.error);
+    run.faults.push_back(parsed.fault);
+  }
+  if (mpi && (!run.faults.empty() || !runPlans.recoveries.empty()))
+    return fail(std::string(run.faults.empty() ? "--recover" : "--fail") +
+                ": going on after a device's death needs the threads backend (not yet on MPI)");
   if (leader)
     std::cout << runtime::runBanner(model, build->plans[0].name, runPlans.devices().size(), mpi, run.data) << std::endl;
   run.progress = &std::cout;

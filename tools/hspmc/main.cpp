@@ -82,6 +82,13 @@ int main(int argc, char **argv) {
   trainCommand->add_option("--switch", trainSwitches,
                            "STEP:PLAN: before step STEP, move every parameter and optimizer state to PLAN's layout "
                            "and train on under it (repeatable, in step order)");
+  std::vector<std::string> trainFailures, trainRecover;
+  trainCommand->add_option("--fail", trainFailures,
+                           "STEP:DEVICE[@PHASE]: device DEVICE dies at the start of PHASE (forward, backward or "
+                           "switch; default forward) of step STEP (repeatable; threads backend)");
+  trainCommand->add_option("--recover", trainRecover,
+                           "PLAN: after a device dies, go on under the first such plan whose devices are all alive, "
+                           "redoing the interrupted step (repeatable)");
 
   auto *simulateCommand =
       app.add_subcommand("simulate", "Simulate one training step of a plan on its cluster (cost model)");
@@ -210,7 +217,8 @@ int main(int argc, char **argv) {
     return runBuild(buildFile, buildPlans, buildTarget, buildOut, !buildNoCompile, buildAlso);
   if (trainCommand->parsed()) {
     trainRun.timeout = std::chrono::seconds(trainTimeout);
-    return runTrain(trainFile, trainPlans, trainRun, trainLosses, trainBackend, trainSwitches);
+    return runTrain(trainFile, trainPlans, trainRun, trainLosses, trainBackend, trainSwitches, trainFailures,
+                    trainRecover);
   }
   if (switchCommand->parsed())
     return runExplainSwitch(switchFrom, switchTo, switchCluster, switchFormat == "json");

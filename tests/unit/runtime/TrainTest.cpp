@@ -193,7 +193,7 @@ TEST(Training, AFailedSwitchKeepsTheOldStateAndSavesIt) {
                                                       runtime::OwnerChoice::Links, byLayer);
     ASSERT_FALSE(broken.messages.empty());
     broken.messages.front().from = 2;
-    runtime::RunPlans plans{{&zero->result.programs.at(0), &hetero->result.programs.at(0)}, {}};
+    runtime::RunPlans plans{{&zero->result.programs.at(0), &hetero->result.programs.at(0)}, {}, {}, {}};
     plans.switches.push_back(runtime::PlanSwitch{3, 1, &broken, "switched"});
     options.steps = 4;
     options.save = failed;

@@ -322,6 +322,29 @@ TEST(Cli, TheSwitchingExampleOfTheDocsRuns) {
     EXPECT_NEAR(a[i], b[i], 1e-5 * b[i]) << "step " << i + 1;
 }
 
+// The ```elastic example of docs/elastic.md runs as shown: the recovery line, and the losses
+// of the lines shown.
+TEST(Cli, TheElasticExampleOfTheDocsRuns) {
+  const std::string docs = readText("docs/elastic.md");
+  const size_t block = docs.find("```elastic\n$ hspmc ");
+  ASSERT_NE(block, std::string::npos);
+  const size_t argsAt = block + std::string("```elastic\n$ hspmc ").size();
+  const std::string args = docs.substr(argsAt, docs.find('\n', argsAt) - argsAt);
+  CliRun run = hspmc(args);
+  ASSERT_EQ(run.code, 0) << run.output;
+  EXPECT_NE(run.output.find("\nstep 2/4  loss 5.3465 "), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("\ndevice 3 died at the start of its forward pass of step 3; devices 0, 1, 2 agreed in "),
+            std::string::npos)
+      << run.output;
+  EXPECT_NE(run.output.find("; recovered onto plan 'pipeline2_recompute': transfer planned in "), std::string::npos)
+      << run.output;
+  EXPECT_NE(run.output.find(" ms, moved 2.26 MiB in "), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find(" (2 messages; 2.64 MiB kept in place); step 3 is redone\nstep 3/4  loss 5.1806 "),
+            std::string::npos)
+      << run.output;
+  EXPECT_NE(run.output.find("\nstep 4/4  loss 5.0999 "), std::string::npos) << run.output;
+}
+
 // A switch back to a plan the run has used compiles nothing; bad switches are errors before
 // anything trains.
 TEST(Cli, SwitchesAreCachedAndCheckedBeforeTraining) {
@@ -389,6 +412,89 @@ TEST(Cli, ASwitchThatDoesNotFitSideBySideMovesInBuckets) {
   ASSERT_EQ(b.size(), 3u);
   for (size_t i = 0; i < 3; ++i)
     EXPECT_NEAR(a[i], b[i], 1e-5 * b[i]) << "step " << i + 1;
+}
+
+// A device that dies (--fail) is survived: the others agree, move the state from their copies
+// to the first --recover plan whose devices are all alive, and redo the interrupted step. The
+// losses are those of the run without the failure, step for step; with --save the state is
+// saved from the plan recovered onto. Each phase: forward, backward (the first device, which
+// gathers the losses, dies), during a switch; the tiny GPT and the tiny LLaMA; from ZeRO.
+TEST(Cli, ARunGoesOnAfterADeviceDies) {
+  const std::string gpt = "examples/gpt/plans/", llama = "examples/llama/plans/",
+                    data = " --data examples/data/gpl-3.txt";
+  struct Case {
+    std::string plan, options, line;
+  };
+  const std::vector<Case> cases = {
+      {gpt + "hetero4.hspmd", "--steps 4 --fail 3:3 --recover " + gpt + "pipeline2_recompute.hspmd",
+       "\ndevice 3 died at the start of its forward pass of step 3; devices 0, 1, 2 agreed in "},
+      {gpt + "dp2_tp2.hspmd",
+       "--steps 3 --fail 2:0@backward --recover " + gpt + "tp2.hspmd --recover tests/elastic/pipeline2_on_1_2.hspmd",
+       "\ndevice 0 died at the start of its backward pass of step 2; devices 1, 2, 3 agreed in "},
+      {gpt + "dp2_zero.hspmd",
+       "--steps 4 --switch 3:" + gpt + "hetero4.hspmd --fail 3:3@switch --recover " + gpt + "pipeline2_recompute.hspmd",
+       "\ndevice 3 died at the start of the switch before step 3; devices 0, 1, 2 agreed in "},
+      {llama + "tiny_llama_hetero4.hspmd",
+       "--steps 3 --fail 2:2@backward --recover " + llama + "tiny_llama_dp2_zero.hspmd",
+       "\ndevice 2 died at the start of its backward pass of step 2; devices 0, 1, 3 agreed in "}};
+  for (const Case &c : cases) {
+    CliRun run = hspmc("train " + c.plan + data + " " + c.options + " --losses build/cli_elastic_a.json");
+    ASSERT_EQ(run.code, 0) << c.options << "\n" << run.output;
+    EXPECT_NE(run.output.find(c.line), std::string::npos) << run.output;
+    EXPECT_NE(run.output.find(" is redone\n"), std::string::npos) << run.output;
+    const std::string steps = c.options.substr(0, c.options.find(" --", 2));
+    ASSERT_EQ(hspmc("train " + c.plan + data + " " + steps + " --losses build/cli_elastic_b.json").code, 0);
+    const std::vector<double> a = lossesOf("build/cli_elastic_a.json"), b = lossesOf("build/cli_elastic_b.json");
+    ASSERT_EQ(a.size(), b.size()) << c.options;
+    for (size_t i = 0; i < a.size(); ++i)
+      EXPECT_NEAR(a[i], b[i], 1e-5 * b[i]) << c.options << ", step " << i + 1;
+  }
+  // The state saved after a recovery continues the run: step 4 from it is step 4 of the run.
+  ASSERT_EQ(hspmc("train " + gpt + "dp2_tp2.hspmd" + data + " --steps 3 --fail 2:0@backward --recover " +
+                  "tests/elastic/pipeline2_on_1_2.hspmd --save build/cli_elastic.ckpt")
+                .code,
+            0);
+  ASSERT_EQ(hspmc("train " + gpt + "hetero4.hspmd" + data +
+                  " --steps 1 --load build/cli_elastic.ckpt --losses build/cli_elastic_c.json")
+                .code,
+            0);
+  ASSERT_EQ(hspmc("train " + gpt + "dp2_tp2.hspmd" + data + " --steps 4 --losses build/cli_elastic_d.json").code, 0);
+  const std::vector<double> resumed = lossesOf("build/cli_elastic_c.json"),
+                            whole = lossesOf("build/cli_elastic_d.json");
+  ASSERT_EQ(resumed.size(), 1u);
+  ASSERT_EQ(whole.size(), 4u);
+  EXPECT_NEAR(resumed[0], whole[3], 1e-5 * whole[3]);
+}
+
+// What a run cannot survive, and malformed --fail options: a clear error, exit status 1.
+TEST(Cli, DeathsThatCannotBeSurvivedAreClearErrors) {
+  const std::string gpt = "examples/gpt/plans/", data = " --data examples/data/gpl-3.txt --steps 3 ";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"hetero4.hspmd" + data + "--fail 2:1",
+       "hspmc train: error: device 1 died at the start of its forward pass of step 2; the run stops (no --recover "
+       "plan to go on with)\n"},
+      {"dp2_zero.hspmd" + data + "--fail 2:1 --recover " + gpt + "single.hspmd",
+       "hspmc train: error: device 1 died at the start of its forward pass of step 2; the survivors (0) cannot rebuild "
+       "the state, a part's only copy died: no device of the plan switched from holds all of region [32:64] of "
+       "'blocks[0].ln1.adam_m'\n"},
+      {"hetero4.hspmd" + data + "--fail 2:0 --recover " + gpt + "tp2.hspmd",
+       "hspmc train: error: device 0 died at the start of its forward pass of step 2; no --recover plan uses only "
+       "the live devices (1, 2, 3)\n"},
+      {"hetero4.hspmd" + data + "--fail 2", "hspmc train: error: --fail 2: expected STEP:DEVICE[@PHASE], a step from "
+                                            "1, a device and a phase (forward, backward or switch)\n"},
+      {"hetero4.hspmd" + data + "--fail 2:7",
+       "hspmc train: error: --fail 2:7: no device 7 in the run (its devices: 0, 1, 2, 3)\n"},
+      {"hetero4.hspmd" + data + "--fail 2:1@sideways",
+       "hspmc train: error: --fail 2:1@sideways: no phase 'sideways' (forward, backward or switch)\n"},
+      {"hetero4.hspmd" + data + "--fail 9:1", "hspmc train: error: --fail 9:1: step 9 is beyond the run (--steps 3)\n"},
+      {"hetero4.hspmd" + data + "--fail 2:1 --backend mpi",
+       "hspmc train: error: --fail: going on after a device's death needs the threads backend (not yet on MPI)\n"}};
+  for (const auto &[options, message] : cases) {
+    CliRun run = hspmc("train " + gpt + options);
+    EXPECT_EQ(run.code, 1) << options;
+    const size_t at = run.output.find("hspmc train: error:");
+    EXPECT_EQ(at == std::string::npos ? run.output : run.output.substr(at), message) << options;
+  }
 }
 
 // On MPI a run that switches needs one process per device of all its plans.
