@@ -51,5 +51,9 @@ constexpr int64_t kReport = -2;
 inline int64_t planSwitch(int64_t k) {
   return -16 - k;
 }
+/// The survivors' check of their states after the k-th agreement (runtime/Run.cpp): three sums.
+inline int64_t recoveryCheck(int64_t k, int part) {
+  return -(int64_t{1} << 30) - 4 * k - part;
+}
 
 } // namespace hspmd::ir::tags

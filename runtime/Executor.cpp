@@ -137,6 +137,7 @@ void DeviceExecutor::loadInputs(const Batch &batch, int microbatch) {
 
 double DeviceExecutor::forwardBackward(const Batch &batch, int64_t step) {
   running_ = step;
+  changed_ = false;
   for (const ir::Buffer &b : program_.buffers)
     if (b.zeroed)
       std::memset(address(b.id, 0), 0, static_cast<size_t>(b.arenaBytes()));
@@ -160,9 +161,27 @@ double DeviceExecutor::forwardBackward(const Batch &batch, int64_t step) {
   return loss;
 }
 
+void DeviceExecutor::updateExchange() {
+  changed_ = false;
+  if (phases_[static_cast<size_t>(ir::Phase::Update)])
+    return;
+  const auto &instructions = byPhase_[static_cast<size_t>(ir::Phase::Update)];
+  for (exchanged_ = 0; exchanged_ < instructions.size() && instructions[exchanged_]->kind != ir::InstrKind::Kernel;
+       ++exchanged_)
+    timed(*instructions[exchanged_], 0);
+}
+
 void DeviceExecutor::update() {
+  changed_ = false;
+  if (phases_[static_cast<size_t>(ir::Phase::Update)]) {
+    run(ir::Phase::Update, 0);
+  } else {
+    const auto &instructions = byPhase_[static_cast<size_t>(ir::Phase::Update)];
+    for (size_t i = exchanged_; i < instructions.size(); ++i)
+      timed(*instructions[i], 0);
+  }
+  exchanged_ = 0;
   stepNumber_ = running_;
-  run(ir::Phase::Update, 0);
 }
 
 void DeviceExecutor::run(ir::Phase phase, int microbatch) {
@@ -192,6 +211,7 @@ void DeviceExecutor::execute(const ir::Instruction &in, int microbatch) {
   };
   switch (in.kind) {
   case ir::InstrKind::Kernel: {
+    changed_ = changed_ || in.phase == ir::Phase::Update; // an update kernel writes the state
     if (!in.group.empty()) {
       vocabParallelCrossEntropy(in, microbatch, tag);
       return;

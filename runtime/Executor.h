@@ -76,9 +76,17 @@ public:
   /// finished its backward (runtime/Run.cpp): the forward and backward passes of every
   /// micro-batch (nothing of the state changes), then the optimizer's update.
   double forwardBackward(const Batch &batch, int64_t step);
+  /// The update's communication before its first kernel (the gradients' reductions): what a
+  /// run does before its commit, so that after it the update needs no peer unless the state
+  /// is sharded (ZeRO's gathers). With generated phase functions it does nothing (update()
+  /// runs the whole phase).
+  void updateExchange();
   void update();
-  /// The optimizer steps taken so far.
+  /// The optimizer steps taken so far (an update counts once it has finished).
   int64_t stepsTaken() const { return stepNumber_; }
+  /// Whether an update that did not finish (its communication failed) had already changed
+  /// some of the state: the state is then neither the last step's nor this one's.
+  bool partlyUpdated() const { return changed_ && stepNumber_ != running_; }
   /// Makes the device die (DeviceDeath) at the start of its first forward or backward slot of
   /// its next step: a failure injected at that point (hspmc train --fail).
   void dieAt(ir::Phase phase) { dieAt_ = phase; }
@@ -104,6 +112,8 @@ private:
   std::vector<TraceEvent> events_;
   int64_t stepNumber_ = 0; // optimizer steps taken
   int64_t running_ = 0;    // the step being run: its tags and kernels' step
+  bool changed_ = false;   // an update kernel of the step has run
+  size_t exchanged_ = 0;   // update instructions run by updateExchange()
   std::optional<ir::Phase> dieAt_;
   PhaseFunctions phases_{};
 

@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <sstream>
 #include <thread>
 
 extern "C" void openblas_set_num_threads(int);
@@ -197,7 +198,8 @@ FaultOption parseFaultOption(const std::string &option, const std::vector<int> &
   if (colon == std::string::npos || !number(option.substr(0, colon), step) || step < 1 ||
       !number(option.substr(colon + 1, at == std::string::npos ? std::string::npos : at - colon - 1), device)) {
     out.error =
-        what + "expected STEP:DEVICE[@PHASE], a step from 1, a device and a phase (forward, backward or switch)";
+        what +
+        "expected STEP:DEVICE[@PHASE], a step from 1, a device and a phase (forward, backward, update or switch)";
     return out;
   }
   out.fault.step = step;
@@ -206,10 +208,12 @@ FaultOption parseFaultOption(const std::string &option, const std::vector<int> &
     out.fault.phase = FaultPhase::Forward;
   else if (phase == "backward")
     out.fault.phase = FaultPhase::Backward;
+  else if (phase == "update")
+    out.fault.phase = FaultPhase::Update;
   else if (phase == "switch")
     out.fault.phase = FaultPhase::Switch;
   else
-    out.error = what + "no phase '" + phase + "' (forward, backward or switch)";
+    out.error = what + "no phase '" + phase + "' (forward, backward, update or switch)";
   if (out.error.empty() && step > steps)
     out.error = what + "step " + std::to_string(step) + " is beyond the run (--steps " + std::to_string(steps) + ")";
   if (out.error.empty() && !std::binary_search(devices.begin(), devices.end(), out.fault.device)) {
@@ -219,6 +223,33 @@ FaultOption parseFaultOption(const std::string &option, const std::vector<int> &
     out.error = what + "no device " + std::to_string(device) + " in the run (its devices: " + list + ")";
   }
   return out;
+}
+
+std::string readFaultTrace(const std::string &path, const std::vector<int> &devices, int64_t steps,
+                           std::vector<Fault> &faults) {
+  std::ifstream in(path);
+  if (!in)
+    return path + ": cannot read the fault trace";
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    const std::string where = path + ":" + std::to_string(number) + ": ";
+    if (size_t hash = line.find('#'); hash != std::string::npos)
+      line.resize(hash);
+    std::istringstream words(line);
+    std::string step, device, event, phase, extra;
+    if (!(words >> step))
+      continue;
+    words >> device >> event >> phase >> extra;
+    if (event == "join" || event == "slow")
+      return where + "'" + event + "' events are not supported yet (only 'fail')";
+    if (event != "fail" || !extra.empty())
+      return where + "expected STEP DEVICE fail [PHASE]";
+    FaultOption parsed = parseFaultOption(step + ":" + device + (phase.empty() ? "" : "@" + phase), devices, steps);
+    if (!parsed.error.empty())
+      return where + parsed.error.substr(parsed.error.find(": ") + 2);
+    faults.push_back(parsed.fault);
+  }
+  return "";
 }
 
 std::vector<int> RunPlans::devices() const {
@@ -299,7 +330,7 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
       if (executor)
         executor->load(store);
       holding = executor ? &executor->program() : nullptr;
-      int64_t committed = firstStep; // the optimizer steps every device has taken
+      int64_t updated = firstStep; // the last step whose update this device finished
       DeviceTimes times;
       std::vector<TraceEvent> traced;
       auto retire = [&](DeviceExecutor &done) {
@@ -317,7 +348,7 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
         runSwitch(transfer, id, comm, tag, held(), after.get());
         comm.barrier(); // every device holds its new state
         if (after)
-          after->setStepsTaken(committed);
+          after->setStepsTaken(updated);
         if (executor)
           retire(*executor);
         executor = std::move(after);
@@ -329,7 +360,7 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
       // After a death: the survivors agree, then go on under the first recovery plan whose
       // devices are all alive, the state moved from their copies.
       size_t recoveries = 0;
-      auto recover = [&](int64_t step, std::string why) {
+      auto recover = [&](std::string why) -> int64_t {
         {
           std::lock_guard lock(mutex);
           if (!deaths.empty()) // what the death said, rather than how a survivor noticed it
@@ -340,6 +371,23 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
         const double began = since();
         live = world.agree(id);
         const double agreed = since();
+        // Every survivor that holds state must hold it at the same step: an update that one
+        // finished and another did not (or did in part) cannot be repaired.
+        const int64_t k = static_cast<int64_t>(recoveries);
+        const bool holds = holding != nullptr;
+        const double holders = sumOverDevices(comm, live, ir::tags::recoveryCheck(k, 0), holds ? 1 : 0);
+        const double at =
+            sumOverDevices(comm, live, ir::tags::recoveryCheck(k, 1), holds ? static_cast<double>(updated) : 0.0);
+        const double torn = sumOverDevices(comm, live, ir::tags::recoveryCheck(k, 2),
+                                           (holds && executor && executor->partlyUpdated()) ||
+                                                   (holds && static_cast<double>(updated) * holders != at)
+                                               ? 1
+                                               : 0);
+        if (torn > 0 || holders == 0)
+          throw RunError(why + "; the survivors' states are not at one step (an update had begun when it died): "
+                               "the run stops");
+        const int64_t goOn = static_cast<int64_t>(std::llround(at / holders)); // the step every state is at
+        updated = goOn;
         size_t target = plans.plans.size();
         for (size_t p : plans.recoveries) {
           bool alive = true;
@@ -371,32 +419,36 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
         next = plans.switches.size();
         if (id == live.front()) {
           result.recoveries.push_back(
-              {step, agreed - began, transfer.planSeconds, since() - agreed - transfer.planSeconds});
+              {goOn + 1, agreed - began, transfer.planSeconds, since() - agreed - transfer.planSeconds});
           if (options.progress) {
             std::lock_guard lock(mutex);
             char text[300];
-            std::snprintf(text, sizeof text,
-                          "%s; devices %s agreed in %.1f ms; recovered onto plan '%s': transfer planned in %.1f ms, "
-                          "moved %.2f MiB in %.1f ms (%zu messages; %.2f MiB kept in place); step %lld is redone",
-                          why.c_str(), who.c_str(), (agreed - began) * 1e3, nameOf(target).c_str(),
-                          transfer.planSeconds * 1e3, static_cast<double>(transfer.bytesMoved) / (1 << 20),
-                          result.recoveries.back().moveSeconds * 1e3, transfer.messages.size(),
-                          static_cast<double>(transfer.localBytes) / (1 << 20), static_cast<long long>(step));
+            std::snprintf(
+                text, sizeof text,
+                "%s; devices %s agreed in %.1f ms; recovered onto plan '%s': transfer planned in %.1f ms, "
+                "moved %.2f MiB in %.1f ms (%zu messages; %.2f MiB kept in place); %s",
+                why.c_str(), who.c_str(), (agreed - began) * 1e3, nameOf(target).c_str(), transfer.planSeconds * 1e3,
+                static_cast<double>(transfer.bytesMoved) / (1 << 20), result.recoveries.back().moveSeconds * 1e3,
+                transfer.messages.size(), static_cast<double>(transfer.localBytes) / (1 << 20),
+                goOn >= firstStep + options.steps ? "the run had finished its steps"
+                                                  : ("step " + std::to_string(goOn + 1) + " is run again").c_str());
             *options.progress << text << std::endl;
             if (dropped < plans.switches.size())
               *options.progress << "the run's switches from step " << plans.switches[dropped].beforeStep
                                 << " on are dropped: it recovered onto another plan" << std::endl;
           }
         }
+        return goOn;
       };
       auto faultAt = [&](int64_t step, FaultPhase phase) {
         return std::any_of(options.faults.begin(), options.faults.end(),
                            [&](const Fault &f) { return f.step == step && f.device == id && f.phase == phase; });
       };
       double stepStart = since();
-      for (int64_t s = 0; s < options.steps; ++s) {
+      // Step by step; after a recovery, on from the step the survivors' state is at.
+      for (int64_t s = 0; s < options.steps;) {
         const int64_t step = firstStep + s + 1;
-        for (bool done = false; !done;) {
+        {
           try {
             for (; next < plans.switches.size() && plans.switches[next].beforeStep == step; ++next) {
               const PlanSwitch &change = plans.switches[next];
@@ -438,22 +490,26 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
             inStep = true;
             const double mine =
                 executor ? executor->forwardBackward(data.batchFor(step - 1, model.batch, model.seq), step) : 0.0;
-            // The commit: every device has finished its backward, and the step's loss is
-            // known. Nothing of the state has changed before it. The tag is the step's: a
-            // device a plan does not use reaches the next step's sum while the others still
-            // leave this one's.
+            if (faultAt(step, FaultPhase::Update))
+              throw DeviceDeath("device " + std::to_string(id) + " died at the start of its update of step " +
+                                std::to_string(step));
+            if (executor)
+              executor->updateExchange(); // the gradients' reductions: nothing of the state changes
+            // The commit: every device has finished its backward and reduced its gradients,
+            // and the step's loss is known. Nothing of the state has changed before it. The tag
+            // is the step's: a device a plan does not use reaches the next step's sum while the
+            // others still leave this one's.
             const double loss = sumOverDevices(comm, live, ir::tags::ofStep(kLossTag, step), mine);
-            committed = step;
             if (executor) {
               world.shield(id, true);
               executor->update();
               world.shield(id, false);
             }
+            updated = step;
             inStep = false;
-            done = true;
             if (s + 1 == kTracedSteps && executor)
               executor->stopTracing();
-            if (id == live.front()) {
+            if (id == live.front() && result.losses.size() == static_cast<size_t>(s)) {
               result.losses.push_back(loss);
               result.stepSeconds.push_back(since() - stepStart);
               stepStart = since();
@@ -467,11 +523,23 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
             world.markDead(id); // the thread stops dead: its state is lost
             return;
           } catch (const CommError &e) {
-            if (committed == step)
-              throw; // after the commit: the update itself failed
+            world.shield(id, false);
             switching = inStep = false;
-            recover(step, e.what());
+            s = recover(e.what()) - firstStep;
+            continue;
           }
+        }
+        ++s;
+      }
+      // The end of the run is a step boundary too: a device that died in the last update is
+      // noticed here, and its state rebuilt on the survivors for the checkpoint.
+      for (bool done = false; !done;) {
+        try {
+          sumOverDevices(comm, live, ir::tags::ofStep(kLossTag, firstStep + options.steps + 1), 0.0);
+          done = true;
+        } catch (const CommError &e) {
+          if (recover(e.what()) < firstStep + options.steps)
+            throw RunError("the survivors' state is not at the run's last step after a death at its end");
         }
       }
       if (executor)

@@ -25,8 +25,8 @@ struct ModelInfo {
 };
 
 /// Where an injected failure strikes: at the start of the device's forward or backward pass
-/// of a step, or at the start of the plan switch before it.
-enum class FaultPhase { Forward, Backward, Switch };
+/// of a step, of its update (after the step's commit), or of the plan switch before the step.
+enum class FaultPhase { Forward, Backward, Update, Switch };
 struct Fault {
   int64_t step = 0;
   int device = 0;
@@ -39,6 +39,10 @@ struct FaultOption {
   std::string error;
 };
 FaultOption parseFaultOption(const std::string &option, const std::vector<int> &devices, int64_t steps);
+/// A fault trace (hspmc train --fault-trace): a line per event, `STEP DEVICE fail [PHASE]`;
+/// `#` starts a comment. Appends to `faults`; returns "" or the first error, at FILE:LINE.
+std::string readFaultTrace(const std::string &path, const std::vector<int> &devices, int64_t steps,
+                           std::vector<Fault> &faults);
 
 struct RunOptions {
   int64_t steps = 20;

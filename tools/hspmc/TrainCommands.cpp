@@ -68,7 +68,8 @@ double secondsSince(std::chrono::steady_clock::time_point start) {
 // Compiles FILE under its plan (and the plans it switches to) for training and runs them.
 int runTrain(const std::string &file, const std::vector<std::string> &planFiles, runtime::RunOptions run,
              const std::string &lossesPath, const std::string &backend, const std::vector<std::string> &switches,
-             const std::vector<std::string> &failures, const std::vector<std::string> &recoverPlans) {
+             const std::vector<std::string> &failures, const std::string &faultTrace,
+             const std::vector<std::string> &recoverPlans) {
   TrainingBuild t(file, planFiles, "train");
   if (int code = t.report(); code != 0)
     return code;
@@ -170,6 +171,10 @@ int runTrain(const std::string &file, const std::vector<std::string> &planFiles,
       return fail(parsed.error);
     run.faults.push_back(parsed.fault);
   }
+  if (!faultTrace.empty())
+    if (std::string error = runtime::readFaultTrace(faultTrace, runPlans.devices(), run.steps, run.faults);
+        !error.empty())
+      return fail(error);
   if (mpi && (!run.faults.empty() || !runPlans.recoveries.empty()))
     return fail(std::string(run.faults.empty() ? "--recover" : "--fail") +
                 ": going on after a device's death needs the threads backend (not yet on MPI)");

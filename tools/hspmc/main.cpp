@@ -84,8 +84,11 @@ int main(int argc, char **argv) {
                            "and train on under it (repeatable, in step order)");
   std::vector<std::string> trainFailures, trainRecover;
   trainCommand->add_option("--fail", trainFailures,
-                           "STEP:DEVICE[@PHASE]: device DEVICE dies at the start of PHASE (forward, backward or "
-                           "switch; default forward) of step STEP (repeatable; threads backend)");
+                           "STEP:DEVICE[@PHASE]: device DEVICE dies at the start of PHASE (forward, backward, update "
+                           "or switch; default forward) of step STEP (repeatable; threads backend)");
+  std::string trainFaultTrace;
+  trainCommand->add_option("--fault-trace", trainFaultTrace,
+                           "A file of failures, a line each: STEP DEVICE fail [PHASE] (# starts a comment)");
   trainCommand->add_option("--recover", trainRecover,
                            "PLAN: after a device dies, go on under the first such plan whose devices are all alive, "
                            "redoing the interrupted step (repeatable)");
@@ -218,7 +221,7 @@ int main(int argc, char **argv) {
   if (trainCommand->parsed()) {
     trainRun.timeout = std::chrono::seconds(trainTimeout);
     return runTrain(trainFile, trainPlans, trainRun, trainLosses, trainBackend, trainSwitches, trainFailures,
-                    trainRecover);
+                    trainFaultTrace, trainRecover);
   }
   if (switchCommand->parsed())
     return runExplainSwitch(switchFrom, switchTo, switchCluster, switchFormat == "json");

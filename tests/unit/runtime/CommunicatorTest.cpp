@@ -68,6 +68,59 @@ TEST(ThreadsCommunicator, AFailedDeviceStopsTheOthers) {
   EXPECT_EQ(error, "device 0 stopped: device 1 failed: out of memory");
 }
 
+// A death stops the waits on the dead device, and any wait outside a shielded section; the
+// survivors agree on the same list, and talk afresh after it (what was in flight is dropped).
+TEST(ThreadsCommunicator, SurvivorsOfADeathAgreeAndTalkAfresh) {
+  ThreadsWorld world({0, 1, 2, 3}, std::chrono::seconds(10));
+  world.communicator(2).send(0, 7, {'s', 't', 'a', 'l', 'e'}); // in flight at the death
+  std::vector<std::string> errors(4);
+  std::vector<std::vector<int>> agreed(4);
+  std::vector<std::vector<char>> got(4);
+  std::vector<std::thread> threads;
+  for (int d : {0, 1, 2})
+    threads.emplace_back([&, d] {
+      try {
+        world.communicator(d).recv(3, 1); // waits on the device that dies
+      } catch (const CommError &e) {
+        errors[static_cast<size_t>(d)] = e.what();
+      }
+      agreed[static_cast<size_t>(d)] = world.agree(d);
+      if (d == 2)
+        world.communicator(2).send(0, 7, {'n', 'e', 'w'});
+      if (d == 0)
+        got[0] = world.communicator(0).recv(2, 7);
+    });
+  world.markDead(3);
+  for (auto &t : threads)
+    t.join();
+  for (int d : {0, 1, 2}) {
+    EXPECT_EQ(errors[static_cast<size_t>(d)], "device " + std::to_string(d) + " stopped: device 3 died");
+    EXPECT_EQ(agreed[static_cast<size_t>(d)], (std::vector<int>{0, 1, 2}));
+  }
+  EXPECT_EQ(got[0], (std::vector<char>{'n', 'e', 'w'}));
+}
+
+// A device that does not come to the agreement within the timeout is taken for dead; a
+// shielded wait is not stopped by a death it does not wait on.
+TEST(ThreadsCommunicator, AnAbsentDeviceIsTakenForDeadAndShieldedWaitsGoOn) {
+  ThreadsWorld world({0, 1, 2}, std::chrono::milliseconds(300));
+  std::vector<int> agreed;
+  std::vector<char> shielded;
+  std::thread survivor([&] {
+    world.shield(1, true);
+    shielded = world.communicator(1).recv(0, 5); // device 0 sends after device 2's death
+    world.shield(1, false);
+  });
+  world.markDead(2);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50)); // device 1 waits, shielded, through the failure
+  world.communicator(0).send(1, 5, {'o', 'k'});
+  survivor.join();
+  EXPECT_EQ(shielded, (std::vector<char>{'o', 'k'}));
+  agreed = world.agree(0); // device 1 never comes
+  EXPECT_EQ(agreed, (std::vector<int>{0}));
+  EXPECT_THROW(world.communicator(1).recv(0, 6), CommError); // it was taken for dead
+}
+
 // Waiters poll for `spin`, then sleep: with arrivals spread around the spin time, every
 // handoff between the two (an event just as the polling ends) must still wake the waiter.
 // A lost wake-up fails here by timing out.
