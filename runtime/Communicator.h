@@ -94,6 +94,15 @@ public:
   /// come within the timeout is taken for dead. Every message and collective in flight is
   /// dropped: the survivors start afresh. Throws CommError after a failure that is not a
   /// death, or where the backend cannot agree.
+  /// A device that died comes back: the next agreement waits for it too. (Threads only.)
+  virtual void admit(int /*device*/) {}
+  /// Called by a device that died and will come back: waits until it is admitted (true), or
+  /// the run ends or fails (false).
+  virtual bool awaitAdmission(int /*device*/) { return false; }
+  /// The run is over: devices waiting to come back give up.
+  virtual void finish() {}
+  /// Agreements completed so far (after agree() returns, the same on every survivor).
+  virtual int64_t agreements() { return 0; }
   virtual std::vector<int> agree(int device) {
     throw CommError("device " + std::to_string(device) +
                     " cannot go on after a device's death: recovery needs the threads backend (not yet on MPI)");
@@ -121,6 +130,10 @@ public:
   void fail(const std::string &reason) override;
   void shield(int device, bool on) override;
   void markDead(int device) override;
+  void admit(int device) override;
+  bool awaitAdmission(int device) override;
+  void finish() override;
+  int64_t agreements() override;
   std::vector<int> agree(int device) override;
   const std::vector<int> &devices() const override { return devices_; }
   std::vector<int> localDevices() const override { return devices_; }
@@ -149,6 +162,7 @@ private:
   bool fatal_ = false;         // failure_ is not a death: no agreement goes on from it
   std::set<int> dead_;         // devices that died
   std::set<int> shielded_;     // devices in a shielded section
+  bool over_ = false;          // the run has ended
   std::set<int> agreed_;       // devices in the current agreement
   int64_t agreements_ = 0;     // agreements completed
   std::vector<int> survivors_; // the last agreement's outcome

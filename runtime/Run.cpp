@@ -240,10 +240,25 @@ std::string readFaultTrace(const std::string &path, const std::vector<int> &devi
     if (!(words >> step))
       continue;
     words >> device >> event >> phase >> extra;
-    if (event == "join" || event == "slow")
-      return where + "'" + event + "' events are not supported yet (only 'fail')";
+    if (event == "slow")
+      return where + "'slow' events are not supported yet (only 'fail' and 'join')";
+    if (event == "join" && phase.empty()) {
+      FaultOption parsed = parseFaultOption(step + ":" + device, devices, steps);
+      if (!parsed.error.empty())
+        return where + parsed.error.substr(parsed.error.find(": ") + 2);
+      // It must have died before, and not come back since.
+      int64_t died = 0;
+      for (const Fault &f : faults)
+        if (f.device == parsed.fault.device && f.step < parsed.fault.step)
+          died = f.phase == FaultPhase::Join ? 0 : std::max(died, f.step);
+      if (died == 0)
+        return where + "device " + device + " joins before step " + step + " but has not died before it";
+      parsed.fault.phase = FaultPhase::Join;
+      faults.push_back(parsed.fault);
+      continue;
+    }
     if (event != "fail" || !extra.empty())
-      return where + "expected STEP DEVICE fail [PHASE]";
+      return where + "expected STEP DEVICE fail [PHASE] or STEP DEVICE join";
     FaultOption parsed = parseFaultOption(step + ":" + device + (phase.empty() ? "" : "@" + phase), devices, steps);
     if (!parsed.error.empty())
       return where + parsed.error.substr(parsed.error.find(": ") + 2);
@@ -359,9 +374,10 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
       };
       // After a death: the survivors agree, then go on under the first recovery plan whose
       // devices are all alive, the state moved from their copies.
-      size_t recoveries = 0;
-      auto recover = [&](std::string why) -> int64_t {
-        {
+      // `why`: how the device noticed (a death: what the death said is used instead), or a
+      // join. Returns the step every survivor's state is at.
+      auto recover = [&](std::string why, bool death = true) -> int64_t {
+        if (death) {
           std::lock_guard lock(mutex);
           if (!deaths.empty()) // what the death said, rather than how a survivor noticed it
             why = deaths.back();
@@ -373,21 +389,23 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
         const double agreed = since();
         // Every survivor that holds state must hold it at the same step: an update that one
         // finished and another did not (or did in part) cannot be repaired.
-        const int64_t k = static_cast<int64_t>(recoveries);
+        const int64_t k = world.agreements(); // the same on every survivor, whoever missed earlier ones
         const bool holds = holding != nullptr;
         const double holders = sumOverDevices(comm, live, ir::tags::recoveryCheck(k, 0), holds ? 1 : 0);
         const double at =
             sumOverDevices(comm, live, ir::tags::recoveryCheck(k, 1), holds ? static_cast<double>(updated) : 0.0);
-        const double torn = sumOverDevices(comm, live, ir::tags::recoveryCheck(k, 2),
-                                           (holds && executor && executor->partlyUpdated()) ||
-                                                   (holds && static_cast<double>(updated) * holders != at)
-                                               ? 1
-                                               : 0);
+        const double planSum =
+            sumOverDevices(comm, live, ir::tags::recoveryCheck(k, 3), holds ? static_cast<double>(holdingPlan) : 0.0);
+        const bool mine =
+            holds && ((executor && executor->partlyUpdated()) || static_cast<double>(updated) * holders != at ||
+                      static_cast<double>(holdingPlan) * holders != planSum);
+        const double torn = sumOverDevices(comm, live, ir::tags::recoveryCheck(k, 2), mine ? 1 : 0);
         if (torn > 0 || holders == 0)
           throw RunError(why + "; the survivors' states are not at one step (an update had begun when it died): "
                                "the run stops");
         const int64_t goOn = static_cast<int64_t>(std::llround(at / holders)); // the step every state is at
         updated = goOn;
+        const auto from = static_cast<size_t>(std::llround(planSum / holders)); // the plan they hold it under
         size_t target = plans.plans.size();
         for (size_t p : plans.recoveries) {
           bool alive = true;
@@ -404,7 +422,7 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
         if (target == plans.plans.size())
           throw RunError(why + "; no --recover plan uses only the live devices (" + who + ")");
         std::map<int, ir::DeviceProgram> survivors;
-        for (const auto &[d, program] : *plans.plans[holdingPlan])
+        for (const auto &[d, program] : *plans.plans[from])
           if (std::binary_search(live.begin(), live.end(), d))
             survivors.emplace(d, program);
         StateSwitch transfer;
@@ -414,7 +432,7 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
           throw RunError(why + "; the survivors (" + who +
                          ") cannot rebuild the state, a part's only copy died: " + e.what());
         }
-        moveTo(target, transfer, ir::tags::planSwitch(static_cast<int64_t>(plans.switches.size() + recoveries++)));
+        moveTo(target, transfer, ir::tags::planSwitch(static_cast<int64_t>(plans.switches.size()) + k));
         const size_t dropped = next;
         next = plans.switches.size();
         if (id == live.front()) {
@@ -423,15 +441,17 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
           if (options.progress) {
             std::lock_guard lock(mutex);
             char text[300];
-            std::snprintf(
-                text, sizeof text,
-                "%s; devices %s agreed in %.1f ms; recovered onto plan '%s': transfer planned in %.1f ms, "
-                "moved %.2f MiB in %.1f ms (%zu messages; %.2f MiB kept in place); %s",
-                why.c_str(), who.c_str(), (agreed - began) * 1e3, nameOf(target).c_str(), transfer.planSeconds * 1e3,
-                static_cast<double>(transfer.bytesMoved) / (1 << 20), result.recoveries.back().moveSeconds * 1e3,
-                transfer.messages.size(), static_cast<double>(transfer.localBytes) / (1 << 20),
-                goOn >= firstStep + options.steps ? "the run had finished its steps"
-                                                  : ("step " + std::to_string(goOn + 1) + " is run again").c_str());
+            std::snprintf(text, sizeof text,
+                          "%s; devices %s agreed in %.1f ms; %s plan '%s': transfer planned in %.1f ms, "
+                          "moved %.2f MiB in %.1f ms (%zu messages; %.2f MiB kept in place); %s",
+                          why.c_str(), who.c_str(), (agreed - began) * 1e3, death ? "recovered onto" : "went on under",
+                          nameOf(target).c_str(), transfer.planSeconds * 1e3,
+                          static_cast<double>(transfer.bytesMoved) / (1 << 20),
+                          result.recoveries.back().moveSeconds * 1e3, transfer.messages.size(),
+                          static_cast<double>(transfer.localBytes) / (1 << 20),
+                          goOn >= firstStep + options.steps
+                              ? "the run had finished its steps"
+                              : ("step " + std::to_string(goOn + 1) + (death ? " is run again" : " runs")).c_str());
             *options.progress << text << std::endl;
             if (dropped < plans.switches.size())
               *options.progress << "the run's switches from step " << plans.switches[dropped].beforeStep
@@ -446,10 +466,23 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
       };
       double stepStart = since();
       // Step by step; after a recovery, on from the step the survivors' state is at.
+      std::set<std::pair<int64_t, int>> joined; // (step, device): joins carried out
       for (int64_t s = 0; s < options.steps;) {
         const int64_t step = firstStep + s + 1;
         {
           try {
+            // Devices that come back before this step: let them in, agree, and move the state
+            // to the first --recover plan whose devices are all alive.
+            std::string joins;
+            for (const Fault &f : options.faults)
+              if (f.phase == FaultPhase::Join && f.step == step && joined.insert({f.step, f.device}).second) {
+                world.admit(f.device);
+                joins += (joins.empty() ? "device " : ", ") + std::to_string(f.device);
+              }
+            if (!joins.empty()) {
+              s = recover(joins + " joined again before step " + std::to_string(step), false) - firstStep;
+              continue;
+            }
             for (; next < plans.switches.size() && plans.switches[next].beforeStep == step; ++next) {
               const PlanSwitch &change = plans.switches[next];
               const double moveStart = since();
@@ -521,7 +554,24 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
               deaths.push_back(e.what());
             }
             world.markDead(id); // the thread stops dead: its state is lost
-            return;
+            // A device that comes back (a join in the fault trace) waits to be let in, then
+            // takes part in the agreement with nothing held.
+            int64_t back = 0;
+            for (const Fault &f : options.faults)
+              if (f.device == id && f.phase == FaultPhase::Join && f.step > step && (back == 0 || f.step < back))
+                back = f.step;
+            if (back == 0 || !world.awaitAdmission(id))
+              return;
+            if (executor)
+              retire(*executor);
+            executor.reset();
+            holding = nullptr;
+            packedOld.clear();
+            switching = inStep = false;
+            joined.insert({back, id});
+            s = recover("device " + std::to_string(id) + " joined again before step " + std::to_string(back), false) -
+                firstStep;
+            continue;
           } catch (const CommError &e) {
             world.shield(id, false);
             switching = inStep = false;
@@ -557,6 +607,7 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
       std::map<int, DeviceReport> reports; // all of them before the store is written: by then every device has loaded
       for (int other : live)
         reports[other] = other == id ? std::move(report) : unpackReport(comm.recv(other, kReportTag));
+      world.finish(); // a device still waiting to come back does not
       for (const auto &[other, theirs] : reports) {
         result.times[other] = theirs.times;
         events[other] = theirs.events;

@@ -25,8 +25,9 @@ struct ModelInfo {
 };
 
 /// Where an injected failure strikes: at the start of the device's forward or backward pass
-/// of a step, of its update (after the step's commit), or of the plan switch before the step.
-enum class FaultPhase { Forward, Backward, Update, Switch };
+/// of a step, of its update (before its gradients' reductions), or of the plan switch before
+/// the step. `Join`: a device that died comes back before the step.
+enum class FaultPhase { Forward, Backward, Update, Switch, Join };
 struct Fault {
   int64_t step = 0;
   int device = 0;
@@ -39,8 +40,9 @@ struct FaultOption {
   std::string error;
 };
 FaultOption parseFaultOption(const std::string &option, const std::vector<int> &devices, int64_t steps);
-/// A fault trace (hspmc train --fault-trace): a line per event, `STEP DEVICE fail [PHASE]`;
-/// `#` starts a comment. Appends to `faults`; returns "" or the first error, at FILE:LINE.
+/// A fault trace (hspmc train --fault-trace): a line per event, `STEP DEVICE fail [PHASE]` or
+/// `STEP DEVICE join` (a device that died before STEP comes back then); `#` starts a comment.
+/// Appends to `faults`; returns "" or the first error, at FILE:LINE.
 std::string readFaultTrace(const std::string &path, const std::vector<int> &devices, int64_t steps,
                            std::vector<Fault> &faults);
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <exception>
 #include <thread>
 
 namespace hspmd::runtime {
@@ -72,23 +73,43 @@ public:
     r.posted[index] = true;
     ++r.arrived;
     wakeGroup(group);
-    wait(
-        lock, [&] { return world_.rendezvous_[key].arrived == size; }, [&] { return missing(key, group); },
-        [&](int d) {
-          auto member = std::find(group.begin(), group.end(), d);
-          return member != group.end() && !world_.rendezvous_[key].posted[static_cast<size_t>(member - group.begin())];
-        });
+    try {
+      wait(
+          lock, [&] { return world_.rendezvous_[key].arrived == size; }, [&] { return missing(key, group); },
+          [&](int d) {
+            auto member = std::find(group.begin(), group.end(), d);
+            return member != group.end() &&
+                   !world_.rendezvous_[key].posted[static_cast<size_t>(member - group.begin())];
+          });
+    } catch (const CommError &) {
+      // Stopped before everyone came: take the piece back (its memory goes with this device),
+      // so that no member reads it later.
+      auto &left = world_.rendezvous_[key];
+      left.pieces[index] = Piece{};
+      left.posted[index] = false;
+      --left.arrived;
+      throw;
+    }
     std::vector<Piece> pieces = world_.rendezvous_[key].pieces;
     lock.unlock();
-    use(pieces);
+    std::exception_ptr failed;
+    try {
+      use(pieces);
+    } catch (...) {
+      failed = std::current_exception();
+    }
     lock.lock();
     ++world_.rendezvous_[key].finished;
     wakeGroup(group);
+    // Every member stays until all have read its piece (its memory), whatever fails
+    // elsewhere: each member that posted reads and finishes without waiting on anyone.
     wait(
         lock, [&] { return world_.rendezvous_[key].finished == size; },
-        "the members of group tag " + std::to_string(tag) + " to finish reading", [](int) { return false; });
+        "the members of group tag " + std::to_string(tag) + " to finish reading", [](int) { return false; }, false);
     if (++world_.rendezvous_[key].left == size)
       world_.rendezvous_.erase(key);
+    if (failed)
+      std::rethrow_exception(failed);
   }
 
   void barrier() override {
@@ -142,19 +163,20 @@ private:
   /// Waits until `ready`, for `what`; `awaited(d)` says whether it still waits on device d
   /// (a device that died after doing its part is not waited on). A failure elsewhere stops
   /// the wait, except in a shielded section (a step's update, after its commit), which only
-  /// the death of a device it waits on stops. (A device dies only between its operations: it
+  /// the death of a device it waits on stops; an uninterruptible wait (members reading each
+  /// other's pieces) only its timeout. (A device dies only between its operations: it
   /// finishes every exchange it has posted to.)
   template <typename Ready, typename What, typename Awaited>
-  void wait(std::unique_lock<std::mutex> &lock, Ready ready, What what, Awaited awaited) {
+  void wait(std::unique_lock<std::mutex> &lock, Ready ready, What what, Awaited awaited, bool interruptible = true) {
     const auto deadline = std::chrono::steady_clock::now() + world_.timeout_;
     auto &me = world_.waiters_.at(device_);
     while (!ready()) {
-      if (world_.dead_.count(device_))
+      if (interruptible && world_.dead_.count(device_))
         throw CommError("device " + std::to_string(device_) + " was taken for dead by the others");
       for (int peer : world_.dead_)
         if (awaited(peer))
           throw CommError("device " + std::to_string(device_) + " stopped: device " + std::to_string(peer) + " died");
-      if (!world_.failure_.empty() && !world_.shielded_.count(device_))
+      if (interruptible && !world_.failure_.empty() && !world_.shielded_.count(device_))
         throw CommError("device " + std::to_string(device_) + " stopped: " + world_.failure_);
       if (poll(lock, me))
         continue;
@@ -205,6 +227,33 @@ void ThreadsWorld::markDead(int device) {
   dead_.insert(device);
   if (failure_.empty())
     failure_ = "device " + std::to_string(device) + " died";
+  for (auto &[d, waiter] : waiters_)
+    waiter.notify();
+}
+
+void ThreadsWorld::admit(int device) {
+  std::lock_guard lock(mutex_);
+  dead_.erase(device);
+  for (auto &[d, waiter] : waiters_)
+    waiter.notify();
+}
+
+bool ThreadsWorld::awaitAdmission(int device) {
+  std::unique_lock lock(mutex_);
+  auto &me = waiters_.at(device);
+  while (dead_.count(device) && !over_ && !fatal_)
+    me.wakeup.wait(lock);
+  return !dead_.count(device) && !over_ && !fatal_;
+}
+
+int64_t ThreadsWorld::agreements() {
+  std::lock_guard lock(mutex_);
+  return agreements_;
+}
+
+void ThreadsWorld::finish() {
+  std::lock_guard lock(mutex_);
+  over_ = true;
   for (auto &[d, waiter] : waiters_)
     waiter.notify();
 }
