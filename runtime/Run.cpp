@@ -312,6 +312,7 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
   int64_t failedSwitch = -1;                                      // the switch that failed first
   std::map<int, std::pair<size_t, std::vector<char>>> keptStates; // device -> (plan, packed state)
   std::vector<std::string> deaths;                                // what each injected death said
+  int finished = 0;                                               // devices that reached the end of the run
   size_t last = 0;                                                // the plan the run ends under: --save writes it
 
   // One device's run: its steps (switching plans where the run does, going on without a
@@ -376,6 +377,7 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
       // devices are all alive, the state moved from their copies.
       // `why`: how the device noticed (a death: what the death said is used instead), or a
       // join. Returns the step every survivor's state is at.
+      size_t deathsSeen = 0; // of `deaths`, those told in an agreement already
       auto recover = [&](std::string why, bool death = true) -> int64_t {
         if (death) {
           std::lock_guard lock(mutex);
@@ -387,6 +389,17 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
         const double began = since();
         live = world.agree(id);
         const double agreed = since();
+        if (death) { // every death since the last agreement (each dead device said so before it was marked)
+          std::lock_guard lock(mutex);
+          std::vector<std::string> fresh(deaths.begin() + static_cast<std::ptrdiff_t>(deathsSeen), deaths.end());
+          std::sort(fresh.begin(), fresh.end()); // by device, whichever died first
+          std::string all;
+          for (const std::string &told : fresh)
+            all += (all.empty() ? "" : "; ") + told;
+          deathsSeen = deaths.size();
+          if (!all.empty())
+            why = all;
+        }
         // Every survivor that holds state must hold it at the same step: an update that one
         // finished and another did not (or did in part) cannot be repaired.
         const int64_t k = world.agreements(); // the same on every survivor, whoever missed earlier ones
@@ -592,6 +605,10 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
             throw RunError("the survivors' state is not at the run's last step after a death at its end");
         }
       }
+      {
+        std::lock_guard lock(mutex);
+        ++finished;
+      }
       if (executor)
         retire(*executor);
       DeviceReport report{times, traced, {}};
@@ -676,6 +693,12 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
   }
   if (!firstError.empty())
     throw RunError(firstError);
+  if (finished == 0 && !deaths.empty()) { // every device of this process died: nobody went on
+    std::string all;
+    for (const std::string &death : deaths)
+      all += (all.empty() ? "" : "; ") + death;
+    throw RunError(all + "; no device is left to go on");
+  }
   if (!leads)
     return result; // the first device's process reports
   if (!options.save.empty())

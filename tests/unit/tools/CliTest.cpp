@@ -194,10 +194,30 @@ std::vector<double> lossesOf(const std::string &path) {
   return losses;
 }
 
+// The losses of two runs' --losses files agree step for step within 1e-5 relative, and each
+// has `steps` of them.
+void expectSameLosses(const std::string &got, const std::string &want, size_t steps, const std::string &what) {
+  const std::vector<double> a = lossesOf(got), b = lossesOf(want);
+  ASSERT_EQ(a.size(), steps) << what;
+  ASSERT_EQ(b.size(), steps) << what;
+  for (size_t i = 0; i < steps; ++i)
+    EXPECT_NEAR(a[i], b[i], 1e-5 * b[i]) << what << ", step " << i + 1;
+}
+
 // The text of a file.
 std::string readText(const std::string &path) {
   std::ifstream in(path);
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// The hspmc arguments of the first "$ hspmc ..." line of a ```TAG block of docs/FILE.
+std::string docsCommand(const std::string &file, const std::string &tag) {
+  const std::string docs = readText("docs/" + file), opening = "```" + tag + "\n$ hspmc ";
+  const size_t block = docs.find(opening);
+  if (block == std::string::npos)
+    return "";
+  const size_t at = block + opening.size();
+  return docs.substr(at, docs.find('\n', at) - at);
 }
 
 // ... and every shipped plan passes it: each lints without an error and trains two steps to
@@ -302,11 +322,8 @@ TEST(Cli, MpiCheckpointContinuesUnderAnotherPlan) {
 // The ```switch example of docs/runtime.md runs as shown: the switch line, and the losses of
 // the run that never switched.
 TEST(Cli, TheSwitchingExampleOfTheDocsRuns) {
-  const std::string docs = readText("docs/runtime.md");
-  const size_t block = docs.find("```switch\n$ hspmc ");
-  ASSERT_NE(block, std::string::npos);
-  const size_t argsAt = block + std::string("```switch\n$ hspmc ").size();
-  const std::string args = docs.substr(argsAt, docs.find('\n', argsAt) - argsAt);
+  const std::string args = docsCommand("runtime.md", "switch");
+  ASSERT_FALSE(args.empty());
   CliRun switched = hspmc(args + " --losses build/cli_switch_a.json");
   ASSERT_EQ(switched.code, 0) << switched.output;
   EXPECT_NE(switched.output.find("\nswitched to plan 'hetero4' before step 3: compiled in "), std::string::npos)
@@ -315,21 +332,14 @@ TEST(Cli, TheSwitchingExampleOfTheDocsRuns) {
       << switched.output;
   const std::string straight = args.substr(0, args.find(" --switch"));
   ASSERT_EQ(hspmc(straight + " --losses build/cli_switch_b.json").code, 0);
-  const std::vector<double> a = lossesOf("build/cli_switch_a.json"), b = lossesOf("build/cli_switch_b.json");
-  ASSERT_EQ(a.size(), 4u);
-  ASSERT_EQ(b.size(), 4u);
-  for (size_t i = 0; i < 4; ++i)
-    EXPECT_NEAR(a[i], b[i], 1e-5 * b[i]) << "step " << i + 1;
+  expectSameLosses("build/cli_switch_a.json", "build/cli_switch_b.json", 4, "the docs' switch");
 }
 
 // The ```elastic example of docs/elastic.md runs as shown: the recovery line, and the losses
 // of the lines shown.
 TEST(Cli, TheElasticExampleOfTheDocsRuns) {
-  const std::string docs = readText("docs/elastic.md");
-  const size_t block = docs.find("```elastic\n$ hspmc ");
-  ASSERT_NE(block, std::string::npos);
-  const size_t argsAt = block + std::string("```elastic\n$ hspmc ").size();
-  const std::string args = docs.substr(argsAt, docs.find('\n', argsAt) - argsAt);
+  const std::string args = docsCommand("elastic.md", "elastic");
+  ASSERT_FALSE(args.empty());
   CliRun run = hspmc(args);
   ASSERT_EQ(run.code, 0) << run.output;
   EXPECT_NE(run.output.find("\nstep 2/4  loss 5.3465 "), std::string::npos) << run.output;
@@ -407,11 +417,7 @@ TEST(Cli, ASwitchThatDoesNotFitSideBySideMovesInBuckets) {
   EXPECT_NE(switched.output.find(" (40 messages; 3.83 MiB kept in place)\nstep 2/3"), std::string::npos)
       << switched.output;
   ASSERT_EQ(hspmc(run + " --losses build/cli_buckets_b.json").code, 0);
-  const std::vector<double> a = lossesOf("build/cli_buckets_a.json"), b = lossesOf("build/cli_buckets_b.json");
-  ASSERT_EQ(a.size(), 3u);
-  ASSERT_EQ(b.size(), 3u);
-  for (size_t i = 0; i < 3; ++i)
-    EXPECT_NEAR(a[i], b[i], 1e-5 * b[i]) << "step " << i + 1;
+  expectSameLosses("build/cli_buckets_a.json", "build/cli_buckets_b.json", 3, "in buckets");
 }
 
 // A device that dies (--fail) is survived: the others agree, move the state from their copies
@@ -457,10 +463,8 @@ TEST(Cli, ARunGoesOnAfterADeviceDies) {
         << run.output;
     const std::string steps = c.options.substr(0, c.options.find(" --", 2));
     ASSERT_EQ(hspmc("train " + c.plan + data + " " + steps + " --losses build/cli_elastic_b.json").code, 0);
-    const std::vector<double> a = lossesOf("build/cli_elastic_a.json"), b = lossesOf("build/cli_elastic_b.json");
-    ASSERT_EQ(a.size(), b.size()) << c.options;
-    for (size_t i = 0; i < a.size(); ++i)
-      EXPECT_NEAR(a[i], b[i], 1e-5 * b[i]) << c.options << ", step " << i + 1;
+    expectSameLosses("build/cli_elastic_a.json", "build/cli_elastic_b.json",
+                     static_cast<size_t>(std::stoi(steps.substr(steps.find(' ') + 1))), c.options);
   }
   // The state saved after a recovery continues the run: step 4 from it is step 4 of the run.
   ASSERT_EQ(hspmc("train " + gpt + "dp2_tp2.hspmd" + data + " --steps 3 --fail 2:0@backward --recover " +
@@ -490,6 +494,8 @@ TEST(Cli, DeathsThatCannotBeSurvivedAreClearErrors) {
        "hspmc train: error: device 1 died at the start of its forward pass of step 2; the survivors (0) cannot rebuild "
        "the state, a part's only copy died: no device of the plan switched from holds all of region [32:64] of "
        "'blocks[0].ln1.adam_m'\n"},
+      {"single.hspmd" + data + "--fail 2:0 --recover " + gpt + "single.hspmd",
+       "hspmc train: error: device 0 died at the start of its forward pass of step 2; no device is left to go on\n"},
       {"hetero4.hspmd" + data + "--fail 2:0 --recover " + gpt + "tp2.hspmd",
        "hspmc train: error: device 0 died at the start of its forward pass of step 2; no --recover plan uses only "
        "the live devices (1, 2, 3)\n"},
