@@ -302,6 +302,17 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
                      (firstStep > 0 ? ", after the " + std::to_string(firstStep) + " steps of the checkpoint loaded"
                                     : std::string()) +
                      ")");
+  // So would a failure outside it, or at a switch the run does not make.
+  for (const Fault &f : options.faults) {
+    const std::string what = "a failure of device " + std::to_string(f.device) + " at step " + std::to_string(f.step);
+    if (f.step <= firstStep || f.step > firstStep + options.steps)
+      throw RunError(what + " is outside this run (steps " + std::to_string(firstStep + 1) + " to " +
+                     std::to_string(firstStep + options.steps) + ")");
+    if (f.phase == FaultPhase::Switch &&
+        std::none_of(plans.switches.begin(), plans.switches.end(),
+                     [&](const PlanSwitch &change) { return change.beforeStep == f.step; }))
+      throw RunError(what + " is at a switch, but the run switches plans before no such step");
+  }
   const auto start = std::chrono::steady_clock::now();
   const auto since = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   Progress progress(options.progress, firstStep, options.steps, result.tokensPerStep);

@@ -512,6 +512,9 @@ TEST(Cli, DeathsThatCannotBeSurvivedAreClearErrors) {
       {"hetero4.hspmd" + data + "--fault-trace tests/elastic/slow.trace",
        "hspmc train: error: tests/elastic/slow.trace:2: 'slow' events are not supported yet (only 'fail' and "
        "'join')\n"},
+      {"hetero4.hspmd" + data + "--fail 2:1@switch --recover " + gpt + "tp2.hspmd",
+       "hspmc train: error: a failure of device 1 at step 2 is at a switch, but the run switches plans before no "
+       "such step\n"},
       {"hetero4.hspmd" + data + "--fail 9:1", "hspmc train: error: --fail 9:1: step 9 is beyond the run (--steps 3)\n"},
       {"hetero4.hspmd" + data + "--fail 2:1 --backend mpi",
        "hspmc train: error: --fail: going on after a device's death needs the threads backend (not yet on MPI)\n"}};
