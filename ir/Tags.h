@@ -56,4 +56,9 @@ inline int64_t recoveryCheck(int64_t k, int part) {
   return -(int64_t{1} << 30) - 4 * k - part;
 }
 
+/// The MPI backend's `generation`-th barrier on its communicator (runtime/MpiRun.cpp).
+inline int64_t barrier(int64_t generation) {
+  return -(int64_t{1} << 40) - generation;
+}
+
 } // namespace hspmd::ir::tags

@@ -86,9 +86,11 @@ public:
   /// Shields `device`'s waits from failures elsewhere while `on` (a step's update, after its
   /// commit: it completes unless one of its own peers dies).
   virtual void shield(int /*device*/, bool /*on*/) {}
-  /// A device of this process has died: every wait of the others throws CommError, and they
-  /// may agree() to go on without it.
-  virtual void markDead(int device) { fail("device " + std::to_string(device) + " died"); }
+  /// A device of this process has died (`what`: how, for the user): every wait of the others
+  /// throws CommError, and they may agree() to go on without it. On MPI its process ends.
+  virtual void markDead(int device, const std::string & /*what*/) {
+    fail("device " + std::to_string(device) + " died");
+  }
   /// After a death, each live device calls this: it returns, on every one of them, the same
   /// list of the devices alive (increasing), once each has called it; a device that does not
   /// come within the timeout is taken for dead. Every message and collective in flight is
@@ -129,7 +131,7 @@ public:
   Communicator &communicator(int device) override;
   void fail(const std::string &reason) override;
   void shield(int device, bool on) override;
-  void markDead(int device) override;
+  void markDead(int device, const std::string &what) override;
   void admit(int device) override;
   bool awaitAdmission(int device) override;
   void finish() override;

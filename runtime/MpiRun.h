@@ -23,4 +23,13 @@ RunResult runMpi(const RunPlans &plans, const ModelInfo &model, const RunOptions
 /// else -1.
 int launcherRank();
 
+/// hspmc train --backend mpi outside mpirun: runs `command` (this program's arguments) under
+/// `mpirun -np processes` (--enable-recovery where the run goes on after deaths: `elastic`)
+/// and returns the run's exit status: that of the process that reported the run (it printed
+/// the summary), else the first non-zero one, else mpirun's. (Under --enable-recovery mpirun
+/// itself exits 0 whatever its processes do.)
+int launchUnderMpirun(const std::vector<std::string> &command, int processes, bool elastic);
+/// A process started by launchUnderMpirun records its exit status for it (elsewhere: nothing).
+void recordExit(int code, bool reported);
+
 } // namespace hspmd::runtime

@@ -20,10 +20,14 @@ extern "C" void openblas_set_num_threads(int);
 
 namespace hspmd::runtime {
 
-void Progress::step(int64_t s, const std::vector<double> &losses) {
+void Progress::step(int64_t s, const std::vector<double> &losses, bool shown) {
   const int64_t every = std::max<int64_t>(1, steps_ / 20);
   if (!out_ || !(s == 0 || (s + 1) % every == 0 || s + 1 == steps_))
     return;
+  if (!shown) { // the mean of the next line starts here all the same
+    printed_ = s + 1;
+    return;
+  }
   double sum = 0;
   for (int64_t i = printed_; i <= s; ++i)
     sum += losses[static_cast<size_t>(i)];
@@ -283,7 +287,6 @@ RunResult train(World &world, const std::map<int, ir::DeviceProgram> &programs, 
 RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, const RunOptions &options) {
   const std::vector<int> &devices = world.devices();
   const std::vector<int> local = world.localDevices();
-  const bool leads = std::find(local.begin(), local.end(), devices.front()) != local.end();
   const std::string fingerprint = ParameterStore::fingerprint(model.name, model.params);
   ParameterStore store = options.load.empty() ? ParameterStore::initial(fingerprint, model.params, options.seed)
                                               : ParameterStore::load(options.load, fingerprint);
@@ -566,18 +569,23 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
             inStep = false;
             if (s + 1 == kTracedSteps && executor)
               executor->stopTracing();
-            if (id == live.front() && result.losses.size() == static_cast<size_t>(s)) {
+            // The first live device of each process records the loss (on MPI every process:
+            // whichever is first alive at the end reports); the first of all prints it.
+            const int recorder = *std::find_if(live.begin(), live.end(), [&](int d) {
+              return std::find(local.begin(), local.end(), d) != local.end();
+            });
+            if (id == recorder && result.losses.size() == static_cast<size_t>(s)) {
               result.losses.push_back(loss);
               result.stepSeconds.push_back(since() - stepStart);
               stepStart = since();
-              progress.step(s, result.losses);
+              progress.step(s, result.losses, id == live.front());
             }
           } catch (const DeviceDeath &e) {
             {
               std::lock_guard lock(mutex);
               deaths.push_back(e.what());
             }
-            world.markDead(id); // the thread stops dead: its state is lost
+            world.markDead(id, e.what()); // the thread stops dead: its state is lost
             // A device that comes back (a join in the fault trace) waits to be let in, then
             // takes part in the agreement with nothing held.
             int64_t back = 0;
@@ -631,6 +639,7 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
         return;
       }
       last = holdingPlan;
+      result.reported = true;
       result.seconds = since();
       std::map<int, DeviceReport> reports; // all of them before the store is written: by then every device has loaded
       for (int other : live)
@@ -710,8 +719,8 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
       all += (all.empty() ? "" : "; ") + death;
     throw RunError(all + "; no device is left to go on");
   }
-  if (!leads)
-    return result; // the first device's process reports
+  if (!result.reported)
+    return result; // the first live device's process reports
   if (!options.save.empty())
     store.save(options.save);
   if (!options.trace.empty())

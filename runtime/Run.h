@@ -53,6 +53,9 @@ struct RunOptions {
   std::string save, load; // checkpoint paths ("" for none)
   std::string trace;      // Chrome trace JSON path ("" for none), of the first 4 steps
   std::chrono::milliseconds timeout = std::chrono::seconds(120);
+  /// MPI runs that go on after a death (--recover): every process sends each other one a
+  /// heartbeat ten times per `heartbeat`, and one not heard from for `heartbeat` is dead.
+  std::chrono::milliseconds heartbeat = std::chrono::seconds(1);
   std::ostream *progress = nullptr; // progress lines and the summary ("" when null)
   /// Generated code's phase functions, per plan of the run and device (hspmc build); absent:
   /// the executor walks each program's instructions.
@@ -90,6 +93,9 @@ struct RunResult {
   double seconds = 0;              // wall time of the run
   std::vector<double> stepSeconds; // per step, from the end of the previous one
   int64_t tokensPerStep = 0;
+  /// This process gathered the devices' reports: it printed the summary and wrote the files
+  /// (threads: always; MPI: the process of the first device alive at the end).
+  bool reported = false;
 };
 
 struct RunError : std::runtime_error {
@@ -130,12 +136,13 @@ RunResult runThreads(const RunPlans &plans, const ModelInfo &model, const RunOpt
 
 /// Prints the progress line of step s (from 0) when it is due: the first and last steps and
 /// about 20 in between. The loss shown is the mean of the steps since the previous line.
+/// `shown` false: recorded, not printed (an MPI process that is not the first one alive).
 class Progress {
 public:
   Progress(std::ostream *out, int64_t firstStep, int64_t steps, int64_t tokensPerStep)
       : out_(out), firstStep_(firstStep), steps_(steps), tokensPerStep_(tokensPerStep),
         start_(std::chrono::steady_clock::now()) {}
-  void step(int64_t s, const std::vector<double> &losses);
+  void step(int64_t s, const std::vector<double> &losses, bool shown = true);
 
 private:
   std::ostream *out_;

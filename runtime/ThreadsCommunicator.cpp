@@ -222,7 +222,7 @@ void ThreadsWorld::shield(int device, bool on) {
     shielded_.erase(device);
 }
 
-void ThreadsWorld::markDead(int device) {
+void ThreadsWorld::markDead(int device, const std::string & /*what*/) {
   std::lock_guard lock(mutex_);
   dead_.insert(device);
   if (failure_.empty())

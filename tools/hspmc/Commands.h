@@ -86,11 +86,12 @@ int runLint(const std::string &planFile, const std::string &modelFile, const std
 // Compiles FILE under its plan for training and runs every device's program on a thread (or
 // an MPI process). `switches` ("STEP:PLAN") change the plan before those steps; `failures`
 // ("STEP:DEVICE[@PHASE]") and the lines of `faultTrace` kill devices, after which the
-// survivors go on under the first of `recoverPlans` whose devices are all alive.
-int runTrain(const std::string &file, const std::vector<std::string> &planFiles, runtime::RunOptions run,
+// survivors go on under the first of `recoverPlans` whose devices are all alive. On MPI
+// outside mpirun it starts mpirun with `arguments` (this program's own).
+int runTrain(const std::string &file, const std::vector<std::string> &planFiles, const runtime::RunOptions &run,
              const std::string &lossesPath, const std::string &backend, const std::vector<std::string> &switches,
              const std::vector<std::string> &failures, const std::string &faultTrace,
-             const std::vector<std::string> &recoverPlans);
+             const std::vector<std::string> &recoverPlans, const std::vector<std::string> &arguments);
 
 // hspmc explain-switch FROM TO: what moving the state from one plan's layout to another's
 // takes (runtime/Switch.h).

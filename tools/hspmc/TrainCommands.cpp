@@ -10,8 +10,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -63,13 +65,12 @@ double secondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-} // namespace
-
-// Compiles FILE under its plan (and the plans it switches to) for training and runs them.
-int runTrain(const std::string &file, const std::vector<std::string> &planFiles, runtime::RunOptions run,
-             const std::string &lossesPath, const std::string &backend, const std::vector<std::string> &switches,
-             const std::vector<std::string> &failures, const std::string &faultTrace,
-             const std::vector<std::string> &recoverPlans) {
+// Compiles FILE under its plan (and the plans it switches to) for training and runs them;
+// `reported`: this process reported the run (MPI: the one whose status is the run's).
+int train(const std::string &file, const std::vector<std::string> &planFiles, runtime::RunOptions run,
+          const std::string &lossesPath, const std::string &backend, const std::vector<std::string> &switches,
+          const std::vector<std::string> &failures, const std::string &faultTrace,
+          const std::vector<std::string> &recoverPlans, const std::vector<std::string> &arguments, bool &reported) {
   TrainingBuild t(file, planFiles, "train");
   if (int code = t.report(); code != 0)
     return code;
@@ -175,16 +176,30 @@ int runTrain(const std::string &file, const std::vector<std::string> &planFiles,
     if (std::string error = runtime::readFaultTrace(faultTrace, runPlans.devices(), run.steps, run.faults);
         !error.empty())
       return fail(error);
-  if (mpi && (!run.faults.empty() || !runPlans.recoveries.empty()))
-    return fail(std::string(run.faults.empty() ? "--recover" : "--fail") +
-                ": going on after a device's death needs the threads backend (not yet on MPI)");
+  const bool elastic = !run.faults.empty() || !runPlans.recoveries.empty();
+  if (mpi && runtime::launcherRank() < 0) { // started without mpirun: it starts mpirun
+    std::vector<std::string> command = arguments;
+    command[0] = std::filesystem::read_symlink("/proc/self/exe");
+    return runtime::launchUnderMpirun(command, static_cast<int>(runPlans.devices().size()), elastic);
+  }
+  if (mpi && elastic) {
+    if (std::any_of(run.faults.begin(), run.faults.end(),
+                    [](const runtime::Fault &f) { return f.phase == runtime::FaultPhase::Join; }))
+      return fail(faultTrace + ": a device that comes back (join) needs the threads backend (not yet on MPI)");
+    // OpenMPI's mpirun ends every process when one dies, unless told not to.
+    const char *recovery = std::getenv("OMPI_MCA_orte_enable_recovery");
+    if (std::getenv("OMPI_COMM_WORLD_RANK") && (!recovery || std::string(recovery) != "1"))
+      return fail(std::string(run.faults.empty() ? "--recover" : "--fail") +
+                  " on MPI: mpirun ends every process when one dies; start it with mpirun --enable-recovery");
+  }
   if (leader)
     std::cout << runtime::runBanner(model, build->plans[0].name, runPlans.devices().size(), mpi, run.data) << std::endl;
   run.progress = &std::cout;
   try {
     const runtime::RunResult trained =
         mpi ? runtime::runMpi(runPlans, model, run) : runtime::runThreads(runPlans, model, run);
-    if (leader && !lossesPath.empty())
+    reported = trained.reported;
+    if (trained.reported && !lossesPath.empty())
       runtime::writeLosses(lossesPath, build->plans[0].name, model, run.seed, build->plans[0].optimizer,
                            build->plans[0].optimizerArgs, trained);
   } catch (const std::exception &e) {
@@ -192,6 +207,19 @@ int runTrain(const std::string &file, const std::vector<std::string> &planFiles,
     return 1;
   }
   return 0;
+}
+
+} // namespace
+
+int runTrain(const std::string &file, const std::vector<std::string> &planFiles, const runtime::RunOptions &run,
+             const std::string &lossesPath, const std::string &backend, const std::vector<std::string> &switches,
+             const std::vector<std::string> &failures, const std::string &faultTrace,
+             const std::vector<std::string> &recoverPlans, const std::vector<std::string> &arguments) {
+  bool reported = false;
+  const int code = train(file, planFiles, run, lossesPath, backend, switches, failures, faultTrace, recoverPlans,
+                         arguments, reported);
+  runtime::recordExit(code, reported); // for hspmc's own launch of mpirun
+  return code;
 }
 
 // hspmc explain-switch FROM TO: the slice table's totals, per kind and fused.

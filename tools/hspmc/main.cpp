@@ -21,6 +21,7 @@
 #include <CLI/CLI.hpp>
 
 #include <chrono>
+#include <cmath>
 
 #ifndef HSPMD_VERSION
 #define HSPMD_VERSION "0.0.0"
@@ -78,6 +79,11 @@ int main(int argc, char **argv) {
   trainCommand->add_option("--trace", trainRun.trace, "Write a Chrome trace (one track per device)");
   trainCommand->add_option("--timeout", trainTimeout, "Seconds a device waits for a peer before failing")
       ->check(CLI::Range(int64_t{1}, int64_t{86400}));
+  double trainHeartbeat = 1.0;
+  trainCommand
+      ->add_option("--heartbeat", trainHeartbeat,
+                   "MPI with --recover or --fail: seconds without a heartbeat after which a process is dead")
+      ->check(CLI::Range(0.05, 3600.0));
   std::vector<std::string> trainSwitches;
   trainCommand->add_option("--switch", trainSwitches,
                            "STEP:PLAN: before step STEP, move every parameter and optimizer state to PLAN's layout "
@@ -85,7 +91,7 @@ int main(int argc, char **argv) {
   std::vector<std::string> trainFailures, trainRecover;
   trainCommand->add_option("--fail", trainFailures,
                            "STEP:DEVICE[@PHASE]: device DEVICE dies at the start of PHASE (forward, backward, update "
-                           "or switch; default forward) of step STEP (repeatable; threads backend)");
+                           "or switch; default forward) of step STEP (repeatable; on MPI its process kills itself)");
   std::string trainFaultTrace;
   trainCommand->add_option("--fault-trace", trainFaultTrace,
                            "A file of failures, a line each: STEP DEVICE fail [PHASE] (# starts a comment)");
@@ -220,8 +226,9 @@ int main(int argc, char **argv) {
     return runBuild(buildFile, buildPlans, buildTarget, buildOut, !buildNoCompile, buildAlso);
   if (trainCommand->parsed()) {
     trainRun.timeout = std::chrono::seconds(trainTimeout);
+    trainRun.heartbeat = std::chrono::milliseconds(std::llround(trainHeartbeat * 1000));
     return runTrain(trainFile, trainPlans, trainRun, trainLosses, trainBackend, trainSwitches, trainFailures,
-                    trainFaultTrace, trainRecover);
+                    trainFaultTrace, trainRecover, std::vector<std::string>(argv, argv + argc));
   }
   if (switchCommand->parsed())
     return runExplainSwitch(switchFrom, switchTo, switchCluster, switchFormat == "json");

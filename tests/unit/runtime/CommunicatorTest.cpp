@@ -90,7 +90,7 @@ TEST(ThreadsCommunicator, SurvivorsOfADeathAgreeAndTalkAfresh) {
       if (d == 0)
         got[0] = world.communicator(0).recv(2, 7);
     });
-  world.markDead(3);
+  world.markDead(3, "device 3 died");
   for (auto &t : threads)
     t.join();
   for (int d : {0, 1, 2}) {
@@ -111,7 +111,7 @@ TEST(ThreadsCommunicator, AnAbsentDeviceIsTakenForDeadAndShieldedWaitsGoOn) {
     shielded = world.communicator(1).recv(0, 5); // device 0 sends after device 2's death
     world.shield(1, false);
   });
-  world.markDead(2);
+  world.markDead(2, "device 2 died");
   std::this_thread::sleep_for(std::chrono::milliseconds(50)); // device 1 waits, shielded, through the failure
   world.communicator(0).send(1, 5, {'o', 'k'});
   survivor.join();

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +14,8 @@
 #include <sstream>
 #include <string>
 #include <sys/wait.h>
+#include <tuple>
+#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -38,11 +41,38 @@ CliRun hspmc(const std::string &args) {
   return shell(std::string(HSPMC_PATH) + " " + args);
 }
 
-// hspmc under mpirun with `processes` processes (as root, more processes than cores).
-// OpenMPI's own allocations would fail a run under LeakSanitizer: leaks are not checked there.
-CliRun hspmcUnderMpirun(int processes, const std::string &args) {
-  return shell("timeout 120 mpirun --allow-run-as-root --oversubscribe -x ASAN_OPTIONS=detect_leaks=0 -np " +
-               std::to_string(processes) + " " + HSPMC_PATH + " " + args);
+// hspmc under mpirun with `processes` processes (as root, more processes than cores), and
+// mpirun's `options`. OpenMPI's own allocations would fail a run under LeakSanitizer: leaks
+// are not checked there.
+CliRun hspmcUnderMpirun(int processes, const std::string &args, const std::string &options = "") {
+  return shell("timeout 120 mpirun --allow-run-as-root --oversubscribe " + options +
+               " -x ASAN_OPTIONS=detect_leaks=0 -np " + std::to_string(processes) + " " + HSPMC_PATH + " " + args);
+}
+
+// hspmc train --backend mpi started as a user would, without mpirun (hspmc starts it), with
+// a deadline. Leaks are not checked there either.
+CliRun hspmcStartingMpirun(const std::string &args) {
+  return shell("ASAN_OPTIONS=detect_leaks=0 timeout 120 " + std::string(HSPMC_PATH) + " " + args);
+}
+
+// Kills (SIGKILL) the process of MPI rank `rank` whose environment has HSPMD_KILL_MARK=`mark`
+// (/proc): its pid, or 0 where there is none.
+int killRank(const std::string &mark, int rank) {
+  for (const auto &entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    std::ifstream in(entry.path() / "environ", std::ios::binary);
+    std::string variable;
+    bool marked = false, ranked = false;
+    while (std::getline(in, variable, '\0')) {
+      marked = marked || variable == "HSPMD_KILL_MARK=" + mark;
+      ranked = ranked || variable == "OMPI_COMM_WORLD_RANK=" + std::to_string(rank);
+    }
+    if (marked && ranked && kill(std::stoi(name), SIGKILL) == 0)
+      return std::stoi(name);
+  }
+  return 0;
 }
 
 TEST(Cli, CheckAcceptsEveryStdlibAndExampleFile) {
@@ -353,6 +383,24 @@ TEST(Cli, TheElasticExampleOfTheDocsRuns) {
             std::string::npos)
       << run.output;
   EXPECT_NE(run.output.find("\nstep 4/4  loss 5.0999 "), std::string::npos) << run.output;
+  // The same on MPI, where the device is a process that dies.
+  if (std::system("command -v mpirun > /dev/null") != 0)
+    return;
+  const std::string mpi = docsCommand("elastic.md", "elastic-mpi");
+  ASSERT_FALSE(mpi.empty());
+  CliRun processes = hspmcStartingMpirun(mpi);
+  ASSERT_EQ(processes.code, 0) << processes.output;
+  EXPECT_NE(processes.output.find("\nhspmc train: device 3 died at the start of its forward pass of step 3 (--fail): "
+                                  "its process kills itself (SIGKILL)\n"),
+            std::string::npos)
+      << processes.output;
+  EXPECT_NE(processes.output.find("\ndevice 3 stopped answering (no heartbeat for 1 s); devices 0, 1, 2 agreed in "),
+            std::string::npos)
+      << processes.output;
+  EXPECT_NE(processes.output.find(" (2 messages; 2.64 MiB kept in place); step 3 is run again\nstep 3/4  loss 5.1806 "),
+            std::string::npos)
+      << processes.output;
+  EXPECT_NE(processes.output.find("\nstep 4/4  loss 5.0999 "), std::string::npos) << processes.output;
 }
 
 // A switch back to a plan the run has used compiles nothing; bad switches are errors before
@@ -426,13 +474,15 @@ TEST(Cli, ASwitchThatDoesNotFitSideBySideMovesInBuckets) {
 // saved from the plan recovered onto. Each phase: forward, backward (the first device, which
 // gathers the losses, dies), update, during a switch; the tiny GPT and the tiny LLaMA; from
 // ZeRO; a fault trace with two deaths; a device that dies and comes back.
-TEST(Cli, ARunGoesOnAfterADeviceDies) {
-  const std::string gpt = "examples/gpt/plans/", llama = "examples/llama/plans/",
-                    data = " --data examples/data/gpl-3.txt";
-  struct Case {
-    std::string plan, options, line;
-  };
-  const std::vector<Case> cases = {
+// Runs that lose devices and go on (docs/elastic.md): the plan, the options, and the start of
+// the line that says so on threads; `threadsOnly`: a device comes back (not on MPI).
+struct ElasticCase {
+  std::string plan, options, line;
+  bool threadsOnly = false;
+};
+std::vector<ElasticCase> elasticCases() {
+  const std::string gpt = "examples/gpt/plans/", llama = "examples/llama/plans/";
+  return {
       {gpt + "hetero4.hspmd", "--steps 4 --fail 3:3 --recover " + gpt + "pipeline2_recompute.hspmd",
        "\ndevice 3 died at the start of its forward pass of step 3; devices 0, 1, 2 agreed in "},
       {gpt + "dp2_tp2.hspmd",
@@ -453,18 +503,29 @@ TEST(Cli, ARunGoesOnAfterADeviceDies) {
       {gpt + "hetero4.hspmd",
        "--steps 5 --fault-trace tests/elastic/death_and_return.trace --recover " + gpt + "hetero4.hspmd --recover " +
            gpt + "pipeline2_recompute.hspmd",
-       "\ndevice 3 joined again before step 4; devices 0, 1, 2, 3 agreed in "}};
-  for (const Case &c : cases) {
+       "\ndevice 3 joined again before step 4; devices 0, 1, 2, 3 agreed in ", true}};
+}
+
+// The run of `c` without its failures, for comparison: its losses in `path`.
+void trainWithoutFailures(const ElasticCase &c, const std::string &path) {
+  const std::string steps = c.options.substr(0, c.options.find(" --", 2));
+  ASSERT_EQ(hspmc("train " + c.plan + " --data examples/data/gpl-3.txt " + steps + " --losses " + path).code, 0);
+}
+size_t stepsOf(const ElasticCase &c) {
+  return static_cast<size_t>(std::stoi(c.options.substr(c.options.find(' ') + 1)));
+}
+
+TEST(Cli, ARunGoesOnAfterADeviceDies) {
+  const std::string gpt = "examples/gpt/plans/", data = " --data examples/data/gpl-3.txt";
+  for (const ElasticCase &c : elasticCases()) {
     CliRun run = hspmc("train " + c.plan + data + " " + c.options + " --losses build/cli_elastic_a.json");
     ASSERT_EQ(run.code, 0) << c.options << "\n" << run.output;
     EXPECT_NE(run.output.find(c.line), std::string::npos) << run.output;
     EXPECT_TRUE(run.output.find(" is run again\n") != std::string::npos ||
                 run.output.find(" runs\n") != std::string::npos)
         << run.output;
-    const std::string steps = c.options.substr(0, c.options.find(" --", 2));
-    ASSERT_EQ(hspmc("train " + c.plan + data + " " + steps + " --losses build/cli_elastic_b.json").code, 0);
-    expectSameLosses("build/cli_elastic_a.json", "build/cli_elastic_b.json",
-                     static_cast<size_t>(std::stoi(steps.substr(steps.find(' ') + 1))), c.options);
+    trainWithoutFailures(c, "build/cli_elastic_b.json");
+    expectSameLosses("build/cli_elastic_a.json", "build/cli_elastic_b.json", stepsOf(c), c.options);
   }
   // The state saved after a recovery continues the run: step 4 from it is step 4 of the run.
   ASSERT_EQ(hspmc("train " + gpt + "dp2_tp2.hspmd" + data + " --steps 3 --fail 2:0@backward --recover " +
@@ -515,15 +576,108 @@ TEST(Cli, DeathsThatCannotBeSurvivedAreClearErrors) {
       {"hetero4.hspmd" + data + "--fail 2:1@switch --recover " + gpt + "tp2.hspmd",
        "hspmc train: error: a failure of device 1 at step 2 is at a switch, but the run switches plans before no "
        "such step\n"},
-      {"hetero4.hspmd" + data + "--fail 9:1", "hspmc train: error: --fail 9:1: step 9 is beyond the run (--steps 3)\n"},
-      {"hetero4.hspmd" + data + "--fail 2:1 --backend mpi",
-       "hspmc train: error: --fail: going on after a device's death needs the threads backend (not yet on MPI)\n"}};
+      {"hetero4.hspmd" + data + "--fail 9:1",
+       "hspmc train: error: --fail 9:1: step 9 is beyond the run (--steps 3)\n"}};
   for (const auto &[options, message] : cases) {
     CliRun run = hspmc("train " + gpt + options);
     EXPECT_EQ(run.code, 1) << options;
     const size_t at = run.output.find("hspmc train: error:");
     EXPECT_EQ(at == std::string::npos ? run.output : run.output.substr(at), message) << options;
   }
+}
+
+// On MPI the process of a device that dies is gone (--fail: it kills itself): the others
+// notice its silence (heartbeats), agree and go on as on threads, with the same losses.
+// hspmc starts mpirun itself (--backend mpi outside mpirun) and exits with the run's status.
+TEST(Cli, AnMpiRunGoesOnAfterAProcessDies) {
+  if (std::system("command -v mpirun > /dev/null") != 0)
+    GTEST_SKIP() << "no mpirun";
+  for (const ElasticCase &c : elasticCases()) {
+    if (c.threadsOnly)
+      continue;
+    CliRun run = hspmcStartingMpirun("train " + c.plan + " --data examples/data/gpl-3.txt " + c.options +
+                                     " --backend mpi --heartbeat 2 --losses build/cli_elastic_mpi.json");
+    ASSERT_EQ(run.code, 0) << c.options << "\n" << run.output;
+    // "device 3 died at ...; devices 0, 1, 2 agreed in" -> "device 3 stopped answering (...); ..."
+    const std::string line = c.line.substr(0, c.line.find(" died")) + " stopped answering (no heartbeat for 2 s)" +
+                             c.line.substr(c.line.find("; devices"));
+    EXPECT_NE(run.output.find(line), std::string::npos) << line << "\n" << run.output;
+    EXPECT_NE(run.output.find("hspmc train: " + c.line.substr(1, c.line.find(';') - 1) +
+                              " (--fail): its process kills itself (SIGKILL)\n"),
+              std::string::npos)
+        << run.output;
+    trainWithoutFailures(c, "build/cli_elastic_b.json");
+    expectSameLosses("build/cli_elastic_mpi.json", "build/cli_elastic_b.json", stepsOf(c), c.options);
+  }
+}
+
+// A process killed from outside (kill -9 once step 5 is printed) is survived the same way.
+TEST(Cli, AnMpiRunSurvivesAKillFromOutside) {
+  if (std::system("command -v mpirun > /dev/null") != 0)
+    GTEST_SKIP() << "no mpirun";
+  const std::string mark = std::to_string(getpid());
+  const std::string command = "HSPMD_KILL_MARK=" + mark +
+                              " timeout 120 mpirun --allow-run-as-root --oversubscribe --enable-recovery -x "
+                              "HSPMD_KILL_MARK -x ASAN_OPTIONS=detect_leaks=0 -np 4 " +
+                              HSPMC_PATH +
+                              " train examples/gpt/plans/hetero4.hspmd --data examples/data/gpl-3.txt --steps 20 "
+                              "--backend mpi --heartbeat 2 --recover tests/elastic/dp2_on_0_2.hspmd "
+                              "--losses build/cli_kill_a.json 2>&1";
+  FILE *pipe = popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string output;
+  std::array<char, 4096> line;
+  int killed = 0;
+  while (fgets(line.data(), line.size(), pipe)) {
+    output += line.data();
+    if (killed == 0 && std::string(line.data()).rfind("step 5/", 0) == 0)
+      killed = killRank(mark, 1);
+  }
+  const int status = pclose(pipe);
+  ASSERT_GT(killed, 0) << output;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << output;
+  EXPECT_NE(output.find("\ndevice 1 stopped answering (no heartbeat for 2 s); devices 0, 2, 3 agreed in "),
+            std::string::npos)
+      << output;
+  ASSERT_EQ(hspmc("train examples/gpt/plans/hetero4.hspmd --data examples/data/gpl-3.txt --steps 20 --losses "
+                  "build/cli_kill_b.json")
+                .code,
+            0);
+  expectSameLosses("build/cli_kill_a.json", "build/cli_kill_b.json", 20, "killed from outside");
+}
+
+// What an MPI run cannot survive, or is not started for: a clear error, exit status 1, no
+// losses written. (Under mpirun --enable-recovery, mpirun exits 0 whatever its processes do:
+// hspmc's own launch gives the status.)
+TEST(Cli, MpiDeathsThatCannotBeSurvivedAreClearErrors) {
+  if (std::system("command -v mpirun > /dev/null") != 0)
+    GTEST_SKIP() << "no mpirun";
+  const std::string run = "train examples/gpt/plans/hetero4.hspmd --data examples/data/gpl-3.txt --backend mpi "
+                          "--heartbeat 2 --losses build/cli_mpi_dies.json ";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--steps 5 --fault-trace tests/elastic/death_and_return.trace",
+       "hspmc train: error: tests/elastic/death_and_return.trace: a device that comes back (join) needs the threads "
+       "backend (not yet on MPI)\n"},
+      {"--steps 3 --fail 2:1",
+       "hspmc train: error: device 1 stopped answering (no heartbeat for 2 s); the run stops (no --recover plan to "
+       "go on with)\n"},
+      {"--steps 3 --fail 2:0 --recover examples/gpt/plans/tp2.hspmd",
+       "hspmc train: error: device 0 stopped answering (no heartbeat for 2 s); no --recover plan uses only the live "
+       "devices (1, 2, 3)\n"}};
+  for (const auto &[options, message] : cases) {
+    std::filesystem::remove("build/cli_mpi_dies.json");
+    CliRun result = hspmcStartingMpirun(run + options);
+    EXPECT_EQ(result.code, 1) << options;
+    EXPECT_FALSE(std::filesystem::exists("build/cli_mpi_dies.json")) << options;
+    EXPECT_NE(result.output.find(message), std::string::npos) << options << "\n" << result.output;
+  }
+  // The user's own mpirun must let the others live on when one dies.
+  CliRun result = hspmcUnderMpirun(4, run + "--steps 3 --fail 2:1 --recover examples/gpt/plans/tp2.hspmd");
+  EXPECT_NE(result.code, 0);
+  EXPECT_NE(result.output.find("hspmc train: error: --fail on MPI: mpirun ends every process when one dies; start it "
+                               "with mpirun --enable-recovery\n"),
+            std::string::npos)
+      << result.output;
 }
 
 // On MPI a run that switches needs one process per device of all its plans.
