@@ -5,7 +5,8 @@
 // forward pass of step 5 and goes on under a recovery plan. Measured in that run: the
 // agreement, planning the move, the move, and the redone step (the step's time after the
 // death, which includes the interrupted step's lost work). Compiling the recovery plan (done
-// before the run by hspmc train, but the fixed cost a re-plan would pay) is measured apart.
+// before the run by hspmc train) is measured apart, and so is --recover auto's re-plan: the
+// planner's plan for the live devices (planner/driver/Replan.h), then compiling it.
 //
 // Checkpoint-and-restart, with a checkpoint every K steps (K = 10, 50): a failure at a
 // uniformly random step loses (K - 1) / 2 steps on average, plus the restart: compiling the
@@ -14,6 +15,7 @@
 //
 //   build/bench/bench_recovery
 #include "bench/Compiled.h"
+#include "planner/driver/Replan.h"
 #include "runtime/ParameterStore.h"
 #include "runtime/Run.h"
 
@@ -88,6 +90,25 @@ int main() {
                 run->build->plans[0].name.c_str(), recovery->build->plans[0].name.c_str(), c.device,
                 r.agreeSeconds * 1e3, r.planSeconds * 1e3, r.moveSeconds * 1e3, redone * 1e3, before * 1e3, after * 1e3,
                 recovery->seconds * 1e3);
+    // --recover auto: the planner for the live devices, then the compiler.
+    std::vector<int> live;
+    for (const auto &[d, program] : run->programs())
+      if (d != c.device)
+        live.push_back(d);
+    start = Clock::now();
+    const driver::SurvivorPlan replanned = driver::planForSurvivors(
+        run->build->plans[0], run->compilation, run->model.batch, run->model.seq, live, checkpoint + "_replan");
+    const double replan = since(start);
+    if (!replanned.error.empty()) {
+      std::fprintf(stderr, "bench_recovery: --recover auto for %s: %s\n", c.plan.c_str(), replanned.error.c_str());
+      return 1;
+    }
+    auto compiledReplan = bench::compilePlan(replanned.path);
+    std::filesystem::remove_all(checkpoint + "_replan");
+    std::printf("    --recover auto instead: planned in %.0f ms (%s), compiled in %.0f ms; with this run's "
+                "agreement and move (to the fixed plan): %.0f ms\n",
+                replan * 1e3, replanned.strategy.c_str(), compiledReplan->seconds * 1e3,
+                (r.agreeSeconds + replan + compiledReplan->seconds + r.planSeconds + r.moveSeconds) * 1e3);
     std::printf("    in place: 0 steps lost, %.1f ms lost (%.2f steps)", (inPlace - after) * 1e3,
                 (inPlace - after) / after);
     for (int k : {10, 50}) {

@@ -84,9 +84,8 @@ public:
   /// communicator of them; what was in flight on the old one is dropped (and what arrives
   /// there from now on is received and thrown away, so that no sender waits on it).
   void adopt(std::vector<int> survivors, MPI_Comm comm) {
-    for (Pending &p : pending_)
-      MPI_Request_free(&p.request);
-    pending_.clear();
+    retiredSends_.splice(retiredSends_.end(), pending_); // MPI may still read them: kept until done
+
     for (Pending &p : receiving_) // unfinished: from a sender that died; their buffers stay
       abandoned_.push_back(std::move(p));
     receiving_.clear();
@@ -101,7 +100,8 @@ public:
     Pending &p = pending_.emplace_back();
     p.buffer.resize(8 + message.size());
     std::memcpy(p.buffer.data(), &tag, 8);
-    std::memcpy(p.buffer.data() + 8, message.data(), message.size());
+    if (!message.empty()) // a barrier's message is empty
+      std::memcpy(p.buffer.data() + 8, message.data(), message.size());
     MPI_Isend(p.buffer.data(), static_cast<int>(p.buffer.size()), MPI_BYTE, rankOf(peer), 0, comm_, &p.request);
     progress();
   }
@@ -258,10 +258,11 @@ private:
   std::vector<int> members_;      // the world ranks of comm_, increasing
   std::vector<MPI_Comm> retired_; // communicators of earlier agreements
   int64_t barriers_ = 0;
-  std::list<Pending> pending_;   // sends
-  std::list<Pending> receiving_; // receives under way (the last), or left unfinished by a death
-  std::list<Pending> dropping_;  // receives on retired communicators
-  std::list<Pending> abandoned_; // receives from senders that died (MPI may still hold them)
+  std::list<Pending> pending_;      // sends
+  std::list<Pending> receiving_;    // receives under way (the last), or left unfinished by a death
+  std::list<Pending> dropping_;     // receives on retired communicators
+  std::list<Pending> abandoned_;    // receives from senders that died (MPI may still hold them)
+  std::list<Pending> retiredSends_; // sends on retired communicators (to a dead process: never done)
   std::map<std::pair<int, int64_t>, std::vector<std::vector<char>>> early_; // (rank in comm_, tag)
 
   // A wait notices a death: where a process it waits on fell silent, or any did and the
@@ -342,6 +343,11 @@ private:
         MPI_Imrecv(dropped.buffer.data(), count, MPI_BYTE, &matched, &dropped.request);
       }
     }
+    for (auto it = retiredSends_.begin(); it != retiredSends_.end();) {
+      int done = 0;
+      MPI_Test(&it->request, &done, MPI_STATUS_IGNORE);
+      it = done ? retiredSends_.erase(it) : std::next(it);
+    }
     for (auto it = dropping_.begin(); it != dropping_.end();) { // one from a dead sender never ends
       int done = 0;
       MPI_Test(&it->request, &done, MPI_STATUS_IGNORE);
@@ -385,7 +391,7 @@ public:
     comm_ = std::make_unique<MpiCommunicator>(devices_, rank_, data, timeout_, liveness_.get());
   }
   ~MpiWorld() override {
-    comm_.reset(); // its sends are drained first
+    // The heartbeat first: its MPI calls progress every send, the retired ones too.
     if (heartbeat_.joinable()) {
       {
         std::lock_guard lock(beatMutex_);
@@ -394,6 +400,7 @@ public:
       beatWake_.notify_all();
       heartbeat_.join();
     }
+    comm_.reset(); // its sends are drained first
     // OpenMPI 4.1 (no ULFM) at times waits forever in MPI_Finalize after a process of the job
     // died (about one run in five here): after a death the survivors, their messages
     // delivered (the barrier at the end of runMpi), leave without it.
@@ -611,6 +618,7 @@ RunResult runMpi(const RunPlans &plans, const ModelInfo &model, const RunOptions
     world.communicator(0).barrier(); // every survivor's heartbeat goes on until all are done
     return result;
   } catch (const std::exception &e) {
+    recordExit(1, false);
     if (world.gaveUp()) { // the survivors go on without this process
       std::fprintf(stderr, "hspmc train: error: %s\n", e.what());
       std::fflush(stderr);

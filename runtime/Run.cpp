@@ -12,6 +12,7 @@
 #include <fstream>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -319,7 +320,34 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
   const auto start = std::chrono::steady_clock::now();
   const auto since = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   Progress progress(options.progress, firstStep, options.steps, result.tokensPerStep);
-  auto nameOf = [&](size_t p) { return p < plans.names.size() ? plans.names[p] : "plan " + std::to_string(p); };
+  // The run's plans: those it was given, then those made for the live devices (--recover
+  // auto), appended as agreements need them (under `plansMutex`: the devices read them).
+  std::mutex plansMutex;
+  std::vector<const std::map<int, ir::DeviceProgram> *> allPlans = plans.plans;
+  std::vector<std::string> allNames = plans.names;
+  allNames.resize(allPlans.size());
+  std::map<int64_t, std::pair<size_t, Replanned>> replanned; // by agreement: the plan made
+  auto planAt = [&](size_t p) {
+    std::lock_guard lock(plansMutex);
+    return allPlans[p];
+  };
+  auto nameOf = [&](size_t p) {
+    std::lock_guard lock(plansMutex);
+    return !allNames[p].empty() ? allNames[p] : "plan " + std::to_string(p);
+  };
+  // The plan made for the live devices after agreement k (once; the others wait for it).
+  auto replanAfter = [&](int64_t k, const std::vector<int> &live) {
+    std::lock_guard lock(plansMutex);
+    if (auto made = replanned.find(k); made != replanned.end())
+      return made->second;
+    Replanned made = plans.replan ? plans.replan(live) : Replanned{nullptr, "", "", "the run cannot plan anew", 0, 0};
+    size_t index = allPlans.size();
+    if (made.programs) {
+      allPlans.push_back(made.programs);
+      allNames.push_back(made.name);
+    }
+    return replanned[k] = {index, made};
+  };
   std::map<int, std::vector<TraceEvent>> events;
   std::mutex mutex;
   std::string firstError;
@@ -345,8 +373,9 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
       Communicator &comm = world.communicator(id);
       // The device's executor under plan p; none where p does not use the device.
       auto executorFor = [&](size_t p) -> std::unique_ptr<DeviceExecutor> {
-        auto program = plans.plans[p]->find(id);
-        if (program == plans.plans[p]->end())
+        const std::map<int, ir::DeviceProgram> *programs = planAt(p);
+        auto program = programs->find(id);
+        if (program == programs->end())
           return nullptr;
         auto made = std::make_unique<DeviceExecutor>(program->second, comm);
         if (p < options.generated.size())
@@ -433,10 +462,19 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
         const int64_t goOn = static_cast<int64_t>(std::llround(at / holders)); // the step every state is at
         updated = goOn;
         const auto from = static_cast<size_t>(std::llround(planSum / holders)); // the plan they hold it under
-        size_t target = plans.plans.size();
+        std::optional<size_t> target;
+        Replanned made; // --recover auto
         for (size_t p : plans.recoveries) {
+          if (p == RunPlans::kReplan) {
+            auto [index, replan] = replanAfter(k, live);
+            if (!replan.programs)
+              throw RunError(why + "; --recover auto: " + replan.error);
+            target = index;
+            made = replan;
+            break;
+          }
           bool alive = true;
-          for (const auto &[d, program] : *plans.plans[p])
+          for (const auto &[d, program] : *planAt(p))
             alive = alive && std::binary_search(live.begin(), live.end(), d);
           if (alive) {
             target = p;
@@ -446,33 +484,80 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
         std::string who;
         for (int d : live)
           who += (who.empty() ? "" : ", ") + std::to_string(d);
-        if (target == plans.plans.size())
+        if (!target)
           throw RunError(why + "; no --recover plan uses only the live devices (" + who + ")");
         std::map<int, ir::DeviceProgram> survivors;
-        for (const auto &[d, program] : *plans.plans[from])
+        for (const auto &[d, program] : *planAt(from))
           if (std::binary_search(live.begin(), live.end(), d))
             survivors.emplace(d, program);
+        const double moveStart = since();
         StateSwitch transfer;
         try {
-          transfer = planSwitch(survivors, *plans.plans[target]);
+          transfer = planSwitch(survivors, *planAt(*target));
         } catch (const SwitchError &e) {
-          throw RunError(why + "; the survivors (" + who +
-                         ") cannot rebuild the state, a part's only copy died: " + e.what());
+          const std::string lost =
+              why + "; the survivors (" + who + ") cannot rebuild the state, a part's only copy died: " + e.what();
+          if (options.saveEvery == 0 || options.save.empty())
+            throw RunError(lost + " (with --save FILE --save-every K the run would resume from its last checkpoint)");
+          // Resume from the last checkpoint this run wrote: every survivor loads it under the
+          // recovery plan, and the steps after it are run again.
+          ParameterStore saved;
+          try {
+            saved = ParameterStore::load(options.save, fingerprint);
+          } catch (const std::exception &missing) {
+            throw RunError(lost + "; no checkpoint to resume from: " + missing.what());
+          }
+          if (saved.step <= firstStep || saved.step > goOn)
+            throw RunError(lost + "; no checkpoint of this run to resume from (" + options.save + " is at step " +
+                           std::to_string(saved.step) + ")");
+          std::unique_ptr<DeviceExecutor> after = executorFor(*target);
+          if (after) {
+            after->load(saved);
+            after->setStepsTaken(saved.step);
+          }
+          if (executor)
+            retire(*executor);
+          executor = std::move(after);
+          holding = executor ? &executor->program() : nullptr;
+          holdingPlan = *target;
+          packedOld.clear();
+          updated = saved.step;
+          next = plans.switches.size();
+          if (id == live.front() && options.progress) {
+            std::lock_guard lock(mutex);
+            char agreement[64];
+            std::snprintf(agreement, sizeof agreement, " agreed in %.1f ms", (agreed - began) * 1e3);
+            *options.progress << why << "; devices " << who << agreement << lost.substr(why.size())
+                              << "; resumed from the checkpoint of step " << saved.step << " (" << options.save
+                              << ") under plan '" << nameOf(*target) << "': " << goOn - saved.step
+                              << (goOn - saved.step == 1 ? " step" : " steps") << " lost; step " << saved.step + 1
+                              << " is run again" << std::endl;
+          }
+          return saved.step;
         }
-        moveTo(target, transfer, ir::tags::planSwitch(static_cast<int64_t>(plans.switches.size()) + k));
+        moveTo(*target, transfer, ir::tags::planSwitch(static_cast<int64_t>(plans.switches.size()) + k));
         const size_t dropped = next;
         next = plans.switches.size();
         if (id == live.front()) {
-          result.recoveries.push_back(
-              {goOn + 1, agreed - began, transfer.planSeconds, since() - agreed - transfer.planSeconds});
+          result.recoveries.push_back({goOn + 1, agreed - began, transfer.planSeconds,
+                                       since() - moveStart - transfer.planSeconds, made.planSeconds,
+                                       made.compileSeconds});
           if (options.progress) {
             std::lock_guard lock(mutex);
-            char text[300];
+            std::string planned; // --recover auto: how the plan came
+            if (made.programs) {
+              char text[120];
+              std::snprintf(text, sizeof text,
+                            " (planned for them in %.0f ms, compiled in %.0f ms: ", made.planSeconds * 1e3,
+                            made.compileSeconds * 1e3);
+              planned = text + made.path + ")";
+            }
+            char text[1000];
             std::snprintf(text, sizeof text,
-                          "%s; devices %s agreed in %.1f ms; %s plan '%s': transfer planned in %.1f ms, "
+                          "%s; devices %s agreed in %.1f ms; %s plan '%s'%s: transfer planned in %.1f ms, "
                           "moved %.2f MiB in %.1f ms (%zu messages; %.2f MiB kept in place); %s",
                           why.c_str(), who.c_str(), (agreed - began) * 1e3, death ? "recovered onto" : "went on under",
-                          nameOf(target).c_str(), transfer.planSeconds * 1e3,
+                          nameOf(*target).c_str(), planned.c_str(), transfer.planSeconds * 1e3,
                           static_cast<double>(transfer.bytesMoved) / (1 << 20),
                           result.recoveries.back().moveSeconds * 1e3, transfer.messages.size(),
                           static_cast<double>(transfer.localBytes) / (1 << 20),
@@ -486,6 +571,23 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
           }
         }
         return goOn;
+      };
+      // --save-every: every device's state to the first live one, which writes the checkpoint.
+      auto saveCheckpoint = [&](int64_t step) {
+        const int64_t tag = ir::tags::ofStep(ir::tags::kCheckpoint, step);
+        std::vector<char> state = executor ? executor->packState() : std::vector<char>{};
+        const int leader = live.front();
+        if (id != leader) {
+          comm.send(leader, tag, std::move(state));
+          return;
+        }
+        const std::map<int, ir::DeviceProgram> *programs = planAt(holdingPlan);
+        for (int other : live) {
+          const std::vector<char> theirs = other == id ? std::move(state) : comm.recv(other, tag);
+          if (!theirs.empty() && programs->count(other))
+            unpackState(programs->at(other), theirs, store);
+        }
+        store.save(options.save);
       };
       auto faultAt = [&](int64_t step, FaultPhase phase) {
         return std::any_of(options.faults.begin(), options.faults.end(),
@@ -567,6 +669,8 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
             }
             updated = step;
             inStep = false;
+            if (options.saveEvery > 0 && !options.save.empty() && step % options.saveEvery == 0)
+              saveCheckpoint(step);
             if (s + 1 == kTracedSteps && executor)
               executor->stopTracing();
             // The first live device of each process records the loss (on MPI every process:
@@ -648,8 +752,8 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
       for (const auto &[other, theirs] : reports) {
         result.times[other] = theirs.times;
         events[other] = theirs.events;
-        if (!options.save.empty() && plans.plans[last]->count(other))
-          unpackState(plans.plans[last]->at(other), theirs.state, store);
+        if (!options.save.empty() && planAt(last)->count(other))
+          unpackState(planAt(last)->at(other), theirs.state, store);
       }
     } catch (const std::exception &e) {
       // Between steps (in a switch, or waiting on one) the old plan's state is whole: kept

@@ -9,6 +9,7 @@
 #include "runtime/Switch.h"
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <ostream>
 #include <string>
@@ -51,7 +52,10 @@ struct RunOptions {
   uint64_t seed = 1;
   std::string data;       // a text, token or jsonl file (Dataset::load)
   std::string save, load; // checkpoint paths ("" for none)
-  std::string trace;      // Chrome trace JSON path ("" for none), of the first 4 steps
+  /// With `save`: the checkpoint is also written after every `saveEvery`-th step (0: only at
+  /// the end). A death that leaves a part of the state without a copy then resumes from it.
+  int64_t saveEvery = 0;
+  std::string trace; // Chrome trace JSON path ("" for none), of the first 4 steps
   std::chrono::milliseconds timeout = std::chrono::seconds(120);
   /// MPI runs that go on after a death (--recover): every process sends each other one a
   /// heartbeat ten times per `heartbeat`, and one not heard from for `heartbeat` is dead.
@@ -87,6 +91,7 @@ struct RunResult {
   struct Recovery {
     int64_t step = 0;
     double agreeSeconds = 0, planSeconds = 0, moveSeconds = 0;
+    double replanSeconds = 0, compileSeconds = 0; // --recover auto: the planner, the compiler
   };
   std::vector<Recovery> recoveries;
   std::map<int, DeviceTimes> times;
@@ -115,13 +120,26 @@ RunResult train(World &world, const std::map<int, ir::DeviceProgram> &programs, 
 /// The plans of one run: the programs of each (plans[0] first) and the switches between them,
 /// in step order. The world holds every device of every plan; a device a plan does not use
 /// waits out its steps (it still adds 0 to each step's loss).
+/// A plan made during a run for the devices alive (hspmc train --recover auto).
+struct Replanned {
+  const std::map<int, ir::DeviceProgram> *programs = nullptr; // null: `error` says why
+  std::string name, path, error;
+  double planSeconds = 0, compileSeconds = 0;
+};
+
 struct RunPlans {
   std::vector<const std::map<int, ir::DeviceProgram> *> plans;
   std::vector<PlanSwitch> switches;
   /// After a device dies, the survivors go on under the first of these plans whose devices
-  /// are all alive (hspmc train --recover); none: the run stops.
+  /// are all alive (hspmc train --recover); none: the run stops. kReplan: a plan made then
+  /// by `replan` for the live devices.
   std::vector<size_t> recoveries;
+  static constexpr size_t kReplan = static_cast<size_t>(-1);
   std::vector<std::string> names; // per plan, for the progress lines ("plan 2" when absent)
+  /// Plans and compiles the run anew for the live devices (increasing); called once per
+  /// agreement that needs it (threads: by one device while the others wait), the programs kept
+  /// by the caller for the rest of the run.
+  std::function<Replanned(const std::vector<int> &live)> replan = nullptr;
   /// Every device of every plan, in increasing order.
   std::vector<int> devices() const;
 };

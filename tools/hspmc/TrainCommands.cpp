@@ -6,6 +6,7 @@
 #include "planner/Estimates.h"
 #include "planner/Simulator.h"
 #include "planner/driver/ModelInfo.h"
+#include "planner/driver/Replan.h"
 #include "runtime/MpiRun.h"
 
 #include <nlohmann/json.hpp>
@@ -19,6 +20,7 @@
 #include <iostream>
 #include <memory>
 #include <set>
+#include <unistd.h>
 
 namespace hspmd::cli {
 
@@ -159,7 +161,14 @@ int train(const std::string &file, const std::vector<std::string> &planFiles, ru
     current = index;
   }
   // Failures to inject, and the plans to go on under after one.
+  std::vector<std::unique_ptr<TrainingBuild>> replanned; // --recover auto's plans, compiled during the run
   for (const std::string &path : recoverPlans) {
+    if (path == "auto") {
+      if (std::string problem = driver::replanProblem(t.plan(), t.compilation); !problem.empty())
+        return fail(problem);
+      runPlans.recoveries.push_back(runtime::RunPlans::kReplan);
+      continue;
+    }
     int code = 0;
     const size_t index = planOf(path, "--recover " + path, code);
     if (code != 0)
@@ -172,10 +181,44 @@ int train(const std::string &file, const std::vector<std::string> &planFiles, ru
       return fail(parsed.error);
     run.faults.push_back(parsed.fault);
   }
+  // --recover auto: the planner plans for the live devices, written beside the run's other
+  // files in a folder of this process's own; the plan is compiled and checked like any other.
+  const std::string replanDirectory =
+      (std::filesystem::temp_directory_path() / ("hspmd-recover-" + std::to_string(getpid()))).string();
+  runPlans.replan = [&](const std::vector<int> &live) {
+    runtime::Replanned made;
+    auto start = std::chrono::steady_clock::now();
+    const runtime::ModelInfo info = driver::modelInfo(*t.build->graph);
+    const driver::SurvivorPlan planned =
+        driver::planForSurvivors(t.plan(), t.compilation, info.batch, info.seq, live, replanDirectory);
+    made.planSeconds = secondsSince(start);
+    made.name = planned.name;
+    made.path = planned.path;
+    if (!planned.error.empty()) {
+      made.error = planned.error;
+      return made;
+    }
+    start = std::chrono::steady_clock::now();
+    auto next = std::make_unique<TrainingBuild>(planned.path, std::vector<std::string>{}, "train");
+    if (next->report() != 0) {
+      made.error = "the plan it wrote, " + planned.path + ", does not compile (above)";
+      return made;
+    }
+    if (std::string differs = sameTraining(t, *next); !differs.empty()) {
+      made.error = "the plan it wrote, " + planned.path + ", cannot continue this run: " + differs;
+      return made;
+    }
+    made.compileSeconds = secondsSince(start);
+    made.programs = &next->programs();
+    replanned.push_back(std::move(next));
+    return made;
+  };
   if (!faultTrace.empty())
     if (std::string error = runtime::readFaultTrace(faultTrace, runPlans.devices(), run.steps, run.faults);
         !error.empty())
       return fail(error);
+  if (run.saveEvery > 0 && run.save.empty())
+    return fail("--save-every " + std::to_string(run.saveEvery) + " needs --save FILE (where to write the checkpoint)");
   const bool elastic = !run.faults.empty() || !runPlans.recoveries.empty();
   if (mpi && runtime::launcherRank() < 0) { // started without mpirun: it starts mpirun
     std::vector<std::string> command = arguments;
@@ -188,9 +231,12 @@ int train(const std::string &file, const std::vector<std::string> &planFiles, ru
       return fail(faultTrace + ": a device that comes back (join) needs the threads backend (not yet on MPI)");
     // OpenMPI's mpirun ends every process when one dies, unless told not to.
     const char *recovery = std::getenv("OMPI_MCA_orte_enable_recovery");
-    if (std::getenv("OMPI_COMM_WORLD_RANK") && (!recovery || std::string(recovery) != "1"))
-      return fail(std::string(run.faults.empty() ? "--recover" : "--fail") +
-                  " on MPI: mpirun ends every process when one dies; start it with mpirun --enable-recovery");
+    if (std::getenv("OMPI_COMM_WORLD_RANK") && (!recovery || std::string(recovery) != "1")) {
+      // Every process says it: mpirun ends the others when the first one exits.
+      std::cerr << "hspmc train: error: " << (run.faults.empty() ? "--recover" : "--fail")
+                << " on MPI: mpirun ends every process when one dies; start it with mpirun --enable-recovery\n";
+      return 1;
+    }
   }
   if (leader)
     std::cout << runtime::runBanner(model, build->plans[0].name, runPlans.devices().size(), mpi, run.data) << std::endl;

@@ -75,6 +75,11 @@ int main(int argc, char **argv) {
       ->check(CLI::IsMember({"threads", "mpi"}));
   trainCommand->add_option("--seed", trainRun.seed, "Seed of the initial parameters");
   trainCommand->add_option("--save", trainRun.save, "Write a checkpoint (plan-independent) at the end");
+  trainCommand
+      ->add_option("--save-every", trainRun.saveEvery,
+                   "K: with --save, also write the checkpoint after every K-th step (a death that leaves a part of "
+                   "the state without a copy resumes from it)")
+      ->check(CLI::PositiveNumber);
   trainCommand->add_option("--load", trainRun.load, "Start from a checkpoint (saved under any plan)");
   trainCommand->add_option("--trace", trainRun.trace, "Write a Chrome trace (one track per device)");
   trainCommand->add_option("--timeout", trainTimeout, "Seconds a device waits for a peer before failing")
@@ -96,7 +101,8 @@ int main(int argc, char **argv) {
   trainCommand->add_option("--fault-trace", trainFaultTrace,
                            "A file of failures, a line each: STEP DEVICE fail [PHASE] (# starts a comment)");
   trainCommand->add_option("--recover", trainRecover,
-                           "PLAN: after a device dies, go on under the first such plan whose devices are all alive, "
+                           "PLAN or auto: after a device dies, go on under the first such plan whose devices are all "
+                           "alive (auto: one the planner makes for them), "
                            "redoing the interrupted step (repeatable)");
 
   auto *simulateCommand =

@@ -503,7 +503,26 @@ std::vector<ElasticCase> elasticCases() {
       {gpt + "hetero4.hspmd",
        "--steps 5 --fault-trace tests/elastic/death_and_return.trace --recover " + gpt + "hetero4.hspmd --recover " +
            gpt + "pipeline2_recompute.hspmd",
-       "\ndevice 3 joined again before step 4; devices 0, 1, 2, 3 agreed in ", true}};
+       "\ndevice 3 joined again before step 4; devices 0, 1, 2, 3 agreed in ", true},
+      // --recover auto: the planner plans for the live devices, twice.
+      {llama + "tiny_llama_hetero4.hspmd", "--steps 5 --fault-trace tests/elastic/two_deaths.trace --recover auto",
+       "\ndevice 2 died at the start of its backward pass of step 4; devices 0, 1 agreed in "}};
+}
+
+// After the trace of two deaths with --recover auto: the plans the planner made for the live
+// devices, each written and compiled; the second keeps a copy of the state on each device.
+void expectReplanned(const std::string &output) {
+  for (const std::string plan : {"auto_0_1_2", "auto_0_1"}) {
+    const size_t at = output.find("recovered onto plan '" + plan + "' (planned for them in ");
+    ASSERT_NE(at, std::string::npos) << output;
+    const size_t path = output.find(": ", output.find(" compiled in ", at)) + 2;
+    const std::string file = output.substr(path, output.find(')', path) - path);
+    EXPECT_EQ(file.substr(file.rfind('/') + 1), plan + ".hspmd") << output;
+    const std::string text = readText(file);
+    EXPECT_NE(text.find("plan " + plan + " for TinyLLaMA {"), std::string::npos) << text;
+    EXPECT_EQ(text.find("\n  zero\n"), std::string::npos) << text; // a later death loses no part
+    EXPECT_EQ(hspmc("lint " + file).code, 0) << file;
+  }
 }
 
 // The run of `c` without its failures, for comparison: its losses in `path`.
@@ -524,6 +543,8 @@ TEST(Cli, ARunGoesOnAfterADeviceDies) {
     EXPECT_TRUE(run.output.find(" is run again\n") != std::string::npos ||
                 run.output.find(" runs\n") != std::string::npos)
         << run.output;
+    if (c.options.find("--recover auto") != std::string::npos)
+      expectReplanned(run.output);
     trainWithoutFailures(c, "build/cli_elastic_b.json");
     expectSameLosses("build/cli_elastic_a.json", "build/cli_elastic_b.json", stepsOf(c), c.options);
   }
@@ -554,7 +575,9 @@ TEST(Cli, DeathsThatCannotBeSurvivedAreClearErrors) {
       {"dp2_zero.hspmd" + data + "--fail 2:1 --recover " + gpt + "single.hspmd",
        "hspmc train: error: device 1 died at the start of its forward pass of step 2; the survivors (0) cannot rebuild "
        "the state, a part's only copy died: no device of the plan switched from holds all of region [32:64] of "
-       "'blocks[0].ln1.adam_m'\n"},
+       "'blocks[0].ln1.adam_m' (with --save FILE --save-every K the run would resume from its last checkpoint)\n"},
+      {"dp2_zero.hspmd" + data + "--save-every 2",
+       "hspmc train: error: --save-every 2 needs --save FILE (where to write the checkpoint)\n"},
       {"single.hspmd" + data + "--fail 2:0 --recover " + gpt + "single.hspmd",
        "hspmc train: error: device 0 died at the start of its forward pass of step 2; no device is left to go on\n"},
       {"hetero4.hspmd" + data + "--fail 2:0 --recover " + gpt + "tp2.hspmd",
@@ -576,8 +599,10 @@ TEST(Cli, DeathsThatCannotBeSurvivedAreClearErrors) {
       {"hetero4.hspmd" + data + "--fail 2:1@switch --recover " + gpt + "tp2.hspmd",
        "hspmc train: error: a failure of device 1 at step 2 is at a switch, but the run switches plans before no "
        "such step\n"},
-      {"hetero4.hspmd" + data + "--fail 9:1",
-       "hspmc train: error: --fail 9:1: step 9 is beyond the run (--steps 3)\n"}};
+      {"hetero4.hspmd" + data + "--fail 9:1", "hspmc train: error: --fail 9:1: step 9 is beyond the run (--steps 3)\n"},
+      {"../../../tests/elastic/dp2_no_cluster.hspmd" + data + "--fail 2:1 --recover auto",
+       "hspmc train: error: --recover auto plans for the run's cluster, but plan 'dp2_no_cluster' names no cluster "
+       "file (cluster \"FILE\")\n"}};
   for (const auto &[options, message] : cases) {
     CliRun run = hspmc("train " + gpt + options);
     EXPECT_EQ(run.code, 1) << options;
@@ -602,6 +627,8 @@ TEST(Cli, AnMpiRunGoesOnAfterAProcessDies) {
     const std::string line = c.line.substr(0, c.line.find(" died")) + " stopped answering (no heartbeat for 2 s)" +
                              c.line.substr(c.line.find("; devices"));
     EXPECT_NE(run.output.find(line), std::string::npos) << line << "\n" << run.output;
+    if (c.options.find("--recover auto") != std::string::npos)
+      expectReplanned(run.output);
     EXPECT_NE(run.output.find("hspmc train: " + c.line.substr(1, c.line.find(';') - 1) +
                               " (--fail): its process kills itself (SIGKILL)\n"),
               std::string::npos)
@@ -678,6 +705,36 @@ TEST(Cli, MpiDeathsThatCannotBeSurvivedAreClearErrors) {
                                "with mpirun --enable-recovery\n"),
             std::string::npos)
       << result.output;
+}
+
+// Where a part of the state has no surviving copy (ZeRO's shard on the device that died), a run
+// that writes checkpoints (--save-every) resumes from its last one and runs the steps after it
+// again: the losses of the run without the failure. Threads and MPI.
+TEST(Cli, ALostPartResumesFromTheLastCheckpoint) {
+  const std::string run = "train examples/gpt/plans/dp2_zero.hspmd --data examples/data/gpl-3.txt --steps 6 ",
+                    failure = "--fail 4:1 --recover examples/gpt/plans/single.hspmd --save build/cli_resume.ckpt "
+                              "--save-every 2 --losses build/cli_resume_a.json",
+                    line = "\ndevice 1 died at the start of its forward pass of step 4; devices 0 agreed in ";
+  ASSERT_EQ(hspmc(run + "--losses build/cli_resume_b.json").code, 0);
+  const bool mpi = std::system("command -v mpirun > /dev/null") == 0;
+  for (const std::string backend : {"threads", "mpi"}) {
+    if (backend == "mpi" && !mpi)
+      continue;
+    std::filesystem::remove("build/cli_resume.ckpt");
+    CliRun resumed = hspmcStartingMpirun(run + failure + " --backend " + backend);
+    ASSERT_EQ(resumed.code, 0) << resumed.output;
+    const std::string died = backend == "mpi" ? "\ndevice 1 stopped answering (no heartbeat for 1 s); devices 0 "
+                                                "agreed in "
+                                              : line;
+    EXPECT_NE(resumed.output.find(died), std::string::npos) << resumed.output;
+    EXPECT_NE(resumed.output.find("; the survivors (0) cannot rebuild the state, a part's only copy died: no device "
+                                  "of the plan switched from holds all of region [32:64] of 'blocks[0].ln1.adam_m'; "
+                                  "resumed from the checkpoint of step 2 (build/cli_resume.ckpt) under plan "
+                                  "'single': 1 step lost; step 3 is run again\n"),
+              std::string::npos)
+        << resumed.output;
+    expectSameLosses("build/cli_resume_a.json", "build/cli_resume_b.json", 6, "resumed on " + backend);
+  }
 }
 
 // On MPI a run that switches needs one process per device of all its plans.
