@@ -105,6 +105,9 @@ public:
   virtual void finish() {}
   /// Agreements completed so far (after agree() returns, the same on every survivor).
   virtual int64_t agreements() { return 0; }
+  /// Whether `device` may still agree: not dead, not taken for dead (a failed recovery is
+  /// tried again only then).
+  virtual bool alive(int /*device*/) { return true; }
   virtual std::vector<int> agree(int device) {
     throw CommError("device " + std::to_string(device) +
                     " cannot go on after a device's death: recovery needs the threads backend (not yet on MPI)");
@@ -136,6 +139,7 @@ public:
   bool awaitAdmission(int device) override;
   void finish() override;
   int64_t agreements() override;
+  bool alive(int device) override;
   std::vector<int> agree(int device) override;
   const std::vector<int> &devices() const override { return devices_; }
   std::vector<int> localDevices() const override { return devices_; }

@@ -423,6 +423,7 @@ public:
       liveness_->shielded = on;
   }
   int64_t agreements() override { return agreements_; }
+  bool alive(int) override { return !gaveUp_; }
 
   // The survivors agree: the lowest process alive (as each sees it) coordinates; each other
   // tells it that it is alive and waits for its decision, taking the next lowest where the

@@ -202,9 +202,8 @@ FaultOption parseFaultOption(const std::string &option, const std::vector<int> &
   int64_t step = 0, device = 0;
   if (colon == std::string::npos || !number(option.substr(0, colon), step) || step < 1 ||
       !number(option.substr(colon + 1, at == std::string::npos ? std::string::npos : at - colon - 1), device)) {
-    out.error =
-        what +
-        "expected STEP:DEVICE[@PHASE], a step from 1, a device and a phase (forward, backward, update or switch)";
+    out.error = what + "expected STEP:DEVICE[@PHASE], a step from 1, a device and a phase (forward, backward, update, "
+                       "switch or recovery)";
     return out;
   }
   out.fault.step = step;
@@ -217,8 +216,10 @@ FaultOption parseFaultOption(const std::string &option, const std::vector<int> &
     out.fault.phase = FaultPhase::Update;
   else if (phase == "switch")
     out.fault.phase = FaultPhase::Switch;
+  else if (phase == "recovery")
+    out.fault.phase = FaultPhase::Recovery;
   else
-    out.error = what + "no phase '" + phase + "' (forward, backward, update or switch)";
+    out.error = what + "no phase '" + phase + "' (forward, backward, update, switch or recovery)";
   if (out.error.empty() && step > steps)
     out.error = what + "step " + std::to_string(step) + " is beyond the run (--steps " + std::to_string(steps) + ")";
   if (out.error.empty() && !std::binary_search(devices.begin(), devices.end(), out.fault.device)) {
@@ -420,7 +421,11 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
       // devices are all alive, the state moved from their copies.
       // `why`: how the device noticed (a death: what the death said is used instead), or a
       // join. Returns the step every survivor's state is at.
-      size_t deathsSeen = 0; // of `deaths`, those told in an agreement already
+      auto faultAt = [&](int64_t step, FaultPhase phase) {
+        return std::any_of(options.faults.begin(), options.faults.end(),
+                           [&](const Fault &f) { return f.step == step && f.device == id && f.phase == phase; });
+      };
+      size_t deathsSeen = 0; // of `deaths`, those told by a recovery already
       auto recover = [&](std::string why, bool death = true) -> int64_t {
         if (death) {
           std::lock_guard lock(mutex);
@@ -432,14 +437,15 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
         const double began = since();
         live = world.agree(id);
         const double agreed = since();
-        if (death) { // every death since the last agreement (each dead device said so before it was marked)
+        size_t told = deathsSeen;
+        if (death) { // every death since the last recovery (each dead device said so before it was marked)
           std::lock_guard lock(mutex);
           std::vector<std::string> fresh(deaths.begin() + static_cast<std::ptrdiff_t>(deathsSeen), deaths.end());
           std::sort(fresh.begin(), fresh.end()); // by device, whichever died first
           std::string all;
-          for (const std::string &told : fresh)
-            all += (all.empty() ? "" : "; ") + told;
-          deathsSeen = deaths.size();
+          for (const std::string &text : fresh)
+            all += (all.empty() ? "" : "; ") + text;
+          told = deaths.size();
           if (!all.empty())
             why = all;
         }
@@ -533,9 +539,14 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
                               << (goOn - saved.step == 1 ? " step" : " steps") << " lost; step " << saved.step + 1
                               << " is run again" << std::endl;
           }
+          deathsSeen = told;
           return saved.step;
         }
+        if (faultAt(goOn + 1, FaultPhase::Recovery))
+          throw DeviceDeath("device " + std::to_string(id) +
+                            " died at the start of the move of the recovery before step " + std::to_string(goOn + 1));
         moveTo(*target, transfer, ir::tags::planSwitch(static_cast<int64_t>(plans.switches.size()) + k));
+        deathsSeen = told;
         const size_t dropped = next;
         next = plans.switches.size();
         if (id == live.front()) {
@@ -589,16 +600,25 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
         }
         store.save(options.save);
       };
-      auto faultAt = [&](int64_t step, FaultPhase phase) {
-        return std::any_of(options.faults.begin(), options.faults.end(),
-                           [&](const Fault &f) { return f.step == step && f.device == id && f.phase == phase; });
+      // recover(), again as long as a further death interrupts it (this device's own death
+      // there is a DeviceDeath, thrown on).
+      auto recoverAfter = [&](std::string why) -> int64_t {
+        for (size_t attempt = 0;; ++attempt) {
+          try {
+            return recover(why);
+          } catch (const CommError &again) {
+            if (!world.alive(id) || attempt >= devices.size())
+              throw;
+            why += std::string("; ") + again.what(); // both, where the deaths are not known by name
+          }
+        }
       };
       double stepStart = since();
       // Step by step; after a recovery, on from the step the survivors' state is at.
       std::set<std::pair<int64_t, int>> joined; // (step, device): joins carried out
       for (int64_t s = 0; s < options.steps;) {
         const int64_t step = firstStep + s + 1;
-        {
+        try {
           try {
             // Devices that come back before this step: let them in, agree, and move the state
             // to the first --recover plan whose devices are all alive.
@@ -684,36 +704,36 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
               stepStart = since();
               progress.step(s, result.losses, id == live.front());
             }
-          } catch (const DeviceDeath &e) {
-            {
-              std::lock_guard lock(mutex);
-              deaths.push_back(e.what());
-            }
-            world.markDead(id, e.what()); // the thread stops dead: its state is lost
-            // A device that comes back (a join in the fault trace) waits to be let in, then
-            // takes part in the agreement with nothing held.
-            int64_t back = 0;
-            for (const Fault &f : options.faults)
-              if (f.device == id && f.phase == FaultPhase::Join && f.step > step && (back == 0 || f.step < back))
-                back = f.step;
-            if (back == 0 || !world.awaitAdmission(id))
-              return;
-            if (executor)
-              retire(*executor);
-            executor.reset();
-            holding = nullptr;
-            packedOld.clear();
-            switching = inStep = false;
-            joined.insert({back, id});
-            s = recover("device " + std::to_string(id) + " joined again before step " + std::to_string(back), false) -
-                firstStep;
-            continue;
           } catch (const CommError &e) {
             world.shield(id, false);
             switching = inStep = false;
-            s = recover(e.what()) - firstStep;
+            s = recoverAfter(e.what()) - firstStep;
             continue;
           }
+        } catch (const DeviceDeath &e) {
+          {
+            std::lock_guard lock(mutex);
+            deaths.push_back(e.what());
+          }
+          world.markDead(id, e.what()); // the thread stops dead: its state is lost
+          // A device that comes back (a join in the fault trace) waits to be let in, then
+          // takes part in the agreement with nothing held.
+          int64_t back = 0;
+          for (const Fault &f : options.faults)
+            if (f.device == id && f.phase == FaultPhase::Join && f.step > step && (back == 0 || f.step < back))
+              back = f.step;
+          if (back == 0 || !world.awaitAdmission(id))
+            return;
+          if (executor)
+            retire(*executor);
+          executor.reset();
+          holding = nullptr;
+          packedOld.clear();
+          switching = inStep = false;
+          joined.insert({back, id});
+          s = recover("device " + std::to_string(id) + " joined again before step " + std::to_string(back), false) -
+              firstStep;
+          continue;
         }
         ++s;
       }
@@ -724,7 +744,7 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
           sumOverDevices(comm, live, ir::tags::ofStep(kLossTag, firstStep + options.steps + 1), 0.0);
           done = true;
         } catch (const CommError &e) {
-          if (recover(e.what()) < firstStep + options.steps)
+          if (recoverAfter(e.what()) < firstStep + options.steps)
             throw RunError("the survivors' state is not at the run's last step after a death at its end");
         }
       }

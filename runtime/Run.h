@@ -26,9 +26,10 @@ struct ModelInfo {
 };
 
 /// Where an injected failure strikes: at the start of the device's forward or backward pass
-/// of a step, of its update (before its gradients' reductions), or of the plan switch before
-/// the step. `Join`: a device that died comes back before the step.
-enum class FaultPhase { Forward, Backward, Update, Switch, Join };
+/// of a step, of its update (before its gradients' reductions), of the plan switch before the
+/// step, or of the move of a recovery after which the step runs (if the run recovers there).
+/// `Join`: a device that died comes back before the step.
+enum class FaultPhase { Forward, Backward, Update, Switch, Recovery, Join };
 struct Fault {
   int64_t step = 0;
   int device = 0;

@@ -246,6 +246,11 @@ bool ThreadsWorld::awaitAdmission(int device) {
   return !dead_.count(device) && !over_ && !fatal_;
 }
 
+bool ThreadsWorld::alive(int device) {
+  std::lock_guard lock(mutex_);
+  return !dead_.count(device);
+}
+
 int64_t ThreadsWorld::agreements() {
   std::lock_guard lock(mutex_);
   return agreements_;

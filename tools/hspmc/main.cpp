@@ -95,8 +95,9 @@ int main(int argc, char **argv) {
                            "and train on under it (repeatable, in step order)");
   std::vector<std::string> trainFailures, trainRecover;
   trainCommand->add_option("--fail", trainFailures,
-                           "STEP:DEVICE[@PHASE]: device DEVICE dies at the start of PHASE (forward, backward, update "
-                           "or switch; default forward) of step STEP (repeatable; on MPI its process kills itself)");
+                           "STEP:DEVICE[@PHASE]: device DEVICE dies at the start of PHASE of step STEP: forward (the "
+                           "default), backward, update, switch, or recovery (the move of a recovery before the step); "
+                           "repeatable; on MPI its process kills itself");
   std::string trainFaultTrace;
   trainCommand->add_option("--fault-trace", trainFaultTrace,
                            "A file of failures, a line each: STEP DEVICE fail [PHASE] (# starts a comment)");
