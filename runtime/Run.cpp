@@ -317,6 +317,14 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
         std::none_of(plans.switches.begin(), plans.switches.end(),
                      [&](const PlanSwitch &change) { return change.beforeStep == f.step; }))
       throw RunError(what + " is at a switch, but the run switches plans before no such step");
+    // ... or in a recovery no other device's failure in that step starts.
+    if (f.phase == FaultPhase::Recovery &&
+        (plans.recoveries.empty() || std::none_of(options.faults.begin(), options.faults.end(), [&](const Fault &o) {
+           return o.step == f.step && o.device != f.device && o.phase != FaultPhase::Join &&
+                  o.phase != FaultPhase::Recovery;
+         })))
+      throw RunError(what + " is in a recovery, but no other device fails in that step" +
+                     (plans.recoveries.empty() ? " and the run has no --recover plan" : ""));
   }
   const auto start = std::chrono::steady_clock::now();
   const auto since = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };

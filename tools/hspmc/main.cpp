@@ -79,7 +79,7 @@ int main(int argc, char **argv) {
       ->add_option("--save-every", trainRun.saveEvery,
                    "K: with --save, also write the checkpoint after every K-th step (a death that leaves a part of "
                    "the state without a copy resumes from it)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   trainCommand->add_option("--load", trainRun.load, "Start from a checkpoint (saved under any plan)");
   trainCommand->add_option("--trace", trainRun.trace, "Write a Chrome trace (one track per device)");
   trainCommand->add_option("--timeout", trainTimeout, "Seconds a device waits for a peer before failing")
@@ -88,7 +88,17 @@ int main(int argc, char **argv) {
   trainCommand
       ->add_option("--heartbeat", trainHeartbeat,
                    "MPI with --recover or --fail: seconds without a heartbeat after which a process is dead")
-      ->check(CLI::Range(0.05, 3600.0));
+      ->check(CLI::Range(0.05, 3600.0))
+      ->check(CLI::Validator(
+          [](const std::string &text) {
+            try {
+              if (std::isfinite(std::stod(text)))
+                return std::string();
+            } catch (const std::exception &) {
+            }
+            return text + " is not a number of seconds";
+          },
+          "SECONDS"));
   std::vector<std::string> trainSwitches;
   trainCommand->add_option("--switch", trainSwitches,
                            "STEP:PLAN: before step STEP, move every parameter and optimizer state to PLAN's layout "

@@ -609,6 +609,9 @@ TEST(Cli, DeathsThatCannotBeSurvivedAreClearErrors) {
        "hspmc train: error: a failure of device 1 at step 2 is at a switch, but the run switches plans before no "
        "such step\n"},
       {"hetero4.hspmd" + data + "--fail 9:1", "hspmc train: error: --fail 9:1: step 9 is beyond the run (--steps 3)\n"},
+      {"hetero4.hspmd" + data + "--fail 2:1@recovery --fail 2:1 --recover " + gpt + "tp2.hspmd",
+       "hspmc train: error: a failure of device 1 at step 2 is in a recovery, but no other device fails in that "
+       "step\n"},
       {"../../../tests/elastic/dp2_no_cluster.hspmd" + data + "--fail 2:1 --recover auto",
        "hspmc train: error: --recover auto plans for the run's cluster, but plan 'dp2_no_cluster' names no cluster "
        "file (cluster \"FILE\")\n"}};
@@ -617,6 +620,12 @@ TEST(Cli, DeathsThatCannotBeSurvivedAreClearErrors) {
     EXPECT_EQ(run.code, 1) << options;
     const size_t at = run.output.find("hspmc train: error:");
     EXPECT_EQ(at == std::string::npos ? run.output : run.output.substr(at), message) << options;
+  }
+  // Options out of range are the command line's errors (exit status 2).
+  for (const std::string option : {"--heartbeat nan", "--heartbeat 0", "--save-every 0 --save build/x.ckpt"}) {
+    CliRun run = hspmc("train " + gpt + "hetero4.hspmd" + data + option);
+    EXPECT_EQ(run.code, 2) << option;
+    EXPECT_NE(run.output.find(option.substr(0, option.find(' ')) + ": "), std::string::npos) << run.output;
   }
 }
 
