@@ -150,7 +150,8 @@ struct StageDecl {
   std::optional<Path> layers;
   std::vector<Path> with;
   bool zero = false, recompute = false;
-  Location loc;
+  int64_t zeroReplicas = 1; // `zero replicas N`: each shard of the optimizer state on N devices
+  Location loc, zeroLoc;
 };
 
 struct PipelineDecl {
@@ -173,6 +174,8 @@ struct PlanDecl {
   std::string schedule;
   Location scheduleLoc;
   bool zero = false, recompute = false, chunked = false;
+  int64_t zeroReplicas = 1; // `zero replicas N`
+  Location zeroLoc;
   std::vector<PipelineDecl> pipelines;
   struct Annotate {
     Path path;

@@ -70,8 +70,13 @@ void AstBuilder::buildPlanItem(PlanDecl &plan, P::PlanItemContext *ctx) {
     if (plan.schedule != "1f1b" && plan.schedule != "gpipe")
       error(plan.scheduleLoc, "unknown schedule '" + plan.schedule + "'; expected 1f1b or gpipe");
     (void)s;
-  } else if (dynamic_cast<P::ZeroItemContext *>(ctx)) {
+  } else if (auto *z = dynamic_cast<P::ZeroItemContext *>(ctx)) {
     plan.zero = true;
+    plan.zeroLoc = loc(ctx->getStart());
+    if (z->replicas) {
+      plan.zeroReplicas = intValue(z->replicas).value_or(1);
+      plan.zeroLoc = loc(z->replicas);
+    }
   } else if (dynamic_cast<P::RecomputeItemContext *>(ctx)) {
     plan.recompute = true;
   } else if (dynamic_cast<P::ChunkedItemContext *>(ctx)) {
@@ -140,8 +145,13 @@ StageDecl AstBuilder::buildStage(P::StageDeclContext *ctx) {
     } else if (auto *w = dynamic_cast<P::WithClauseContext *>(clause)) {
       for (auto *path : w->valuePath())
         stage.with.push_back(buildPath(path));
-    } else if (dynamic_cast<P::StageZeroClauseContext *>(clause)) {
+    } else if (auto *z = dynamic_cast<P::StageZeroClauseContext *>(clause)) {
       stage.zero = true;
+      stage.zeroLoc = loc(clause->getStart());
+      if (z->replicas) {
+        stage.zeroReplicas = intValue(z->replicas).value_or(1);
+        stage.zeroLoc = loc(z->replicas);
+      }
     } else if (dynamic_cast<P::StageRecomputeClauseContext *>(clause)) {
       stage.recompute = true;
     }

@@ -221,7 +221,16 @@ std::optional<Compilation::ElaboratedPlan> Compilation::elaboratePlan(const Plan
     spec.schedule = plan.schedule;
   spec.clusterLoc = plan.clusterLoc;
   spec.scheduleLoc = plan.scheduleLoc;
+  auto checkedZeroReplicas = [&](int64_t replicas, const Location &at) {
+    if (replicas < 1 || replicas > 64) {
+      diags_.error(at, "'zero replicas' must be between 1 and 64");
+      return 1;
+    }
+    return static_cast<int>(replicas);
+  };
   spec.zero = plan.zero;
+  spec.zeroLoc = plan.zeroLoc;
+  spec.zeroReplicas = checkedZeroReplicas(plan.zeroReplicas, plan.zeroLoc);
   spec.chunked = plan.chunked;
   spec.recompute = plan.recompute;
 
@@ -280,6 +289,8 @@ std::optional<Compilation::ElaboratedPlan> Compilation::elaboratePlan(const Plan
       s.hpLoc = stage.hpLoc;
       s.layersLoc = stage.layers ? stage.layers->loc : stage.loc;
       s.zero = stage.zero || plan.zero;
+      s.zeroLoc = stage.zero ? stage.zeroLoc : plan.zeroLoc;
+      s.zeroReplicas = stage.zero ? checkedZeroReplicas(stage.zeroReplicas, stage.zeroLoc) : spec.zeroReplicas;
       s.recompute = stage.recompute || plan.recompute;
       if (s.devices.empty())
         diags_.error(stage.loc, "a stage needs 'devices [...]'");

@@ -58,7 +58,7 @@ planItem
   | 'bind' binding (',' binding)*                             # bindItem
   | 'optimizer' name=ident callArgs?                          # optimizerItem
   | 'schedule' (ident | '1f1b')                               # scheduleItem
-  | 'zero'                                                    # zeroItem
+  | 'zero' ('replicas' replicas=INT)?                         # zeroItem
   | 'recompute'                                               # recomputeItem
   | 'chunked'                                                 # chunkedItem
   | 'pipeline' name=ident? pipelineOption* '{' stageDecl* '}' # pipelineItem
@@ -74,7 +74,7 @@ stageClause
   | key=('cp' | 'hp') '[' shareEntry (',' shareEntry)* ']'    # shareClause
   | 'layers' valuePath                                        # layersClause
   | 'with' valuePath (',' valuePath)*                         # withClause
-  | 'zero'                                                    # stageZeroClause
+  | 'zero' ('replicas' replicas=INT)?                         # stageZeroClause
   | 'recompute'                                               # stageRecomputeClause
   ;
 shareEntry : (INT | deviceList) ':' INT ;
@@ -95,7 +95,7 @@ hetero          : ident ('ratio'? '[' INT (',' INT)* ']')? ;
 ident
   : IDENT | 'layers' | 'devices' | 'share' | 'microbatches' | 'tp' | 'cp' | 'hp' | 'zero'
   | 'recompute' | 'stage' | 'with' | 'to' | 'bind' | 'cluster' | 'optimizer' | 'schedule'
-  | 'pipeline' | 'x' | 'ratio' | 'chunked'
+  | 'pipeline' | 'x' | 'ratio' | 'chunked' | 'replicas'
   ;
 
 // ---------------------------------------------------------------- tokens

@@ -30,7 +30,8 @@ struct StageSpec {
   std::vector<std::string> extraParams; // `with ...`, expanded to parameter names
   std::vector<std::string> with;        // the `with` paths as written ("norm"); what is printed
   bool zero = false, recompute = false;
-  Location loc, devicesLoc, tpLoc, cpLoc, hpLoc, layersLoc;
+  int zeroReplicas = 1; // `zero replicas N`: each shard of the optimizer state on N devices
+  Location loc, zeroLoc, devicesLoc, tpLoc, cpLoc, hpLoc, layersLoc;
   std::vector<Location> extraParamLocs; // one per extraParams entry
 };
 
@@ -68,10 +69,11 @@ struct PlanSpec {
   std::map<std::string, double> optimizerArgs;
   std::string schedule = "1f1b";
   bool zero = false, recompute = false;
+  int zeroReplicas = 1; // `zero replicas N` (docs/elastic.md): a failure of N - 1 devices loses no shard
   bool chunked = false; // uneven (chunked) splits are intended: no HS104
   std::vector<PipelineSpec> pipelines;
   std::vector<PinnedAnnotation> annotations, reshards;
-  Location clusterLoc, scheduleLoc;
+  Location clusterLoc, scheduleLoc, zeroLoc;
 };
 
 } // namespace hspmd::ir

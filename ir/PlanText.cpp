@@ -121,7 +121,7 @@ std::string printPlan(const PlanSpec &spec, const PlanTextOptions &options) {
   }
   text += "\n  schedule " + spec.schedule + "\n";
   if (spec.zero)
-    text += "  zero\n";
+    text += spec.zeroReplicas > 1 ? "  zero replicas " + std::to_string(spec.zeroReplicas) + "\n" : "  zero\n";
   if (spec.recompute)
     text += "  recompute\n";
   if (spec.chunked)
@@ -141,8 +141,8 @@ std::string printPlan(const PlanSpec &spec, const PlanTextOptions &options) {
       const std::vector<std::string> &with = stage.with.empty() ? stage.extraParams : stage.with;
       for (size_t i = 0; i < with.size(); ++i)
         text += (i ? ", " : " with ") + with[i];
-      if (stage.zero && !spec.zero)
-        text += " zero";
+      if (stage.zero && (!spec.zero || stage.zeroReplicas != spec.zeroReplicas))
+        text += stage.zeroReplicas > 1 ? " zero replicas " + std::to_string(stage.zeroReplicas) : " zero";
       if (stage.recompute && !spec.recompute)
         text += " recompute";
       text += "\n";
@@ -161,8 +161,8 @@ std::string printPlan(const PlanSpec &spec, const PlanTextOptions &options) {
 bool samePlan(const PlanSpec &a, const PlanSpec &b) {
   if (a.name != b.name || a.model != b.model || a.modelArgs != b.modelArgs || a.clusterPath != b.clusterPath ||
       a.bindings != b.bindings || a.optimizer != b.optimizer || a.optimizerArgs != b.optimizerArgs ||
-      a.schedule != b.schedule || a.zero != b.zero || a.recompute != b.recompute || a.chunked != b.chunked ||
-      a.pipelines.size() != b.pipelines.size() || !samePins(a.annotations, b.annotations) ||
+      a.schedule != b.schedule || a.zero != b.zero || a.zeroReplicas != b.zeroReplicas || a.recompute != b.recompute ||
+      a.chunked != b.chunked || a.pipelines.size() != b.pipelines.size() || !samePins(a.annotations, b.annotations) ||
       !samePins(a.reshards, b.reshards))
     return false;
   for (size_t p = 0; p < a.pipelines.size(); ++p) {
@@ -174,7 +174,8 @@ bool samePlan(const PlanSpec &a, const PlanSpec &b) {
       const StageSpec &u = x.stages[s], &v = y.stages[s];
       if (u.devices != v.devices || u.tp != v.tp || !sameShares(u.cp, v.cp) || !sameShares(u.hp, v.hp) ||
           u.stack != v.stack || u.layerBegin != v.layerBegin || u.layerEnd != v.layerEnd ||
-          u.extraParams != v.extraParams || u.with != v.with || u.zero != v.zero || u.recompute != v.recompute)
+          u.extraParams != v.extraParams || u.with != v.with || u.zero != v.zero || u.zeroReplicas != v.zeroReplicas ||
+          u.recompute != v.recompute)
         return false;
     }
   }

@@ -33,6 +33,7 @@
 #include "passes/Layout.h"
 
 #include <algorithm>
+#include <numeric>
 #include <set>
 
 namespace hspmd::passes {
@@ -551,19 +552,39 @@ private:
   }
 
   // `zero`: the optimizer state of a parameter is split over all the copies of it.
+  // `zero replicas R` keeps R copies of each share on different devices: where the parameter
+  // lies whole on R or more pipelines (subgroups), each pipeline keeps a whole copy of the
+  // state, split inside it; otherwise an outermost replica axis of R is kept in each
+  // subgroup (its devices farthest apart in the group) and the rest of the copies split.
   void shardOptimizerState() {
-    bool zero = plan_.spec && plan_.spec->zero;
+    bool zero = false;
+    int replicas = 1;
+    ir::Location where;
+    if (plan_.spec && plan_.spec->zero) {
+      zero = true;
+      replicas = plan_.spec->zeroReplicas;
+      where = plan_.spec->zeroLoc;
+    }
     if (plan_.spec)
       for (const auto &pipeline : plan_.spec->pipelines)
         for (const auto &stage : pipeline.stages)
-          zero = zero || stage.zero;
+          if (stage.zero && (!zero || stage.zeroReplicas > replicas)) {
+            zero = true;
+            replicas = stage.zeroReplicas;
+            where = stage.zeroLoc;
+          }
     if (!zero)
       return;
+    std::vector<std::string> short_;
     for (const ir::Value *param : graph_.params()) {
       ir::Annotation state = annotationOf(param);
       if (param->type.rank() == 0)
         continue;
-      if (state.subgroups.size() > 1 && state.hetero.kind == ir::HeteroKind::Dup)
+      const bool heteroDup = state.subgroups.size() > 1 && state.hetero.kind == ir::HeteroKind::Dup;
+      int within = replicas; // copies each subgroup keeps
+      if (heteroDup && replicas > 1 && static_cast<int>(state.subgroups.size()) >= replicas)
+        within = 1;
+      else if (heteroDup)
         state.hetero = {ir::HeteroKind::Split, 0, {}, false};
       // Each copy axis splits a dimension no other axis splits, so that a device's share
       // of the state lies inside its piece of the parameter (under tensor parallelism the
@@ -574,20 +595,49 @@ private:
         for (const auto &axis : local.axes)
           if (axis.kind == ir::AxisKind::Split)
             split.insert(axis.dim);
-        for (auto &axis : local.axes)
-          if (axis.kind == ir::AxisKind::Dup && axis.count > 1) {
-            int dim = 0;
-            for (int d = 0; d < static_cast<int>(sizes.size()); ++d)
-              if (!split.count(d) && sizes[static_cast<size_t>(d)] % axis.count == 0) {
-                dim = d;
-                break;
-              }
-            split.insert(dim);
-            axis = {ir::AxisKind::Split, dim, axis.count};
+        int keep = within, copies = 1;
+        std::vector<ir::MeshAxis> axes;
+        for (auto axis : local.axes) {
+          if (axis.kind != ir::AxisKind::Dup || axis.count <= 1) {
+            axes.push_back(axis);
+            continue;
           }
+          copies *= axis.count;
+          if (const int kept = std::gcd(axis.count, keep); kept > 1) {
+            axes.push_back({ir::AxisKind::Dup, 0, kept});
+            axis.count /= kept;
+            keep /= kept;
+            if (axis.count == 1)
+              continue;
+          }
+          int dim = 0;
+          for (int d = 0; d < static_cast<int>(sizes.size()); ++d)
+            if (!split.count(d) && sizes[static_cast<size_t>(d)] % axis.count == 0) {
+              dim = d;
+              break;
+            }
+          split.insert(dim);
+          axes.push_back({ir::AxisKind::Split, dim, axis.count});
+        }
+        local.axes = std::move(axes);
+        if (keep > 1)
+          short_.push_back("'" + param->name + "' has " + std::to_string(copies) + (copies == 1 ? " copy" : " copies") +
+                           " on devices " + ir::printDeviceRange(local.devices) +
+                           (copies < within ? ", fewer than " : ", not a multiple of ") + std::to_string(within));
       }
       plan_.optimizerState[param->name] = state;
     }
+    if (!short_.empty())
+      report_(
+          Problem{Severity::Error,
+                  where,
+                  "HS120",
+                  "zero replicas " + std::to_string(replicas) + ": " + short_.front() +
+                      (short_.size() > 1 ? " (and " + std::to_string(short_.size() - 1) + " more parameters)" : "") +
+                      "; each share of its optimizer state is kept on " + std::to_string(replicas) +
+                      " of the devices holding it (its data-parallel copies, or pipelines that each hold it whole)",
+                  {},
+                  {}});
   }
 };
 

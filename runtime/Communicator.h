@@ -67,6 +67,10 @@ public:
                         const std::function<void(const std::vector<Piece> &)> &use) = 0;
   /// Waits for every device of the run.
   virtual void barrier() = 0;
+  /// Waits until every message this device sent has been taken by its receiver (or the
+  /// receiver is dead), so that a death right after leaves no message unread. Threads: a
+  /// sent message is already in the receiver's hands.
+  virtual void flush() {}
 };
 
 /// Where the devices of a run live, as one process sees them: what the one training loop

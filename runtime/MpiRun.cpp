@@ -98,6 +98,7 @@ public:
 
   void send(int peer, int64_t tag, std::vector<char> message) override {
     Pending &p = pending_.emplace_back();
+    p.peer = peer;
     p.buffer.resize(8 + message.size());
     std::memcpy(p.buffer.data(), &tag, 8);
     if (!message.empty()) // a barrier's message is empty
@@ -225,6 +226,30 @@ public:
       send(other, tag, {});
   }
 
+  // Waits until every message this device sent has been taken by its receiver, or the
+  // receiver died (OpenMPI reads a large message from the sender's memory: a sender that
+  // dies first leaves it unread).
+  void flush() override {
+    const auto deadline = Clock::now() + timeout_;
+    int spins = 0;
+    for (;;) {
+      progress();
+      for (auto it = pending_.begin(); it != pending_.end();) {
+        const auto r = std::find(devices_.begin(), devices_.end(), it->peer) - devices_.begin();
+        const auto next = std::next(it);
+        if (liveness_ && liveness_->silent(static_cast<int>(r)))
+          retiredSends_.splice(retiredSends_.end(), pending_, it); // never done: MPI may still read it
+        it = next;
+      }
+      if (pending_.empty())
+        return;
+      if (Clock::now() > deadline)
+        throw CommError("device " + std::to_string(device()) + " waited " + formatSeconds(timeout_) + " s for device " +
+                        std::to_string(pending_.front().peer) + " to take its message");
+      pause(spins);
+    }
+  }
+
   void drain() {
     const auto deadline = Clock::now() + timeout_;
     int spins = 0;
@@ -249,6 +274,7 @@ private:
   struct Pending {
     std::vector<char> buffer;
     MPI_Request request;
+    int peer = -1; // sends: the receiving device
   };
   std::vector<int> devices_;
   int rank_; // in MPI_COMM_WORLD

@@ -510,7 +510,7 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
           transfer = planSwitch(survivors, *planAt(*target));
         } catch (const SwitchError &e) {
           const std::string lost =
-              why + "; the survivors (" + who + ") cannot rebuild the state, a part's only copy died: " + e.what();
+              why + "; the survivors (" + who + ") cannot rebuild the state, every copy of a part died: " + e.what();
           if (options.saveEvery == 0 || options.save.empty())
             throw RunError(lost + " (with --save FILE --save-every K the run would resume from its last checkpoint)");
           // Resume from the last checkpoint this run wrote: every survivor loads it under the
@@ -693,6 +693,7 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
             if (executor) {
               world.shield(id, true);
               executor->update();
+              comm.flush(); // the others' updates may still need what this one sent
               world.shield(id, false);
             }
             updated = step;

@@ -79,6 +79,8 @@ TEST(PlanText, SamePlanSeesEveryChange) {
       [](ir::PlanSpec &s) { s.bindings["B"] = 8; },
       [](ir::PlanSpec &s) { s.optimizerArgs["lr"] = 2e-3; },
       [](ir::PlanSpec &s) { s.zero = false; },
+      [](ir::PlanSpec &s) { s.zeroReplicas = 2; },
+      [](ir::PlanSpec &s) { s.pipelines[0].stages[0].zeroReplicas = 2; },
       [](ir::PlanSpec &s) { s.pipelines[0].microbatches = 4; },
       [](ir::PlanSpec &s) { s.pipelines[0].stages[0].cp[1].value = 25; },
       [](ir::PlanSpec &s) { s.pipelines[0].stages[0].hp[2].devices = {3}; },

@@ -511,6 +511,13 @@ std::vector<ElasticCase> elasticCases() {
            gpt + "single.hspmd",
        "\ndevice 2 died at the start of the move of the recovery before step 3; device 3 died at the start of its "
        "forward pass of step 3; devices 0, 1 agreed in "},
+      // ZeRO that survives: `zero replicas 2` keeps each share of the state on two devices
+      // (data-parallel copies; pipelines that each hold a whole copy).
+      {gpt + "dp4_zero_replicas.hspmd", "--steps 4 --fail 3:1@backward --recover tests/elastic/dp2_on_0_2.hspmd",
+       "\ndevice 1 died at the start of its backward pass of step 3; devices 0, 2, 3 agreed in "},
+      {llama + "tiny_llama_pipelines_zero_replicas.hspmd",
+       "--steps 3 --fail 2:3 --recover " + llama + "tiny_llama_dp2_zero.hspmd",
+       "\ndevice 3 died at the start of its forward pass of step 2; devices 0, 1, 2 agreed in "},
       // --recover auto: the planner plans for the live devices, twice.
       {llama + "tiny_llama_hetero4.hspmd", "--steps 5 --fault-trace tests/elastic/two_deaths.trace --recover auto",
        "\ndevice 2 died at the start of its backward pass of step 4; devices 0, 1 agreed in "}};
@@ -581,8 +588,14 @@ TEST(Cli, DeathsThatCannotBeSurvivedAreClearErrors) {
        "plan to go on with)\n"},
       {"dp2_zero.hspmd" + data + "--fail 2:1 --recover " + gpt + "single.hspmd",
        "hspmc train: error: device 1 died at the start of its forward pass of step 2; the survivors (0) cannot rebuild "
-       "the state, a part's only copy died: no device of the plan switched from holds all of region [32:64] of "
+       "the state, every copy of a part died: no device of the plan switched from holds all of region [32:64] of "
        "'blocks[0].ln1.adam_m' (with --save FILE --save-every K the run would resume from its last checkpoint)\n"},
+      // Both copies of a share (`zero replicas 2`) die in one step.
+      {"dp4_zero_replicas.hspmd" + data + "--fail 2:1 --fail 2:3 --recover tests/elastic/dp2_on_0_2.hspmd",
+       "hspmc train: error: device 1 died at the start of its forward pass of step 2; device 3 died at the start of "
+       "its forward pass of step 2; the survivors (0, 2) cannot rebuild the state, every copy of a part died: no "
+       "device of the plan switched from holds all of region [32:64] of 'blocks[0].ln1.adam_m' (with --save FILE "
+       "--save-every K the run would resume from its last checkpoint)\n"},
       {"dp2_zero.hspmd" + data + "--save-every 2",
        "hspmc train: error: --save-every 2 needs --save FILE (where to write the checkpoint)\n"},
       {"single.hspmd" + data + "--fail 2:0 --recover " + gpt + "single.hspmd",
@@ -745,7 +758,7 @@ TEST(Cli, ALostPartResumesFromTheLastCheckpoint) {
                                                 "agreed in "
                                               : line;
     EXPECT_NE(resumed.output.find(died), std::string::npos) << resumed.output;
-    EXPECT_NE(resumed.output.find("; the survivors (0) cannot rebuild the state, a part's only copy died: no device "
+    EXPECT_NE(resumed.output.find("; the survivors (0) cannot rebuild the state, every copy of a part died: no device "
                                   "of the plan switched from holds all of region [32:64] of 'blocks[0].ln1.adam_m'; "
                                   "resumed from the checkpoint of step 2 (build/cli_resume.ckpt) under plan "
                                   "'single': 1 step lost; step 3 is run again\n"),
