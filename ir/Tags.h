@@ -47,7 +47,9 @@ inline int64_t ofStep(int64_t tag, int64_t step) {
 /// The runtime's own messages (runtime/Run.cpp).
 constexpr int64_t kLossSum = -1;
 constexpr int64_t kReport = -2;
-constexpr int64_t kCheckpoint = -3; // each device's state to the first, for --save-every
+constexpr int64_t kCheckpoint = -3;    // each device's state to the first, for --save-every
+constexpr int64_t kComputeTimes = -4;  // each device's kernel time in a step, to all (--stragglers)
+constexpr int64_t kStragglerVote = -5; // the first device's decision on a straggler, to all
 /// The state transfer of the run's k-th plan switch (runtime/Switch.h).
 inline int64_t planSwitch(int64_t k) {
   return -16 - k;

@@ -121,6 +121,8 @@ public:
 /// The sum of `value` over every device of `devices` (each calls it with the same list),
 /// added in list order: the same bits on every device and on every backend.
 double sumOverDevices(Communicator &comm, const std::vector<int> &devices, int64_t tag, double value);
+/// Every device's `value`, in the order of `devices`, on every device of them.
+std::vector<double> gatherOverDevices(Communicator &comm, const std::vector<int> &devices, int64_t tag, double value);
 
 /// The shared state of a threads run: mailboxes and rendezvous, guarded by one mutex. Each
 /// device waits on its own condition variable and is woken only by what concerns it (a

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <ctime>
 #include <map>
 
 namespace hspmd::runtime {
@@ -193,11 +194,29 @@ void DeviceExecutor::run(ir::Phase phase, int microbatch) {
     timed(*in, microbatch);
 }
 
+namespace {
+double threadCpuSeconds() {
+  timespec now{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return static_cast<double>(now.tv_sec) + 1e-9 * static_cast<double>(now.tv_nsec);
+}
+} // namespace
+
 void DeviceExecutor::timed(const ir::Instruction &in, int microbatch) {
   const auto start = std::chrono::steady_clock::now();
-  execute(in, microbatch);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const bool communication = in.kind != ir::InstrKind::Kernel && in.kind != ir::InstrKind::Copy;
+  const bool cpu = !communication && (measureCpu_ || slowdown_ > 1);
+  const double cpuStart = cpu ? threadCpuSeconds() : 0;
+  execute(in, microbatch);
+  if (cpu) {
+    if (slowdown_ > 1) { // a straggler: it spins until the work took `slowdown_` times its CPU time
+      const double until = cpuStart + slowdown_ * (threadCpuSeconds() - cpuStart);
+      while (threadCpuSeconds() < until) {
+      }
+    }
+    kernelCpu_ += threadCpuSeconds() - cpuStart;
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   (communication ? times_.communicating : times_.busy) += seconds;
   if (tracing_)
     events_.push_back({in.op, communication, std::chrono::duration<double>(start - origin_).count(), seconds});

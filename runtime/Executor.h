@@ -90,6 +90,13 @@ public:
   /// Makes the device die (DeviceDeath) at the start of its first forward or backward slot of
   /// its next step: a failure injected at that point (hspmc train --fail).
   void dieAt(ir::Phase phase) { dieAt_ = phase; }
+  /// A straggler (`slow FACTOR` in a fault trace): each kernel and copy takes `factor` times
+  /// its CPU time (the device spins for the rest); 1: its own speed.
+  void slowDown(double factor) { slowdown_ = factor; }
+  /// Kernel and copy time as CPU time of the device's thread (hspmc train --stragglers): on a
+  /// machine whose cores the devices share, the time others took is not the device's.
+  void measureCpu() { measureCpu_ = true; }
+  double kernelCpuSeconds() const { return kernelCpu_; }
 
   const DeviceTimes &times() const { return times_; }
   /// Records every instruction from now on, with times since `origin`.
@@ -115,6 +122,9 @@ private:
   bool changed_ = false;   // an update kernel of the step has run
   size_t exchanged_ = 0;   // update instructions run by updateExchange()
   std::optional<ir::Phase> dieAt_;
+  double slowdown_ = 1;
+  bool measureCpu_ = false;
+  double kernelCpu_ = 0;
   PhaseFunctions phases_{};
 
   char *address(int buffer, int microbatch) const;

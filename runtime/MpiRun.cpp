@@ -429,8 +429,9 @@ public:
     comm_.reset(); // its sends are drained first
     // OpenMPI 4.1 (no ULFM) at times waits forever in MPI_Finalize after a process of the job
     // died (about one run in five here): after a death the survivors, their messages
-    // delivered (the barrier at the end of runMpi), leave without it.
-    if (agreements_ == 0)
+    // delivered (the barrier at the end of runMpi), leave without it. (An agreement with every
+    // process alive, a switch for a straggler, leaves MPI whole.)
+    if (!lostAny_)
       MPI_Finalize();
   }
   const std::vector<int> &devices() const override { return devices_; }
@@ -529,6 +530,7 @@ public:
     MPI_Group_free(&world);
     comm_->adopt(decision, making->comm);
     ++agreements_;
+    lostAny_ = lostAny_ || decision.size() < devices_.size();
     std::vector<int> live;
     for (int r : decision)
       live.push_back(devices_[static_cast<size_t>(r)]);
@@ -553,6 +555,7 @@ private:
   std::condition_variable beatWake_;
   bool stopping_ = false;
   int64_t agreements_ = 0;
+  bool lostAny_ = false; // an agreement left a process out
   bool gaveUp_ = false;
   std::list<std::vector<int>> decisions_; // sent: their buffers live as long as the world
 
@@ -638,7 +641,8 @@ RunResult runMpi(const std::map<int, ir::DeviceProgram> &programs, const ModelIn
 }
 
 RunResult runMpi(const RunPlans &plans, const ModelInfo &model, const RunOptions &options) {
-  const bool elastic = !plans.recoveries.empty() || !options.faults.empty();
+  // An agreement needs the elastic world: after a death, or to switch for a straggler.
+  const bool elastic = !plans.recoveries.empty() || killsDevices(options.faults) || options.stragglers;
   MpiWorld world(plans.devices(), options, plans.plans.size() > 1, elastic);
   try {
     RunResult result = train(world, plans, model, options);

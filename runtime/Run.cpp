@@ -1,6 +1,8 @@
 // Run.cpp - the training loop over a World of communicators, for threads and MPI (runtime/Run.h).
 #include "runtime/Run.h"
 
+#include "runtime/Stragglers.h"
+
 #include "ir/Tags.h"
 
 #include <nlohmann/json.hpp>
@@ -8,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <memory>
@@ -61,6 +64,7 @@ void writeLosses(const std::string &path, const std::string &plan, const ModelIn
                               {"optimizer", optimizer},
                               {"optimizer_args", optimizerArgs},
                               {"losses", result.losses},
+                              {"step_seconds", result.stepSeconds}, // per step, from the end of the one before
                               {"seconds", result.seconds}};
   std::ofstream file(path);
   file << out.dump(2) << "\n";
@@ -246,8 +250,20 @@ std::string readFaultTrace(const std::string &path, const std::vector<int> &devi
     if (!(words >> step))
       continue;
     words >> device >> event >> phase >> extra;
-    if (event == "slow")
-      return where + "'slow' events are not supported yet (only 'fail' and 'join')";
+    if (event == "slow") {
+      FaultOption parsed = parseFaultOption(step + ":" + device, devices, steps);
+      if (!parsed.error.empty())
+        return where + parsed.error.substr(parsed.error.find(": ") + 2);
+      char *end = nullptr;
+      const double factor = phase.empty() ? 0 : std::strtod(phase.c_str(), &end);
+      if (phase.empty() || *end != '\0' || !std::isfinite(factor) || factor < 1 || factor > 1000 || !extra.empty())
+        return where + "expected STEP DEVICE slow FACTOR, a factor from 1 to 1000 (the device's kernels take FACTOR "
+                       "times as long; 1: its own speed again)";
+      parsed.fault.phase = FaultPhase::Slow;
+      parsed.fault.factor = factor;
+      faults.push_back(parsed.fault);
+      continue;
+    }
     if (event == "join" && phase.empty()) {
       FaultOption parsed = parseFaultOption(step + ":" + device, devices, steps);
       if (!parsed.error.empty())
@@ -264,13 +280,17 @@ std::string readFaultTrace(const std::string &path, const std::vector<int> &devi
       continue;
     }
     if (event != "fail" || !extra.empty())
-      return where + "expected STEP DEVICE fail [PHASE] or STEP DEVICE join";
+      return where + "expected STEP DEVICE fail [PHASE], STEP DEVICE join or STEP DEVICE slow FACTOR";
     FaultOption parsed = parseFaultOption(step + ":" + device + (phase.empty() ? "" : "@" + phase), devices, steps);
     if (!parsed.error.empty())
       return where + parsed.error.substr(parsed.error.find(": ") + 2);
     faults.push_back(parsed.fault);
   }
   return "";
+}
+
+bool killsDevices(const std::vector<Fault> &faults) {
+  return std::any_of(faults.begin(), faults.end(), [](const Fault &f) { return f.phase != FaultPhase::Slow; });
 }
 
 std::vector<int> RunPlans::devices() const {
@@ -321,7 +341,7 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
     if (f.phase == FaultPhase::Recovery &&
         (plans.recoveries.empty() || std::none_of(options.faults.begin(), options.faults.end(), [&](const Fault &o) {
            return o.step == f.step && o.device != f.device && o.phase != FaultPhase::Join &&
-                  o.phase != FaultPhase::Recovery;
+                  o.phase != FaultPhase::Recovery && o.phase != FaultPhase::Slow;
          })))
       throw RunError(what + " is in a recovery, but no other device fails in that step" +
                      (plans.recoveries.empty() ? " and the run has no --recover plan" : ""));
@@ -357,6 +377,21 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
     }
     return replanned[k] = {index, made};
   };
+  // --stragglers: the plan made after step k for the devices' measured speeds (once).
+  std::map<int64_t, std::pair<size_t, Replanned>> reSped;
+  auto replanForSpeedsAfter = [&](int64_t step, const std::vector<int> &live, const std::map<int, double> &speeds,
+                                  size_t current) {
+    std::lock_guard lock(plansMutex);
+    if (auto made = reSped.find(step); made != reSped.end())
+      return made->second;
+    Replanned made = plans.replanForSpeeds(live, speeds, *allPlans[current]);
+    size_t index = allPlans.size();
+    if (made.programs) {
+      allPlans.push_back(made.programs);
+      allNames.push_back(made.name);
+    }
+    return reSped[step] = {index, made};
+  };
   std::map<int, std::vector<TraceEvent>> events;
   std::mutex mutex;
   std::string firstError;
@@ -378,6 +413,11 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
     bool switching = false, inStep = false;
     size_t next = 0; // the next switch
     std::vector<int> live = devices;
+    double slowFactor = 1; // a `slow` event of the fault trace: its kernels take this many times as long
+    StragglerWatch watch;  // --stragglers
+    const DeviceExecutor *measured = nullptr;
+    double busyBefore = 0; // the measured executor's kernel time at the end of the last step
+    double moveRate = 0;   // bytes per second of this run's last move (the first device's)
     try {
       Communicator &comm = world.communicator(id);
       // The device's executor under plan p; none where p does not use the device.
@@ -387,6 +427,9 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
         if (program == programs->end())
           return nullptr;
         auto made = std::make_unique<DeviceExecutor>(program->second, comm);
+        made->slowDown(slowFactor);
+        if (options.stragglers)
+          made->measureCpu();
         if (p < options.generated.size())
           if (auto generated = options.generated[p].find(id); generated != options.generated[p].end())
             made->setPhases(generated->second);
@@ -424,6 +467,8 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
         holdingPlan = target;
         packedOld.clear();
         packedOld.shrink_to_fit();
+        watch.restart(); // a new plan: new baselines
+        measured = nullptr;
       };
       // After a death: the survivors agree, then go on under the first recovery plan whose
       // devices are all alive, the state moved from their copies.
@@ -434,13 +479,14 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
                            [&](const Fault &f) { return f.step == step && f.device == id && f.phase == phase; });
       };
       size_t deathsSeen = 0; // of `deaths`, those told by a recovery already
-      auto recover = [&](std::string why, bool death = true) -> int64_t {
+      auto recover = [&](std::string why, bool death = true,
+                         std::optional<std::pair<size_t, Replanned>> chosen = std::nullopt) -> int64_t {
         if (death) {
           std::lock_guard lock(mutex);
           if (!deaths.empty()) // what the death said, rather than how a survivor noticed it
             why = deaths.back();
         }
-        if (plans.recoveries.empty())
+        if (plans.recoveries.empty() && !chosen)
           throw RunError(why + "; the run stops (no --recover plan to go on with)");
         const double began = since();
         live = world.agree(id);
@@ -478,7 +524,11 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
         const auto from = static_cast<size_t>(std::llround(planSum / holders)); // the plan they hold it under
         std::optional<size_t> target;
         Replanned made; // --recover auto
-        for (size_t p : plans.recoveries) {
+        if (chosen) {
+          target = chosen->first;
+          made = chosen->second;
+        }
+        for (size_t p : chosen ? std::vector<size_t>{} : plans.recoveries) {
           if (p == RunPlans::kReplan) {
             auto [index, replan] = replanAfter(k, live);
             if (!replan.programs)
@@ -561,6 +611,8 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
           result.recoveries.push_back({goOn + 1, agreed - began, transfer.planSeconds,
                                        since() - moveStart - transfer.planSeconds, made.planSeconds,
                                        made.compileSeconds});
+          if (result.recoveries.back().moveSeconds > 0 && transfer.bytesMoved > 0)
+            moveRate = static_cast<double>(transfer.bytesMoved) / result.recoveries.back().moveSeconds;
           if (options.progress) {
             std::lock_guard lock(mutex);
             std::string planned; // --recover auto: how the plan came
@@ -621,6 +673,100 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
           }
         }
       };
+      // --stragglers, after each step: every device's kernel time to all; each device's watch
+      // reaches the same verdict. For a straggler the run plans anew at the measured speeds,
+      // and the first device decides (for all) whether the predicted gain over the steps left
+      // exceeds the switch's cost: planning and compiling as measured, the move priced at the
+      // rate of this run's last move. Returns the step the state is at after a switch.
+      auto watchStragglers = [&](int64_t step, int64_t s) -> std::optional<int64_t> {
+        const double busy = executor ? executor->kernelCpuSeconds() : 0;
+        const double mine = executor.get() == measured ? busy - busyBefore : busy;
+        measured = executor.get();
+        busyBefore = busy;
+        const std::vector<double> all =
+            gatherOverDevices(comm, live, ir::tags::ofStep(ir::tags::kComputeTimes, step), executor ? mine : -1);
+        std::map<int, double> seconds;
+        for (size_t i = 0; i < live.size(); ++i)
+          if (all[i] >= 0)
+            seconds[live[i]] = all[i];
+        const StragglerWatch::Verdict verdict = watch.observe(step, seconds);
+        const bool leader = id == live.front();
+        auto stepsText = [](const StragglerWatch::Streak &streak) {
+          return streak.first == streak.last
+                     ? "in step " + std::to_string(streak.first) + " only"
+                     : "in steps " + std::to_string(streak.first) + "-" + std::to_string(streak.last);
+        };
+        if (leader && options.progress)
+          for (const StragglerWatch::Streak &flicker : verdict.flickers) {
+            char text[300];
+            std::snprintf(text, sizeof text,
+                          "device %d ran %.1fx its usual compute time %s: no re-plan (that takes %d steps in a row)",
+                          flicker.device, flicker.ratio, stepsText(flicker).c_str(),
+                          StragglerWatch::Options{}.persistence);
+            std::lock_guard lock(mutex);
+            *options.progress << text << std::endl;
+          }
+        if (!verdict.straggler)
+          return std::nullopt;
+        const StragglerWatch::Streak straggler = *verdict.straggler;
+        const int64_t left = options.steps - s - 1;
+        std::map<int, double> speeds = watch.speeds();
+        speeds[straggler.device] = watch.speed(straggler.device) / straggler.ratio;
+        std::pair<size_t, Replanned> made{0, Replanned{}};
+        if (left > 0)
+          made = replanForSpeedsAfter(step, live, speeds, holdingPlan);
+        double vote = 0;
+        char text[1000];
+        std::snprintf(text, sizeof text, "device %d ran %.1fx its usual compute time %s (speed %.2f of its type's)",
+                      straggler.device, straggler.ratio, stepsText(straggler).c_str(), speeds[straggler.device]);
+        std::string line = text;
+        if (leader && left == 0) {
+          line += ": the run has no step left to gain";
+        } else if (leader && !made.second.programs) {
+          line +=
+              "; no plan for its speed: " + made.second.error + "; the run stays on plan '" + nameOf(holdingPlan) + "'";
+        } else if (leader) {
+          // The streak's steps as they ran, and the simulator's ratio of the new plan to this one.
+          double now = 0;
+          int counted = 0;
+          for (int64_t k = straggler.first; k <= straggler.last; ++k)
+            if (k - firstStep - 1 >= 0 && k - firstStep - 1 < static_cast<int64_t>(result.stepSeconds.size())) {
+              now += result.stepSeconds[static_cast<size_t>(k - firstStep - 1)];
+              ++counted;
+            }
+          now = counted ? now / counted : 0;
+          const Replanned &r = made.second;
+          const double predicted = r.predictedNowSeconds > 0 ? now * r.predictedSeconds / r.predictedNowSeconds : now;
+          const StateSwitch transfer = planSwitch(*planAt(holdingPlan), *r.programs);
+          const double rate = moveRate > 0 ? moveRate : double{1 << 30};
+          const double move = static_cast<double>(transfer.bytesMoved) / rate;
+          const double cost = r.planSeconds + r.compileSeconds + move;
+          const double gain = (now - predicted) * static_cast<double>(left);
+          vote = gain > cost ? 1 : 0;
+          std::snprintf(text, sizeof text,
+                        "; planned for its speed in %.0f ms, compiled in %.0f ms: plan '%s' (%s) is predicted at "
+                        "%.1f ms a step against %.1f ms now; over the %lld steps left it would save %.2f s %s the "
+                        "switch's %.2f s (%.2f MiB to move at %.2f GiB/s%s)",
+                        r.planSeconds * 1e3, r.compileSeconds * 1e3, r.name.c_str(), r.path.c_str(), predicted * 1e3,
+                        now * 1e3, static_cast<long long>(left), gain, vote > 0 ? "against" : "but that is less than",
+                        cost, static_cast<double>(transfer.bytesMoved) / (1 << 20), rate / (1 << 30),
+                        moveRate > 0 ? ", as the last move ran" : ", assumed");
+          line += text;
+          line += vote > 0 ? ": switching" : ": the run stays on plan '" + nameOf(holdingPlan) + "'";
+        }
+        if (leader && options.progress) {
+          std::lock_guard lock(mutex);
+          *options.progress << line << std::endl;
+        }
+        const bool go =
+            sumOverDevices(comm, live, ir::tags::ofStep(ir::tags::kStragglerVote, step), leader ? vote : 0) > 0;
+        if (!go) {
+          watch.accept(straggler); // its speed now is its normal: no switch until it changes again
+          return std::nullopt;
+        }
+        watch.adopt(straggler);
+        return recover("device " + std::to_string(straggler.device) + " is a straggler", false, made);
+      };
       double stepStart = since();
       // Step by step; after a recovery, on from the step the survivors' state is at.
       std::set<std::pair<int64_t, int>> joined; // (step, device): joins carried out
@@ -628,6 +774,11 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
         const int64_t step = firstStep + s + 1;
         try {
           try {
+            for (const Fault &f : options.faults)
+              if (f.phase == FaultPhase::Slow && f.device == id && f.step == step && executor)
+                executor->slowDown(slowFactor = f.factor);
+              else if (f.phase == FaultPhase::Slow && f.device == id && f.step == step)
+                slowFactor = f.factor;
             // Devices that come back before this step: let them in, agree, and move the state
             // to the first --recover plan whose devices are all alive.
             std::string joins;
@@ -713,6 +864,11 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
               stepStart = since();
               progress.step(s, result.losses, id == live.front());
             }
+            if (options.stragglers)
+              if (std::optional<int64_t> at = watchStragglers(step, s)) {
+                s = *at - firstStep;
+                continue;
+              }
           } catch (const CommError &e) {
             world.shield(id, false);
             switching = inStep = false;

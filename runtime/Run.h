@@ -29,11 +29,12 @@ struct ModelInfo {
 /// of a step, of its update (before its gradients' reductions), of the plan switch before the
 /// step, or of the move of a recovery after which the step runs (if the run recovers there).
 /// `Join`: a device that died comes back before the step.
-enum class FaultPhase { Forward, Backward, Update, Switch, Recovery, Join };
+enum class FaultPhase { Forward, Backward, Update, Switch, Recovery, Join, Slow };
 struct Fault {
   int64_t step = 0;
   int device = 0;
   FaultPhase phase = FaultPhase::Forward;
+  double factor = 1; // Slow: from step `step` on, the device's kernels take this many times as long
 };
 /// "3:2", "3:2@backward": a --fail option, checked against the run's devices and steps;
 /// `error` is empty when it is good (it then names the option).
@@ -42,8 +43,10 @@ struct FaultOption {
   std::string error;
 };
 FaultOption parseFaultOption(const std::string &option, const std::vector<int> &devices, int64_t steps);
-/// A fault trace (hspmc train --fault-trace): a line per event, `STEP DEVICE fail [PHASE]` or
-/// `STEP DEVICE join` (a device that died before STEP comes back then); `#` starts a comment.
+/// A fault trace (hspmc train --fault-trace): a line per event, `STEP DEVICE fail [PHASE]`,
+/// `STEP DEVICE join` (a device that died before STEP comes back then) or `STEP DEVICE slow
+/// FACTOR` (from STEP on its kernels take FACTOR times as long; 1: its own speed again); `#`
+/// starts a comment.
 /// Appends to `faults`; returns "" or the first error, at FILE:LINE.
 std::string readFaultTrace(const std::string &path, const std::vector<int> &devices, int64_t steps,
                            std::vector<Fault> &faults);
@@ -67,7 +70,14 @@ struct RunOptions {
   std::vector<std::map<int, PhaseFunctions>> generated;
   /// Failures to inject (hspmc train --fail): the device dies at that point of that step.
   std::vector<Fault> faults;
+  /// hspmc train --stragglers: each step's kernel times are compared (runtime/Stragglers.h);
+  /// a device persistently slower than it was makes the run re-plan for its measured speed
+  /// (RunPlans::replanForSpeeds) and switch when the predicted gain over the steps left
+  /// exceeds the switch's cost.
+  bool stragglers = false;
 };
+/// Whether `faults` kill a device (a `slow` event does not).
+bool killsDevices(const std::vector<Fault> &faults);
 
 /// --trace records the first steps only (a step is many events).
 constexpr int64_t kTracedSteps = 4;
@@ -126,6 +136,9 @@ struct Replanned {
   const std::map<int, ir::DeviceProgram> *programs = nullptr; // null: `error` says why
   std::string name, path, error;
   double planSeconds = 0, compileSeconds = 0;
+  /// replanForSpeeds: one step of the new plan and of the plan the run is on, simulated on
+  /// the run's cluster at the devices' measured speeds.
+  double predictedSeconds = 0, predictedNowSeconds = 0;
 };
 
 struct RunPlans {
@@ -141,6 +154,12 @@ struct RunPlans {
   /// agreement that needs it (threads: by one device while the others wait), the programs kept
   /// by the caller for the rest of the run.
   std::function<Replanned(const std::vector<int> &live)> replan = nullptr;
+  /// --stragglers: plans and compiles the run anew for the live devices at their measured
+  /// speeds (device -> speed against its type's profile; absent: 1), and simulates a step of
+  /// the new plan and of `current` (the plan the run is on) at those speeds.
+  std::function<Replanned(const std::vector<int> &live, const std::map<int, double> &speeds,
+                          const std::map<int, ir::DeviceProgram> &current)>
+      replanForSpeeds = nullptr;
   /// Every device of every plan, in increasing order.
   std::vector<int> devices() const;
 };

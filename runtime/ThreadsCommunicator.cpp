@@ -16,16 +16,23 @@ std::string formatSeconds(std::chrono::milliseconds timeout) {
   return text;
 }
 
-double sumOverDevices(Communicator &comm, const std::vector<int> &devices, int64_t tag, double value) {
-  double sum = 0;
+std::vector<double> gatherOverDevices(Communicator &comm, const std::vector<int> &devices, int64_t tag, double value) {
+  std::vector<double> all;
   Piece mine;
   mine.data = &value;
   mine.lo = {0};
   mine.hi = {1};
   comm.exchange(devices, tag, mine, sizeof value, [&](const std::vector<Piece> &pieces) {
     for (const Piece &piece : pieces)
-      sum += *static_cast<const double *>(piece.data);
+      all.push_back(*static_cast<const double *>(piece.data));
   });
+  return all;
+}
+
+double sumOverDevices(Communicator &comm, const std::vector<int> &devices, int64_t tag, double value) {
+  double sum = 0;
+  for (double each : gatherOverDevices(comm, devices, tag, value))
+    sum += each;
   return sum;
 }
 

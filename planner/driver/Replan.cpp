@@ -5,22 +5,25 @@
 #include "ir/PlanText.h"
 #include "planner/driver/PlanModel.h"
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
 namespace hspmd::driver {
 
-std::string replanProblem(const ir::PlanSpec &plan, const frontend::Compilation &compilation) {
+std::string replanProblem(const ir::PlanSpec &plan, const frontend::Compilation &compilation,
+                          const std::string &option) {
   if (plan.clusterPath.empty())
-    return "--recover auto plans for the run's cluster, but plan '" + plan.name +
+    return option + " plans for the run's cluster, but plan '" + plan.name +
            "' names no cluster file (cluster \"FILE\")";
   if (!plan.modelArgs.empty())
-    return "--recover auto plans model " + plan.model + " as its file defines it, but plan '" + plan.name +
+    return option + " plans model " + plan.model + " as its file defines it, but plan '" + plan.name +
            "' gives it arguments (for " + plan.model + "(...))";
   if (!compilation.findModule(plan.model))
-    return "--recover auto cannot find the file of model " + plan.model;
+    return option + " cannot find the file of model " + plan.model;
   return "";
 }
 
@@ -28,31 +31,55 @@ namespace {
 
 // The run's cluster file without the dead devices: each node keeps its live devices (a node
 // with none is left out), every type written inline. The k-th device of the result is the
-// k-th live device (ids go node after node in both).
-std::string survivorsCluster(const planner::Cluster &cluster, const std::vector<int> &live) {
+// k-th live device (ids go node after node in both). A device whose speed is not 1 (a
+// straggler, `speeds`) gets a type of its own, the node's type at that speed (compute and
+// memory bandwidth), and a node of its own: the node is cut into runs of devices of one
+// speed, each run's uplink at the node's device links so that they still talk at that speed.
+std::string survivorsCluster(const planner::Cluster &cluster, const std::vector<int> &live,
+                             const std::map<int, double> &speeds) {
   std::ostringstream out;
-  out << "# The devices alive of cluster '" << cluster.name << "' (hspmc train --recover auto).\n"
+  out << "# The devices alive of cluster '" << cluster.name << "' (hspmc train --recover auto, --stragglers).\n"
       << "name = \"" << cluster.name << "_alive\"\n"
       << "inter_node_gbps = " << cluster.interNodeGBps << "\n"
       << "overlap_communication = " << (cluster.overlapCommunication ? "true" : "false") << "\n"
       << "collectives = \"" << (cluster.exchangeCollectives ? "exchange" : "ring") << "\"\n";
-  std::set<std::string> types;
+  auto speedOf = [&](int d) {
+    auto it = speeds.find(d);
+    return it == speeds.end() ? 1.0 : it->second;
+  };
+  auto typeName = [&](const std::string &type, double speed) {
+    if (speed == 1.0)
+      return type;
+    char text[64];
+    std::snprintf(text, sizeof text, "_at_%.0f_percent", speed * 100);
+    return type + text;
+  };
+  std::map<std::string, std::pair<std::string, double>> types; // name -> (node type, speed)
   for (size_t n = 0; n < cluster.nodes.size(); ++n) {
-    int alive = 0;
-    for (int d : live)
-      alive += cluster.devices[static_cast<size_t>(d)].node == static_cast<int>(n) ? 1 : 0;
-    if (alive == 0)
-      continue;
     const planner::Node &node = cluster.nodes[n];
-    out << "\n[[nodes]]\nname = \"" << node.name << "\"\ntype = \"" << node.type << "\"\ndevices = " << alive << "\n";
-    if (node.networkGBps > 0)
-      out << "network_gbps = " << node.networkGBps << "\n";
-    types.insert(node.type);
+    std::vector<std::pair<double, int>> runs; // (speed, devices), in device order
+    for (int d : live)
+      if (cluster.devices[static_cast<size_t>(d)].node == static_cast<int>(n)) {
+        if (runs.empty() || runs.back().first != speedOf(d))
+          runs.emplace_back(speedOf(d), 0);
+        ++runs.back().second;
+      }
+    for (size_t r = 0; r < runs.size(); ++r) {
+      const std::string type = typeName(node.type, runs[r].first);
+      types[type] = {node.type, runs[r].first};
+      out << "\n[[nodes]]\nname = \"" << node.name << (runs.size() > 1 ? "_" + std::to_string(r) : "")
+          << "\"\ntype = \"" << type << "\"\ndevices = " << runs[r].second << "\n";
+      if (runs.size() > 1)
+        out << "network_gbps = " << cluster.types.at(node.type).intraNodeGBps << "\n";
+      else if (node.networkGBps > 0)
+        out << "network_gbps = " << node.networkGBps << "\n";
+    }
   }
-  for (const std::string &name : types) {
-    const planner::DeviceType &type = cluster.types.at(name);
-    out << "\n[types." << name << "]\nbf16_tflops = " << type.bf16Tflops << "\nmemory_gib = " << type.memoryGiB
-        << "\nhbm_gbps = " << type.hbmGBps << "\nintra_node_gbps = " << type.intraNodeGBps << "\n";
+  for (const auto &[name, typeAndSpeed] : types) {
+    const planner::DeviceType &type = cluster.types.at(typeAndSpeed.first);
+    const double speed = typeAndSpeed.second;
+    out << "\n[types." << name << "]\nbf16_tflops = " << type.bf16Tflops * speed << "\nmemory_gib = " << type.memoryGiB
+        << "\nhbm_gbps = " << type.hbmGBps * speed << "\nintra_node_gbps = " << type.intraNodeGBps << "\n";
   }
   return out.str();
 }
@@ -60,14 +87,17 @@ std::string survivorsCluster(const planner::Cluster &cluster, const std::vector<
 } // namespace
 
 SurvivorPlan planForSurvivors(const ir::PlanSpec &plan, const frontend::Compilation &compilation, int64_t batch,
-                              int64_t sequence, const std::vector<int> &live, const std::string &directory) {
+                              int64_t sequence, const std::vector<int> &live, const std::string &directory,
+                              const std::map<int, double> &speeds) {
   SurvivorPlan planned;
-  std::string ids, who;
+  std::string ids, who, slow;
   for (int d : live) {
     ids += "_" + std::to_string(d);
     who += (who.empty() ? "" : ", ") + std::to_string(d);
+    if (auto it = speeds.find(d); it != speeds.end() && it->second != 1.0)
+      slow += "_" + std::to_string(d);
   }
-  planned.name = "auto" + ids;
+  planned.name = "auto" + ids + (slow.empty() ? "" : "_slow" + slow);
   std::vector<planner::ClusterError> clusterErrors;
   auto cluster = planner::loadCluster(plan.clusterPath, compilation.stdlibDir() + "/devices.toml", clusterErrors);
   if (!cluster) {
@@ -84,9 +114,21 @@ SurvivorPlan planForSurvivors(const ir::PlanSpec &plan, const frontend::Compilat
   const std::string base = (std::filesystem::path(directory) / planned.name).string();
   {
     std::ofstream file(base + ".cluster.toml");
-    file << survivorsCluster(*cluster, live);
+    file << survivorsCluster(*cluster, live, speeds);
     if (!file) {
       planned.error = "cannot write " + base + ".cluster.toml";
+      return planned;
+    }
+  }
+  if (!speeds.empty()) { // every device of the run's cluster at its speed, for simulating its plans
+    std::vector<int> all(cluster->devices.size());
+    for (size_t d = 0; d < all.size(); ++d)
+      all[d] = static_cast<int>(d);
+    planned.speedsCluster = base + ".speeds.cluster.toml";
+    std::ofstream file(planned.speedsCluster);
+    file << survivorsCluster(*cluster, all, speeds);
+    if (!file) {
+      planned.error = "cannot write " + planned.speedsCluster;
       return planned;
     }
   }
@@ -128,9 +170,11 @@ SurvivorPlan planForSurvivors(const ir::PlanSpec &plan, const frontend::Compilat
   planned.strategy = candidate.strategy;
   planned.path = base + ".hspmd";
   std::ofstream file(planned.path);
-  file << ir::printPlan(
-      spec,
-      {"Planned by hspmc train --recover auto for devices " + who + ": " + candidate.strategy + ".", files.model, ""});
+  file << ir::printPlan(spec, {"Planned by hspmc train " +
+                                   std::string(speeds.empty() ? "--recover auto" : "--stragglers") + " for devices " +
+                                   who + (slow.empty() ? "" : " at their measured speeds (" + base + ".cluster.toml)") +
+                                   ": " + candidate.strategy + ".",
+                               files.model, ""});
   if (!file)
     planned.error = "cannot write " + planned.path;
   return planned;

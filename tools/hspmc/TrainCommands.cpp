@@ -213,13 +213,55 @@ int train(const std::string &file, const std::vector<std::string> &planFiles, ru
     replanned.push_back(std::move(next));
     return made;
   };
+  // --stragglers: the same, for the devices at their measured speeds; a step of the new plan
+  // and of the run's plan simulated on the cluster at those speeds.
+  runPlans.replanForSpeeds = [&](const std::vector<int> &live, const std::map<int, double> &speeds,
+                                 const std::map<int, ir::DeviceProgram> &runningPlan) {
+    runtime::Replanned made;
+    auto start = std::chrono::steady_clock::now();
+    const runtime::ModelInfo info = driver::modelInfo(*t.build->graph);
+    const driver::SurvivorPlan planned =
+        driver::planForSurvivors(t.plan(), t.compilation, info.batch, info.seq, live, replanDirectory, speeds);
+    made.planSeconds = secondsSince(start);
+    made.name = planned.name;
+    made.path = planned.path;
+    if (!planned.error.empty()) {
+      made.error = planned.error;
+      return made;
+    }
+    start = std::chrono::steady_clock::now();
+    auto next = std::make_unique<TrainingBuild>(planned.path, std::vector<std::string>{}, "train");
+    if (next->report() != 0) {
+      made.error = "the plan it wrote, " + planned.path + ", does not compile (above)";
+      return made;
+    }
+    if (std::string differs = sameTraining(t, *next); !differs.empty()) {
+      made.error = "the plan it wrote, " + planned.path + ", cannot continue this run: " + differs;
+      return made;
+    }
+    made.compileSeconds = secondsSince(start);
+    std::vector<planner::ClusterError> errors;
+    if (auto cluster =
+            planner::loadCluster(planned.speedsCluster, t.compilation.stdlibDir() + "/devices.toml", errors)) {
+      const planner::CostModel costs = planner::costModel(*cluster);
+      made.predictedSeconds = planner::simulate(next->programs(), costs).stepSeconds;
+      made.predictedNowSeconds = planner::simulate(runningPlan, costs).stepSeconds;
+    }
+    made.programs = &next->programs();
+    replanned.push_back(std::move(next));
+    return made;
+  };
+  if (run.stragglers) {
+    if (std::string problem = driver::replanProblem(t.plan(), t.compilation, "--stragglers"); !problem.empty())
+      return fail(problem);
+  }
   if (!faultTrace.empty())
     if (std::string error = runtime::readFaultTrace(faultTrace, runPlans.devices(), run.steps, run.faults);
         !error.empty())
       return fail(error);
   if (run.saveEvery > 0 && run.save.empty())
     return fail("--save-every " + std::to_string(run.saveEvery) + " needs --save FILE (where to write the checkpoint)");
-  const bool elastic = !run.faults.empty() || !runPlans.recoveries.empty();
+  const bool elastic = runtime::killsDevices(run.faults) || !runPlans.recoveries.empty();
   if (mpi && runtime::launcherRank() < 0) { // started without mpirun: it starts mpirun
     std::vector<std::string> command = arguments;
     command[0] = std::filesystem::read_symlink("/proc/self/exe");

@@ -110,7 +110,12 @@ int main(int argc, char **argv) {
                            "repeatable; on MPI its process kills itself");
   std::string trainFaultTrace;
   trainCommand->add_option("--fault-trace", trainFaultTrace,
-                           "A file of failures, a line each: STEP DEVICE fail [PHASE] (# starts a comment)");
+                           "A file of events, a line each: STEP DEVICE fail [PHASE], STEP DEVICE join, or STEP DEVICE "
+                           "slow FACTOR (# starts a comment)");
+  trainCommand->add_flag("--stragglers", trainRun.stragglers,
+                         "Watch each device's compute time per step; for one persistently slower than it was, plan "
+                         "anew at its measured speed and switch where the gain over the steps left exceeds the "
+                         "switch's cost");
   trainCommand->add_option("--recover", trainRecover,
                            "PLAN or auto: after a device dies, go on under the first such plan whose devices are all "
                            "alive (auto: one the planner makes for them), "

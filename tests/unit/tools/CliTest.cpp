@@ -579,6 +579,59 @@ TEST(Cli, ARunGoesOnAfterADeviceDies) {
   EXPECT_NEAR(resumed[0], whole[3], 1e-5 * whole[3]);
 }
 
+// --stragglers (docs/elastic.md): device 1 becomes 4x slower at step 6 (a `slow` event); after
+// three slow steps in a row the run plans for its measured speed and switches, once; the
+// losses are those of the run without it. A device slow for one step only changes nothing.
+size_t occurrences(const std::string &text, const std::string &what) {
+  size_t count = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
+    ++count;
+  return count;
+}
+TEST(Cli, AStragglerIsPlannedAround) {
+  const std::string args = docsCommand("elastic.md", "elastic-stragglers");
+  ASSERT_FALSE(args.empty());
+  CliRun run = hspmc(args + " --losses build/cli_straggler_a.json");
+  ASSERT_EQ(run.code, 0) << run.output;
+  EXPECT_NE(run.output.find("\nstep 8/30  loss 4.8721  "), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("\ndevice 1 ran "), std::string::npos) << run.output; // about 4x: CPU time varies
+  EXPECT_NE(run.output.find("x its usual compute time in steps 6-8 (speed 0."), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("; planned for its speed in "), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find(": plan 'auto_0_1_2_3_slow_1' ("), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("over the 22 steps left it would save "), std::string::npos) << run.output;
+  EXPECT_EQ(occurrences(run.output, " is a straggler; devices 0, 1, 2, 3 agreed in "), 1u) << run.output; // one switch
+  EXPECT_NE(run.output.find("\ndevice 1 is a straggler; devices 0, 1, 2, 3 agreed in "), std::string::npos)
+      << run.output;
+  EXPECT_NE(run.output.find("; step 9 runs\nstep 9/30  loss 4.7471  "), std::string::npos) << run.output;
+  ASSERT_EQ(hspmc("train examples/gpt/plans/dp4_zero_replicas.hspmd --data examples/data/gpl-3.txt --steps 30 "
+                  "--losses build/cli_straggler_b.json")
+                .code,
+            0);
+  expectSameLosses("build/cli_straggler_a.json", "build/cli_straggler_b.json", 30, "straggler");
+  // A flicker: slow in step 6 only.
+  CliRun flicker = hspmc("train examples/gpt/plans/dp4_zero_replicas.hspmd --data examples/data/gpl-3.txt --steps 12 "
+                         "--fault-trace tests/elastic/flicker.trace --stragglers");
+  ASSERT_EQ(flicker.code, 0) << flicker.output;
+  EXPECT_NE(flicker.output.find("\ndevice 1 ran "), std::string::npos) << flicker.output;
+  EXPECT_NE(flicker.output.find("x its usual compute time in step 6 only: no re-plan (that takes 3 steps in a row)\n"),
+            std::string::npos)
+      << flicker.output;
+  EXPECT_EQ(flicker.output.find(" is a straggler"), std::string::npos) << flicker.output;
+  // On MPI the same watch, with a process per device: whether it switches depends on how long
+  // four processes take to plan on this machine's cores; either way it says why, and the
+  // losses are the same.
+  if (std::system("command -v mpirun > /dev/null") != 0)
+    return;
+  CliRun mpi = hspmcStartingMpirun(args + " --backend mpi --losses build/cli_straggler_mpi.json");
+  ASSERT_EQ(mpi.code, 0) << mpi.output;
+  EXPECT_NE(mpi.output.find("x its usual compute time in steps 6-8 (speed 0."), std::string::npos) << mpi.output;
+  EXPECT_TRUE(mpi.output.find(": switching\ndevice 1 is a straggler; devices 0, 1, 2, 3 agreed in ") !=
+                  std::string::npos ||
+              mpi.output.find(": the run stays on plan 'dp4_zero_replicas'\n") != std::string::npos)
+      << mpi.output;
+  expectSameLosses("build/cli_straggler_mpi.json", "build/cli_straggler_b.json", 30, "straggler on MPI");
+}
+
 // What a run cannot survive, and malformed --fail options: a clear error, exit status 1.
 TEST(Cli, DeathsThatCannotBeSurvivedAreClearErrors) {
   const std::string gpt = "examples/gpt/plans/", data = " --data examples/data/gpl-3.txt --steps 3 ";
@@ -616,8 +669,11 @@ TEST(Cli, DeathsThatCannotBeSurvivedAreClearErrors) {
       {"hetero4.hspmd" + data + "--fault-trace tests/elastic/join.trace",
        "hspmc train: error: tests/elastic/join.trace:2: device 3 joins before step 3 but has not died before it\n"},
       {"hetero4.hspmd" + data + "--fault-trace tests/elastic/slow.trace",
-       "hspmc train: error: tests/elastic/slow.trace:2: 'slow' events are not supported yet (only 'fail' and "
-       "'join')\n"},
+       "hspmc train: error: tests/elastic/slow.trace:2: expected STEP DEVICE slow FACTOR, a factor from 1 to 1000 "
+       "(the device's kernels take FACTOR times as long; 1: its own speed again)\n"},
+      {"../../../tests/elastic/dp2_no_cluster.hspmd" + data + "--stragglers",
+       "hspmc train: error: --stragglers plans for the run's cluster, but plan 'dp2_no_cluster' names no cluster "
+       "file (cluster \"FILE\")\n"},
       {"hetero4.hspmd" + data + "--fail 2:1@switch --recover " + gpt + "tp2.hspmd",
        "hspmc train: error: a failure of device 1 at step 2 is at a switch, but the run switches plans before no "
        "such step\n"},
