@@ -97,9 +97,23 @@ int runTrain(const std::string &file, const std::vector<std::string> &planFiles,
 // takes (runtime/Switch.h).
 int runExplainSwitch(const std::string &from, const std::string &to, const std::string &clusterFile, bool json);
 
-// Compiles FILE under its plan for training and simulates one step on the cluster.
+// hspmc simulate --fault-trace: a run of `steps` steps over a trace of failures and returns
+// on the cluster, priced on the simulated steps of the plan and of the --recover plans, with
+// in-place recovery against checkpoint-and-restart every K steps (docs/elastic.md).
+struct FaultReplay {
+  std::string trace; // "" for none
+  int64_t steps = 100;
+  std::vector<std::string> recoverPlans;
+  std::vector<int64_t> checkpointEvery = {10, 50};
+  double heartbeatSeconds = 1; // detection
+  double restartSeconds = 60;  // checkpoint-and-restart: relaunch every process, rebuild communicators
+  double checkpointGBps = 5;   // each device writes and reads its own state at this rate, all at once
+};
+
+// Compiles FILE under its plan for training and simulates one step on the cluster; with a
+// fault trace, a whole run over it.
 int runSimulate(const std::string &file, const std::vector<std::string> &planFiles, const std::string &clusterFile,
-                const std::string &tracePath, bool json);
+                const std::string &tracePath, bool json, const FaultReplay &replay = {});
 
 int runPlan(const driver::PlanFiles &files, bool report);
 

@@ -297,6 +297,234 @@ int train(const std::string &file, const std::vector<std::string> &planFiles, ru
   return 0;
 }
 
+// A step's work lost to a failure in `phase` of it: nothing at its start (forward, a switch,
+// a recovery), the forward pass (a third of the step) at the backward, all but the update
+// at the update.
+double lostFraction(runtime::FaultPhase phase) {
+  switch (phase) {
+  case runtime::FaultPhase::Backward:
+    return 1.0 / 3;
+  case runtime::FaultPhase::Update:
+    return 1.0;
+  default:
+    return 0.0;
+  }
+}
+
+// hspmc simulate --fault-trace: the run priced step by step, in place and by restarts.
+int replayFaults(TrainingBuild &t, const planner::Cluster &cluster, double stepSeconds, double tokens,
+                 const FaultReplay &replay) {
+  auto fail = [](const std::string &message) {
+    std::cerr << "hspmc simulate: error: " << message << "\n";
+    return 1;
+  };
+  // The plans: the run's, then each --recover plan, compiled on the cluster and simulated.
+  struct Priced {
+    std::string name;
+    const std::map<int, ir::DeviceProgram> *programs;
+    double step = 0, compile = 0, stateBytes = 0; // the largest device's state
+  };
+  std::vector<std::unique_ptr<TrainingBuild>> builds;
+  std::vector<Priced> plans = {{t.plan().name, &t.programs(), stepSeconds, 0, 0}};
+  const planner::CostModel costs = planner::costModel(cluster);
+  for (const std::string &path : replay.recoverPlans) {
+    const auto start = std::chrono::steady_clock::now();
+    auto next = std::make_unique<TrainingBuild>(path, std::vector<std::string>{}, "simulate", true);
+    next->compile(planner::linkModel(cluster));
+    if (int code = next->report(); code != 0)
+      return code;
+    if (std::string differs = sameTraining(t, *next); !differs.empty())
+      return fail("--recover " + path + ": plan '" + next->plan().name + "' cannot continue this run: " + differs);
+    plans.push_back({next->plan().name, &next->programs(), planner::simulate(next->programs(), costs).stepSeconds,
+                     secondsSince(start), 0});
+    builds.push_back(std::move(next));
+  }
+  for (Priced &plan : plans)
+    for (const auto &[device, program] : *plan.programs) {
+      double bytes = 0;
+      for (const ir::Buffer &b : program.buffers)
+        if (b.role == ir::BufferRole::Parameter || b.role == ir::BufferRole::State)
+          bytes += static_cast<double>(b.bytes());
+      plan.stateBytes = std::max(plan.stateBytes, bytes);
+    }
+  std::vector<int> devices;
+  for (const auto &[device, program] : t.programs())
+    devices.push_back(device);
+  for (const Priced &plan : plans)
+    for (const auto &[device, program] : *plan.programs)
+      if (std::find(devices.begin(), devices.end(), device) == devices.end())
+        devices.push_back(device);
+  std::sort(devices.begin(), devices.end());
+  std::vector<runtime::Fault> faults;
+  if (std::string error = runtime::readFaultTrace(replay.trace, devices, replay.steps, faults); !error.empty())
+    return fail(error);
+  std::stable_sort(faults.begin(), faults.end(),
+                   [](const runtime::Fault &a, const runtime::Fault &b) { return a.step < b.step; });
+  // The plan after each event: the first --recover plan whose devices are all alive.
+  auto choose = [&](const std::set<int> &dead) -> std::optional<size_t> {
+    for (size_t p = 1; p < plans.size(); ++p) {
+      bool alive = true;
+      for (const auto &[device, program] : *plans[p].programs)
+        alive = alive && !dead.count(device);
+      if (alive)
+        return p;
+    }
+    return std::nullopt;
+  };
+  const runtime::SwitchLinks links = switchLinks(&cluster);
+  auto move = [&](size_t from, size_t to, const std::set<int> &dead) {
+    std::map<int, ir::DeviceProgram> survivors;
+    for (const auto &[device, program] : *plans[from].programs)
+      if (!dead.count(device))
+        survivors.emplace(device, program);
+    return runtime::planSwitchToFit(survivors, *plans[to].programs, links, memoryOn(&cluster)).seconds;
+  };
+  const double ioSeconds = 1.0 / (replay.checkpointGBps * 1e9);
+  // In place: detection, the interrupted step's lost work, compiling the plan, the move; a
+  // return: the move (the device is not waited for).
+  double inPlace = 0, detect = 0, lost = 0, compile = 0, moving = 0;
+  int failures = 0, returns = 0;
+  std::string history, impossible; // why in-place recovery cannot go on, where it cannot
+  {                                // the plans the run goes through
+    size_t current = 0;
+    std::set<int> dead;
+    for (const runtime::Fault &f : faults) {
+      if (f.phase == runtime::FaultPhase::Slow)
+        return fail(replay.trace + ": 'slow' events are not simulated (hspmc train --stragglers runs them)");
+      if (f.phase == runtime::FaultPhase::Join) {
+        dead.erase(f.device);
+        ++returns;
+      } else {
+        dead.insert(f.device);
+        ++failures;
+      }
+      const std::optional<size_t> target = choose(dead);
+      if (!target)
+        return fail(replay.trace + ": after " +
+                    (f.phase == runtime::FaultPhase::Join ? "device " + std::to_string(f.device) + " comes back"
+                                                          : "the failure of device " + std::to_string(f.device)) +
+                    " before step " + std::to_string(f.step) + ", no --recover plan uses only the live devices");
+      if (*target != current) {
+        char text[200];
+        std::snprintf(text, sizeof text, "; from step %lld '%s' (%.3f s)", static_cast<long long>(f.step),
+                      plans[*target].name.c_str(), plans[*target].step);
+        history += text;
+      }
+      current = *target;
+    }
+  }
+  try {
+    size_t current = 0;
+    std::set<int> dead;
+    size_t next = 0;
+    for (int64_t step = 1; step <= replay.steps; ++step) {
+      for (; next < faults.size() && faults[next].step == step; ++next) {
+        const runtime::Fault &f = faults[next];
+        const bool back = f.phase == runtime::FaultPhase::Join;
+        if (back)
+          dead.erase(f.device);
+        else
+          dead.insert(f.device);
+        const std::optional<size_t> target = choose(dead);
+        const double moved = move(current, *target, dead);
+        if (!back) {
+          detect += replay.heartbeatSeconds;
+          lost += lostFraction(f.phase) * plans[current].step;
+          compile += plans[*target].compile;
+          inPlace += replay.heartbeatSeconds + lostFraction(f.phase) * plans[current].step + plans[*target].compile;
+        }
+        moving += moved;
+        inPlace += moved;
+        current = *target;
+      }
+      inPlace += plans[current].step;
+    }
+  } catch (const runtime::SwitchError &e) {
+    impossible = e.what();
+  }
+  // Checkpoint-and-restart every K steps: each checkpoint writes the largest device's state;
+  // a failure costs detection, the interrupted step's lost work, a restart, reading the last
+  // checkpoint and redoing the steps after it (under the plan restarted on); a return, a
+  // checkpoint and a restart.
+  struct Restarted {
+    int64_t every = 0;
+    double seconds = 0, writing = 0, restarting = 0, redone = 0;
+    int64_t stepsRedone = 0;
+  };
+  std::vector<Restarted> restarts;
+  for (int64_t every : replay.checkpointEvery) {
+    Restarted r;
+    r.every = every;
+    size_t current = 0;
+    std::set<int> dead;
+    size_t next = 0;
+    int64_t saved = 0;
+    for (int64_t step = 1; step <= replay.steps; ++step) {
+      for (; next < faults.size() && faults[next].step == step; ++next) {
+        const runtime::Fault &f = faults[next];
+        const bool back = f.phase == runtime::FaultPhase::Join;
+        if (back)
+          dead.erase(f.device);
+        else
+          dead.insert(f.device);
+        const size_t target = *choose(dead);
+        const double read = plans[target].stateBytes * ioSeconds;
+        if (back) { // save now, restart with the device, read it back
+          const double write = plans[current].stateBytes * ioSeconds;
+          r.writing += write;
+          r.restarting += replay.restartSeconds + read;
+          r.seconds += write + replay.restartSeconds + read;
+          saved = step - 1;
+        } else {
+          const double redo = static_cast<double>(step - 1 - saved) * plans[target].step;
+          r.stepsRedone += step - 1 - saved;
+          r.redone += redo + lostFraction(f.phase) * plans[current].step;
+          r.restarting += replay.heartbeatSeconds + replay.restartSeconds + read;
+          r.seconds += replay.heartbeatSeconds + lostFraction(f.phase) * plans[current].step + replay.restartSeconds +
+                       read + redo;
+        }
+        current = target;
+      }
+      r.seconds += plans[current].step;
+      if (step % every == 0 && step < replay.steps) {
+        const double write = plans[current].stateBytes * ioSeconds;
+        r.writing += write;
+        r.seconds += write;
+        saved = step;
+      }
+    }
+    restarts.push_back(r);
+  }
+  const double total = tokens * static_cast<double>(replay.steps);
+  const double clean = stepSeconds * static_cast<double>(replay.steps);
+  char text[600];
+  std::snprintf(text, sizeof text,
+                "\n%lld steps over %s: %d failure%s, %d return%s; '%s' %.3f s a step%s\n"
+                "  without failures              %10.1f s  %8.0f tokens/s\n",
+                static_cast<long long>(replay.steps), replay.trace.c_str(), failures, failures == 1 ? "" : "s", returns,
+                returns == 1 ? "" : "s", t.plan().name.c_str(), stepSeconds, history.c_str(), clean, total / clean);
+  std::cout << text;
+  std::snprintf(text, sizeof text,
+                "  in place                      %10.1f s  %8.0f tokens/s  %5.1f%%: detection %.1f s, lost work %.1f "
+                "s, compiling %.2f s, moving %.2f s\n",
+                inPlace, total / inPlace, 100 * clean / inPlace, detect, lost, compile, moving);
+  std::cout << (impossible.empty() ? std::string(text)
+                                   : "  in place: not possible, every copy of a part of the state died: " + impossible +
+                                         " (`zero replicas 2` keeps a copy of each share)\n");
+  for (const Restarted &r : restarts) {
+    std::snprintf(text, sizeof text,
+                  "  checkpoint every %-4lld steps   %10.1f s  %8.0f tokens/s  %5.1f%%: checkpoints %.1f s, restarts "
+                  "%.1f s, redone %.1f s (%lld steps)\n",
+                  static_cast<long long>(r.every), r.seconds, total / r.seconds, 100 * clean / r.seconds, r.writing,
+                  r.restarting, r.redone, static_cast<long long>(r.stepsRedone));
+    std::cout << text;
+  }
+  std::snprintf(text, sizeof text, "  (assumed: detection %g s, a restart %g s, checkpoints at %g GB/s per device)\n",
+                replay.heartbeatSeconds, replay.restartSeconds, replay.checkpointGBps);
+  std::cout << text;
+  return 0;
+}
+
 } // namespace
 
 int runTrain(const std::string &file, const std::vector<std::string> &planFiles, const runtime::RunOptions &run,
@@ -413,7 +641,7 @@ int runExplainSwitch(const std::string &from, const std::string &to, const std::
 
 // Compiles FILE under its plan for training and simulates one step on the cluster.
 int runSimulate(const std::string &file, const std::vector<std::string> &planFiles, const std::string &clusterFile,
-                const std::string &tracePath, bool json) {
+                const std::string &tracePath, bool json, const FaultReplay &replay) {
   TrainingBuild t(file, planFiles, "simulate", true, clusterFile);
   std::optional<planner::Cluster> cluster;
   if (t.checked) {
@@ -477,7 +705,7 @@ int runSimulate(const std::string &file, const std::vector<std::string> &planFil
       events[e.device].push_back({e.name, e.communication, e.start, e.seconds});
     runtime::writeTrace(tracePath, events);
   }
-  return 0;
+  return replay.trace.empty() ? 0 : replayFaults(t, *cluster, sim.stepSeconds, tokens, replay);
 }
 
 // Compiles FILE under its plan for training and writes (and builds) the generated C++.

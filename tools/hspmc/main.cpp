@@ -32,6 +32,17 @@ using namespace hspmd::cli;
 
 int main(int argc, char **argv) {
   CLI::App app{"hspmc - compiles hspmd models and HSPMD annotation plans", "hspmc"};
+  // A number of seconds (or a rate) must be finite: CLI11's ranges let "nan" through.
+  const CLI::Validator finiteSeconds(
+      [](const std::string &text) {
+        try {
+          if (std::isfinite(std::stod(text)))
+            return std::string();
+        } catch (const std::exception &) {
+        }
+        return text + " is not a number";
+      },
+      "NUMBER");
   app.set_version_flag("--version", std::string("hspmc ") + HSPMD_VERSION);
   app.require_subcommand(1);
 
@@ -89,16 +100,7 @@ int main(int argc, char **argv) {
       ->add_option("--heartbeat", trainHeartbeat,
                    "MPI with --recover or --fail: seconds without a heartbeat after which a process is dead")
       ->check(CLI::Range(0.05, 3600.0))
-      ->check(CLI::Validator(
-          [](const std::string &text) {
-            try {
-              if (std::isfinite(std::stod(text)))
-                return std::string();
-            } catch (const std::exception &) {
-            }
-            return text + " is not a number of seconds";
-          },
-          "SECONDS"));
+      ->check(finiteSeconds);
   std::vector<std::string> trainSwitches;
   trainCommand->add_option("--switch", trainSwitches,
                            "STEP:PLAN: before step STEP, move every parameter and optimizer state to PLAN's layout "
@@ -130,6 +132,31 @@ int main(int argc, char **argv) {
   simulateCommand->add_option("--cluster", simulateCluster, "A cluster file instead of the plan's own");
   simulateCommand->add_option("--trace", simulateTrace, "Write the simulated step as a Chrome trace");
   simulateCommand->add_option("--format", simulateFormat, "Output format")->check(CLI::IsMember({"text", "json"}));
+  FaultReplay replay;
+  simulateCommand->add_option("--fault-trace", replay.trace,
+                              "A trace of failures and returns (as hspmc train's): price a run over it, in place "
+                              "against checkpoint-and-restart (docs/elastic.md)");
+  simulateCommand->add_option("--steps", replay.steps, "With --fault-trace: the run's steps")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+  simulateCommand->add_option("--recover", replay.recoverPlans,
+                              "With --fault-trace: the plans to go on under (the first whose devices are all alive)");
+  simulateCommand
+      ->add_option("--checkpoint-every", replay.checkpointEvery,
+                   "With --fault-trace: checkpoint-and-restart saving every K steps (repeatable; default 10 and 50)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+  simulateCommand->add_option("--heartbeat", replay.heartbeatSeconds, "With --fault-trace: seconds to detect a failure")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->check(finiteSeconds);
+  simulateCommand
+      ->add_option("--restart-seconds", replay.restartSeconds,
+                   "With --fault-trace: seconds to restart every process from a checkpoint (default 60)")
+      ->check(CLI::Range(0.0, 86400.0))
+      ->check(finiteSeconds);
+  simulateCommand
+      ->add_option("--checkpoint-gbps", replay.checkpointGBps,
+                   "With --fault-trace: GB/s at which each device writes and reads its state (default 5)")
+      ->check(CLI::Range(1e-3, 1e6))
+      ->check(finiteSeconds);
 
   auto *planCommand =
       app.add_subcommand("plan", "Write a plan for a model on a cluster: pipelines, tensor, context and head "
@@ -242,8 +269,19 @@ int main(int argc, char **argv) {
     return runDumpProgram(programFile, programPlans, programDevice, programTrain);
   if (planCommand->parsed())
     return planLengths.empty() ? runPlan(planFiles, planReport) : runPlanForLengths(planFiles, planLengths);
-  if (simulateCommand->parsed())
-    return runSimulate(simulateFile, simulatePlans, simulateCluster, simulateTrace, simulateFormat == "json");
+  if (simulateCommand->parsed()) {
+    for (const char *option :
+         {"--steps", "--recover", "--checkpoint-every", "--heartbeat", "--restart-seconds", "--checkpoint-gbps"})
+      if (replay.trace.empty() && simulateCommand->count(option) > 0) {
+        std::cerr << "hspmc simulate: error: " << option << " needs --fault-trace FILE\n";
+        return 2;
+      }
+    if (!replay.trace.empty() && simulateFormat == "json") {
+      std::cerr << "hspmc simulate: error: --fault-trace prints text (no --format json)\n";
+      return 2;
+    }
+    return runSimulate(simulateFile, simulatePlans, simulateCluster, simulateTrace, simulateFormat == "json", replay);
+  }
   if (buildCommand->parsed())
     return runBuild(buildFile, buildPlans, buildTarget, buildOut, !buildNoCompile, buildAlso);
   if (trainCommand->parsed()) {

@@ -632,6 +632,85 @@ TEST(Cli, AStragglerIsPlannedAround) {
   expectSameLosses("build/cli_straggler_mpi.json", "build/cli_straggler_b.json", 30, "straggler on MPI");
 }
 
+// hspmc simulate --fault-trace (docs/elastic.md): a run over a trace of failures priced on the
+// simulated steps of the plans it goes through, in place against checkpoint-and-restart. The
+// figures are checked against each other and against `hspmc simulate` of each plan alone.
+double numberAfter(const std::string &text, const std::string &label) { // the first number after `label`
+  size_t at = text.find(label);
+  if (at == std::string::npos)
+    return -1;
+  at = text.find_first_of("0123456789", at + label.size());
+  return at == std::string::npos ? -1 : std::stod(text.substr(at));
+}
+double simulatedStep(const std::string &plan) {
+  CliRun run = hspmc("simulate " + plan);
+  return run.code == 0 ? numberAfter(run.output, "step ") / 1e3 : -1; // "step 31.234 ms, ..."
+}
+TEST(Cli, SimulatingAFaultTracePricesRecoveryAgainstRestarts) {
+  const std::string gpt = "examples/gpt/plans/";
+  const std::string args = docsCommand("elastic.md", "elastic-simulate");
+  ASSERT_NE(args.find("--fault-trace tests/elastic/two_deaths.trace --steps 100 "), std::string::npos) << args;
+  ASSERT_NE(args.find(" --restart-seconds 30"), std::string::npos) << args;
+  CliRun run = hspmc(args);
+  ASSERT_EQ(run.code, 0) << run.output;
+  const double hetero4 = simulatedStep(gpt + "hetero4.hspmd"), dp2 = simulatedStep("tests/elastic/dp2_on_0_2.hspmd"),
+               single = simulatedStep(gpt + "single.hspmd");
+  ASSERT_GT(hetero4, 0);
+  // Step 1 under hetero4, steps 2-3 under dp2_on_0_2, steps 4-100 under single.
+  const double clean = numberAfter(run.output, "without failures");
+  const double inPlace = numberAfter(run.output, "in place ");
+  EXPECT_NEAR(clean, 100 * hetero4, 0.05 + 1e-3 * clean) << run.output;
+  const double steps = hetero4 + 2 * dp2 + 97 * single;
+  // In place: the steps, two detections of 1 s, a third of the interrupted step 4 (backward),
+  // compiling and moving (under a second for these plans).
+  EXPECT_GT(inPlace, steps + 2.0 + dp2 / 3 - 0.05) << run.output;
+  EXPECT_LT(inPlace, steps + 2.0 + dp2 / 3 + 1.0) << run.output;
+  EXPECT_NE(run.output.find("2 failures, 0 returns; 'hetero4' "), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("; from step 2 'dp2_on_0_2' ("), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("; from step 4 'single' ("), std::string::npos) << run.output;
+  // Restarts: each failure restarts (30 s) and redoes the steps since the last checkpoint: none
+  // was written before step 4 with either interval (the first at step 10).
+  for (const std::string every : {"10", "50"}) {
+    const double restarted = numberAfter(run.output, "checkpoint every " + every);
+    const std::string rest = run.output.substr(run.output.find("checkpoint every " + every));
+    EXPECT_GT(restarted, inPlace + 2 * 30 - 2.0) << run.output;
+    EXPECT_NE(rest.find(" (4 steps)\n"), std::string::npos) << run.output; // steps 1 and 1-3 redone
+  }
+  // Without the copy a ZeRO plan's state cannot be rebuilt in place: said, and the restarts priced.
+  CliRun zero = hspmc("simulate " + gpt + "dp2_zero.hspmd --fault-trace tests/elastic/device1_dies.trace --steps 10 " +
+                      "--recover " + gpt + "single.hspmd");
+  EXPECT_EQ(zero.code, 0) << zero.output;
+  EXPECT_NE(zero.output.find("\n  in place: not possible, every copy of a part of the state died: no device of the "
+                             "plan switched from holds all of region [32:64] of 'blocks[0].ln1.adam_m' (`zero "
+                             "replicas 2` keeps a copy of each share)\n  checkpoint every 10 "),
+            std::string::npos)
+      << zero.output;
+  CliRun replicas =
+      hspmc("simulate " + gpt + "dp4_zero_replicas.hspmd --fault-trace tests/elastic/device1_dies.trace " +
+            "--steps 10 --recover tests/elastic/dp2_on_0_2.hspmd");
+  EXPECT_EQ(replicas.code, 0) << replicas.output;
+  EXPECT_GT(numberAfter(replicas.output, "in place "), 0) << replicas.output;
+  // Options that need a trace, a trace of `slow` events, a plan list that runs out.
+  const std::vector<std::pair<std::string, std::string>> errors = {
+      {"simulate " + gpt + "hetero4.hspmd --steps 10", "hspmc simulate: error: --steps needs --fault-trace FILE\n"},
+      {"simulate " + gpt + "hetero4.hspmd --fault-trace tests/elastic/straggler.trace --recover " + gpt +
+           "single.hspmd",
+       "hspmc simulate: error: tests/elastic/straggler.trace: 'slow' events are not simulated (hspmc train "
+       "--stragglers runs them)\n"},
+      {"simulate " + gpt +
+           "hetero4.hspmd --fault-trace tests/elastic/two_deaths.trace --recover "
+           "tests/elastic/dp2_on_0_2.hspmd",
+       "hspmc simulate: error: tests/elastic/two_deaths.trace: after the failure of device 2 before step 4, no "
+       "--recover plan uses only the live devices\n"},
+      {"simulate " + gpt + "hetero4.hspmd --fault-trace tests/elastic/two_deaths.trace --format json",
+       "hspmc simulate: error: --fault-trace prints text (no --format json)\n"}};
+  for (const auto &[command, message] : errors) {
+    CliRun bad = hspmc(command);
+    EXPECT_NE(bad.code, 0) << command;
+    EXPECT_NE(bad.output.find(message), std::string::npos) << command << "\n" << bad.output;
+  }
+}
+
 // What a run cannot survive, and malformed --fail options: a clear error, exit status 1.
 TEST(Cli, DeathsThatCannotBeSurvivedAreClearErrors) {
   const std::string gpt = "examples/gpt/plans/", data = " --data examples/data/gpl-3.txt --steps 3 ";
