@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -34,6 +35,14 @@ int main(int argc, char **argv, const ModelInfo &model, const std::vector<Plan> 
     names += (names.empty() ? "'" : ", '") + p.name + "'";
   app.add_option("--switch", switches,
                  "STEP:NAME: before step STEP, move the state to plan NAME (built in: " + names + ") and train on");
+  std::vector<std::string> failures, recoverPlans;
+  std::string faultTrace;
+  app.add_option("--fail", failures,
+                 "STEP:DEVICE[@PHASE]: device DEVICE dies at the start of PHASE of step STEP (docs/elastic.md)");
+  app.add_option("--fault-trace", faultTrace, "A file of failures and returns, a line each (docs/elastic.md)");
+  app.add_option("--recover", recoverPlans,
+                 "NAME: after a device dies, go on under the first such plan (built in: " + names +
+                     ") whose devices are all alive (repeatable)");
   CLI11_PARSE(app, argc, argv);
   run.timeout = std::chrono::seconds(timeout);
   std::vector<std::map<int, ir::DeviceProgram>> programs(plans.size());
@@ -52,8 +61,10 @@ int main(int argc, char **argv, const ModelInfo &model, const std::vector<Plan> 
     return 1;
   };
   RunPlans runPlans;
-  for (const auto &p : programs)
-    runPlans.plans.push_back(&p);
+  for (size_t k = 0; k < plans.size(); ++k) {
+    runPlans.plans.push_back(&programs[k]);
+    runPlans.names.push_back(plans[k].name);
+  }
   std::vector<std::unique_ptr<StateSwitch>> transfers;
   size_t current = 0;
   int64_t previous = 0;
@@ -80,6 +91,35 @@ int main(int argc, char **argv, const ModelInfo &model, const std::vector<Plan> 
                   name.c_str(), static_cast<long long>(step), transfers.back()->planSeconds * 1e3);
     runPlans.switches.push_back(PlanSwitch{step, index, transfers.back().get(), text});
     current = index;
+  }
+  // Failures to inject, and the built-in plans to go on under after one.
+  for (const std::string &name : recoverPlans) {
+    auto found = std::find_if(plans.begin(), plans.end(), [&](const Plan &p) { return p.name == name; });
+    if (found == plans.end())
+      return fail("--recover " + name + ": this binary has no plan '" + name + "' (its plans: " + names + ")");
+    runPlans.recoveries.push_back(static_cast<size_t>(found - plans.begin()));
+  }
+  for (const std::string &option : failures) {
+    const FaultOption parsed = parseFaultOption(option, runPlans.devices(), run.steps);
+    if (!parsed.error.empty())
+      return fail(parsed.error);
+    run.faults.push_back(parsed.fault);
+  }
+  if (!faultTrace.empty())
+    if (std::string error = readFaultTrace(faultTrace, runPlans.devices(), run.steps, run.faults); !error.empty())
+      return fail(error);
+  for (const Fault &f : run.faults)
+    if (f.phase == FaultPhase::Slow)
+      return fail(faultTrace + ": 'slow' events need hspmc train (the generated code does not time its kernels)");
+    else if (mpi && f.phase == FaultPhase::Join)
+      return fail(faultTrace + ": a device that comes back (join) needs the threads backend (not yet on MPI)");
+  if (mpi && (killsDevices(run.faults) || !runPlans.recoveries.empty())) {
+    const char *recovery = std::getenv("OMPI_MCA_orte_enable_recovery");
+    if (!recovery || std::string(recovery) != "1") {
+      std::cerr << argv[0] << ": error: " << (run.faults.empty() ? "--recover" : "--fail")
+                << " on MPI: mpirun ends every process when one dies; start it with mpirun --enable-recovery\n";
+      return 1;
+    }
   }
   if (leader)
     std::cout << runBanner(model, plan.name, runPlans.devices().size(), mpi, run.data) << " (generated code)"

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds PLAN with `hspmc build`, trains it with the generated binary and with `hspmc train`
 # (the executor), and requires bitwise-identical losses. With PLAN2 and STEP, the binary is
-# built with `--also PLAN2` and both runs switch to PLAN2 before step STEP.
-# Usage: check_generated.sh HSPMC PLAN OUTDIR [PLAN2 STEP]
+# built with `--also PLAN2` and both runs switch to PLAN2 before step STEP; with PLAN2 and
+# fail:STEP:DEVICE, device DEVICE dies at step STEP in both runs and they go on under PLAN2
+# (docs/elastic.md).
+# Usage: check_generated.sh HSPMC PLAN OUTDIR [PLAN2 STEP|fail:STEP:DEVICE]
 set -euo pipefail
 hspmc=$1 plan=$2 out=$3 also=${4:-} step=${5:-}
 data=examples/data/gpl-3.txt
@@ -12,8 +14,13 @@ if [ -n "$also" ]; then
   build=(--also "$also")
   # The binary names plans by name: the plan's name is what follows `plan` in its file.
   name2=$(sed -n 's/^plan \([A-Za-z0-9_]*\) .*/\1/p' "$also" | head -1)
-  generated=(--switch "$step:$name2")
-  executor=(--switch "$step:$also")
+  if [[ "$step" == fail:* ]]; then
+    generated=(--fail "${step#fail:}" --recover "$name2")
+    executor=(--fail "${step#fail:}" --recover "$also")
+  else
+    generated=(--switch "$step:$name2")
+    executor=(--switch "$step:$also")
+  fi
 fi
 "$hspmc" build "$plan" -o "$out" "${build[@]}"
 name=$(basename "$plan" .hspmd)
@@ -27,4 +34,4 @@ print("generated:", a)
 print("executor: ", b)
 sys.exit(0 if a == b and len(a) == 10 else 1)
 PY
-echo "$name${also:+ switching to $also before step $step}: generated code and executor give bitwise-identical losses"
+echo "$name${also:+ with $also at $step}: generated code and executor give bitwise-identical losses"
