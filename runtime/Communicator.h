@@ -100,7 +100,8 @@ public:
   /// come within the timeout is taken for dead. Every message and collective in flight is
   /// dropped: the survivors start afresh. Throws CommError after a failure that is not a
   /// death, or where the backend cannot agree.
-  /// A device that died comes back: the next agreement waits for it too. (Threads only.)
+  /// A device that died comes back: the next agreement waits for it too (threads: its thread
+  /// is let in; MPI: the spare process of that return takes its place).
   virtual void admit(int /*device*/) {}
   /// Called by a device that died and will come back: waits until it is admitted (true), or
   /// the run ends or fails (false).

@@ -111,8 +111,6 @@ int main(int argc, char **argv, const ModelInfo &model, const std::vector<Plan> 
   for (const Fault &f : run.faults)
     if (f.phase == FaultPhase::Slow)
       return fail(faultTrace + ": 'slow' events need hspmc train (the generated code does not time its kernels)");
-    else if (mpi && f.phase == FaultPhase::Join)
-      return fail(faultTrace + ": a device that comes back (join) needs the threads backend (not yet on MPI)");
   if (mpi && (killsDevices(run.faults) || !runPlans.recoveries.empty())) {
     const char *recovery = std::getenv("OMPI_MCA_orte_enable_recovery");
     if (!recovery || std::string(recovery) != "1") {

@@ -78,6 +78,9 @@ public:
   }
   ~MpiCommunicator() override { drain(); }
 
+  /// A spare process took a device's place (a return on MPI): `devices` by world rank.
+  void remap(std::vector<int> devices) { devices_ = std::move(devices); }
+
   int device() const override { return devices_[static_cast<size_t>(rank_)]; }
 
   /// After an agreement: talks only to `survivors` (world ranks, increasing) on `comm`, a
@@ -387,8 +390,22 @@ private:
 // and agrees on the survivors through a coordinator (docs/elastic.md, "On MPI").
 class MpiWorld : public World {
 public:
+  // `devices`: the run's, one process each in order; then one spare process per return (a
+  // `join` in the fault trace), which takes part in every step with nothing to do (a device
+  // id of its own past the run's) until it takes the place of the device that comes back.
   MpiWorld(std::vector<int> devices, const RunOptions &options, bool switches, bool elastic)
       : devices_(std::move(devices)), timeout_(options.timeout) {
+    const size_t runDevices = devices_.size();
+    for (const Fault &f : options.faults)
+      if (f.phase == FaultPhase::Join)
+        joins_.push_back(f);
+    std::stable_sort(joins_.begin(), joins_.end(), [](const Fault &a, const Fault &b) { return a.step < b.step; });
+    served_.assign(joins_.size(), false);
+    const int last = devices_.empty() ? -1 : devices_.back();
+    for (size_t k = 0; k < joins_.size(); ++k)
+      devices_.push_back(last + 1 + static_cast<int>(k));
+    ids_ = devices_;
+    firstSpare_ = static_cast<int>(runDevices);
     int provided = 0, size = 0;
     MPI_Init_thread(nullptr, nullptr, elastic ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
@@ -396,8 +413,11 @@ public:
     if (size != static_cast<int>(devices_.size())) {
       MPI_Finalize();
       throw RunError("mpirun started " + std::to_string(size) + " processes but the " +
-                     (switches ? "plans of the run have " : "plan has ") + std::to_string(devices_.size()) +
-                     " devices: run it with mpirun -np " + std::to_string(devices_.size()));
+                     (switches ? "plans of the run have " : "plan has ") + std::to_string(runDevices) + " devices" +
+                     (joins_.empty() ? std::string()
+                                     : " and the fault trace " + std::to_string(joins_.size()) +
+                                           (joins_.size() == 1 ? " return" : " returns") + " (a spare process each)") +
+                     ": run it with mpirun -np " + std::to_string(devices_.size()));
     }
     if (elastic && provided < MPI_THREAD_MULTIPLE) {
       MPI_Finalize();
@@ -434,8 +454,22 @@ public:
     if (!lostAny_)
       MPI_Finalize();
   }
-  const std::vector<int> &devices() const override { return devices_; }
+  const std::vector<int> &devices() const override { return ids_; }
   std::vector<int> localDevices() const override { return {devices_[static_cast<size_t>(rank_)]}; }
+  // A device comes back: the spare process of its return takes its place (its old process is
+  // dead). Every process makes the same change: the k-th return is the k-th spare's.
+  void admit(int device) override {
+    for (size_t k = 0; k < joins_.size(); ++k)
+      if (!served_[k] && joins_[k].device == device) {
+        served_[k] = true;
+        for (int &d : devices_)
+          if (d == device)
+            d = -1 - d; // the dead process's: no device now
+        devices_[static_cast<size_t>(firstSpare_) + k] = device;
+        comm_->remap(devices_);
+        return;
+      }
+  }
   Communicator &communicator(int) override { return *comm_; }
   void fail(const std::string &) override {} // this process's one device is the one that failed
 
@@ -534,6 +568,7 @@ public:
     std::vector<int> live;
     for (int r : decision)
       live.push_back(devices_[static_cast<size_t>(r)]);
+    std::sort(live.begin(), live.end()); // a spare in a device's place has a higher rank
     return live;
   }
 
@@ -544,7 +579,11 @@ public:
 private:
   static constexpr int kAlive = 1;
   static constexpr char kBeat = 1;
-  std::vector<int> devices_;
+  std::vector<int> devices_; // by world rank: the device each process runs now
+  std::vector<int> ids_;     // the run's devices, then the spares' ids (devices())
+  std::vector<Fault> joins_; // the returns, in step order: the k-th is served by the k-th spare
+  std::vector<bool> served_;
+  int firstSpare_ = 0;
   std::chrono::milliseconds timeout_;
   int rank_ = 0;
   std::unique_ptr<MpiCommunicator> comm_;

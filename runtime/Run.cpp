@@ -309,6 +309,7 @@ RunResult train(World &world, const std::map<int, ir::DeviceProgram> &programs, 
 RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, const RunOptions &options) {
   const std::vector<int> &devices = world.devices();
   const std::vector<int> local = world.localDevices();
+  const std::vector<int> planDevices = plans.devices(); // the world may hold more (MPI's spare processes)
   const std::string fingerprint = ParameterStore::fingerprint(model.name, model.params);
   ParameterStore store = options.load.empty() ? ParameterStore::initial(fingerprint, model.params, options.seed)
                                               : ParameterStore::load(options.load, fingerprint);
@@ -545,9 +546,10 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
             break;
           }
         }
-        std::string who;
+        std::string who; // the run's devices (not MPI's spare processes)
         for (int d : live)
-          who += (who.empty() ? "" : ", ") + std::to_string(d);
+          if (std::binary_search(planDevices.begin(), planDevices.end(), d))
+            who += (who.empty() ? "" : ", ") + std::to_string(d);
         if (!target)
           throw RunError(why + "; no --recover plan uses only the live devices (" + who + ")");
         std::map<int, ir::DeviceProgram> survivors;
@@ -788,6 +790,9 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
                 joins += (joins.empty() ? "device " : ", ") + std::to_string(f.device);
               }
             if (!joins.empty()) {
+              // MPI: a spare process takes the place of a device that comes back.
+              if (const std::vector<int> mine = world.localDevices(); mine.size() == 1 && mine.front() != id)
+                id = mine.front();
               s = recover(joins + " joined again before step " + std::to_string(step), false) - firstStep;
               continue;
             }
@@ -855,9 +860,9 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
               executor->stopTracing();
             // The first live device of each process records the loss (on MPI every process:
             // whichever is first alive at the end reports); the first of all prints it.
-            const int recorder = *std::find_if(live.begin(), live.end(), [&](int d) {
-              return std::find(local.begin(), local.end(), d) != local.end();
-            });
+            const std::vector<int> ours = world.localDevices(); // MPI: a spare's changes when it comes in
+            const int recorder = *std::find_if(
+                live.begin(), live.end(), [&](int d) { return std::find(ours.begin(), ours.end(), d) != ours.end(); });
             if (id == recorder && result.losses.size() == static_cast<size_t>(s)) {
               result.losses.push_back(loss);
               result.stepSeconds.push_back(since() - stepStart);
@@ -935,7 +940,8 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
         reports[other] = other == id ? std::move(report) : unpackReport(comm.recv(other, kReportTag));
       world.finish(); // a device still waiting to come back does not
       for (const auto &[other, theirs] : reports) {
-        result.times[other] = theirs.times;
+        if (std::binary_search(planDevices.begin(), planDevices.end(), other))
+          result.times[other] = theirs.times;
         events[other] = theirs.events;
         if (!options.save.empty() && planAt(last)->count(other))
           unpackState(planAt(last)->at(other), theirs.state, store);

@@ -265,12 +265,12 @@ int train(const std::string &file, const std::vector<std::string> &planFiles, ru
   if (mpi && runtime::launcherRank() < 0) { // started without mpirun: it starts mpirun
     std::vector<std::string> command = arguments;
     command[0] = std::filesystem::read_symlink("/proc/self/exe");
-    return runtime::launchUnderMpirun(command, static_cast<int>(runPlans.devices().size()), elastic);
+    // A spare process for each return (a `join` in the fault trace).
+    const auto spares = std::count_if(run.faults.begin(), run.faults.end(),
+                                      [](const runtime::Fault &f) { return f.phase == runtime::FaultPhase::Join; });
+    return runtime::launchUnderMpirun(command, static_cast<int>(runPlans.devices().size() + spares), elastic);
   }
   if (mpi && elastic) {
-    if (std::any_of(run.faults.begin(), run.faults.end(),
-                    [](const runtime::Fault &f) { return f.phase == runtime::FaultPhase::Join; }))
-      return fail(faultTrace + ": a device that comes back (join) needs the threads backend (not yet on MPI)");
     // OpenMPI's mpirun ends every process when one dies, unless told not to.
     const char *recovery = std::getenv("OMPI_MCA_orte_enable_recovery");
     if (std::getenv("OMPI_COMM_WORLD_RANK") && (!recovery || std::string(recovery) != "1")) {

@@ -40,7 +40,7 @@ int main(int argc, char **argv) {
             return std::string();
         } catch (const std::exception &) {
         }
-        return text + " is not a number";
+        return text + " is not a finite number";
       },
       "NUMBER");
   app.set_version_flag("--version", std::string("hspmc ") + HSPMD_VERSION);

@@ -475,10 +475,11 @@ TEST(Cli, ASwitchThatDoesNotFitSideBySideMovesInBuckets) {
 // gathers the losses, dies), update, during a switch; the tiny GPT and the tiny LLaMA; from
 // ZeRO; a fault trace with two deaths; a device that dies and comes back.
 // Runs that lose devices and go on (docs/elastic.md): the plan, the options, and the start of
-// the line that says so on threads; `threadsOnly`: a device comes back (not on MPI).
+// the line that says so on threads; `comesBack`: a device comes back (on MPI a spare process
+// takes its place).
 struct ElasticCase {
   std::string plan, options, line;
-  bool threadsOnly = false;
+  bool comesBack = false;
 };
 std::vector<ElasticCase> elasticCases() {
   const std::string gpt = "examples/gpt/plans/", llama = "examples/llama/plans/";
@@ -784,11 +785,20 @@ TEST(Cli, AnMpiRunGoesOnAfterAProcessDies) {
   if (std::system("command -v mpirun > /dev/null") != 0)
     GTEST_SKIP() << "no mpirun";
   for (const ElasticCase &c : elasticCases()) {
-    if (c.threadsOnly)
-      continue;
     CliRun run = hspmcStartingMpirun("train " + c.plan + " --data examples/data/gpl-3.txt " + c.options +
                                      " --backend mpi --heartbeat 2 --losses build/cli_elastic_mpi.json");
     ASSERT_EQ(run.code, 0) << c.options << "\n" << run.output;
+    if (c.comesBack) { // device 3 dies in step 2, and its spare process comes in before step 4
+      EXPECT_NE(run.output.find("\nhspmc train: device 3 died at the start of its forward pass of step 2 (--fail): "
+                                "its process kills itself (SIGKILL)\n"),
+                std::string::npos)
+          << run.output;
+      EXPECT_NE(run.output.find(c.line), std::string::npos) << run.output;
+      EXPECT_NE(run.output.find("; went on under plan 'hetero4': "), std::string::npos) << run.output;
+      trainWithoutFailures(c, "build/cli_elastic_mpi_b.json");
+      expectSameLosses("build/cli_elastic_mpi.json", "build/cli_elastic_mpi_b.json", stepsOf(c), c.options);
+      continue;
+    }
     // "device 3 died at ...; devices 0, 1, 2 agreed in" -> "device 3 stopped answering (...); ..."
     const std::string line = c.line.substr(0, c.line.find(" died")) + " stopped answering (no heartbeat for 2 s)" +
                              c.line.substr(c.line.find("; devices"));
@@ -848,9 +858,6 @@ TEST(Cli, MpiDeathsThatCannotBeSurvivedAreClearErrors) {
   const std::string run = "train examples/gpt/plans/hetero4.hspmd --data examples/data/gpl-3.txt --backend mpi "
                           "--heartbeat 2 --losses build/cli_mpi_dies.json ";
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"--steps 5 --fault-trace tests/elastic/death_and_return.trace",
-       "hspmc train: error: tests/elastic/death_and_return.trace: a device that comes back (join) needs the threads "
-       "backend (not yet on MPI)\n"},
       {"--steps 3 --fail 2:1",
        "hspmc train: error: device 1 stopped answering (no heartbeat for 2 s); the run stops (no --recover plan to "
        "go on with)\n"},
@@ -871,6 +878,16 @@ TEST(Cli, MpiDeathsThatCannotBeSurvivedAreClearErrors) {
                                "with mpirun --enable-recovery\n"),
             std::string::npos)
       << result.output;
+  // ... and start a spare process for each device that comes back.
+  CliRun spares = hspmcUnderMpirun(4,
+                                   run + "--steps 5 --fault-trace tests/elastic/death_and_return.trace --recover "
+                                         "examples/gpt/plans/pipeline2_recompute.hspmd",
+                                   "--enable-recovery");
+  EXPECT_NE(spares.output.find("hspmc train: error: mpirun started 4 processes but the plans of the run have 4 "
+                               "devices and the fault trace 1 return (a spare process each): run it with mpirun -np "
+                               "5\n"),
+            std::string::npos)
+      << spares.output;
 }
 
 // Where a part of the state has no surviving copy (ZeRO's shard on the device that died), a run
