@@ -300,9 +300,8 @@ TEST(Cli, EveryShippedPlanLintsCleanAndTrainsAsOneDevice) {
     std::string head = text.substr(0, layout);
     if (const size_t replicas = head.find("\n  zero replicas "); replicas != std::string::npos)
       head.erase(replicas + 7, head.find('\n', replicas + 1) - replicas - 7);
-    const std::string singleText = head +
-                                   "\n  pipeline one microbatches 1 {\n    stage devices [0] layers blocks with " +
-                                   with + "\n  }\n}\n";
+    const std::string singleText =
+        head + "\n  pipeline one microbatches 1 {\n    stage devices [0] layers blocks with " + with + "\n  }\n}\n";
     const std::string key = singleText.substr(singleText.find(" for ", singleText.find("\nplan ")));
     if (!singles.count(key)) {
       std::ofstream(single) << singleText;
