@@ -1,8 +1,10 @@
 // DeviceProgram.cpp - DevicePrograms: instruction kinds, collectives and their printed form
 // (ir/DeviceProgram.h).
 #include "ir/DeviceProgram.h"
+
 #include "ir/AnnotationText.h"
 #include "ir/Tags.h"
+#include <map>
 
 #include "ir/TextLexer.h"
 
@@ -93,24 +95,37 @@ int maxInFlight(const std::vector<ScheduleSlot> &schedule) {
   return std::max(most, 1);
 }
 
+std::vector<ScheduledInstruction> scheduledInstructions(const DeviceProgram &program) {
+  const auto slots = program.schedule.empty() ? std::vector<ScheduleSlot>{{Phase::Forward, 0}, {Phase::Backward, 0}}
+                                              : program.schedule;
+  std::map<Phase, size_t> perPass; // instructions per pass: the step's size, reserved
+  for (const Instruction &in : program.body)
+    ++perPass[passOf(in.phase)];
+  size_t total = perPass[Phase::Update];
+  for (const ScheduleSlot &slot : slots)
+    total += perPass[slot.phase];
+  std::vector<ScheduledInstruction> step;
+  step.reserve(total);
+  auto append = [&](Phase phase, int microbatch) {
+    for (const Instruction &in : program.body)
+      if (passOf(in.phase) == phase)
+        step.push_back({&in, expandedTag(in.tag, in.phase, microbatch)});
+  };
+  for (const ScheduleSlot &slot : slots)
+    append(slot.phase, slot.microbatch);
+  append(Phase::Update, 0);
+  return step;
+}
+
 DeviceProgram expandSchedule(const DeviceProgram &program) {
   DeviceProgram out = program;
   out.body.clear();
   out.schedule = {{Phase::Forward, 0}};
   out.microbatches = 1;
-  auto slots = program.schedule.empty() ? std::vector<ScheduleSlot>{{Phase::Forward, 0}, {Phase::Backward, 0}}
-                                        : program.schedule;
-  auto append = [&](Phase phase, int microbatch) {
-    for (const Instruction &in : program.body)
-      if (passOf(in.phase) == phase) {
-        Instruction copy = in;
-        copy.tag = expandedTag(in.tag, in.phase, microbatch);
-        out.body.push_back(copy);
-      }
-  };
-  for (const ScheduleSlot &slot : slots)
-    append(slot.phase, slot.microbatch);
-  append(Phase::Update, 0);
+  const std::vector<ScheduledInstruction> step = scheduledInstructions(program);
+  out.body.reserve(step.size());
+  for (const ScheduledInstruction &each : step)
+    out.body.emplace_back(*each.instruction).tag = each.tag;
   return out;
 }
 

@@ -152,6 +152,13 @@ std::vector<ScheduleSlot> pipelineSchedule(const std::string &name, int stage, i
 /// backward pass starts with the recompute instructions), then the update instructions
 /// once. Tags are made distinct per micro-batch and pass: see expandedTag.
 DeviceProgram expandSchedule(const DeviceProgram &program);
+/// expandSchedule's body without copying it: each instruction of the step in the order it
+/// runs, with its tag for its micro-batch and pass (pointers into `program`).
+struct ScheduledInstruction {
+  const Instruction *instruction;
+  int64_t tag;
+};
+std::vector<ScheduledInstruction> scheduledInstructions(const DeviceProgram &program);
 int64_t expandedTag(int64_t tag, Phase phase, int microbatch);
 
 /// How many micro-batches are between their forward and backward pass at once, at most.

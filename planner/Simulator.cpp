@@ -82,9 +82,11 @@ public:
         slowdown_(model.cores > 0 && programs.size() > static_cast<size_t>(model.cores) ? model.oversubscribed : 1.0) {
     for (const auto &[device, program] : programs) {
       original_[device] = &program;
-      steps_[device] = ir::expandSchedule(program);
+      steps_[device] = ir::scheduledInstructions(program);
       at_[device] = 0;
-      streams_[device] = {};
+      Streams &streams = streams_[device];
+      streams.written.assign(program.buffers.size(), 0.0);
+      streams.read.assign(program.buffers.size(), 0.0);
     }
   }
 
@@ -96,12 +98,12 @@ public:
       for (;;) {
         std::vector<std::pair<double, int>> order;
         for (const auto &[device, step] : steps_)
-          if (at_[device] < step.body.size())
+          if (at_[device] < step.size())
             order.push_back({stream(device, false), device});
         std::sort(order.begin(), order.end());
         bool progress = false;
         for (const auto &[t, device] : order)
-          if (advance(device, steps_.at(device).body[at_[device]])) {
+          if (advance(device, steps_.at(device)[at_[device]])) {
             progress = true;
             break;
           }
@@ -113,12 +115,12 @@ public:
       while (progress) {
         progress = false;
         for (auto &[device, step] : steps_)
-          while (at_[device] < step.body.size() && advance(device, step.body[at_[device]]))
+          while (at_[device] < step.size() && advance(device, step[at_[device]]))
             progress = true;
       }
     }
     for (const auto &[device, step] : steps_)
-      if (at_[device] < step.body.size())
+      if (at_[device] < step.size())
         throw std::runtime_error("the programs deadlock at device " + std::to_string(device) +
                                  " (the verifier should have caught this)");
     Simulation result;
@@ -140,14 +142,16 @@ private:
   const CostModel &model_;
   bool keep_;
   double slowdown_; // CostModel::oversubscribed when it applies
+  // A device's step as it runs (ir::scheduledInstructions: no instruction copied).
+  using Step = ir::ScheduledInstruction;
   std::map<int, const ir::DeviceProgram *> original_;
-  std::map<int, ir::DeviceProgram> steps_;
+  std::map<int, std::vector<Step>> steps_;
   std::map<int, size_t> at_;
   // Per device: when its compute and communication streams are free (one stream without
   // overlap), when each buffer's last write ends and its last read ends.
   struct Streams {
     double compute = 0, comm = 0;
-    std::map<int, double> written, read;
+    std::vector<double> written, read; // by buffer id
   };
   std::map<int, Streams> streams_;
   std::vector<double> coreFree_; // when each core is free (CostModel::cores)
@@ -187,34 +191,36 @@ private:
     Streams &s = streams_[device];
     double t = 0;
     for (int b : in.inputs)
-      t = std::max(t, s.written[b]);
+      t = std::max(t, s.written[static_cast<size_t>(b)]);
     for (int b : in.outputs)
-      t = std::max({t, s.written[b], s.read[b]});
+      t = std::max({t, s.written[static_cast<size_t>(b)], s.read[static_cast<size_t>(b)]});
     return t;
   }
   void done(int device, const ir::Instruction &in, double readUntil, double writtenAt) {
     Streams &s = streams_[device];
     for (int b : in.inputs)
-      s.read[b] = std::max(s.read[b], readUntil);
+      s.read[static_cast<size_t>(b)] = std::max(s.read[static_cast<size_t>(b)], readUntil);
     for (int b : in.outputs)
-      s.written[b] = writtenAt;
+      s.written[static_cast<size_t>(b)] = writtenAt;
   }
 
   // Runs the instruction if it can run now; returns false when it waits for a peer.
-  bool advance(int device, const ir::Instruction &in) {
-    const ir::DeviceProgram &program = steps_.at(device);
+  bool advance(int device, const Step &step) {
+    const ir::Instruction &in = *step.instruction;
+    const ir::DeviceProgram &program = *original_.at(device);
+    auto at = [&](int member) -> const ir::Instruction & { return *steps_.at(member)[at_[member]].instruction; };
     if (!in.group.empty() || in.kind == ir::InstrKind::Collective) {
       for (int member : in.group) {
-        const auto &other = steps_.at(member).body;
+        const auto &other = steps_.at(member);
         const size_t position = at_[member];
-        if (position >= other.size() || other[position].tag != in.tag)
+        if (position >= other.size() || other[position].tag != step.tag)
           return false;
       }
       const bool kernelToo = in.kind == ir::InstrKind::Kernel;
       double start = 0, first = std::numeric_limits<double>::infinity();
       double slowest = std::numeric_limits<double>::infinity();
       for (int member : in.group) {
-        const ir::Instruction &mine = steps_.at(member).body[at_[member]];
+        const ir::Instruction &mine = at(member);
         const double arrives =
             std::max({stream(member, true), kernelToo ? stream(member, false) : 0.0, ready(member, mine)});
         start = std::max(start, arrives);
@@ -237,8 +243,8 @@ private:
         const bool reduction = kind && ir::isReduction(*kind);
         double out = 0;
         for (int member : in.group) {
-          const ir::DeviceProgram &theirs = steps_.at(member);
-          const ir::Instruction &other = theirs.body[at_[member]];
+          const ir::DeviceProgram &theirs = *original_.at(member);
+          const ir::Instruction &other = at(member);
           if (!other.outputs.empty())
             out = std::max(out, static_cast<double>(theirs.buffers[static_cast<size_t>(other.outputs[0])].bytes()));
         }
@@ -249,7 +255,7 @@ private:
         // 2(n-1)/n S (specialize takes it from the communication plan), in 2(n-1) rounds.
         double bytes = 0;
         for (int member : in.group)
-          bytes = std::max(bytes, static_cast<double>(steps_.at(member).body[at_[member]].bytes));
+          bytes = std::max(bytes, static_cast<double>(at(member).bytes));
         const std::optional<ir::CommKind> kind = in.collective();
         const bool allReduce = kind == ir::CommKind::AllReduce || kind == ir::CommKind::SplitAllReduce;
         const int members = static_cast<int>(n);
@@ -264,10 +270,10 @@ private:
       if (!model_.overlap)
         start = onCores(start, seconds - latency, in.group.size());
       for (int member : in.group) {
-        const ir::Instruction &mine = steps_.at(member).body[at_[member]];
+        const ir::Instruction &mine = at(member);
         double kernel = 0;
         if (kernelToo)
-          kernel = kernelSeconds(member, mine, steps_.at(member));
+          kernel = kernelSeconds(member, mine, *original_.at(member));
         record(member, in.op, true, start, seconds);
         if (kernel > 0)
           record(member, in.op, false, start + seconds, kernel);
@@ -287,14 +293,14 @@ private:
       // The sender's stream is not held: the transfer proceeds while it goes on.
       const double start = std::max(stream(device, true), ready(device, in));
       const double seconds = model_.links.alpha + static_cast<double>(in.bytes) / bandwidth(device, in.peer);
-      arrivals_[{device, in.peer, in.tag}] = start + seconds;
+      arrivals_[{device, in.peer, step.tag}] = start + seconds;
       stream(device, true) = start;
       record(device, "send", true, start, 0);
       done(device, in, start + seconds, start);
       break;
     }
     case ir::InstrKind::Recv: {
-      auto it = arrivals_.find({in.peer, device, in.tag});
+      auto it = arrivals_.find({in.peer, device, step.tag});
       if (it == arrivals_.end())
         return false;
       // Waiting for the sender to send is idle time; the transfer itself is communication.

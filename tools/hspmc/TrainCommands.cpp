@@ -642,6 +642,7 @@ int runExplainSwitch(const std::string &from, const std::string &to, const std::
 // Compiles FILE under its plan for training and simulates one step on the cluster.
 int runSimulate(const std::string &file, const std::vector<std::string> &planFiles, const std::string &clusterFile,
                 const std::string &tracePath, bool json, const FaultReplay &replay) {
+  const auto started = std::chrono::steady_clock::now();
   TrainingBuild t(file, planFiles, "simulate", true, clusterFile);
   std::optional<planner::Cluster> cluster;
   if (t.checked) {
@@ -668,14 +669,16 @@ int runSimulate(const std::string &file, const std::vector<std::string> &planFil
   const auto &build = t.build;
   const auto &result = t.result;
   const planner::CostModel model = planner::costModel(*cluster);
+  const double compileSeconds = secondsSince(started);
+  const auto simulating = std::chrono::steady_clock::now();
   const planner::Simulation sim = planner::simulate(result->programs[0], model, !tracePath.empty());
+  const double simulateSeconds = secondsSince(simulating);
   const runtime::ModelInfo info = driver::modelInfo(*build->graph);
   const double tokens = static_cast<double>(info.batch * info.seq);
   if (json) {
-    nlohmann::json out = {{"plan", build->plans[0].name},
-                          {"cluster", cluster->name},
-                          {"step_seconds", sim.stepSeconds},
-                          {"tokens_per_second", tokens / sim.stepSeconds},
+    nlohmann::json out = {{"plan", build->plans[0].name},      {"cluster", cluster->name},
+                          {"step_seconds", sim.stepSeconds},   {"tokens_per_second", tokens / sim.stepSeconds},
+                          {"compile_seconds", compileSeconds}, {"simulate_seconds", simulateSeconds},
                           {"devices", nlohmann::json::array()}};
     for (const auto &[device, d] : sim.devices)
       out["devices"].push_back({{"device", device},
@@ -687,9 +690,11 @@ int runSimulate(const std::string &file, const std::vector<std::string> &planFil
     std::cout << out.dump(2) << "\n";
   } else {
     char line[200];
-    std::snprintf(line, sizeof line, "step %.3f ms, %.0f tokens/s (%s under plan '%s' on cluster '%s')\n",
+    std::snprintf(line, sizeof line,
+                  "step %.3f ms, %.0f tokens/s (%s under plan '%s' on cluster '%s'; compiled in %.2f s, simulated in "
+                  "%.2f s)\n",
                   sim.stepSeconds * 1e3, tokens / sim.stepSeconds, build->graph->name().c_str(),
-                  build->plans[0].name.c_str(), cluster->name.c_str());
+                  build->plans[0].name.c_str(), cluster->name.c_str(), compileSeconds, simulateSeconds);
     std::cout << line << "device  type      busy           communicating  idle           peak memory\n";
     for (const auto &[device, d] : sim.devices) {
       std::snprintf(line, sizeof line, "%-6d  %-8s  %7.3f ms %3.0f%%  %7.3f ms %3.0f%%  %7.3f ms %3.0f%%  %.1f MiB\n",

@@ -1002,16 +1002,20 @@ TEST(Cli, BuildWritesTheGeneratedSources) {
       << cuda.output;
 }
 
-// hspmc simulate prints the step time and a line per device; --format json the same data.
+// hspmc simulate prints the step time, its own times and a line per device; --format json the
+// same data.
 TEST(Cli, SimulatePrintsTheStepAndEachDevice) {
   CliRun run = hspmc("simulate examples/gpt/plans/hetero4.hspmd");
   ASSERT_EQ(run.code, 0) << run.output;
   EXPECT_EQ(run.output.rfind("step ", 0), 0u) << run.output;
-  EXPECT_NE(run.output.find("(TinyGPT under plan 'hetero4' on cluster 'cpu4')"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("(TinyGPT under plan 'hetero4' on cluster 'cpu4'; compiled in "), std::string::npos)
+      << run.output;
+  EXPECT_NE(run.output.find(" s, simulated in "), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("\n3       cpu "), std::string::npos) << run.output;
   CliRun json = hspmc("simulate examples/gpt/plans/hetero4.hspmd --format json");
   ASSERT_EQ(json.code, 0);
   EXPECT_NE(json.output.find("\"step_seconds\""), std::string::npos);
+  EXPECT_NE(json.output.find("\"simulate_seconds\""), std::string::npos) << json.output;
   EXPECT_NE(json.output.find("\"device\": 3"), std::string::npos) << json.output;
   CliRun none = hspmc("simulate tests/lint/hs200_no_cluster.hspmd");
   EXPECT_EQ(none.code, 1);
