@@ -247,13 +247,20 @@ std::string readFaultTrace(const std::string &path, const std::vector<int> &devi
       line.resize(hash);
     std::istringstream words(line);
     std::string step, device, event, phase, extra;
+    // A --fail option's error, in the trace's words.
+    auto traceError = [&](const std::string &error) {
+      return error.find("expected STEP:DEVICE") != std::string::npos
+                 ? where + "expected a step from 1 and a device: STEP DEVICE fail [PHASE], STEP DEVICE join or "
+                           "STEP DEVICE slow FACTOR"
+                 : where + error.substr(error.find(": ") + 2);
+    };
     if (!(words >> step))
       continue;
     words >> device >> event >> phase >> extra;
     if (event == "slow") {
       FaultOption parsed = parseFaultOption(step + ":" + device, devices, steps);
       if (!parsed.error.empty())
-        return where + parsed.error.substr(parsed.error.find(": ") + 2);
+        return traceError(parsed.error);
       char *end = nullptr;
       const double factor = phase.empty() ? 0 : std::strtod(phase.c_str(), &end);
       if (phase.empty() || *end != '\0' || !std::isfinite(factor) || factor < 1 || factor > 1000 || !extra.empty())
@@ -267,7 +274,7 @@ std::string readFaultTrace(const std::string &path, const std::vector<int> &devi
     if (event == "join" && phase.empty()) {
       FaultOption parsed = parseFaultOption(step + ":" + device, devices, steps);
       if (!parsed.error.empty())
-        return where + parsed.error.substr(parsed.error.find(": ") + 2);
+        return traceError(parsed.error);
       // It must have died before, and not come back since.
       int64_t died = 0;
       for (const Fault &f : faults)
@@ -283,7 +290,7 @@ std::string readFaultTrace(const std::string &path, const std::vector<int> &devi
       return where + "expected STEP DEVICE fail [PHASE], STEP DEVICE join or STEP DEVICE slow FACTOR";
     FaultOption parsed = parseFaultOption(step + ":" + device + (phase.empty() ? "" : "@" + phase), devices, steps);
     if (!parsed.error.empty())
-      return where + parsed.error.substr(parsed.error.find(": ") + 2);
+      return traceError(parsed.error);
     faults.push_back(parsed.fault);
   }
   return "";

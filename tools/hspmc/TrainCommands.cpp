@@ -185,38 +185,11 @@ int train(const std::string &file, const std::vector<std::string> &planFiles, ru
   // files in a folder of this process's own; the plan is compiled and checked like any other.
   const std::string replanDirectory =
       (std::filesystem::temp_directory_path() / ("hspmd-recover-" + std::to_string(getpid()))).string();
-  runPlans.replan = [&](const std::vector<int> &live) {
-    runtime::Replanned made;
-    auto start = std::chrono::steady_clock::now();
-    const runtime::ModelInfo info = driver::modelInfo(*t.build->graph);
-    const driver::SurvivorPlan planned =
-        driver::planForSurvivors(t.plan(), t.compilation, info.batch, info.seq, live, replanDirectory);
-    made.planSeconds = secondsSince(start);
-    made.name = planned.name;
-    made.path = planned.path;
-    if (!planned.error.empty()) {
-      made.error = planned.error;
-      return made;
-    }
-    start = std::chrono::steady_clock::now();
-    auto next = std::make_unique<TrainingBuild>(planned.path, std::vector<std::string>{}, "train");
-    if (next->report() != 0) {
-      made.error = "the plan it wrote, " + planned.path + ", does not compile (above)";
-      return made;
-    }
-    if (std::string differs = sameTraining(t, *next); !differs.empty()) {
-      made.error = "the plan it wrote, " + planned.path + ", cannot continue this run: " + differs;
-      return made;
-    }
-    made.compileSeconds = secondsSince(start);
-    made.programs = &next->programs();
-    replanned.push_back(std::move(next));
-    return made;
-  };
-  // --stragglers: the same, for the devices at their measured speeds; a step of the new plan
-  // and of the run's plan simulated on the cluster at those speeds.
-  runPlans.replanForSpeeds = [&](const std::vector<int> &live, const std::map<int, double> &speeds,
-                                 const std::map<int, ir::DeviceProgram> &runningPlan) {
+  // Plans for the live devices (at `speeds`: --stragglers), compiles and checks the plan
+  // written; with `running`, a step of the new plan and of the running one simulated at those
+  // speeds.
+  auto planAnew = [&](const std::vector<int> &live, const std::map<int, double> &speeds,
+                      const std::map<int, ir::DeviceProgram> *running) {
     runtime::Replanned made;
     auto start = std::chrono::steady_clock::now();
     const runtime::ModelInfo info = driver::modelInfo(*t.build->graph);
@@ -241,15 +214,21 @@ int train(const std::string &file, const std::vector<std::string> &planFiles, ru
     }
     made.compileSeconds = secondsSince(start);
     std::vector<planner::ClusterError> errors;
-    if (auto cluster =
-            planner::loadCluster(planned.speedsCluster, t.compilation.stdlibDir() + "/devices.toml", errors)) {
-      const planner::CostModel costs = planner::costModel(*cluster);
-      made.predictedSeconds = planner::simulate(next->programs(), costs).stepSeconds;
-      made.predictedNowSeconds = planner::simulate(runningPlan, costs).stepSeconds;
-    }
+    if (running && !planned.speedsCluster.empty())
+      if (auto cluster =
+              planner::loadCluster(planned.speedsCluster, t.compilation.stdlibDir() + "/devices.toml", errors)) {
+        const planner::CostModel costs = planner::costModel(*cluster);
+        made.predictedSeconds = planner::simulate(next->programs(), costs).stepSeconds;
+        made.predictedNowSeconds = planner::simulate(*running, costs).stepSeconds;
+      }
     made.programs = &next->programs();
     replanned.push_back(std::move(next));
     return made;
+  };
+  runPlans.replan = [&](const std::vector<int> &live) { return planAnew(live, {}, nullptr); };
+  runPlans.replanForSpeeds = [&](const std::vector<int> &live, const std::map<int, double> &speeds,
+                                 const std::map<int, ir::DeviceProgram> &running) {
+    return planAnew(live, speeds, &running);
   };
   if (run.stragglers) {
     if (std::string problem = driver::replanProblem(t.plan(), t.compilation, "--stragglers"); !problem.empty())

@@ -760,6 +760,9 @@ TEST(Cli, DeathsThatCannotBeSurvivedAreClearErrors) {
       {"hetero4.hspmd" + data + "--fault-trace tests/elastic/slow.trace",
        "hspmc train: error: tests/elastic/slow.trace:2: expected STEP DEVICE slow FACTOR, a factor from 1 to 1000 "
        "(the device's kernels take FACTOR times as long; 1: its own speed again)\n"},
+      {"hetero4.hspmd" + data + "--fault-trace tests/elastic/huge_step.trace",
+       "hspmc train: error: tests/elastic/huge_step.trace:2: expected a step from 1 and a device: STEP DEVICE fail "
+       "[PHASE], STEP DEVICE join or STEP DEVICE slow FACTOR\n"},
       {"../../../tests/elastic/dp2_no_cluster.hspmd" + data + "--stragglers",
        "hspmc train: error: --stragglers plans for the run's cluster, but plan 'dp2_no_cluster' names no cluster "
        "file (cluster \"FILE\")\n"},
