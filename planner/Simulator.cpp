@@ -341,7 +341,9 @@ private:
         bytes = static_cast<double>(program.buffers[static_cast<size_t>(in.outputs[0])].bytes());
       return 2 * bytes / model_.memoryBandwidth(device);
     }
-    const KernelCost cost = kernelCost(in, program);
+    KernelCost cost = kernelCost(in, program);
+    if (in.op == "attention" || in.op == "attention_grad")
+      cost.flops *= model_.attentionDensity;
     auto it = model_.kernelEfficiency.find(in.op);
     const double efficiency = it != model_.kernelEfficiency.end() ? it->second : model_.efficiency;
     auto overhead = model_.kernelOverhead.find(in.op);

@@ -53,6 +53,10 @@ struct CostModel {
   /// holds all its members until then (the CPU threads backend polls before it sleeps; none by
   /// default).
   double spin = 0, wakeup = 0;
+  /// The fraction of its query-key pairs attention computes: below 1 for documents packed
+  /// into a sequence under a block-diagonal mask, whose masked blocks a varlen attention
+  /// kernel skips (docs/mixed-lengths.md); 1 for whole sequences and padded ones.
+  double attentionDensity = 1.0;
 };
 
 /// The cost model of a cluster file: its device types' bf16 peak, HBM bandwidth and links.

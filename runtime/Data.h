@@ -19,6 +19,13 @@ struct DataError : std::runtime_error {
 struct Batch {
   int64_t batch = 0, seq = 0;
   std::map<std::string, std::vector<int32_t>> inputs;
+  /// Documents (runtime/Documents.h): per position [batch, seq], the position of its row
+  /// where its document's piece begins; attention lets a query see the keys from there to
+  /// itself. Empty: every row is one sequence (causal attention only).
+  std::vector<int32_t> blockStarts;
+  /// Targets scored in the whole batch (a target < 0 is not): the loss is their mean. 0:
+  /// every position is scored.
+  int64_t scored = 0;
 };
 
 class Dataset {

@@ -117,6 +117,30 @@ void unpackState(const ir::DeviceProgram &program, const std::vector<char> &pack
   store.step = step;
 }
 
+int64_t DeviceExecutor::batchRow(int buffer, int microbatch) const {
+  const ir::Box region = program_.buffers[static_cast<size_t>(buffer)].region();
+  return (region.lo.empty() ? 0 : region.lo[0]) + microbatch * program_.microbatchSize;
+}
+
+KernelContext DeviceExecutor::kernelContext(const ir::Instruction &in, int microbatch) const {
+  KernelContext context{running_};
+  if (!batch_ || batch_->blockStarts.empty())
+    return context;
+  context.scored = batch_->scored;
+  if ((in.op == "attention" || in.op == "attention_grad") && !in.inputs.empty()) {
+    // The query's batch dimension is the batch's rows, as the tokens' is (loadInputs).
+    const int64_t row = batchRow(in.inputs[0], microbatch);
+    const ir::Buffer &q = program_.buffers[static_cast<size_t>(in.inputs[0])];
+    if (q.shape.empty() || row < 0 || row + q.shape[0] > batch_->batch)
+      throw DataError("attention's rows " + std::to_string(row) + ".. lie outside the batch of " +
+                      std::to_string(batch_->batch));
+    context.blockStarts = batch_->blockStarts.data();
+    context.seq = batch_->seq;
+    context.row = row;
+  }
+  return context;
+}
+
 void DeviceExecutor::loadInputs(const Batch &batch, int microbatch) {
   for (const ir::Buffer &b : program_.buffers) {
     if (b.role != ir::BufferRole::Input)
@@ -127,7 +151,7 @@ void DeviceExecutor::loadInputs(const Batch &batch, int microbatch) {
     // Row r of the buffer (micro-batch coordinates) is sample batchStart + k * size + (r - batchStart).
     std::vector<int64_t> lo = b.region().lo;
     if (!lo.empty())
-      lo[0] += microbatch * program_.microbatchSize;
+      lo[0] = batchRow(b.id, microbatch);
     const std::vector<int64_t> global = {batch.batch, batch.seq};
     if (b.shape.size() != 2 || lo[0] + b.shape[0] > batch.batch || lo[1] + b.shape[1] > batch.seq)
       throw DataError("input '" + b.value + "' does not fit the batch of " + std::to_string(batch.batch) + " x " +
@@ -137,6 +161,10 @@ void DeviceExecutor::loadInputs(const Batch &batch, int microbatch) {
 }
 
 double DeviceExecutor::forwardBackward(const Batch &batch, int64_t step) {
+  struct Current { // the batch the kernels see, while the passes run
+    const Batch *&at;
+    ~Current() { at = nullptr; }
+  } current{batch_ = &batch};
   running_ = step;
   changed_ = false;
   for (const ir::Buffer &b : program_.buffers)
@@ -240,7 +268,7 @@ void DeviceExecutor::execute(const ir::Instruction &in, int microbatch) {
       inputs.push_back(view(b));
     for (int b : in.outputs)
       outputs.push_back(view(b));
-    runKernel(in.op, in.attrs, inputs, outputs, KernelContext{running_});
+    runKernel(in.op, in.attrs, inputs, outputs, kernelContext(in, microbatch));
     return;
   }
   case ir::InstrKind::Copy: {
@@ -302,7 +330,8 @@ void DeviceExecutor::vocabParallelCrossEntropy(const ir::Instruction &in, int mi
   const int32_t *targets = reinterpret_cast<const int32_t *>(address(in.inputs[1], microbatch));
   const int64_t V = logits.shape.back(), rows = logits.bytes() / 4 / std::max<int64_t>(V, 1);
   const int64_t offset = ir::intAttr(in.attrs, "vocab_offset");
-  const double tokens = static_cast<double>(ir::intAttr(in.attrs, "tokens", rows));
+  const double tokens =
+      static_cast<double>(batch_ && batch_->scored > 0 ? batch_->scored : ir::intAttr(in.attrs, "tokens", rows));
   // Gathers one value per row from every member and combines them.
   auto combine = [&](std::vector<float> local, int round, auto fold) {
     std::vector<float> all = local;
@@ -339,8 +368,9 @@ void DeviceExecutor::vocabParallelCrossEntropy(const ir::Instruction &in, int mi
   if (in.op == "cross_entropy") {
     double loss = 0;
     for (int64_t r = 0; r < rows; ++r)
-      loss += std::log(static_cast<double>(sums[static_cast<size_t>(r)])) + peak[static_cast<size_t>(r)] -
-              sums[static_cast<size_t>(rows + r)];
+      if (targets[r] >= 0) // a target < 0 is not scored
+        loss += std::log(static_cast<double>(sums[static_cast<size_t>(r)])) + peak[static_cast<size_t>(r)] -
+                sums[static_cast<size_t>(rows + r)];
     *reinterpret_cast<float *>(address(in.outputs[0], microbatch)) = static_cast<float>(loss / tokens);
     return;
   }
@@ -348,6 +378,10 @@ void DeviceExecutor::vocabParallelCrossEntropy(const ir::Instruction &in, int mi
   float *g = reinterpret_cast<float *>(address(in.outputs[0], microbatch));
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < V; ++c) {
+      if (targets[r] < 0) {
+        g[r * V + c] = 0.0f;
+        continue;
+      }
       const double p =
           std::exp(static_cast<double>(x[r * V + c] - peak[static_cast<size_t>(r)])) / sums[static_cast<size_t>(r)];
       g[r * V + c] = static_cast<float>(upstream * (p - (c + offset == targets[r] ? 1.0 : 0.0)) / tokens);

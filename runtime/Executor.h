@@ -7,6 +7,7 @@
 #include "ir/DeviceProgram.h"
 #include "runtime/Communicator.h"
 #include "runtime/Data.h"
+#include "runtime/Kernels.h"
 #include "runtime/ParameterStore.h"
 
 #include <array>
@@ -117,10 +118,11 @@ private:
   bool tracing_ = false;
   std::chrono::steady_clock::time_point origin_;
   std::vector<TraceEvent> events_;
-  int64_t stepNumber_ = 0; // optimizer steps taken
-  int64_t running_ = 0;    // the step being run: its tags and kernels' step
-  bool changed_ = false;   // an update kernel of the step has run
-  size_t exchanged_ = 0;   // update instructions run by updateExchange()
+  int64_t stepNumber_ = 0;       // optimizer steps taken
+  int64_t running_ = 0;          // the step being run: its tags and kernels' step
+  const Batch *batch_ = nullptr; // the batch of the passes running (documents: their masks)
+  bool changed_ = false;         // an update kernel of the step has run
+  size_t exchanged_ = 0;         // update instructions run by updateExchange()
   std::optional<ir::Phase> dieAt_;
   double slowdown_ = 1;
   bool measureCpu_ = false;
@@ -129,6 +131,9 @@ private:
 
   char *address(int buffer, int microbatch) const;
   void loadInputs(const Batch &batch, int microbatch);
+  /// The global batch row of row 0 of `buffer` (batch-major) in `microbatch`.
+  int64_t batchRow(int buffer, int microbatch) const;
+  KernelContext kernelContext(const ir::Instruction &in, int microbatch) const;
   void run(ir::Phase phase, int microbatch);
   void timed(const ir::Instruction &in, int microbatch);
   void execute(const ir::Instruction &in, int microbatch);

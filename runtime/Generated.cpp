@@ -1,6 +1,7 @@
 // Generated.cpp - the helpers generated programs call (runtime/Generated.h).
 #include "runtime/Generated.h"
 
+#include "runtime/DocumentsCli.h"
 #include "runtime/MpiRun.h"
 
 #include <CLI/CLI.hpp>
@@ -22,6 +23,8 @@ int main(int argc, char **argv, const ModelInfo &model, const std::vector<Plan> 
   std::vector<std::string> switches;
   int64_t timeout = 120;
   app.add_option("--data", run.data, "Training data: text (bytes), .bin/.u32.bin tokens or .jsonl")->required();
+  DocumentFlags documents;
+  addDocumentFlags(app, documents);
   app.add_option("--steps", run.steps, "Optimizer steps")->check(CLI::NonNegativeNumber);
   app.add_option("--seed", run.seed, "Seed of the initial parameters");
   app.add_option("--save", run.save, "Write a checkpoint (plan-independent) at the end");
@@ -44,6 +47,7 @@ int main(int argc, char **argv, const ModelInfo &model, const std::vector<Plan> 
                  "NAME: after a device dies, go on under the first such plan (built in: " + names +
                      ") whose devices are all alive (repeatable)");
   CLI11_PARSE(app, argc, argv);
+  documents.applyTo(run);
   run.timeout = std::chrono::seconds(timeout);
   std::vector<std::map<int, ir::DeviceProgram>> programs(plans.size());
   for (size_t k = 0; k < plans.size(); ++k) {

@@ -47,7 +47,7 @@ void runKernel(const std::string &op, const ir::AttrMap &attrs, std::span<const 
     return;
   if (elementwise(op, attrs, inputs, outputs) || matmul(op, attrs, inputs, outputs) ||
       layout(op, attrs, inputs, outputs) || norms(op, attrs, inputs, outputs) ||
-      attention(op, attrs, inputs, outputs) || embeddingAndLoss(op, attrs, inputs, outputs) ||
+      attention(op, attrs, inputs, outputs, context) || embeddingAndLoss(op, attrs, inputs, outputs, context) ||
       optimizer(op, attrs, inputs, outputs, context))
     return;
   throw KernelError("no CPU kernel named '" + op + "'");

@@ -36,6 +36,14 @@ struct KernelError : std::runtime_error {
 
 struct KernelContext {
   int64_t step = 1; // the optimizer step, from 1 (AdamW's bias correction)
+  /// Documents (runtime/Documents.h): the batch's block starts, [rows, seq] over the global
+  /// batch, and the global row of the kernel's local row 0; attention masks each query to
+  /// the keys of its own document. Null: causal only.
+  const int32_t *blockStarts = nullptr;
+  int64_t seq = 0, row = 0;
+  /// Scored targets of the whole batch: the loss's divisor in place of the `tokens`
+  /// attribute (0: that attribute). A target < 0 is never scored.
+  int64_t scored = 0;
 };
 
 void runKernel(const std::string &op, const ir::AttrMap &attrs, std::span<const TensorView> inputs,
@@ -51,8 +59,8 @@ bool elementwise(const std::string &op, const ir::AttrMap &attrs, In in, In out)
 bool matmul(const std::string &op, const ir::AttrMap &attrs, In in, In out);
 bool layout(const std::string &op, const ir::AttrMap &attrs, In in, In out);
 bool norms(const std::string &op, const ir::AttrMap &attrs, In in, In out);
-bool attention(const std::string &op, const ir::AttrMap &attrs, In in, In out);
-bool embeddingAndLoss(const std::string &op, const ir::AttrMap &attrs, In in, In out);
+bool attention(const std::string &op, const ir::AttrMap &attrs, In in, In out, const KernelContext &context);
+bool embeddingAndLoss(const std::string &op, const ir::AttrMap &attrs, In in, In out, const KernelContext &context);
 bool optimizer(const std::string &op, const ir::AttrMap &attrs, In in, In out, const KernelContext &context);
 
 /// Row-major strides of a shape.

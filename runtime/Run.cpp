@@ -1,5 +1,6 @@
 // Run.cpp - the training loop over a World of communicators, for threads and MPI (runtime/Run.h).
 #include "runtime/Run.h"
+#include "runtime/Documents.h"
 
 #include "runtime/Stragglers.h"
 
@@ -46,26 +47,78 @@ void Progress::step(int64_t s, const std::vector<double> &losses, bool shown) {
   *out_ << text << std::endl;
 }
 
+std::string describeSteps(const Documents &documents, const DocumentSteps &steps, const RunPlans &plans,
+                          const RunOptions &options, int64_t firstStep) {
+  if (options.steps == 0)
+    return "documents: " + describeDocuments(documents);
+  double pieces = 0, tokens = 0, rows = 0, filled = 0;
+  int64_t longest = 0, seq = 0;
+  std::vector<int64_t> perShape(steps.shapes().size(), 0);
+  for (const DocumentShape &shape : steps.shapes())
+    seq = std::max(seq, shape.seq);
+  for (int64_t s = firstStep; s < firstStep + options.steps; ++s) {
+    const DocumentSteps::Step &step = steps.step(s);
+    const DocumentShape &shape = steps.shapes()[step.shape];
+    pieces += static_cast<double>(step.pieces.size());
+    tokens += static_cast<double>(step.tokens);
+    rows += static_cast<double>(step.rows);
+    filled += static_cast<double>(step.tokens) / static_cast<double>(shape.batch * shape.seq);
+    longest = std::max(longest, step.longest);
+    ++perShape[step.shape];
+  }
+  const double n = static_cast<double>(std::max<int64_t>(options.steps, 1));
+  const DocumentShape &first = steps.shapes().front();
+  const std::string budget = options.documentOptions.tokens > 0 ? std::to_string(options.documentOptions.tokens)
+                             : steps.shapes().size() == 1       ? std::to_string(first.batch * first.seq)
+                                                                : "B x S";
+  const std::string ofRows = steps.shapes().size() == 1 ? " of " + std::to_string(first.batch) : "";
+  char text[300];
+  std::snprintf(text, sizeof text,
+                "; %s, up to %s tokens per step: a step takes %.1f documents (pieces of at most %lld), %.0f real "
+                "tokens in %.1f%s rows (%.0f%% of %s batch), the longest %lld",
+                options.documentOptions.layout == DocumentLayout::Packed ? "packed" : "padded", budget.c_str(),
+                pieces / n, static_cast<long long>(seq), tokens / n, rows / n, ofRows.c_str(), 100.0 * filled / n,
+                ofRows.empty() ? "its" : "the", static_cast<long long>(longest));
+  std::string line = "documents: " + describeDocuments(documents) + text;
+  if (!plans.buckets.empty()) {
+    line += "; steps by plan:";
+    for (size_t k = 0; k < plans.buckets.size(); ++k) {
+      const size_t plan = plans.buckets[k].plan;
+      line += (k ? ", " : " ") + (plan < plans.names.size() ? plans.names[plan] : "plan " + std::to_string(plan)) +
+              " (" + std::to_string(plans.buckets[k].batch) + " x " + std::to_string(plans.buckets[k].seq) + ") " +
+              std::to_string(perShape[k]);
+    }
+  }
+  return line;
+}
+
 std::string runBanner(const ModelInfo &model, const std::string &plan, size_t devices, bool mpi,
-                      const std::string &data) {
-  return "training " + model.name + " under plan '" + plan + "' on " + std::to_string(devices) +
-         (devices == 1 ? " device" : " devices") + (mpi ? " (MPI, one process each), " : " (threads), ") +
-         std::to_string(model.batch) + " x " + std::to_string(model.seq) + " tokens per step, data " + data;
+                      const std::string &data, const std::string &planSet) {
+  return "training " + model.name + (planSet.empty() ? " under plan '" + plan + "'" : " under plan set '" + planSet) +
+         " on " + std::to_string(devices) + (devices == 1 ? " device" : " devices") +
+         (mpi ? " (MPI, one process each), " : " (threads), ") +
+         (planSet.empty() ? std::to_string(model.batch) + " x " + std::to_string(model.seq) + " tokens per step, "
+                          : std::string()) +
+         "data " + data;
 }
 
 void writeLosses(const std::string &path, const std::string &plan, const ModelInfo &model, uint64_t seed,
                  const std::string &optimizer, const std::map<std::string, double> &optimizerArgs,
                  const RunResult &result) {
-  const nlohmann::json out = {{"plan", plan},
-                              {"model", model.name},
-                              {"batch", model.batch},
-                              {"seq", model.seq},
-                              {"seed", seed},
-                              {"optimizer", optimizer},
-                              {"optimizer_args", optimizerArgs},
-                              {"losses", result.losses},
-                              {"step_seconds", result.stepSeconds}, // per step, from the end of the one before
-                              {"seconds", result.seconds}};
+  nlohmann::json out = {{"plan", plan},
+                        {"model", model.name},
+                        {"batch", model.batch},
+                        {"seq", model.seq},
+                        {"seed", seed},
+                        {"optimizer", optimizer},
+                        {"optimizer_args", optimizerArgs},
+                        {"losses", result.losses},
+                        {"step_seconds", result.stepSeconds}, // per step, from the end of the one before
+                        {"seconds", result.seconds}};
+  if (!result.stepDocuments.empty()) { // --documents: what each step took
+    out["documents"] = result.stepDocuments;
+    out["real_tokens"] = result.stepTokens;
+  }
   std::ofstream file(path);
   file << out.dump(2) << "\n";
   if (!file)
@@ -313,20 +366,52 @@ RunResult train(World &world, const std::map<int, ir::DeviceProgram> &programs, 
   return train(world, RunPlans{{&programs}, {}, {}, {}}, model, options);
 }
 
-RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, const RunOptions &options) {
+RunResult train(World &world, const RunPlans &given, const ModelInfo &model, const RunOptions &options) {
+  RunPlans plans = given; // a plan set adds the switches its steps make
   const std::vector<int> &devices = world.devices();
   const std::vector<int> local = world.localDevices();
   const std::vector<int> planDevices = plans.devices(); // the world may hold more (MPI's spare processes)
   const std::string fingerprint = ParameterStore::fingerprint(model.name, model.params);
   ParameterStore store = options.load.empty() ? ParameterStore::initial(fingerprint, model.params, options.seed)
                                               : ParameterStore::load(options.load, fingerprint);
-  const Dataset data = Dataset::load(options.data, model.vocab);
+  // The data: a token stream cut into sequences, or documents laid into each step's batch.
+  std::optional<Dataset> stream;
+  std::optional<Documents> documents;
+  std::optional<DocumentSteps> documentSteps;
+  if (!plans.buckets.empty() && !options.documents)
+    throw RunError("a plan set trains on documents: add --documents (docs/mixed-lengths.md)");
+  if (options.documents) {
+    documents = Documents::load(options.data, model.vocab, options.documentOptions.eod);
+    std::vector<DocumentShape> shapes;
+    for (const RunPlans::Bucket &bucket : plans.buckets)
+      shapes.push_back({bucket.batch, bucket.seq});
+    if (shapes.empty())
+      shapes.push_back({model.batch, model.seq});
+    documentSteps.emplace(*documents, shapes, options.documentOptions);
+    documentSteps->prepare(store.step + options.steps);
+  } else {
+    stream = Dataset::load(options.data, model.vocab);
+  }
+  auto batchOf = [&](int64_t step) { // from 1
+    return documentSteps ? documentSteps->batchFor(step - 1) : stream->batchFor(step - 1, model.batch, model.seq);
+  };
   if (devices.size() > 1)
     openblas_set_num_threads(1); // the devices are the parallelism
 
   RunResult result;
   result.tokensPerStep = model.batch * model.seq;
   const int64_t firstStep = store.step;
+  if (documentSteps) { // real tokens, in the mean over the run's steps
+    int64_t real = 0;
+    for (int64_t s = firstStep; s < firstStep + options.steps; ++s) {
+      real += documentSteps->step(s).tokens;
+      result.stepDocuments.push_back(static_cast<int64_t>(documentSteps->step(s).pieces.size()));
+      result.stepTokens.push_back(documentSteps->step(s).tokens);
+    }
+    result.tokensPerStep = options.steps > 0 ? real / options.steps : 0;
+    if (options.progress && !local.empty() && local.front() == devices.front())
+      *options.progress << describeSteps(*documents, *documentSteps, plans, options, firstStep) << std::endl;
+  }
   // A switch outside the run would silently never happen (a checkpoint moves the first step).
   for (const PlanSwitch &change : plans.switches)
     if (change.beforeStep <= firstStep || change.beforeStep > firstStep + options.steps)
@@ -357,6 +442,39 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
   const auto start = std::chrono::steady_clock::now();
   const auto since = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   Progress progress(options.progress, firstStep, options.steps, result.tokensPerStep);
+  // A plan set: each step runs under the plan of its documents' bucket, the run switching
+  // (the state moved as --switch moves it) where the next step's plan is another.
+  size_t initialPlan = 0;
+  std::map<std::pair<size_t, size_t>, std::unique_ptr<StateSwitch>> bucketSwitches;
+  if (!plans.buckets.empty() && options.steps > 0) {
+    auto planOfStep = [&](int64_t s) { return plans.buckets[documentSteps->step(s).shape].plan; };
+    // "step 3 under plan 'long' (2 documents, the longest 190 of 256 positions)"
+    auto underPlan = [&](int64_t s) {
+      const DocumentSteps::Step &step = documentSteps->step(s);
+      const size_t plan = planOfStep(s);
+      const std::string name = plan < plans.names.size() ? plans.names[plan] : "plan " + std::to_string(plan);
+      char text[300];
+      std::snprintf(text, sizeof text, "step %lld under plan '%s' (%zu document%s, the longest %lld of %lld positions)",
+                    static_cast<long long>(s + 1), name.c_str(), step.pieces.size(), step.pieces.size() == 1 ? "" : "s",
+                    static_cast<long long>(step.longest), static_cast<long long>(plans.buckets[step.shape].seq));
+      return std::string(text);
+    };
+    size_t current = initialPlan = planOfStep(firstStep);
+    if (options.progress && !local.empty() && local.front() == devices.front())
+      *options.progress << underPlan(firstStep) << std::endl;
+    for (int64_t s = firstStep + 1; s < firstStep + options.steps; ++s) {
+      const size_t next = planOfStep(s);
+      if (next == current)
+        continue;
+      auto &transfer = bucketSwitches[{current, next}];
+      if (!transfer)
+        transfer = std::make_unique<StateSwitch>(planSwitch(*plans.plans[current], *plans.plans[next]));
+      char text[100];
+      std::snprintf(text, sizeof text, ": transfer planned in %.1f ms", transfer->planSeconds * 1e3);
+      plans.switches.push_back(PlanSwitch{s + 1, next, transfer.get(), underPlan(s) + text});
+      current = next;
+    }
+  }
   // The run's plans: those it was given, then those made for the live devices (--recover
   // auto), appended as agreements need them (under `plansMutex`: the devices read them).
   std::mutex plansMutex;
@@ -407,7 +525,7 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
   std::map<int, std::pair<size_t, std::vector<char>>> keptStates; // device -> (plan, packed state)
   std::vector<std::string> deaths;                                // what each injected death said
   int finished = 0;                                               // devices that reached the end of the run
-  size_t last = 0;                                                // the plan the run ends under: --save writes it
+  size_t last = initialPlan;                                      // the plan the run ends under: --save writes it
 
   // One device's run: its steps (switching plans where the run does, going on without a
   // device that died), then its report to the first live device, which gathers them.
@@ -416,7 +534,7 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
     // its old state packed), under which plan; whether it is inside a switch or a step.
     std::unique_ptr<DeviceExecutor> executor;
     const ir::DeviceProgram *holding = nullptr;
-    size_t holdingPlan = 0;
+    size_t holdingPlan = initialPlan;
     std::vector<char> packedOld;
     bool switching = false, inStep = false;
     size_t next = 0; // the next switch
@@ -445,7 +563,7 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
           made->trace(start);
         return made;
       };
-      executor = executorFor(0);
+      executor = executorFor(initialPlan);
       if (executor)
         executor->load(store);
       holding = executor ? &executor->program() : nullptr;
@@ -841,8 +959,7 @@ RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, con
               throw DeviceDeath("device " + std::to_string(id) + " died at the start of step " + std::to_string(step) +
                                 " (no plan's work on it)");
             inStep = true;
-            const double mine =
-                executor ? executor->forwardBackward(data.batchFor(step - 1, model.batch, model.seq), step) : 0.0;
+            const double mine = executor ? executor->forwardBackward(batchOf(step), step) : 0.0;
             if (faultAt(step, FaultPhase::Update))
               throw DeviceDeath("device " + std::to_string(id) + " died at the start of its update of step " +
                                 std::to_string(step));

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "ir/DeviceProgram.h"
+#include "runtime/Documents.h"
 #include "runtime/Executor.h"
 #include "runtime/Switch.h"
 
@@ -54,7 +55,11 @@ std::string readFaultTrace(const std::string &path, const std::vector<int> &devi
 struct RunOptions {
   int64_t steps = 20;
   uint64_t seed = 1;
-  std::string data;       // a text, token or jsonl file (Dataset::load)
+  std::string data; // a text, token or jsonl file (Dataset::load)
+  /// hspmc train --documents: `data` is read as documents (runtime/Documents.h), each step
+  /// takes whole documents, attention is masked to each and only real tokens are scored.
+  bool documents = false;
+  DocumentOptions documentOptions;
   std::string save, load; // checkpoint paths ("" for none)
   /// With `save`: the checkpoint is also written after every `saveEvery`-th step (0: only at
   /// the end). A death that leaves a part of the state without a copy then resumes from it.
@@ -108,7 +113,9 @@ struct RunResult {
   std::map<int, DeviceTimes> times;
   double seconds = 0;              // wall time of the run
   std::vector<double> stepSeconds; // per step, from the end of the previous one
-  int64_t tokensPerStep = 0;
+  int64_t tokensPerStep = 0;       // with --documents: real tokens, the mean over the run's steps
+  /// --documents: per step, the documents (pieces) it took and their real tokens.
+  std::vector<int64_t> stepDocuments, stepTokens;
   /// This process gathered the devices' reports: it printed the summary and wrote the files
   /// (threads: always; MPI: the process of the first device alive at the end).
   bool reported = false;
@@ -160,9 +167,24 @@ struct RunPlans {
   std::function<Replanned(const std::vector<int> &live, const std::map<int, double> &speeds,
                           const std::map<int, ir::DeviceProgram> &current)>
       replanForSpeeds = nullptr;
+  /// A plan set (docs/mixed-lengths.md): a plan per length bucket, with its batch of B
+  /// sequences of S. Non-empty: the run trains on documents, each step under the plan of
+  /// the smallest S that holds its longest document (DocumentSteps), switching where the
+  /// next step's plan is another.
+  struct Bucket {
+    size_t plan = 0;
+    int64_t batch = 0, seq = 0;
+  };
+  std::vector<Bucket> buckets = {};
   /// Every device of every plan, in increasing order.
   std::vector<int> devices() const;
 };
+
+/// The line on a run's documents (--documents): the corpus's lengths and what its steps take
+/// on average (documents, real tokens, rows of the batch), and with a plan set the steps
+/// each plan runs.
+std::string describeSteps(const Documents &documents, const DocumentSteps &steps, const RunPlans &plans,
+                          const RunOptions &options, int64_t firstStep);
 
 /// The training loop over several plans (train() is this with one plan and no switch).
 RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, const RunOptions &options);
@@ -189,9 +211,10 @@ private:
 };
 
 /// The first line of a run: "training M under plan 'P' on N devices (threads), B x S tokens
-/// per step, data FILE".
+/// per step, data FILE"; with `planSet` ("SET' (p 8 x 64, q 2 x 256)") "under plan set 'SET'
+/// (...)" in place of the plan and its batch.
 std::string runBanner(const ModelInfo &model, const std::string &plan, size_t devices, bool mpi,
-                      const std::string &data);
+                      const std::string &data, const std::string &planSet = "");
 
 /// Writes the per-step losses with what produced them (plan, model, batch, seed, optimizer)
 /// as JSON: what tests/torch/check_plan.py reads.

@@ -2,6 +2,8 @@
 // gate and simulated, the plan written and linted (planner/driver/PlanModel.h).
 #include "planner/driver/PlanModel.h"
 
+#include "planner/PlanSet.h"
+
 #include "ir/PlanText.h"
 #include "passes/Pipeline.h"
 #include "planner/Estimates.h"
@@ -248,15 +250,14 @@ bool planModel(const PlanFiles &files, PlanOutcome &outcome, std::ostream &progr
   return true;
 }
 
-bool planForLengths(const PlanFiles &files, const std::string &lengthsPath, LengthPlan &plan, std::ostream &progress,
-                    std::ostream &errors) {
-  std::ifstream in(lengthsPath);
+bool readLengths(const std::string &path, int64_t longest, const std::string &longestName,
+                 std::vector<int64_t> &lengths, std::ostream &errors) {
+  std::ifstream in(path);
   if (!in) {
-    errors << lengthsPath << ": error: cannot read '" << lengthsPath << "'\n";
+    errors << path << ": error: cannot read '" << path << "'\n";
     return false;
   }
   // One length per line; blank lines and # comments are skipped.
-  std::map<int64_t, LengthBucket> buckets;
   std::string line;
   for (int number = 1; std::getline(in, line); ++number) {
     const std::string text = line.substr(0, line.find('#'));
@@ -267,14 +268,30 @@ bool planForLengths(const PlanFiles &files, const std::string &lengthsPath, Leng
     int64_t length = 0;
     const auto [end, ec] = std::from_chars(word.data(), word.data() + word.size(), length);
     if (ec != std::errc() || end != word.data() + word.size() || length <= 0) {
-      errors << lengthsPath << ":" << number << ": error: '" << word << "' is not a sequence length\n";
+      errors << path << ":" << number << ": error: '" << word << "' is not a sequence length\n";
       return false;
     }
-    if (length > files.sequence) {
-      errors << lengthsPath << ":" << number << ": error: length " << length << " exceeds --seq (" << files.sequence
+    if (longest > 0 && length > longest) {
+      errors << path << ":" << number << ": error: length " << length << " exceeds " << longestName << " (" << longest
              << ")\n";
       return false;
     }
+    lengths.push_back(length);
+  }
+  if (lengths.empty()) {
+    errors << path << ": error: no sequence lengths\n";
+    return false;
+  }
+  return true;
+}
+
+bool planForLengths(const PlanFiles &files, const std::string &lengthsPath, LengthPlan &plan, std::ostream &progress,
+                    std::ostream &errors) {
+  std::vector<int64_t> lengths;
+  if (!readLengths(lengthsPath, files.sequence, "--seq", lengths, errors))
+    return false;
+  std::map<int64_t, LengthBucket> buckets;
+  for (const int64_t length : lengths) {
     int64_t bucket = files.sequence;
     while (bucket % 2 == 0 && bucket / 2 >= length)
       bucket /= 2;
@@ -283,10 +300,6 @@ bool planForLengths(const PlanFiles &files, const std::string &lengthsPath, Leng
     ++b.sequences;
     b.tokens += static_cast<double>(length);
     plan.tokens += static_cast<double>(length);
-  }
-  if (buckets.empty()) {
-    errors << lengthsPath << ": error: no sequence lengths\n";
-    return false;
   }
   buckets[files.sequence].positions = files.sequence; // S's plan prices the padded baseline
   const auto out = std::filesystem::path(files.out);
@@ -316,6 +329,16 @@ bool planForLengths(const PlanFiles &files, const std::string &lengthsPath, Leng
     plan.buckets.push_back(bucket);
   }
   plan.paddedSeconds = static_cast<double>(all) / static_cast<double>(longest.perStep) * longest.stepSeconds;
+  // The plan set naming them, beside them (hspmc train SET --documents).
+  std::vector<std::string> names;
+  for (const LengthBucket &bucket : plan.buckets)
+    names.push_back(std::filesystem::path(bucket.path).filename().string());
+  plan.planSet = (out.parent_path() / (out.stem().string() + ".planset.toml")).string();
+  if (!planner::writePlanSet(plan.planSet, names,
+                             "Written by hspmc plan --length-distribution " + lengthsPath + ": a plan per bucket.")) {
+    errors << plan.planSet << ": error: cannot write the plan set\n";
+    return false;
+  }
   return true;
 }
 

@@ -50,6 +50,12 @@ struct PlanOutcome {
 /// `progress`; errors (with locations) to `errors`. Returns false on error.
 bool planModel(const PlanFiles &files, PlanOutcome &outcome, std::ostream &progress, std::ostream &errors);
 
+/// Reads a file of sequence (or document) lengths, one per line (blank lines and `#` comments
+/// skipped); errors at FILE:LINE for a line that is not a positive length or (`longest` > 0)
+/// one above `longest` (named `longestName` in the message).
+bool readLengths(const std::string &path, int64_t longest, const std::string &longestName,
+                 std::vector<int64_t> &lengths, std::ostream &errors);
+
 /// `--length-distribution FILE`: one plan per length bucket. Buckets are S, S/2, S/4, ...
 /// (S = `files.sequence`); a sequence runs padded to the smallest bucket that holds it. The
 /// plan for S is written to `files.out`, the others next to it as STEM_<bucket>.hspmd.
@@ -66,6 +72,7 @@ struct LengthPlan {
   double bucketedSeconds = 0;        // the whole distribution, each bucket under its plan
   double paddedSeconds = 0;          // the whole distribution padded to S under S's plan
   double tokens = 0;                 // real tokens of the distribution
+  std::string planSet;               // the plan set written beside the plans (planner/PlanSet.h)
 };
 bool planForLengths(const PlanFiles &files, const std::string &lengthsPath, LengthPlan &plan, std::ostream &progress,
                     std::ostream &errors);

@@ -1,14 +1,17 @@
 // Embedding lookups (on a vocabulary shard: rows outside [vocab_offset, vocab_offset + V)
 // read as zeros, a partial sum) and the fused softmax-cross-entropy, whose local sum is
-// divided by `tokens`, the global token count, so that pieces add up to the global mean.
+// divided by `tokens`, the global token count, so that pieces add up to the global mean
+// (with documents, by the batch's scored targets: KernelContext::scored; a target < 0, a
+// padding position, is not scored).
 #include "runtime/Kernels.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
 namespace hspmd::runtime::kernels {
 
-bool embeddingAndLoss(const std::string &op, const ir::AttrMap &attrs, In in, In out) {
+bool embeddingAndLoss(const std::string &op, const ir::AttrMap &attrs, In in, In out, const KernelContext &context) {
   if (op == "embedding") {
     const TensorView &table = in[0], &ids = in[1];
     const int64_t V = table.shape[0], D = table.shape[1], offset = ir::intAttr(attrs, "vocab_offset");
@@ -35,14 +38,19 @@ bool embeddingAndLoss(const std::string &op, const ir::AttrMap &attrs, In in, In
   } else if (op == "cross_entropy" || op == "cross_entropy_grad") {
     const TensorView &logits = in[0], &targets = in[1];
     const int64_t V = logits.shape.back(), rows = logits.numel() / V;
-    const double tokens = static_cast<double>(ir::intAttr(attrs, "tokens", rows));
+    const double tokens = static_cast<double>(context.scored > 0 ? context.scored : ir::intAttr(attrs, "tokens", rows));
     const bool grad = op == "cross_entropy_grad";
     const double upstream = grad ? in[2].f32()[0] : 1.0;
     double loss = 0;
     for (int64_t n = 0; n < rows; ++n) {
       const float *row = logits.f32() + n * V;
       const int64_t target = targets.i32()[n];
-      expect(target >= 0 && target < V, op, "target " + std::to_string(target) + " outside the vocabulary");
+      expect(target < V, op, "target " + std::to_string(target) + " outside the vocabulary");
+      if (target < 0) { // not scored
+        if (grad)
+          std::fill(out[0].f32() + n * V, out[0].f32() + (n + 1) * V, 0.0f);
+        continue;
+      }
       float peak = -INFINITY;
       for (int64_t c = 0; c < V; ++c)
         peak = std::max(peak, row[c]);

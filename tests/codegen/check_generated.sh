@@ -3,14 +3,17 @@
 # (the executor), and requires bitwise-identical losses. With PLAN2 and STEP, the binary is
 # built with `--also PLAN2` and both runs switch to PLAN2 before step STEP; with PLAN2 and
 # fail:STEP:DEVICE, device DEVICE dies at step STEP in both runs and they go on under PLAN2
-# (docs/elastic.md).
-# Usage: check_generated.sh HSPMC PLAN OUTDIR [PLAN2 STEP|fail:STEP:DEVICE]
+# (docs/elastic.md). With `documents`, both train on the data as documents
+# (docs/mixed-lengths.md).
+# Usage: check_generated.sh HSPMC PLAN OUTDIR [PLAN2 STEP|fail:STEP:DEVICE|documents]
 set -euo pipefail
 hspmc=$1 plan=$2 out=$3 also=${4:-} step=${5:-}
 data=examples/data/gpl-3.txt
 rm -rf "$out"
 build=() generated=() executor=()
-if [ -n "$also" ]; then
+if [ "$also" = documents ]; then
+  generated=(--documents --tokens 320) executor=(--documents --tokens 320) also=""
+elif [ -n "$also" ]; then
   build=(--also "$also")
   # The binary names plans by name: the plan's name is what follows `plan` in its file.
   name2=$(sed -n 's/^plan \([A-Za-z0-9_]*\) .*/\1/p' "$also" | head -1)

@@ -8,6 +8,12 @@ same batches as hspmd (sequence b of step s starts at token ((s * B + b) * S) mo
 usable length), and prints the per-step losses as JSON.
 
     ir_reference.py GRAPH.ir CHECKPOINT DATA --steps 20 --optimizer adamw --lr 1e-3
+
+With --documents (hspmc train --documents, docs/mixed-lengths.md) DATA is read as documents,
+each step takes whole documents up to --tokens real tokens and lays them out --layout packed
+or padded, attention is masked to each document (from document ids, not hspmd's block
+starts) and the loss is PyTorch's cross-entropy ignoring the unscored targets (-1): all
+written here from the documented rules, not from hspmd's code.
 """
 import argparse
 import json
@@ -67,6 +73,10 @@ def rmsnorm(x, w, eps):
     return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
 
 
+DOCUMENT_IDS = None  # [B, S] per step with --documents: attention only within a document
+ANY_BATCH = False  # --step-documents: each step has its own rows and positions
+
+
 def attention(q, k, v, causal, scale):
     B, S, H, D = q.shape
     T, Hk = k.shape[1], k.shape[2]
@@ -78,6 +88,9 @@ def attention(q, k, v, causal, scale):
     if causal:
         mask = torch.ones(S, T, dtype=torch.bool).triu(1 + T - S)
         scores = scores.masked_fill(mask, float("-inf"))
+    if DOCUMENT_IDS is not None:
+        other = DOCUMENT_IDS[:, :, None] != DOCUMENT_IDS[:, None, :]  # [B, S, T]
+        scores = scores.masked_fill(other[:, None, :, :], float("-inf"))
     return torch.matmul(torch.softmax(scores, dim=-1), v).transpose(1, 2)
 
 
@@ -113,7 +126,10 @@ def run(ops, outputs, values):
         elif op == "embedding":
             out = F.embedding(x[1].long(), x[0])
         elif op == "reshape":
-            out = x[0].reshape(attrs["shape"])
+            shape = list(attrs["shape"])
+            if ANY_BATCH and len(shape) >= 2 and x[0].dim() >= 2:  # a step's own [rows, positions]
+                shape[0], shape[1] = x[0].shape[0], x[0].shape[1]
+            out = x[0].reshape(shape)
         elif op == "transpose":
             out = x[0].transpose(attrs["dim0"], attrs["dim1"])
         elif op in ("unbind", "split"):
@@ -131,7 +147,7 @@ def run(ops, outputs, values):
             out = attention(x[0], x[1], x[2], attrs.get("causal", False),
                             attrs.get("scale", 1 / math.sqrt(x[0].shape[-1])))
         elif op == "cross_entropy":
-            out = F.cross_entropy(x[0].reshape(-1, x[0].shape[-1]), x[1].reshape(-1).long())
+            out = F.cross_entropy(x[0].reshape(-1, x[0].shape[-1]), x[1].reshape(-1).long(), ignore_index=-1)
         elif op == "constant":
             out = torch.tensor(float(attrs["value"]))
         else:
@@ -151,6 +167,101 @@ def load_checkpoint(path):
     return tensors
 
 
+def read_documents(path, eod):
+    """Each document's tokens, the end-of-document token last."""
+    raw = open(path, "rb").read()
+    if path.endswith(".bin"):
+        width = 4 if path.endswith(".u32.bin") else 2
+        tokens = [int.from_bytes(raw[i:i + width], "little") for i in range(0, len(raw), width)]
+        documents, current = [], []
+        for t in tokens:
+            current.append(t)
+            if t == eod:
+                if len(current) > 1:
+                    documents.append(current)
+                current = []
+        if current:
+            documents.append(current + [eod])
+        return documents
+    if path.endswith(".jsonl"):
+        texts = [json.loads(line)["text"].encode("utf-8") for line in raw.split(b"\n") if line.strip(b" \t\r")]
+    else:
+        texts, lines = [], []
+        for line in raw.split(b"\n") + [b""]:
+            if line.strip(b" \t\r"):
+                lines.append(line)
+            elif lines:
+                texts.append(b"\n".join(lines))
+                lines = []
+    return [list(text) + [eod] for text in texts if text]
+
+
+def document_steps(documents, steps, batch, seq, tokens, layout):
+    """Per step: tokens, targets (-1: not scored) and document ids, [batch, seq]."""
+    pieces = [(d, begin, min(seq, len(doc) - 1 - begin))
+              for d, doc in enumerate(documents) for begin in range(0, len(doc) - 1, seq)]
+    budget = tokens or batch * seq
+    at, out = 0, []
+    for _ in range(steps):
+        rows = []  # per row: its pieces
+        taken = 0
+        while True:
+            piece = pieces[at % len(pieces)]
+            if rows and taken + piece[2] > budget:
+                break
+            if layout == "packed":
+                row = next((r for r, held in enumerate(rows) if sum(p[2] for p in held) + piece[2] <= seq), None)
+            else:
+                row = None
+            if row is None:
+                if len(rows) == batch:
+                    break
+                rows.append([])
+                row = len(rows) - 1
+            rows[row].append(piece)
+            taken += piece[2]
+            at += 1
+        ids = torch.zeros(batch, seq, dtype=torch.int64)
+        x = torch.full((batch, seq), documents[0][-1], dtype=torch.int32)
+        y = torch.full((batch, seq), -1, dtype=torch.int32)
+        number = 0
+        for b in range(batch):
+            ids[b] = -1 - b  # padding: a block of its own per row
+            position = 0
+            for d, begin, length in (rows[b] if b < len(rows) else []):
+                number += 1
+                doc = documents[d]
+                x[b, position:position + length] = torch.tensor(doc[begin:begin + length])
+                y[b, position:position + length] = torch.tensor(doc[begin + 1:begin + length + 1])
+                ids[b, position:position + length] = number
+                position += length
+        out.append((x, y, ids))
+    return out
+
+
+def counted_steps(documents, counts, seq):
+    """With a plan set, hspmd chooses how many documents each step takes (`counts`, from its
+    --losses file); the loss does not depend on how they lie, so here each piece (of at most
+    `seq`, the set's longest S) has a row of its own, padded to the step's longest."""
+    pieces = [(d, begin, min(seq, len(doc) - 1 - begin))
+              for d, doc in enumerate(documents) for begin in range(0, len(doc) - 1, seq)]
+    at, out = 0, []
+    for count in counts:
+        taken = [pieces[(at + k) % len(pieces)] for k in range(count)]
+        at += count
+        width = max(length for _, _, length in taken)
+        x = torch.full((count, width), documents[0][-1], dtype=torch.int32)
+        y = torch.full((count, width), -1, dtype=torch.int32)
+        ids = torch.zeros(count, width, dtype=torch.int64)
+        for row, (d, begin, length) in enumerate(taken):
+            doc = documents[d]
+            x[row, :length] = torch.tensor(doc[begin:begin + length])
+            y[row, :length] = torch.tensor(doc[begin + 1:begin + length + 1])
+            ids[row, length:] = -1
+        out.append((x, y, ids))
+    return out
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("graph")
@@ -160,6 +271,12 @@ def main():
     parser.add_argument("--optimizer", default="adamw")
     parser.add_argument("--args", default="{}", help="optimizer arguments as JSON")
     parser.add_argument("--threads", type=int, default=1, help="torch.set_num_threads")
+    parser.add_argument("--documents", action="store_true", help="DATA as documents (hspmc train --documents)")
+    parser.add_argument("--tokens", type=int, default=0, help="with --documents: real tokens per step at most")
+    parser.add_argument("--layout", default="packed", choices=["packed", "padded"])
+    parser.add_argument("--eod", type=int, default=0)
+    parser.add_argument("--step-documents", help="JSON list: the documents each step takes (a plan set's run)")
+    parser.add_argument("--piece-length", type=int, default=0, help="with --step-documents: the longest S")
     args = parser.parse_args()
     torch.manual_seed(0)
     torch.set_num_threads(args.threads)
@@ -186,12 +303,21 @@ def main():
         optimizer = torch.optim.SGD(params.values(), lr=opt_args.get("lr", 1e-2),
                                     momentum=opt_args.get("momentum", 0.0),
                                     weight_decay=opt_args.get("weight_decay", 0.0))
-    losses = []
+    losses, real_tokens = [], []
     began = time.perf_counter()
+    global DOCUMENT_IDS, ANY_BATCH
+    if args.documents and args.step_documents:
+        ANY_BATCH = True
+        laid = counted_steps(read_documents(args.data, args.eod), json.loads(args.step_documents), args.piece_length)
+    elif args.documents:
+        laid = document_steps(read_documents(args.data, args.eod), args.steps, batch, seq, args.tokens, args.layout)
     for step in range(args.steps):
         tokens = torch.zeros(batch, seq, dtype=torch.int32)
         targets = torch.zeros(batch, seq, dtype=torch.int32)
-        for b in range(batch):
+        if args.documents:
+            tokens, targets, DOCUMENT_IDS = laid[step]
+            real_tokens.append(int((targets >= 0).sum()))
+        for b in range(batch if not args.documents else 0):
             start = ((step * batch + b) * seq) % usable
             tokens[b] = torch.tensor(data[start:start + seq])
             targets[b] = torch.tensor(data[start + 1:start + seq + 1])
@@ -202,7 +328,7 @@ def main():
         loss.backward()
         optimizer.step()
         losses.append(loss.item())
-    print(json.dumps({"losses": losses, "seconds": time.perf_counter() - began}))
+    print(json.dumps({"losses": losses, "real_tokens": real_tokens, "seconds": time.perf_counter() - began}))
 
 
 if __name__ == "__main__":

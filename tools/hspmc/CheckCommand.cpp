@@ -2,6 +2,7 @@
 #include "tools/hspmc/Commands.h"
 
 #include "planner/Cluster.h"
+#include "planner/PlanSet.h"
 
 #include <filesystem>
 #include <fstream>
@@ -20,7 +21,10 @@ void checkToml(const std::string &path, Compilation &compilation) {
     return;
   }
   compilation.sources().addBuffer(path, text);
-  planner::checkTomlFile(path, compilation.stdlibDir() + "/devices.toml", errors);
+  if (planner::isPlanSet(path)) // its plans are checked when it trains (hspmc train SET)
+    planner::readPlanSet(path, errors);
+  else
+    planner::checkTomlFile(path, compilation.stdlibDir() + "/devices.toml", errors);
   for (const auto &error : errors)
     compilation.diags().error(error.loc, error.message);
 }

@@ -115,6 +115,12 @@ struct FaultReplay {
 int runSimulate(const std::string &file, const std::vector<std::string> &planFiles, const std::string &clusterFile,
                 const std::string &tracePath, bool json, const FaultReplay &replay = {});
 
+// hspmc simulate PLAN|SET --documents LENGTHS: a pass over documents of these lengths,
+// priced by strategy (padded, packed, a plan per step), with `tokens` real tokens per step at
+// most (0: each plan's B x S).
+int runSimulateDocuments(const std::string &file, const std::string &clusterFile, const std::string &lengthsPath,
+                         int64_t tokens);
+
 int runPlan(const driver::PlanFiles &files, bool report);
 
 // hspmc plan: the planner's search, its finalists simulated, the fastest written

@@ -25,6 +25,8 @@ int runPlanForLengths(const driver::PlanFiles &files, const std::string &lengths
               "%.2fx\n",
               plan.tokens, plan.bucketedSeconds, plan.paddedSeconds, static_cast<long long>(files.sequence),
               plan.paddedSeconds / plan.bucketedSeconds);
+  std::printf("wrote plan set %s: hspmc train %s --data FILE --documents (docs/mixed-lengths.md)\n",
+              plan.planSet.c_str(), plan.planSet.c_str());
   return 0;
 }
 

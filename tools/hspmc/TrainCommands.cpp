@@ -4,6 +4,7 @@
 
 #include "codegen/Codegen.h"
 #include "planner/Estimates.h"
+#include "planner/PlanSet.h"
 #include "planner/Simulator.h"
 #include "planner/driver/ModelInfo.h"
 #include "planner/driver/Replan.h"
@@ -28,11 +29,11 @@ namespace {
 
 // What a run needs the plans it switches between to share: the model, its batch, and the
 // optimizer. Empty when they do; else what differs.
-std::string sameTraining(const TrainingBuild &a, const TrainingBuild &b) {
+std::string sameTraining(const TrainingBuild &a, const TrainingBuild &b, bool sameBatch = true) {
   const runtime::ModelInfo x = driver::modelInfo(*a.build->graph), y = driver::modelInfo(*b.build->graph);
   if (runtime::ParameterStore::fingerprint(x.name, x.params) != runtime::ParameterStore::fingerprint(y.name, y.params))
     return "it trains " + y.name + " with other parameters than " + x.name + " under plan '" + a.plan().name + "'";
-  if (x.batch != y.batch || x.seq != y.seq)
+  if (sameBatch && (x.batch != y.batch || x.seq != y.seq))
     return "its batch is " + std::to_string(y.batch) + " x " + std::to_string(y.seq) + ", plan '" + a.plan().name +
            "''s " + std::to_string(x.batch) + " x " + std::to_string(x.seq);
   if (a.plan().optimizer != b.plan().optimizer || a.plan().optimizerArgs != b.plan().optimizerArgs)
@@ -73,7 +74,21 @@ int train(const std::string &file, const std::vector<std::string> &planFiles, ru
           const std::string &lossesPath, const std::string &backend, const std::vector<std::string> &switches,
           const std::vector<std::string> &failures, const std::string &faultTrace,
           const std::vector<std::string> &recoverPlans, const std::vector<std::string> &arguments, bool &reported) {
-  TrainingBuild t(file, planFiles, "train");
+  // A plan set (planner/PlanSet.h): its first plan compiles as the run's, the others after.
+  std::optional<planner::PlanSet> set;
+  if (planner::isPlanSet(file)) {
+    std::vector<planner::ClusterError> errors;
+    set = planner::readPlanSet(file, errors);
+    for (const auto &error : errors)
+      std::cerr << error.loc.str() << ": error: " << error.message << "\n";
+    if (!set)
+      return 1;
+    if (!planFiles.empty()) {
+      std::cerr << "hspmc train: error: " << file << " is a plan set: its plans are its own (no --plan)\n";
+      return 1;
+    }
+  }
+  TrainingBuild t(set ? set->plans.front() : file, planFiles, "train");
   if (int code = t.report(); code != 0)
     return code;
   const auto &build = t.build;
@@ -109,8 +124,10 @@ int train(const std::string &file, const std::vector<std::string> &planFiles, ru
     char text[64];
     std::snprintf(text, sizeof text, "compiled in %.2f s", secondsSince(start));
     compileText = text;
-    if (std::string differs = sameTraining(t, *next); !differs.empty()) {
-      code = fail(option + ": plan '" + next->plan().name + "' cannot continue this run: " + differs);
+    if (std::string differs = sameTraining(t, *next, !set); !differs.empty()) {
+      code = fail(option + ": plan '" + next->plan().name + "' " +
+                  (set ? "cannot be in a plan set with '" + t.plan().name + "'" : "cannot continue this run") + ": " +
+                  differs);
       return 0;
     }
     plans.push_back(next.get());
@@ -120,6 +137,28 @@ int train(const std::string &file, const std::vector<std::string> &planFiles, ru
     compiled[key] = std::move(next);
     return plans.size() - 1;
   };
+  std::string setText; // the plans of a plan set, for the banner
+  if (set) {
+    if (!run.documents)
+      return fail(file + " is a plan set: it trains on documents (add --documents; docs/mixed-lengths.md)");
+    if (!switches.empty() || !failures.empty() || !faultTrace.empty() || !recoverPlans.empty() || run.stragglers)
+      return fail(file + " is a plan set, whose run switches plans by the documents' lengths: --switch, --fail, "
+                         "--fault-trace, --recover and --stragglers do not combine with it yet");
+    for (const std::string &path : set->plans) {
+      int code = 0;
+      const size_t index = path == set->plans.front() ? 0 : planOf(path, file, code);
+      if (code != 0)
+        return code;
+      const runtime::ModelInfo info = driver::modelInfo(*plans[index]->build->graph);
+      for (const auto &bucket : runPlans.buckets)
+        if (bucket.seq == info.seq)
+          return fail(file + ": plans '" + runPlans.names[bucket.plan] + "' and '" + runPlans.names[index] +
+                      "' both take sequences of " + std::to_string(info.seq) + ": a length bucket has one plan");
+      runPlans.buckets.push_back({index, info.batch, info.seq});
+      setText += (setText.empty() ? "" : ", ") + runPlans.names[index] + " " + std::to_string(info.batch) + " x " +
+                 std::to_string(info.seq);
+    }
+  }
   int64_t previousStep = 0;
   size_t current = 0;
   for (const std::string &option : switches) {
@@ -260,7 +299,9 @@ int train(const std::string &file, const std::vector<std::string> &planFiles, ru
     }
   }
   if (leader)
-    std::cout << runtime::runBanner(model, build->plans[0].name, runPlans.devices().size(), mpi, run.data) << std::endl;
+    std::cout << runtime::runBanner(model, build->plans[0].name, runPlans.devices().size(), mpi, run.data,
+                                    set ? file + "' (" + setText + ")" : "")
+              << std::endl;
   run.progress = &std::cout;
   try {
     const runtime::RunResult trained =

@@ -16,6 +16,8 @@
 // Exit codes: 0 success, 1 user errors (diagnostics printed), 2 usage errors. Each command's
 // body is in its own file (tools/hspmc/Commands.h); this file only declares the options.
 #include "passes/Pipeline.h"
+#include "planner/PlanSet.h"
+#include "runtime/DocumentsCli.h"
 #include "tools/hspmc/Commands.h"
 
 #include <CLI/CLI.hpp>
@@ -79,6 +81,8 @@ int main(int argc, char **argv) {
   trainCommand->add_option("--plan", trainPlans, "A plan file, when FILE is the model");
   trainCommand->add_option("--data", trainRun.data, "Training data: text (bytes), .bin/.u32.bin tokens or .jsonl")
       ->required();
+  runtime::DocumentFlags trainDocuments;
+  runtime::addDocumentFlags(*trainCommand, trainDocuments);
   trainCommand->add_option("--steps", trainRun.steps, "Optimizer steps (0: with --save, the initial parameters)")
       ->check(CLI::NonNegativeNumber);
   trainCommand->add_option("--losses", trainLosses, "Write the per-step losses and the optimizer as JSON");
@@ -133,6 +137,14 @@ int main(int argc, char **argv) {
   simulateCommand->add_option("--trace", simulateTrace, "Write the simulated step as a Chrome trace");
   simulateCommand->add_option("--format", simulateFormat, "Output format")->check(CLI::IsMember({"text", "json"}));
   FaultReplay replay;
+  std::string simulateDocuments;
+  int64_t simulateTokens = 0;
+  simulateCommand->add_option(
+      "--documents", simulateDocuments,
+      "A file of document lengths (one per line): one pass over such documents, priced padded, packed and (FILE a "
+      "plan set) with a plan per step (docs/mixed-lengths.md)");
+  simulateCommand->add_option("--tokens", simulateTokens, "With --documents: real tokens per step at most")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   simulateCommand->add_option("--fault-trace", replay.trace,
                               "A trace of failures and returns (as hspmc train's): price a run over it, in place "
                               "against checkpoint-and-restart (docs/elastic.md)");
@@ -280,6 +292,20 @@ int main(int argc, char **argv) {
       std::cerr << "hspmc simulate: error: --fault-trace prints text (no --format json)\n";
       return 2;
     }
+    if (!simulateDocuments.empty() || simulateCommand->count("--tokens") > 0) {
+      if (simulateDocuments.empty() || !replay.trace.empty() || !simulatePlans.empty() || !simulateTrace.empty() ||
+          simulateFormat == "json") {
+        std::cerr << "hspmc simulate: error: --documents FILE (with --tokens) takes a plan or a plan set and "
+                     "--cluster, without --plan, --trace, --fault-trace or --format json\n";
+        return 2;
+      }
+      return runSimulateDocuments(simulateFile, simulateCluster, simulateDocuments, simulateTokens);
+    }
+    if (planner::isPlanSet(simulateFile)) {
+      std::cerr << "hspmc simulate: error: " << simulateFile
+                << " is a plan set: simulate it over documents (--documents LENGTHS)\n";
+      return 2;
+    }
     return runSimulate(simulateFile, simulatePlans, simulateCluster, simulateTrace, simulateFormat == "json", replay);
   }
   if (buildCommand->parsed())
@@ -287,6 +313,7 @@ int main(int argc, char **argv) {
   if (trainCommand->parsed()) {
     trainRun.timeout = std::chrono::seconds(trainTimeout);
     trainRun.heartbeat = std::chrono::milliseconds(std::llround(trainHeartbeat * 1000));
+    trainDocuments.applyTo(trainRun);
     return runTrain(trainFile, trainPlans, trainRun, trainLosses, trainBackend, trainSwitches, trainFailures,
                     trainFaultTrace, trainRecover, std::vector<std::string>(argv, argv + argc));
   }

@@ -1,4 +1,6 @@
 // hspmc as a user runs it: exit codes, output and --help.
+#include "CliSupport.h"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -20,40 +22,7 @@
 
 namespace {
 
-struct CliRun {
-  int code;
-  std::string output; // stdout and stderr
-};
-
-// Runs a shell command line, collecting stdout and stderr.
-CliRun shell(const std::string &line) {
-  std::string command = line + " 2>&1";
-  FILE *pipe = popen(command.c_str(), "r");
-  std::string output;
-  std::array<char, 4096> buffer;
-  while (size_t n = fread(buffer.data(), 1, buffer.size(), pipe))
-    output.append(buffer.data(), n);
-  int status = pclose(pipe);
-  return CliRun{WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
-
-CliRun hspmc(const std::string &args) {
-  return shell(std::string(HSPMC_PATH) + " " + args);
-}
-
-// hspmc under mpirun with `processes` processes (as root, more processes than cores), and
-// mpirun's `options`. OpenMPI's own allocations would fail a run under LeakSanitizer: leaks
-// are not checked there.
-CliRun hspmcUnderMpirun(int processes, const std::string &args, const std::string &options = "") {
-  return shell("timeout 120 mpirun --allow-run-as-root --oversubscribe " + options +
-               " -x ASAN_OPTIONS=detect_leaks=0 -np " + std::to_string(processes) + " " + HSPMC_PATH + " " + args);
-}
-
-// hspmc train --backend mpi started as a user would, without mpirun (hspmc starts it), with
-// a deadline. Leaks are not checked there either.
-CliRun hspmcStartingMpirun(const std::string &args) {
-  return shell("ASAN_OPTIONS=detect_leaks=0 timeout 120 " + std::string(HSPMC_PATH) + " " + args);
-}
+using namespace hspmd::testing;
 
 // Kills (SIGKILL) the process of MPI rank `rank` whose environment has HSPMD_KILL_MARK=`mark`
 // (/proc): its pid, or 0 where there is none.
@@ -204,50 +173,6 @@ TEST(Cli, EveryCommandThatCompilesAPlanChecksItFirst) {
     EXPECT_EQ(run.output.find("warning"), std::string::npos) << command << ": lint's warnings are lint's to print";
     EXPECT_EQ(run.output.find("step 1/1"), std::string::npos) << command;
   }
-}
-
-// The losses `--losses FILE` wrote.
-std::vector<double> lossesOf(const std::string &path) {
-  std::ifstream in(path);
-  const std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<double> losses;
-  size_t at = json.find("\"losses\": [");
-  if (at == std::string::npos)
-    return losses;
-  at = json.find('[', at) + 1;
-  const size_t end = json.find(']', at);
-  while (at < end) {
-    size_t used = 0;
-    losses.push_back(std::stod(json.substr(at), &used));
-    at = json.find_first_not_of(", \n", at + used);
-  }
-  return losses;
-}
-
-// The losses of two runs' --losses files agree step for step within 1e-5 relative, and each
-// has `steps` of them.
-void expectSameLosses(const std::string &got, const std::string &want, size_t steps, const std::string &what) {
-  const std::vector<double> a = lossesOf(got), b = lossesOf(want);
-  ASSERT_EQ(a.size(), steps) << what;
-  ASSERT_EQ(b.size(), steps) << what;
-  for (size_t i = 0; i < steps; ++i)
-    EXPECT_NEAR(a[i], b[i], 1e-5 * b[i]) << what << ", step " << i + 1;
-}
-
-// The text of a file.
-std::string readText(const std::string &path) {
-  std::ifstream in(path);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-// The hspmc arguments of the first "$ hspmc ..." line of a ```TAG block of docs/FILE.
-std::string docsCommand(const std::string &file, const std::string &tag) {
-  const std::string docs = readText("docs/" + file), opening = "```" + tag + "\n$ hspmc ";
-  const size_t block = docs.find(opening);
-  if (block == std::string::npos)
-    return "";
-  const size_t at = block + opening.size();
-  return docs.substr(at, docs.find('\n', at) - at);
 }
 
 // ... and every shipped plan passes it: each lints without an error and trains two steps to
@@ -1169,6 +1094,18 @@ TEST(Cli, PlanPerLengthBucket) {
     CliRun lint = hspmc("lint " + plan);
     EXPECT_NE(lint.output.find("lint: 0 errors"), std::string::npos) << plan << ": " << lint.output;
   }
+  // ... and the plan set naming them, which trains on documents.
+  const std::string set = readText("build/cli_lengths.planset.toml");
+  EXPECT_NE(set.find("plans = [\"cli_lengths_8.hspmd\", \"cli_lengths_16.hspmd\", \"cli_lengths_32.hspmd\", "
+                     "\"cli_lengths.hspmd\"]"),
+            std::string::npos)
+      << set;
+  EXPECT_NE(run.output.find("wrote plan set build/cli_lengths.planset.toml: hspmc train "), std::string::npos)
+      << run.output;
+  CliRun trained =
+      hspmc("train build/cli_lengths.planset.toml --data examples/data/gpl-3.txt --documents --tokens 64 --steps 3");
+  EXPECT_EQ(trained.code, 0) << trained.output;
+  EXPECT_NE(trained.output.find("\nstep 3/3  loss "), std::string::npos) << trained.output;
   // Padding every sequence to 64 positions costs more than a plan per bucket.
   const size_t at = run.output.find(" under one plan: ");
   ASSERT_NE(at, std::string::npos) << run.output;

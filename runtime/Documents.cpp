@@ -1,0 +1,294 @@
+// Documents.cpp - a corpus as documents, and the steps that lay them into batches
+// (runtime/Documents.h).
+#include "runtime/Documents.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+
+namespace hspmd::runtime {
+
+namespace {
+
+bool endsWith(const std::string &s, const std::string &suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string where(const std::string &path, int line) {
+  return path + ":" + std::to_string(line) + ": ";
+}
+
+// The text of a document as tokens (its bytes), the end-of-document token last.
+std::vector<int32_t> textDocument(const std::string &text, int64_t vocab, int32_t eod, const std::string &at) {
+  std::vector<int32_t> tokens;
+  tokens.reserve(text.size() + 1);
+  for (unsigned char c : text) {
+    if (c == eod)
+      throw DataError(at + "the text holds byte " + std::to_string(eod) +
+                      ", the end-of-document token; choose another with --eod");
+    if (c >= vocab)
+      throw DataError(at + "byte " + std::to_string(c) + " is outside the model's vocabulary of " +
+                      std::to_string(vocab));
+    tokens.push_back(c);
+  }
+  tokens.push_back(eod);
+  return tokens;
+}
+
+std::vector<std::vector<int32_t>> readJsonl(const std::string &path, const std::string &bytes, int64_t vocab,
+                                            int32_t eod) {
+  std::vector<std::vector<int32_t>> documents;
+  std::istringstream lines(bytes);
+  std::string line;
+  for (int number = 1; std::getline(lines, line); ++number) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos)
+      continue;
+    nlohmann::json document;
+    try {
+      document = nlohmann::json::parse(line);
+    } catch (const nlohmann::json::parse_error &e) {
+      throw DataError(where(path, number) + "not JSON: " + e.what());
+    }
+    if (!document.is_object() || !document.contains("text") || !document["text"].is_string())
+      throw DataError(where(path, number) + "expected an object with a string field \"text\"");
+    const std::string text = document["text"].get<std::string>();
+    if (!text.empty())
+      documents.push_back(textDocument(text, vocab, eod, where(path, number)));
+  }
+  return documents;
+}
+
+// Documents separated by blank lines (only spaces, tabs or a carriage return); a document's
+// lines joined by '\n'.
+std::vector<std::vector<int32_t>> readText(const std::string &path, const std::string &bytes, int64_t vocab,
+                                           int32_t eod) {
+  std::vector<std::vector<int32_t>> documents;
+  std::string text;
+  int first = 0; // the document's first line
+  auto finish = [&] {
+    if (!text.empty())
+      documents.push_back(textDocument(text, vocab, eod, where(path, first)));
+    text.clear();
+  };
+  size_t at = 0;
+  for (int number = 1; at <= bytes.size(); ++number) {
+    size_t end = bytes.find('\n', at);
+    if (end == std::string::npos)
+      end = bytes.size();
+    const std::string line = bytes.substr(at, end - at);
+    at = end + 1;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) {
+      finish();
+      continue;
+    }
+    if (text.empty())
+      first = number;
+    else
+      text += '\n';
+    text += line;
+  }
+  finish();
+  return documents;
+}
+
+std::vector<std::vector<int32_t>> readTokens(const std::string &path, const std::string &bytes, int64_t vocab,
+                                             int32_t eod) {
+  const size_t width = endsWith(path, ".u32.bin") ? 4 : 2;
+  if (bytes.size() % width != 0)
+    throw DataError(path + ": a token file of " + std::to_string(width * 8) + "-bit tokens has " +
+                    std::to_string(bytes.size()) + " bytes, not a multiple of " + std::to_string(width));
+  std::vector<std::vector<int32_t>> documents;
+  std::vector<int32_t> document;
+  for (size_t i = 0; i < bytes.size(); i += width) {
+    uint32_t token = 0;
+    for (size_t b = 0; b < width; ++b) // little-endian
+      token |= static_cast<uint32_t>(static_cast<unsigned char>(bytes[i + b])) << (8 * b);
+    if (token >= static_cast<uint64_t>(vocab))
+      throw DataError(path + ": token " + std::to_string(token) + " at position " + std::to_string(i / width) +
+                      " is outside the model's vocabulary of " + std::to_string(vocab));
+    document.push_back(static_cast<int32_t>(token));
+    if (static_cast<int32_t>(token) == eod) {
+      if (document.size() > 1)
+        documents.push_back(std::move(document));
+      document.clear();
+    }
+  }
+  if (!document.empty()) { // the last document without its end
+    document.push_back(eod);
+    documents.push_back(std::move(document));
+  }
+  return documents;
+}
+
+} // namespace
+
+Documents Documents::load(const std::string &path, int64_t vocab, int32_t eod) {
+  if (eod < 0 || eod >= vocab)
+    throw DataError("the end-of-document token " + std::to_string(eod) + " is outside the model's vocabulary of " +
+                    std::to_string(vocab));
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw DataError(path + ": cannot open the data file");
+  const std::string bytes(std::istreambuf_iterator<char>(in), {});
+  std::vector<std::vector<int32_t>> documents;
+  if (endsWith(path, ".bin"))
+    documents = readTokens(path, bytes, vocab, eod);
+  else if (endsWith(path, ".jsonl"))
+    documents = readJsonl(path, bytes, vocab, eod);
+  else
+    documents = readText(path, bytes, vocab, eod);
+  if (documents.empty())
+    throw DataError(path + ": no documents (a document has at least one token before its end)");
+  return fromDocuments(std::move(documents), eod);
+}
+
+Documents Documents::fromDocuments(std::vector<std::vector<int32_t>> documents, int32_t eod) {
+  Documents out;
+  out.documents_ = std::move(documents);
+  for (const auto &document : out.documents_)
+    out.positions_.push_back(static_cast<int64_t>(document.size()) - 1);
+  out.eod_ = eod;
+  return out;
+}
+
+Documents Documents::fromLengths(std::vector<int64_t> lengths) {
+  Documents out;
+  out.positions_ = std::move(lengths);
+  return out;
+}
+
+DocumentSteps::DocumentSteps(const Documents &documents, std::vector<DocumentShape> shapes,
+                             const DocumentOptions &options)
+    : documents_(documents), shapes_(std::move(shapes)), options_(options) {
+  if (shapes_.empty())
+    throw DataError("documents need a batch shape to lay them out in");
+  int64_t seq = 0;
+  for (const DocumentShape &shape : shapes_)
+    seq = std::max(seq, shape.seq);
+  for (size_t d = 0; d < documents.positions().size(); ++d) {
+    const int64_t positions = documents.positions()[d];
+    for (int64_t begin = 0; begin < positions; begin += seq)
+      pieces_.push_back({static_cast<int64_t>(d), begin, std::min(seq, positions - begin), 0, 0});
+  }
+  if (pieces_.empty())
+    throw DataError("the documents hold no tokens to train on");
+}
+
+bool DocumentSteps::layOut(std::vector<Piece> &pieces, const DocumentShape &shape) const {
+  std::vector<int64_t> fill; // per row used: positions taken
+  for (Piece &piece : pieces) {
+    if (piece.length > shape.seq)
+      return false;
+    size_t row = fill.size();
+    if (options_.layout == DocumentLayout::Packed)
+      row = static_cast<size_t>(
+          std::find_if(fill.begin(), fill.end(), [&](int64_t used) { return used + piece.length <= shape.seq; }) -
+          fill.begin());
+    if (row == fill.size()) {
+      if (static_cast<int64_t>(fill.size()) == shape.batch)
+        return false;
+      fill.push_back(0);
+    }
+    piece.row = static_cast<int64_t>(row);
+    piece.offset = fill[row];
+    fill[row] += piece.length;
+  }
+  return true;
+}
+
+void DocumentSteps::prepare(int64_t count) {
+  const auto total = static_cast<int64_t>(pieces_.size());
+  // The shape of the smallest S that holds a piece of `longest` positions.
+  auto shapeFor = [&](int64_t longest) {
+    size_t best = shapes_.size();
+    for (size_t k = 0; k < shapes_.size(); ++k)
+      if (shapes_[k].seq >= longest && (best == shapes_.size() || shapes_[k].seq < shapes_[best].seq))
+        best = k;
+    return best;
+  };
+  while (static_cast<int64_t>(steps_.size()) < count) {
+    Step step;
+    for (;; ++next_) {
+      const Piece piece = pieces_[static_cast<size_t>(next_ % total)];
+      const int64_t longest = std::max(step.longest, piece.length);
+      const size_t shape = shapeFor(longest);
+      const DocumentShape &in = shapes_[shape];
+      const int64_t budget = options_.tokens > 0 ? options_.tokens : in.batch * in.seq;
+      if (!step.pieces.empty() && step.tokens + piece.length > budget)
+        break;
+      std::vector<Piece> laid = step.pieces;
+      laid.push_back(piece);
+      if (!layOut(laid, in)) {
+        if (step.pieces.empty()) // cannot happen: a piece fits an empty batch of its shape
+          throw DataError("a batch of " + std::to_string(in.batch) + " x " + std::to_string(in.seq) +
+                          " holds no document");
+        break;
+      }
+      step.pieces = std::move(laid);
+      step.tokens += piece.length;
+      step.longest = longest;
+      step.shape = shape;
+    }
+    for (const Piece &piece : step.pieces)
+      step.rows = std::max(step.rows, piece.row + 1);
+    steps_.push_back(std::move(step));
+  }
+}
+
+const DocumentSteps::Step &DocumentSteps::step(int64_t step) const {
+  if (step < 0 || step >= static_cast<int64_t>(steps_.size()))
+    throw DataError("step " + std::to_string(step + 1) + " of the documents was not laid out");
+  return steps_[static_cast<size_t>(step)];
+}
+
+int64_t DocumentSteps::prepareOnePass() {
+  while (next_ < static_cast<int64_t>(pieces_.size()))
+    prepare(static_cast<int64_t>(steps_.size()) + 1);
+  return static_cast<int64_t>(steps_.size());
+}
+
+Batch DocumentSteps::batchFor(int64_t index) const {
+  const Step &s = step(index);
+  if (documents_.documents().empty())
+    throw DataError("documents known by their lengths only have no tokens to train on");
+  const int64_t rows = shapes_[s.shape].batch, seq = shapes_[s.shape].seq;
+  Batch out{rows, seq, {}, {}, s.tokens};
+  const auto size = static_cast<size_t>(rows * seq);
+  auto &tokens = out.inputs["tokens"];
+  auto &targets = out.inputs["targets"];
+  tokens.assign(size, documents_.eod());
+  targets.assign(size, -1);
+  out.blockStarts.assign(size, 0);
+  std::vector<int64_t> fill(static_cast<size_t>(rows), 0);
+  for (const Piece &piece : s.pieces) {
+    const std::vector<int32_t> &document = documents_.documents()[static_cast<size_t>(piece.document)];
+    for (int64_t p = 0; p < piece.length; ++p) {
+      const auto at = static_cast<size_t>(piece.row * seq + piece.offset + p);
+      tokens[at] = document[static_cast<size_t>(piece.begin + p)];
+      targets[at] = document[static_cast<size_t>(piece.begin + p + 1)];
+      out.blockStarts[at] = static_cast<int32_t>(piece.offset);
+    }
+    fill[static_cast<size_t>(piece.row)] = std::max(fill[static_cast<size_t>(piece.row)], piece.offset + piece.length);
+  }
+  for (int64_t row = 0; row < rows; ++row) // padding: a block of its own at the row's end
+    for (int64_t p = fill[static_cast<size_t>(row)]; p < seq; ++p)
+      out.blockStarts[static_cast<size_t>(row * seq + p)] = static_cast<int32_t>(fill[static_cast<size_t>(row)]);
+  return out;
+}
+
+std::string describeDocuments(const Documents &documents) {
+  std::vector<int64_t> lengths = documents.positions();
+  int64_t total = 0;
+  for (const int64_t length : lengths)
+    total += length;
+  std::sort(lengths.begin(), lengths.end());
+  auto at = [&](double q) { return lengths[static_cast<size_t>(q * static_cast<double>(lengths.size() - 1))]; };
+  return std::to_string(lengths.size()) + " documents, " + std::to_string(total) + " tokens; lengths: min " +
+         std::to_string(lengths.front()) + ", median " + std::to_string(at(0.5)) + ", p90 " + std::to_string(at(0.9)) +
+         ", max " + std::to_string(lengths.back());
+}
+
+} // namespace hspmd::runtime

@@ -1,0 +1,114 @@
+// Documents.h - training on whole documents (hspmc train --documents): a corpus read as
+// documents, each ending with an end-of-document token; each step takes the next documents
+// whole, up to a token budget, and lays them into the plan's B x S batch, packed (several
+// per sequence) or padded (one per sequence). Attention is masked to each document
+// (Batch::blockStarts) and the loss is the mean over real tokens only (a target < 0 is not
+// scored), so both layouts give the same loss for the same documents.
+//
+// Given a document "ab" (tokens a, b, then the end-of-document token E), its positions are
+// the inputs a, b with targets b, E: a document of n text tokens has n positions, each
+// scored. A document of more than S positions is cut into pieces of at most S (a piece is
+// a document of its own to the mask; the targets run on across the cut).
+#pragma once
+
+#include "runtime/Data.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace hspmd::runtime {
+
+enum class DocumentLayout { Packed, Padded };
+
+struct DocumentOptions {
+  int32_t eod = 0;    // the end-of-document token (0, NUL, for text: text never holds it)
+  int64_t tokens = 0; // real tokens a step takes at most (0: B x S)
+  DocumentLayout layout = DocumentLayout::Packed;
+};
+
+class Documents {
+public:
+  /// Reads `path` as documents: .jsonl (a "text" field per line, its UTF-8 bytes), token
+  /// files (.bin of uint16, .u32.bin of uint32; documents end at each `eod` token) or plain
+  /// text (documents separated by blank lines, a document's lines joined by '\n'). Throws
+  /// DataError at FILE:LINE for a malformed line, a token outside the vocabulary, a text
+  /// holding the end-of-document token, or a file without a document.
+  static Documents load(const std::string &path, int64_t vocab, int32_t eod);
+  /// Each document's tokens, the end-of-document token last.
+  static Documents fromDocuments(std::vector<std::vector<int32_t>> documents, int32_t eod);
+  /// Documents of these lengths (positions), without tokens: how steps would take them
+  /// (hspmc simulate --documents); DocumentSteps::batchFor needs tokens.
+  static Documents fromLengths(std::vector<int64_t> lengths);
+
+  /// Each document's tokens (empty fromLengths), and its positions (its tokens but the end).
+  const std::vector<std::vector<int32_t>> &documents() const { return documents_; }
+  const std::vector<int64_t> &positions() const { return positions_; }
+  int32_t eod() const { return eod_; }
+
+private:
+  std::vector<std::vector<int32_t>> documents_;
+  std::vector<int64_t> positions_;
+  int32_t eod_ = 0;
+};
+
+/// A batch shape a step may take: B sequences of S positions (a plan of a plan set).
+struct DocumentShape {
+  int64_t batch = 0, seq = 0;
+};
+
+/// The steps of a run on documents: which pieces each step takes and where they lie.
+class DocumentSteps {
+public:
+  /// A piece of a document: positions [begin, begin + length) of document `document`.
+  struct Piece {
+    int64_t document = 0, begin = 0, length = 0;
+    int64_t row = 0, offset = 0; // where the step lays it: row `row`, from position `offset`
+  };
+  struct Step {
+    std::vector<Piece> pieces;
+    int64_t tokens = 0, longest = 0, rows = 0; // real tokens, the longest piece, rows used
+    size_t shape = 0;                          // the shape it is laid out in
+  };
+
+  /// Steps take pieces in corpus order (the corpus repeating) while the step's real tokens
+  /// stay within `options.tokens` and the layout still holds them in `batch` rows of `seq`:
+  /// packed, a piece goes to the first row with room for it (first fit); padded, each piece
+  /// has a row of its own. A step takes at least one piece.
+  DocumentSteps(const Documents &documents, int64_t batch, int64_t seq, const DocumentOptions &options)
+      : DocumentSteps(documents, std::vector<DocumentShape>{{batch, seq}}, options) {}
+  /// With several shapes (a plan set, one plan per length bucket), documents are cut into
+  /// pieces of the longest S, and a step takes the shape of the smallest S that holds its
+  /// longest piece (the first listed of equal ones); its pieces are laid out anew in it when
+  /// a longer piece changes it. The token budget (0) is that shape's B x S.
+  DocumentSteps(const Documents &documents, std::vector<DocumentShape> shapes, const DocumentOptions &options);
+
+  /// Lays out steps 0 .. count-1 (a step depends on every step before it); call before
+  /// batchFor from several threads.
+  void prepare(int64_t count);
+  const Step &step(int64_t step) const;
+  /// The batch of step `step` (from 0; prepared): tokens, targets (-1 where no real token
+  /// is scored), blockStarts and the scored count.
+  Batch batchFor(int64_t step) const;
+  int64_t pieceCount() const { return static_cast<int64_t>(pieces_.size()); }
+  /// Lays out steps until every piece of the corpus has been taken once; returns how many
+  /// steps that is (the last may take pieces of the corpus's next pass).
+  int64_t prepareOnePass();
+  const std::vector<DocumentShape> &shapes() const { return shapes_; }
+
+private:
+  // Lays `pieces` out in `shape` (rows and offsets set); false where they do not fit.
+  bool layOut(std::vector<Piece> &pieces, const DocumentShape &shape) const;
+  const Documents &documents_;
+  std::vector<DocumentShape> shapes_;
+  DocumentOptions options_;
+  std::vector<Piece> pieces_; // the corpus in pieces, in order
+  std::vector<Step> steps_;
+  int64_t next_ = 0; // the first piece of the step after the last one laid out
+};
+
+/// "12 documents, 3,412 tokens; lengths: min 3, median 210, p90 1,800, max 9,000" for a
+/// corpus, for the run's banner.
+std::string describeDocuments(const Documents &documents);
+
+} // namespace hspmd::runtime

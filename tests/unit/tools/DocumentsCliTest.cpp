@@ -1,0 +1,184 @@
+// hspmc train --documents as a user runs it (docs/mixed-lengths.md): the example of the
+// docs, packed and padded runs of the same documents, and bad options and files.
+#include "CliSupport.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace {
+
+using namespace hspmd::testing;
+
+nlohmann::json readJson(const std::string &path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
+// "in 2.5 of 4 rows" of the documents line: the rows a step fills, on average.
+double rowsUsed(const std::string &output) {
+  const size_t at = output.find(" real tokens in ");
+  return at == std::string::npos ? -1 : std::stod(output.substr(at + 16));
+}
+
+} // namespace
+
+// The ```documents example of docs/mixed-lengths.md runs as shown.
+TEST(CliDocuments, TheExampleOfTheDocsRuns) {
+  const std::string args = docsCommand("mixed-lengths.md", "documents");
+  ASSERT_FALSE(args.empty());
+  CliRun run = hspmc(args);
+  ASSERT_EQ(run.code, 0) << run.output;
+  const std::string docs = readText("docs/mixed-lengths.md");
+  for (const std::string line :
+       {"documents: 122 documents, 34906 tokens; lengths: min 14, median 242, p90 591, max 940; "
+        "packed, up to 320 tokens per step: a step takes 2.8 documents (pieces of at most "
+        "128), 266 real tokens in 2.5 of 4 rows (52% of the batch), the longest 128",
+        "step 4/4  loss 5.1052 "}) {
+    EXPECT_NE(docs.find(line), std::string::npos) << "the docs no longer show: " << line;
+    EXPECT_NE(run.output.find(line), std::string::npos) << run.output;
+  }
+}
+
+// The same documents packed (several to a row) and padded (one to a row) give the same
+// losses: attention sees only a token's own document and only real tokens are scored. The
+// packed run must really pack (fewer rows), or the test would show nothing.
+TEST(CliDocuments, PackedAndPaddedRunsHaveTheSameLosses) {
+  const std::string common =
+      "train examples/gpt/plans/docs_medium.hspmd --data examples/data/gpl-3.txt --documents --tokens 320 --steps 20";
+  CliRun packed = hspmc(common + " --losses build/documents_packed.json");
+  ASSERT_EQ(packed.code, 0) << packed.output;
+  CliRun padded = hspmc(common + " --layout padded --losses build/documents_padded.json");
+  ASSERT_EQ(padded.code, 0) << padded.output;
+  EXPECT_LT(rowsUsed(packed.output), rowsUsed(padded.output) - 0.1) << packed.output << padded.output;
+  const nlohmann::json a = readJson("build/documents_packed.json"), b = readJson("build/documents_padded.json");
+  EXPECT_EQ(a["documents"], b["documents"]);
+  EXPECT_EQ(a["real_tokens"], b["real_tokens"]);
+  expectSameLosses("build/documents_packed.json", "build/documents_padded.json", 20, "packed vs padded");
+  // On MPI too, one process per device: the losses of the threads.
+  if (std::system("command -v mpirun > /dev/null") != 0)
+    return;
+  CliRun mpi = hspmcStartingMpirun(common + " --backend mpi --losses build/documents_mpi.json");
+  ASSERT_EQ(mpi.code, 0) << mpi.output;
+  expectSameLosses("build/documents_mpi.json", "build/documents_packed.json", 20, "MPI vs threads");
+}
+
+TEST(CliDocuments, BadOptionsAndFilesAreClearErrors) {
+  const std::string plan = "train examples/gpt/plans/docs_medium.hspmd --steps 1 ";
+  CliRun tokens = hspmc(plan + "--data examples/data/gpl-3.txt --tokens 100");
+  EXPECT_EQ(tokens.code, 2);
+  EXPECT_NE(tokens.output.find("--tokens requires --documents"), std::string::npos) << tokens.output;
+  CliRun eod = hspmc(plan + "--data examples/data/gpl-3.txt --documents --eod 999");
+  EXPECT_EQ(eod.code, 1);
+  EXPECT_NE(
+      eod.output.find("hspmc train: error: the end-of-document token 999 is outside the model's vocabulary of 256\n"),
+      std::string::npos)
+      << eod.output;
+  {
+    std::ofstream("build/documents_nul.txt", std::ios::binary)
+        << std::string("a doc\n\nanother\nwith a \0 in it\n", 30);
+  }
+  CliRun nul = hspmc(plan + "--data build/documents_nul.txt --documents");
+  EXPECT_EQ(nul.code, 1);
+  EXPECT_NE(nul.output.find("hspmc train: error: build/documents_nul.txt:3: the text holds byte 0, the "
+                            "end-of-document token; choose another with --eod\n"),
+            std::string::npos)
+      << nul.output;
+  { std::ofstream("build/documents_blank.txt") << "\n   \n\n"; }
+  CliRun blank = hspmc(plan + "--data build/documents_blank.txt --documents");
+  EXPECT_EQ(blank.code, 1);
+  EXPECT_NE(blank.output.find("hspmc train: error: build/documents_blank.txt: no documents (a document has at least "
+                              "one token before its end)\n"),
+            std::string::npos)
+      << blank.output;
+  CliRun layout = hspmc(plan + "--data examples/data/gpl-3.txt --documents --layout diagonal");
+  EXPECT_EQ(layout.code, 2);
+  EXPECT_NE(layout.output.find("--layout: diagonal not in {packed,padded}"), std::string::npos) << layout.output;
+  for (const std::string bad : {"--tokens 0", "--tokens -5", "--eod -1"}) {
+    CliRun run = hspmc(plan + "--data examples/data/gpl-3.txt --documents " + bad);
+    EXPECT_EQ(run.code, 2) << bad << ": " << run.output;
+    EXPECT_NE(run.output.find("not in range"), std::string::npos) << bad << ": " << run.output;
+  }
+}
+
+// The ```planset example of docs/mixed-lengths.md runs as shown: each step under the plan of
+// its longest document, a switch where the plan changes, moving nothing between plans that
+// hold the state alike.
+TEST(CliDocuments, ThePlanSetExampleOfTheDocsRuns) {
+  const std::string args = docsCommand("mixed-lengths.md", "planset");
+  ASSERT_FALSE(args.empty());
+  CliRun run = hspmc(args);
+  ASSERT_EQ(run.code, 0) << run.output;
+  const std::string docs = readText("docs/mixed-lengths.md");
+  for (const std::string line :
+       {"steps by plan: docs_short (8 x 64) 1, docs_medium (4 x 128) 2, docs_long (2 x 256) 5\n",
+        "\nstep 1 under plan 'docs_medium' (1 document, the longest 93 of 128 positions)\nstep 1/8  loss 5.4500 ",
+        "\nstep 2 under plan 'docs_long' (2 documents, the longest 190 of 256 positions): transfer planned in ",
+        " ms, moved 9.38 MiB in ", "\nstep 2/8  loss 5.3661 ",
+        "\nstep 3 under plan 'docs_medium' (1 document, the longest 99 of 128 positions): transfer planned in "}) {
+    EXPECT_NE(docs.find(line), std::string::npos) << "the docs no longer show: " << line;
+    EXPECT_NE(run.output.find(line), std::string::npos) << run.output;
+  }
+  EXPECT_NE(run.output.find(" ms, moved 0.00 MiB in "), std::string::npos) << run.output;
+}
+
+// A plan set's steps are those of one plan where its documents hold one plan's shape: a set
+// of one plan trains as that plan does.
+TEST(CliDocuments, APlanSetOfOnePlanTrainsAsThePlan) {
+  std::ofstream("build/documents_one.planset.toml") << "plans = [\"../examples/gpt/plans/docs_medium.hspmd\"]\n";
+  const std::string common = " --data examples/data/gpl-3.txt --documents --tokens 320 --steps 6 --losses ";
+  CliRun set = hspmc("train build/documents_one.planset.toml" + common + "build/documents_one_set.json");
+  ASSERT_EQ(set.code, 0) << set.output;
+  CliRun plan = hspmc("train examples/gpt/plans/docs_medium.hspmd" + common + "build/documents_one_plan.json");
+  ASSERT_EQ(plan.code, 0) << plan.output;
+  EXPECT_EQ(lossesOf("build/documents_one_set.json"), lossesOf("build/documents_one_plan.json"));
+}
+
+TEST(CliDocuments, BadPlanSetsAreClearErrors) {
+  const std::string data = " --data examples/data/gpl-3.txt --documents --steps 1";
+  auto trainSet = [&](const std::string &name, const std::string &text, const std::string &extra = "") {
+    const std::string path = "build/documents_" + name + ".planset.toml";
+    std::ofstream(path) << text;
+    return hspmc("train " + path + data + extra);
+  };
+  const std::string gpt = "../examples/gpt/plans/";
+  const std::vector<std::pair<CliRun, std::string>> cases = {
+      {trainSet("syntax", "plans = [\"a.hspmd\",\n"),
+       "build/documents_syntax.planset.toml:1:21: error: Error while parsing array: encountered end-of-file\n"},
+      {trainSet("nokey", "plan = [\"x\"]\n"),
+       "build/documents_nokey.planset.toml:1:8: error: unknown key 'plan' in a plan set (it has 'plans')\n"
+       "build/documents_nokey.planset.toml:1:1: error: a plan set needs `plans = [\"PLAN.hspmd\", ...]`, a plan per "
+       "length bucket\n"},
+      {trainSet("empty", "plans = []\n"),
+       "build/documents_empty.planset.toml:1:9: error: a plan set needs at least one plan\n"},
+      {trainSet("number", "plans = [3]\n"),
+       "build/documents_number.planset.toml:1:10: error: a plan of a plan set is a file name in quotes\n"},
+      {trainSet("missing", "plans = [\"nowhere.hspmd\"]\n"),
+       "build/documents_missing.planset.toml:1:10: error: cannot read plan 'build/nowhere.hspmd'\n"},
+      {trainSet("twice", "plans = [\"" + gpt + "docs_short.hspmd\", \"" + gpt + "docs_short.hspmd\"]\n"),
+       "build/documents_twice.planset.toml:1:52: error: plan '../examples/gpt/plans/docs_short.hspmd' is named "
+       "twice\n"},
+      {trainSet("sameS", "plans = [\"" + gpt + "docs_short.hspmd\", \"" + gpt + "dp2_tp2.hspmd\"]\n"),
+       "hspmc train: error: build/documents_sameS.planset.toml: plans 'docs_short' and 'dp2_tp2' both take "
+       "sequences of 64: a length bucket has one plan\n"},
+      {trainSet("model",
+                "plans = [\"" + gpt + "docs_short.hspmd\", \"../examples/llama/plans/tiny_llama_docs_long.hspmd\"]\n"),
+       "hspmc train: error: build/documents_model.planset.toml: plan 'tiny_docs_long' cannot be in a plan set with "
+       "'docs_short': it trains TinyLLaMA with other parameters than TinyGPT under plan 'docs_short'\n"},
+      {trainSet("switch", "plans = [\"" + gpt + "docs_short.hspmd\"]\n", " --switch 2:examples/gpt/plans/single.hspmd"),
+       "hspmc train: error: build/documents_switch.planset.toml is a plan set, whose run switches plans by the "
+       "documents' lengths: --switch, --fail, --fault-trace, --recover and --stragglers do not combine with it yet\n"},
+  };
+  for (const auto &[run, expected] : cases) {
+    EXPECT_EQ(run.code, 1) << run.output;
+    EXPECT_EQ(run.output, expected);
+  }
+  CliRun noDocuments = hspmc("train examples/gpt/plans/docs.planset.toml --data examples/data/gpl-3.txt --steps 1");
+  EXPECT_EQ(noDocuments.code, 1);
+  EXPECT_EQ(noDocuments.output, "hspmc train: error: examples/gpt/plans/docs.planset.toml is a plan set: it trains on "
+                                "documents (add --documents; docs/mixed-lengths.md)\n");
+}

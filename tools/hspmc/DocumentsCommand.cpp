@@ -1,0 +1,183 @@
+// DocumentsCommand.cpp - hspmc simulate PLAN|SET --documents LENGTHS: a corpus of documents
+// of these lengths trained once over, priced on the cluster's cost model, by strategy:
+// padded (a document a sequence) and packed (several, block-diagonal masks) under one plan,
+// and with a plan set a plan per step by its longest document (docs/mixed-lengths.md).
+#include "tools/hspmc/Commands.h"
+
+#include "planner/Estimates.h"
+#include "planner/PlanSet.h"
+#include "planner/Simulator.h"
+#include "planner/driver/ModelInfo.h"
+#include "runtime/Documents.h"
+#include "runtime/Switch.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+namespace hspmd::cli {
+
+namespace {
+
+// A plan of the run, compiled for the cluster, with its step simulated at the two ends of
+// attention's density (no pair computed, every pair): a step in between is priced on the
+// line through them.
+struct PricedPlan {
+  std::unique_ptr<TrainingBuild> build;
+  std::string name;
+  int64_t batch = 0, seq = 0;
+  double sparse = 0, dense = 0; // step seconds at density 0 and 1
+
+  double stepSeconds(double density) const { return sparse + density * (dense - sparse); }
+};
+
+// The fraction of a row's causal query-key pairs that its documents' blocks hold.
+double density(const runtime::DocumentSteps::Step &step, int64_t batch, int64_t seq) {
+  double pairs = 0;
+  for (const auto &piece : step.pieces)
+    pairs += static_cast<double>(piece.length) * static_cast<double>(piece.length + 1) / 2;
+  return pairs / (static_cast<double>(batch) * static_cast<double>(seq) * static_cast<double>(seq + 1) / 2);
+}
+
+struct Outcome {
+  int64_t steps = 0, switches = 0;
+  double tokens = 0, stepSeconds = 0, switchSeconds = 0;
+};
+
+} // namespace
+
+int runSimulateDocuments(const std::string &file, const std::string &clusterFile, const std::string &lengthsPath,
+                         int64_t tokens) {
+  auto fail = [](const std::string &message) {
+    std::cerr << "hspmc simulate: error: " << message << "\n";
+    return 1;
+  };
+  std::vector<std::string> files = {file};
+  if (planner::isPlanSet(file)) {
+    std::vector<planner::ClusterError> errors;
+    const auto set = planner::readPlanSet(file, errors);
+    for (const auto &error : errors)
+      std::cerr << error.loc.str() << ": error: " << error.message << "\n";
+    if (!set)
+      return 1;
+    files = set->plans;
+  }
+  // Every plan compiled for one cluster: --cluster, or the first plan's.
+  std::vector<PricedPlan> plans;
+  std::optional<planner::Cluster> cluster;
+  for (const std::string &path : files) {
+    PricedPlan priced;
+    priced.build = std::make_unique<TrainingBuild>(path, std::vector<std::string>{}, "simulate", true, clusterFile);
+    TrainingBuild &t = *priced.build;
+    if (t.checked && !cluster) {
+      const std::string where = !clusterFile.empty() ? clusterFile : t.plan().clusterPath;
+      if (where.empty()) {
+        t.diags.error(t.plan().loc, "simulate needs a cluster: the plan names none (add `cluster \"FILE\"` or "
+                                    "pass --cluster FILE)");
+      } else {
+        std::vector<planner::ClusterError> errors;
+        cluster = planner::loadCluster(where, t.compilation.stdlibDir() + "/devices.toml", errors);
+        for (const auto &error : errors)
+          t.diags.error(error.loc, error.message);
+      }
+    }
+    if (cluster)
+      t.compile(planner::linkModel(*cluster));
+    if (int code = t.report(); code != 0)
+      return code;
+    const runtime::ModelInfo info = driver::modelInfo(*t.build->graph);
+    priced.name = t.plan().name;
+    priced.batch = info.batch;
+    priced.seq = info.seq;
+    for (const PricedPlan &other : plans)
+      if (other.seq == priced.seq)
+        return fail(file + ": plans '" + other.name + "' and '" + priced.name + "' both take sequences of " +
+                    std::to_string(priced.seq) + ": a length bucket has one plan");
+    planner::CostModel model = planner::costModel(*cluster);
+    model.attentionDensity = 0;
+    priced.sparse = planner::simulate(t.programs(), model).stepSeconds;
+    model.attentionDensity = 1;
+    priced.dense = planner::simulate(t.programs(), model).stepSeconds;
+    plans.push_back(std::move(priced));
+  }
+  std::vector<int64_t> lengths;
+  if (!driver::readLengths(lengthsPath, 0, "", lengths, std::cerr))
+    return 1;
+  const runtime::Documents documents = runtime::Documents::fromLengths(lengths);
+  std::cout << "documents: " << runtime::describeDocuments(documents) << " (" << lengthsPath
+            << "), trained once over on cluster '" << cluster->name << "'" << std::endl;
+
+  // One pass over the corpus under `shapes` (indices into `plans`), each step priced under its
+  // plan, a change of plan priced as the move of the state on the cluster's links.
+  const passes::LinkModel links = planner::linkModel(*cluster);
+  runtime::SwitchLinks switchLinks;
+  switchLinks.bandwidth = links.bandwidth;
+  switchLinks.sameNode = links.sameNode;
+  switchLinks.alpha = links.alpha;
+  std::map<std::pair<size_t, size_t>, double> moves;
+  auto pass = [&](const std::vector<size_t> &which, runtime::DocumentLayout layout, bool dense) {
+    std::vector<runtime::DocumentShape> shapes;
+    for (size_t k : which)
+      shapes.push_back({plans[k].batch, plans[k].seq});
+    runtime::DocumentSteps steps(documents, shapes, {0, tokens, layout});
+    Outcome out;
+    out.steps = steps.prepareOnePass();
+    size_t previous = which[steps.step(0).shape];
+    for (int64_t s = 0; s < out.steps; ++s) {
+      const auto &step = steps.step(s);
+      const PricedPlan &plan = plans[which[step.shape]];
+      out.tokens += static_cast<double>(step.tokens);
+      out.stepSeconds += plan.stepSeconds(dense ? 1.0 : density(step, plan.batch, plan.seq));
+      const size_t now = which[step.shape];
+      if (now != previous) {
+        auto [known, fresh] = moves.try_emplace({previous, now}, 0.0);
+        if (fresh)
+          known->second =
+              runtime::planSwitch(plans[previous].build->programs(), plans[now].build->programs(), switchLinks).seconds;
+        out.switchSeconds += known->second;
+        ++out.switches;
+        previous = now;
+      }
+    }
+    return out;
+  };
+  // One plan: the one of the longest sequences.
+  const size_t longest = static_cast<size_t>(
+      std::max_element(plans.begin(), plans.end(), [](const auto &a, const auto &b) { return a.seq < b.seq; }) -
+      plans.begin());
+  std::vector<size_t> all(plans.size());
+  for (size_t k = 0; k < plans.size(); ++k)
+    all[k] = k;
+  struct Row {
+    std::string name;
+    Outcome outcome;
+  };
+  const std::string one = " (" + plans[longest].name + ", " + std::to_string(plans[longest].batch) + " x " +
+                          std::to_string(plans[longest].seq) + ")";
+  std::vector<Row> rows = {{"padded, one plan" + one, pass({longest}, runtime::DocumentLayout::Padded, true)},
+                           {"packed, one plan" + one, pass({longest}, runtime::DocumentLayout::Packed, false)}};
+  if (plans.size() > 1)
+    rows.push_back({"per step, " + std::to_string(plans.size()) + " plans (Hetu)",
+                    pass(all, runtime::DocumentLayout::Packed, false)});
+  char line[300];
+  std::snprintf(line, sizeof line, "%-44s %7s %17s %11s %12s %10s  %s\n", "strategy", "steps", "real tokens/step",
+                "mean step", "tokens/s", "vs padded", "switches");
+  std::cout << line;
+  auto rate = [](const Outcome &o) { return o.tokens / (o.stepSeconds + o.switchSeconds); };
+  for (const Row &row : rows) {
+    const Outcome &o = row.outcome;
+    char moved[80] = "-";
+    if (o.switches > 0)
+      std::snprintf(moved, sizeof moved, "%lld, %.3f s", static_cast<long long>(o.switches), o.switchSeconds);
+    std::snprintf(line, sizeof line, "%-44s %7lld %17.0f %8.3f ms %12.0f %9.2fx  %s\n", row.name.c_str(),
+                  static_cast<long long>(o.steps), o.tokens / static_cast<double>(o.steps),
+                  1e3 * o.stepSeconds / static_cast<double>(o.steps), rate(o), rate(o) / rate(rows.front().outcome),
+                  moved);
+    std::cout << line;
+  }
+  std::cout << "per micro-batch (plans within a step): not built yet (docs/mixed-lengths.md)\n";
+  return 0;
+}
+
+} // namespace hspmd::cli
