@@ -54,6 +54,8 @@ std::optional<PlanSet> readPlanSet(const std::string &path, std::vector<ClusterE
     const std::string file = (folder / name->get()).lexically_normal().string();
     if (std::find(set.plans.begin(), set.plans.end(), file) != set.plans.end())
       errors.push_back({at(path, entry.source()), "plan '" + name->get() + "' is named twice"});
+    else if (isPlanSet(file))
+      errors.push_back({at(path, entry.source()), "a plan set names plans (.hspmd files), not plan sets"});
     else if (!std::ifstream(file))
       errors.push_back({at(path, entry.source()), "cannot read plan '" + file + "'"});
     set.plans.push_back(file);

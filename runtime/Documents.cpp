@@ -168,6 +168,17 @@ DocumentSteps::DocumentSteps(const Documents &documents, std::vector<DocumentSha
   int64_t seq = 0;
   for (const DocumentShape &shape : shapes_)
     seq = std::max(seq, shape.seq);
+  if (seq <= 0)
+    throw DataError("documents need sequences of at least one position");
+  // Every piece is laid out in memory: a bound, rather than a machine out of memory.
+  constexpr int64_t kMostPieces = 100'000'000;
+  int64_t count = 0;
+  for (const int64_t positions : documents.positions())
+    if ((count += (positions + seq - 1) / seq) > kMostPieces)
+      throw DataError("the documents make more than " + std::to_string(kMostPieces) + " pieces of at most " +
+                      std::to_string(seq) + " positions (a document of " + std::to_string(positions) +
+                      " positions among them); use fewer or shorter documents");
+  pieces_.reserve(static_cast<size_t>(count));
   for (size_t d = 0; d < documents.positions().size(); ++d) {
     const int64_t positions = documents.positions()[d];
     for (int64_t begin = 0; begin < positions; begin += seq)

@@ -8,7 +8,10 @@ Documents: each top-level function and class of the Python standard library's so
 with a fixed seed, so a step mixes code and prose. Lengths are in bytes, the tokens of the
 byte-level tiny models.
 
-    scripts/build-corpus.py OUT.jsonl [--max-documents N] [--max-bytes B] [--seed 1]
+    scripts/build-corpus.py OUT.jsonl [--max-documents N] [--max-bytes B] [--seed 1] [--lengths FILE]
+
+--lengths FILE also writes the documents' lengths, one per line: what `hspmc simulate
+--documents` and `hspmc plan --length-distribution` take.
 """
 import argparse
 import ast
@@ -78,6 +81,7 @@ def main():
     parser.add_argument("--max-documents", type=int, default=0, help="keep the first N after shuffling (0: all)")
     parser.add_argument("--max-bytes", type=int, default=1 << 20, help="leave out longer documents")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--lengths", help="also write the documents' lengths (bytes), one per line")
     args = parser.parse_args()
     documents = list(python_documents(args.max_bytes)) + list(license_documents(args.max_bytes))
     if not documents:
@@ -89,6 +93,11 @@ def main():
     with open(args.out, "w") as out:
         for text, source in documents:
             out.write(json.dumps({"text": text, "source": source}) + "\n")
+    if args.lengths:
+        with open(args.lengths, "w") as out:
+            out.write("# document lengths in bytes (byte-level tokens), scripts/build-corpus.py\n")
+            for text, _ in documents:
+                out.write(f"{len(text.encode('utf-8'))}\n")
     print(f"{args.out}: ", end="")
     describe([len(text.encode("utf-8")) for text, _ in documents])
 

@@ -21,8 +21,6 @@ struct Dims {
   int64_t B, S, T, H, Hk, D, Dv, group;
 };
 
-// Probabilities of one (batch, head) block, [S, T], from q k^T (cblas_sgemm on the strided
-// head slices), scaled, masked and normalised row by row.
 struct Mask {
   bool causal = false;
   int64_t queryOffset = 0, keyOffset = 0;
@@ -30,33 +28,58 @@ struct Mask {
   int64_t seq = 0;
 };
 
-void probabilities(const Dims &n, const float *q, const float *k, int64_t b, int64_t h, const Mask &mask, float scale,
-                   float *p) {
-  const float *qb = q + (b * n.S * n.H + h) * n.D;
-  const float *kb = k + (b * n.T * n.Hk + h / n.group) * n.D;
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(n.S), static_cast<int>(n.T),
-              static_cast<int>(n.D), scale, qb, static_cast<int>(n.H * n.D), kb, static_cast<int>(n.Hk * n.D), 0.0f, p,
+// Query rows [q0, q1) of a batch row that see keys [k0, k1) at most (each row masked further
+// by causality): with documents, the rows of one document and its keys, so that the products
+// skip the pairs the block-diagonal mask removes; without, every row and key.
+struct Block {
+  int64_t q0, q1, k0, k1;
+};
+
+std::vector<Block> blocksOf(const Dims &n, const Mask &mask, int64_t b) {
+  auto visibleEnd = [&](int64_t s) { // one past the last key query s sees
+    return mask.causal ? std::clamp<int64_t>(mask.queryOffset + s - mask.keyOffset + 1, 0, n.T) : n.T;
+  };
+  if (!mask.blockStarts)
+    return {Block{0, n.S, 0, visibleEnd(n.S - 1)}};
+  std::vector<Block> blocks;
+  const int32_t *starts = mask.blockStarts + b * mask.seq + mask.queryOffset;
+  for (int64_t s = 0; s < n.S;) {
+    int64_t end = s + 1;
+    while (end < n.S && starts[end] == starts[s])
+      ++end;
+    const int64_t k1 = visibleEnd(end - 1);
+    blocks.push_back({s, end, std::clamp<int64_t>(starts[s] - mask.keyOffset, 0, k1), k1});
+    s = end;
+  }
+  return blocks;
+}
+
+// Probabilities of one (batch, head, block) in rows [q0, q1), columns [k0, k1) of `p` ([S, T]):
+// q k^T (cblas_sgemm on the strided head slices), scaled, masked and normalised row by row.
+void probabilities(const Dims &n, const float *q, const float *k, int64_t b, int64_t h, const Mask &mask,
+                   const Block &block, float scale, float *p) {
+  const int64_t rows = block.q1 - block.q0, keys = block.k1 - block.k0;
+  const float *qb = q + ((b * n.S + block.q0) * n.H + h) * n.D;
+  const float *kb = k + ((b * n.T + block.k0) * n.Hk + h / n.group) * n.D;
+  float *pb = p + block.q0 * n.T + block.k0;
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(rows), static_cast<int>(keys),
+              static_cast<int>(n.D), scale, qb, static_cast<int>(n.H * n.D), kb, static_cast<int>(n.Hk * n.D), 0.0f, pb,
               static_cast<int>(n.T));
-  for (int64_t s = 0; s < n.S; ++s) {
+  for (int64_t s = block.q0; s < block.q1; ++s) {
     float *row = p + s * n.T;
-    // Keys after the query (in global positions) are masked, and with documents those
-    // before its document's start.
-    const int64_t position = mask.queryOffset + s;
-    const int64_t visible = mask.causal ? std::clamp<int64_t>(position - mask.keyOffset + 1, 0, n.T) : n.T;
-    const int64_t first =
-        mask.blockStarts ? std::clamp<int64_t>(mask.blockStarts[b * mask.seq + position] - mask.keyOffset, 0, visible)
-                         : 0;
+    // Keys after the query (in global positions) are masked.
+    const int64_t visible =
+        mask.causal ? std::clamp<int64_t>(mask.queryOffset + s - mask.keyOffset + 1, block.k0, block.k1) : block.k1;
     float peak = -INFINITY;
-    for (int64_t t = first; t < visible; ++t)
+    for (int64_t t = block.k0; t < visible; ++t)
       peak = std::max(peak, row[t]);
     double total = 0;
-    for (int64_t t = first; t < visible; ++t)
+    for (int64_t t = block.k0; t < visible; ++t)
       total += row[t] = std::exp(row[t] - peak);
     const float inverse = total > 0 ? static_cast<float>(1.0 / total) : 0.0f;
-    for (int64_t t = first; t < visible; ++t)
+    for (int64_t t = block.k0; t < visible; ++t)
       row[t] *= inverse;
-    std::fill(row, row + first, 0.0f);
-    std::fill(row + visible, row + n.T, 0.0f);
+    std::fill(row + visible, row + block.k1, 0.0f);
   }
 }
 
@@ -81,54 +104,74 @@ bool attention(const std::string &op, const ir::AttrMap &attrs, In in, In out, c
            "the piece lies outside the batch's sequences");
     mask.blockStarts = context.blockStarts + context.row * context.seq;
   }
-  const int S = static_cast<int>(n.S), T = static_cast<int>(n.T), D = static_cast<int>(n.D),
-            Dv = static_cast<int>(n.Dv);
+  const int T = static_cast<int>(n.T), D = static_cast<int>(n.D), Dv = static_cast<int>(n.Dv);
   const int qStride = static_cast<int>(n.H * n.D), kStride = static_cast<int>(n.Hk * n.D),
             vStride = static_cast<int>(n.Hk * n.Dv), oStride = static_cast<int>(n.H * n.Dv);
   std::vector<float> p(static_cast<size_t>(n.S * n.T)), dP(p.size());
   if (op == "attention") {
-    for (int64_t b = 0; b < n.B; ++b)
-      for (int64_t h = 0; h < n.H; ++h) {
-        probabilities(n, q.f32(), k.f32(), b, h, mask, scale, p.data());
-        // out[b, :, h, :] = P v
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, S, Dv, T, 1.0f, p.data(), T,
-                    v.f32() + (b * n.T * n.Hk + h / n.group) * n.Dv, vStride, 0.0f,
-                    out[0].f32() + (b * n.S * n.H + h) * n.Dv, oStride);
-      }
+    float *y = out[0].f32();
+    for (int64_t b = 0; b < n.B; ++b) {
+      const std::vector<Block> blocks = blocksOf(n, mask, b);
+      for (int64_t h = 0; h < n.H; ++h)
+        for (const Block &block : blocks) {
+          float *yb = y + ((b * n.S + block.q0) * n.H + h) * n.Dv;
+          if (block.k1 <= block.k0) { // no key to see: zero
+            for (int64_t s = block.q0; s < block.q1; ++s)
+              std::fill(yb + (s - block.q0) * n.H * n.Dv, yb + (s - block.q0) * n.H * n.Dv + n.Dv, 0.0f);
+            continue;
+          }
+          probabilities(n, q.f32(), k.f32(), b, h, mask, block, scale, p.data());
+          // out[b, q0:q1, h, :] = P[q0:q1, k0:k1] v[k0:k1]
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(block.q1 - block.q0), Dv,
+                      static_cast<int>(block.k1 - block.k0), 1.0f, p.data() + block.q0 * n.T + block.k0, T,
+                      v.f32() + ((b * n.T + block.k0) * n.Hk + h / n.group) * n.Dv, vStride, 0.0f, yb, oStride);
+        }
+    }
     return true;
   }
   const float *dy = in[3].f32();
   float *dq = out[0].f32(), *dk = out[1].f32(), *dv = out[2].f32();
   std::memset(dk, 0, static_cast<size_t>(out[1].numel()) * 4);
   std::memset(dv, 0, static_cast<size_t>(out[2].numel()) * 4);
-  for (int64_t b = 0; b < n.B; ++b)
-    for (int64_t h = 0; h < n.H; ++h) {
-      probabilities(n, q.f32(), k.f32(), b, h, mask, scale, p.data());
-      const float *dyb = dy + (b * n.S * n.H + h) * n.Dv;
-      const float *vb = v.f32() + (b * n.T * n.Hk + h / n.group) * n.Dv;
-      const float *kb = k.f32() + (b * n.T * n.Hk + h / n.group) * n.D;
-      const float *qb = q.f32() + (b * n.S * n.H + h) * n.D;
-      // dP = dY v^T; dV += P^T dY
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, S, T, Dv, 1.0f, dyb, oStride, vb, vStride, 0.0f, dP.data(),
-                  T);
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, Dv, S, 1.0f, p.data(), T, dyb, oStride, 1.0f,
-                  dv + (b * n.T * n.Hk + h / n.group) * n.Dv, vStride);
-      // dS = P * (dP - rowsum(P * dP)) * scale, in place in dP
-      for (int64_t s = 0; s < n.S; ++s) {
-        float *row = dP.data() + s * n.T;
-        const float *prow = p.data() + s * n.T;
-        double dot = 0;
-        for (int64_t t = 0; t < n.T; ++t)
-          dot += static_cast<double>(prow[t]) * row[t];
-        for (int64_t t = 0; t < n.T; ++t)
-          row[t] = prow[t] * (row[t] - static_cast<float>(dot)) * scale;
+  for (int64_t b = 0; b < n.B; ++b) {
+    const std::vector<Block> blocks = blocksOf(n, mask, b);
+    for (int64_t h = 0; h < n.H; ++h)
+      for (const Block &block : blocks) {
+        const int rows = static_cast<int>(block.q1 - block.q0), keys = static_cast<int>(block.k1 - block.k0);
+        float *dqb = dq + ((b * n.S + block.q0) * n.H + h) * n.D;
+        if (keys <= 0) { // no key seen: no gradient
+          for (int s = 0; s < rows; ++s)
+            std::fill(dqb + s * qStride, dqb + s * qStride + n.D, 0.0f);
+          continue;
+        }
+        probabilities(n, q.f32(), k.f32(), b, h, mask, block, scale, p.data());
+        const float *dyb = dy + ((b * n.S + block.q0) * n.H + h) * n.Dv;
+        const float *vb = v.f32() + ((b * n.T + block.k0) * n.Hk + h / n.group) * n.Dv;
+        const float *kb = k.f32() + ((b * n.T + block.k0) * n.Hk + h / n.group) * n.D;
+        const float *qb = q.f32() + ((b * n.S + block.q0) * n.H + h) * n.D;
+        float *pb = p.data() + block.q0 * n.T + block.k0, *dPb = dP.data() + block.q0 * n.T + block.k0;
+        // dP = dY v^T; dV += P^T dY
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, keys, Dv, 1.0f, dyb, oStride, vb, vStride, 0.0f, dPb,
+                    T);
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, keys, Dv, rows, 1.0f, pb, T, dyb, oStride, 1.0f,
+                    dv + ((b * n.T + block.k0) * n.Hk + h / n.group) * n.Dv, vStride);
+        // dS = P * (dP - rowsum(P * dP)) * scale, in place in dP
+        for (int s = 0; s < rows; ++s) {
+          float *row = dPb + s * n.T;
+          const float *prow = pb + s * n.T;
+          double dot = 0;
+          for (int t = 0; t < keys; ++t)
+            dot += static_cast<double>(prow[t]) * row[t];
+          for (int t = 0; t < keys; ++t)
+            row[t] = prow[t] * (row[t] - static_cast<float>(dot)) * scale;
+        }
+        // dQ = dS k; dK += dS^T q
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, D, keys, 1.0f, dPb, T, kb, kStride, 0.0f, dqb,
+                    qStride);
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, keys, D, rows, 1.0f, dPb, T, qb, qStride, 1.0f,
+                    dk + ((b * n.T + block.k0) * n.Hk + h / n.group) * n.D, kStride);
       }
-      // dQ = dS k; dK += dS^T q
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, S, D, T, 1.0f, dP.data(), T, kb, kStride, 0.0f,
-                  dq + (b * n.S * n.H + h) * n.D, qStride);
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, D, S, 1.0f, dP.data(), T, qb, qStride, 1.0f,
-                  dk + (b * n.T * n.Hk + h / n.group) * n.D, kStride);
-    }
+  }
   return true;
 }
 

@@ -155,11 +155,16 @@ int runSimulateDocuments(const std::string &file, const std::string &clusterFile
   };
   const std::string one = " (" + plans[longest].name + ", " + std::to_string(plans[longest].batch) + " x " +
                           std::to_string(plans[longest].seq) + ")";
-  std::vector<Row> rows = {{"padded, one plan" + one, pass({longest}, runtime::DocumentLayout::Padded, true)},
-                           {"packed, one plan" + one, pass({longest}, runtime::DocumentLayout::Packed, false)}};
-  if (plans.size() > 1)
-    rows.push_back({"per step, " + std::to_string(plans.size()) + " plans (Hetu)",
-                    pass(all, runtime::DocumentLayout::Packed, false)});
+  std::vector<Row> rows;
+  try {
+    rows.push_back({"padded, one plan" + one, pass({longest}, runtime::DocumentLayout::Padded, true)});
+    rows.push_back({"packed, one plan" + one, pass({longest}, runtime::DocumentLayout::Packed, false)});
+    if (plans.size() > 1)
+      rows.push_back({"per step, " + std::to_string(plans.size()) + " plans (Hetu)",
+                      pass(all, runtime::DocumentLayout::Packed, false)});
+  } catch (const std::exception &e) { // DataError, SwitchError
+    return fail(lengthsPath + ": " + e.what());
+  }
   char line[300];
   std::snprintf(line, sizeof line, "%-44s %7s %17s %11s %12s %10s  %s\n", "strategy", "steps", "real tokens/step",
                 "mean step", "tokens/s", "vs padded", "switches");
@@ -169,7 +174,7 @@ int runSimulateDocuments(const std::string &file, const std::string &clusterFile
     const Outcome &o = row.outcome;
     char moved[80] = "-";
     if (o.switches > 0)
-      std::snprintf(moved, sizeof moved, "%lld, %.3f s", static_cast<long long>(o.switches), o.switchSeconds);
+      std::snprintf(moved, sizeof moved, "%lld, %.1f ms", static_cast<long long>(o.switches), o.switchSeconds * 1e3);
     std::snprintf(line, sizeof line, "%-44s %7lld %17.0f %8.3f ms %12.0f %9.2fx  %s\n", row.name.c_str(),
                   static_cast<long long>(o.steps), o.tokens / static_cast<double>(o.steps),
                   1e3 * o.stepSeconds / static_cast<double>(o.steps), rate(o), rate(o) / rate(rows.front().outcome),

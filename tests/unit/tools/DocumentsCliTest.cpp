@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -155,6 +156,8 @@ TEST(CliDocuments, BadPlanSetsAreClearErrors) {
        "length bucket\n"},
       {trainSet("empty", "plans = []\n"),
        "build/documents_empty.planset.toml:1:9: error: a plan set needs at least one plan\n"},
+      {trainSet("self", "plans = [\"documents_self.planset.toml\"]\n"),
+       "build/documents_self.planset.toml:1:10: error: a plan set names plans (.hspmd files), not plan sets\n"},
       {trainSet("number", "plans = [3]\n"),
        "build/documents_number.planset.toml:1:10: error: a plan of a plan set is a file name in quotes\n"},
       {trainSet("missing", "plans = [\"nowhere.hspmd\"]\n"),
@@ -181,4 +184,66 @@ TEST(CliDocuments, BadPlanSetsAreClearErrors) {
   EXPECT_EQ(noDocuments.code, 1);
   EXPECT_EQ(noDocuments.output, "hspmc train: error: examples/gpt/plans/docs.planset.toml is a plan set: it trains on "
                                 "documents (add --documents; docs/mixed-lengths.md)\n");
+}
+
+namespace {
+// A row of hspmc simulate --documents: steps, real tokens per step, tokens/s.
+struct StrategyRow {
+  long long steps = 0;
+  double tokensPerStep = 0, tokensPerSecond = 0;
+};
+StrategyRow strategyRow(const std::string &output, const std::string &name) {
+  StrategyRow row;
+  const size_t at = output.find("\n" + name);
+  if (at == std::string::npos)
+    return row;
+  const size_t end = output.find('\n', at + 1);
+  std::istringstream fields(output.substr(output.find(')', at) + 1, end - output.find(')', at) - 1));
+  std::string ms;
+  double step = 0;
+  fields >> row.steps >> row.tokensPerStep >> step >> ms >> row.tokensPerSecond;
+  return row;
+}
+} // namespace
+
+// One pass over 200 documents of 8 to 64 tokens (3688 in all) under the tiny GPT's plan set:
+// padded, the 2 x 256 plan takes two documents a step; packed, it takes as many as fit;
+// both pass over every token once.
+TEST(CliDocuments, SimulatingDocumentsPricesEachStrategy) {
+  CliRun run = hspmc("simulate examples/gpt/plans/docs.planset.toml --documents examples/data/lengths_tiny.txt");
+  ASSERT_EQ(run.code, 0) << run.output;
+  const StrategyRow padded = strategyRow(run.output, "padded, one plan (docs_long, 2 x 256)");
+  const StrategyRow packed = strategyRow(run.output, "packed, one plan (docs_long, 2 x 256)");
+  const StrategyRow perStep = strategyRow(run.output, "per step, 3 plans (Hetu)");
+  EXPECT_EQ(padded.steps, 100) << run.output;
+  for (const StrategyRow &row : {padded, packed, perStep}) {
+    EXPECT_GE(row.tokensPerStep * static_cast<double>(row.steps), 3688 - 0.5) << run.output;
+    EXPECT_LT(row.tokensPerStep * static_cast<double>(row.steps - 1), 3688) << run.output;
+  }
+  EXPECT_GT(packed.tokensPerSecond, 5 * padded.tokensPerSecond) << run.output;
+  EXPECT_NE(run.output.find("per micro-batch (plans within a step): not built yet"), std::string::npos);
+  // Bad input.
+  std::ofstream("build/documents_lengths_bad.txt") << "12\n# ok\nabc\n";
+  CliRun bad = hspmc("simulate examples/gpt/plans/docs_long.hspmd --documents build/documents_lengths_bad.txt");
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.output.find("build/documents_lengths_bad.txt:3: error: 'abc' is not a sequence length\n"),
+            std::string::npos)
+      << bad.output;
+  std::ofstream("build/documents_lengths_huge.txt") << "999999999999\n";
+  CliRun huge = hspmc("simulate examples/gpt/plans/docs_long.hspmd --documents build/documents_lengths_huge.txt");
+  EXPECT_EQ(huge.code, 1);
+  EXPECT_NE(huge.output.find("hspmc simulate: error: build/documents_lengths_huge.txt: the documents make more than "
+                             "100000000 pieces of at most 256 positions (a document of 999999999999 positions among "
+                             "them); use fewer or shorter documents\n"),
+            std::string::npos)
+      << huge.output;
+  CliRun set = hspmc("simulate examples/gpt/plans/docs.planset.toml");
+  EXPECT_EQ(set.code, 2);
+  EXPECT_EQ(set.output, "hspmc simulate: error: examples/gpt/plans/docs.planset.toml is a plan set: simulate it "
+                        "over documents (--documents LENGTHS)\n");
+  CliRun json = hspmc("simulate examples/gpt/plans/docs_long.hspmd --documents examples/data/lengths_tiny.txt "
+                      "--format json");
+  EXPECT_EQ(json.code, 2);
+  EXPECT_EQ(json.output, "hspmc simulate: error: --documents FILE (with --tokens) takes a plan or a plan set and "
+                         "--cluster, without --plan, --trace, --fault-trace or --format json\n");
 }
