@@ -1,18 +1,21 @@
 #!/usr/bin/python3
-"""bench/documents.py: real tokens per second of training on documents, padded against packed,
-measured in one run (hspmc train --documents, docs/mixed-lengths.md).
+"""bench/documents.py: real tokens per second of training on documents on this machine, by
+strategy, measured in one run (hspmc train --documents, docs/mixed-lengths.md).
 
 The corpus is built from this machine's Python sources and license texts
-(scripts/build-corpus.py). Each plan trains STEPS steps on it twice, under one plan each time:
-  - padded: one document (or piece) per sequence, the rest of the sequence padding;
-  - packed: several documents per sequence, attention masked to each.
-Both take documents in corpus order up to the plan's B x S tokens; the loss is over real
-tokens only, so a step costs the same either way and what differs is how many real tokens it
-holds. Per run it prints the real tokens per step, the mean step time and real tokens/s, and
-the packed/padded ratio. (Per-step and per-micro-batch plan switching by length are not built
-yet: docs/mixed-lengths.md.)
+(scripts/build-corpus.py). Each run trains STEPS steps on it (the first two, warm-up, left
+out of the rate), the loss over real tokens only, so what differs is how many real tokens a
+step holds and what a step costs:
+  - padded, one plan: one document (or piece) per sequence of the set's longest plan;
+  - packed, one plan: several documents per sequence, attention over each one's block;
+  - per step (a plan set): each step under the plan of its longest document, switching;
+  - per micro-batch (a plan set whose plans hold the state alike): each document's batch
+    under the plan of its length, several plans within a step.
+Switches and state copies are in the step times. On the whole corpus, and on its documents of
+up to 200 bytes (mostly shorter than the plans' sequences). Also, for a context of 1024
+(bench/plans/docs_context1024.hspmd), packed against padded on the whole corpus.
 
-    python3 bench/documents.py build/tools/hspmc/hspmc [--steps 30] [--plans P...]
+    python3 bench/documents.py build/tools/hspmc/hspmc [--steps 30]
 """
 import argparse
 import json
@@ -22,13 +25,14 @@ import subprocess
 import sys
 import tempfile
 
-PLANS = ["examples/gpt/plans/docs_short.hspmd", "examples/gpt/plans/docs_medium.hspmd",
-         "examples/gpt/plans/docs_long.hspmd", "bench/plans/docs_context1024.hspmd"]
+PLAN_SET = "examples/gpt/plans/docs_replicated.planset.toml"
+LONGEST = "examples/gpt/plans/docs_long.hspmd"
+CONTEXT_1024 = "bench/plans/docs_context1024.hspmd"
 
 
-def train(hspmc, plan, corpus, layout, steps, losses):
-    command = [hspmc, "train", plan, "--data", corpus, "--documents", "--layout", layout, "--steps", str(steps),
-               "--losses", losses]
+def train(hspmc, plan, corpus, extra, steps, losses):
+    command = [hspmc, "train", plan, "--data", corpus, "--documents", "--steps", str(steps), "--losses",
+               losses] + extra
     done = subprocess.run(command, capture_output=True, text=True, timeout=900)
     if done.returncode != 0:
         sys.exit(f"{' '.join(command)} failed:\n{done.stdout}{done.stderr}")
@@ -43,24 +47,31 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("hspmc")
     parser.add_argument("--steps", type=int, default=30)
-    parser.add_argument("--plans", nargs="+", default=PLANS)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        corpus = os.path.join(tmp, "corpus.jsonl")
-        built = subprocess.run([sys.executable, "scripts/build-corpus.py", corpus], check=True, capture_output=True,
-                               text=True).stdout
-        print("corpus:", built.splitlines()[0].split(": ", 1)[1])
-        print(f"{'plan':<18}{'layout':<8}{'real tokens/step':>18}{'step ms':>10}{'real tokens/s':>15}")
-        for plan in args.plans:
-            name = os.path.basename(plan).removesuffix(".hspmd")
-            rates = {}
-            for layout in ("padded", "packed"):
-                tokens, seconds, rate = train(args.hspmc, plan, corpus, layout, args.steps,
-                                              os.path.join(tmp, f"{name}_{layout}.json"))
-                rates[layout] = rate
-                print(f"{name:<18}{layout:<8}{tokens:>18.0f}{seconds * 1e3:>10.1f}{rate:>15.0f}")
-            print(f"{name:<18}packed / padded: {rates['packed'] / rates['padded']:.2f}x real tokens/s")
-
+        for title, limit in (("the whole corpus", None), ("its documents of up to 200 bytes", 200)):
+            corpus = os.path.join(tmp, f"corpus{limit}.jsonl")
+            built = subprocess.run([sys.executable, "scripts/build-corpus.py", corpus]
+                                   + (["--max-bytes", str(limit)] if limit else []),
+                                   check=True, capture_output=True, text=True).stdout
+            print(f"\n{title}:", built.splitlines()[0].split(": ", 1)[1])
+            print(f"{'strategy':<44}{'real tokens/step':>18}{'step ms':>10}{'real tokens/s':>15}{'vs padded':>11}")
+            runs = [
+                ("padded, one plan (docs_long, 2 x 256)", LONGEST, ["--layout", "padded"]),
+                ("packed, one plan (docs_long, 2 x 256)", LONGEST, []),
+                ("per step, 3 plans (docs_replicated)", PLAN_SET, ["--granularity", "step"]),
+                ("per micro-batch, 3 plans (docs_replicated)", PLAN_SET, ["--granularity", "micro-batch"]),
+            ]
+            if not limit:
+                runs += [("padded, context 1024 (4 x 1024)", CONTEXT_1024, ["--layout", "padded"]),
+                         ("packed, context 1024 (4 x 1024)", CONTEXT_1024, [])]
+            base = None
+            for k, (name, plan, extra) in enumerate(runs):
+                tokens, seconds, rate = train(args.hspmc, plan, corpus, extra, args.steps,
+                                              os.path.join(tmp, f"run{k}.json"))
+                if "padded" in name:
+                    base = rate
+                print(f"{name:<44}{tokens:>18.0f}{seconds * 1e3:>10.1f}{rate:>15.0f}{rate / base:>10.2f}x")
 
 if __name__ == "__main__":
     main()

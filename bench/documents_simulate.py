@@ -13,8 +13,10 @@ Strategies, each over one pass of the corpus, every step simulated under its pla
   - packed, one plan: documents packed into its sequences, attention over each document's
     block only (a varlen kernel: attention's cost scales with the pairs computed);
   - per step (Hetu v2): each step under the plan of the smallest S that holds its longest
-    document, the switches priced as the state's move on the cluster's links.
-Per micro-batch (several plans within a step) is not built yet.
+    document, the switches priced as the state's move on the cluster's links;
+  - per micro-batch (hspmd; plans that hold the state alike): each document's batch under the
+    plan of its length, several plans one after another within a step, state copies priced
+    at memory bandwidth; micro-batches of padding only skipped.
 
     python3 bench/documents_simulate.py build/tools/hspmc/hspmc
 """
@@ -27,6 +29,7 @@ import time
 RUNS = [
     ("tiny GPT, 4 CPU threads, context 256", "examples/gpt/plans/docs.planset.toml"),
     ("32B on 32 H20, context 32K", "bench/plans/h20/ctx32k.planset.toml"),
+    ("32B on 32 H20, context 32K, every plan 4 stages x TP 8", "bench/plans/h20/ctx32k_pp4.planset.toml"),
     ("32B on 32 H20, context 16K", "bench/plans/h20/ctx16k.planset.toml"),
     ("32B on 16 H800 + 32 H20, context 32K", "bench/plans/hetero/ctx32k.planset.toml"),
 ]

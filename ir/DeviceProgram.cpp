@@ -109,7 +109,7 @@ std::vector<ScheduledInstruction> scheduledInstructions(const DeviceProgram &pro
   auto append = [&](Phase phase, int microbatch) {
     for (const Instruction &in : program.body)
       if (passOf(in.phase) == phase)
-        step.push_back({&in, expandedTag(in.tag, in.phase, microbatch)});
+        step.push_back({&in, expandedTag(in.tag, in.phase, microbatch), phase == Phase::Update ? -1 : microbatch});
   };
   for (const ScheduleSlot &slot : slots)
     append(slot.phase, slot.microbatch);

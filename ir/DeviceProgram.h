@@ -157,6 +157,7 @@ DeviceProgram expandSchedule(const DeviceProgram &program);
 struct ScheduledInstruction {
   const Instruction *instruction;
   int64_t tag;
+  int microbatch = -1; // of a forward or backward pass; -1 in the update
 };
 std::vector<ScheduledInstruction> scheduledInstructions(const DeviceProgram &program);
 int64_t expandedTag(int64_t tag, Phase phase, int microbatch);

@@ -83,6 +83,11 @@ public:
     for (const auto &[device, program] : programs) {
       original_[device] = &program;
       steps_[device] = ir::scheduledInstructions(program);
+      if (!model_.skipMicrobatch.empty()) // documents: micro-batches of padding only (runtime/Run.h)
+        std::erase_if(steps_[device], [&](const Step &s) {
+          return s.microbatch >= 0 && static_cast<size_t>(s.microbatch) < model_.skipMicrobatch.size() &&
+                 model_.skipMicrobatch[static_cast<size_t>(s.microbatch)];
+        });
       at_[device] = 0;
       Streams &streams = streams_[device];
       streams.written.assign(program.buffers.size(), 0.0);

@@ -57,6 +57,9 @@ struct CostModel {
   /// into a sequence under a block-diagonal mask, whose masked blocks a varlen attention
   /// kernel skips (docs/mixed-lengths.md); 1 for whole sequences and padded ones.
   double attentionDensity = 1.0;
+  /// Micro-batch indices every device skips (their rows are padding only: runtime/Run.h,
+  /// skipEmptyMicrobatches); none by default.
+  std::vector<uint8_t> skipMicrobatch;
 };
 
 /// The cost model of a cluster file: its device types' bf16 peak, HBM bandwidth and links.

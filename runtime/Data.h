@@ -26,6 +26,10 @@ struct Batch {
   /// Targets scored in the whole batch (a target < 0 is not): the loss is their mean. 0:
   /// every position is scored.
   int64_t scored = 0;
+  /// Documents: per row, whether it holds a real token (empty: every row does), and per
+  /// micro-batch index of the plan that runs it, whether every pipeline's micro-batch of that
+  /// index is padding only, so that every device skips it (skipEmptyMicrobatches).
+  std::vector<uint8_t> realRows, skipMicrobatch;
 };
 
 class Dataset {

@@ -211,6 +211,11 @@ bool DocumentSteps::layOut(std::vector<Piece> &pieces, const DocumentShape &shap
 }
 
 void DocumentSteps::prepare(int64_t count) {
+  while (static_cast<int64_t>(steps_.size()) < count)
+    steps_.push_back(options_.perMicroBatch && shapes_.size() > 1 ? nextStepPerMicroBatch() : nextStep());
+}
+
+DocumentSteps::Step DocumentSteps::nextStep() {
   const auto total = static_cast<int64_t>(pieces_.size());
   // The shape of the smallest S that holds a piece of `longest` positions.
   auto shapeFor = [&](int64_t longest) {
@@ -220,33 +225,96 @@ void DocumentSteps::prepare(int64_t count) {
         best = k;
     return best;
   };
-  while (static_cast<int64_t>(steps_.size()) < count) {
-    Step step;
-    for (;; ++next_) {
-      const Piece piece = pieces_[static_cast<size_t>(next_ % total)];
-      const int64_t longest = std::max(step.longest, piece.length);
-      const size_t shape = shapeFor(longest);
-      const DocumentShape &in = shapes_[shape];
-      const int64_t budget = options_.tokens > 0 ? options_.tokens : in.batch * in.seq;
-      if (!step.pieces.empty() && step.tokens + piece.length > budget)
-        break;
-      std::vector<Piece> laid = step.pieces;
-      laid.push_back(piece);
-      if (!layOut(laid, in)) {
-        if (step.pieces.empty()) // cannot happen: a piece fits an empty batch of its shape
-          throw DataError("a batch of " + std::to_string(in.batch) + " x " + std::to_string(in.seq) +
-                          " holds no document");
-        break;
-      }
-      step.pieces = std::move(laid);
-      step.tokens += piece.length;
-      step.longest = longest;
-      step.shape = shape;
+  Step step;
+  for (;; ++next_) {
+    Piece piece = pieces_[static_cast<size_t>(next_ % total)];
+    const int64_t longest = std::max(step.longest, piece.length);
+    const size_t shape = shapeFor(longest);
+    const DocumentShape &in = shapes_[shape];
+    const int64_t budget = options_.tokens > 0 ? options_.tokens : in.batch * in.seq;
+    if (!step.pieces.empty() && step.tokens + piece.length > budget)
+      break;
+    std::vector<Piece> laid = step.pieces;
+    laid.push_back(piece);
+    if (!layOut(laid, in)) {
+      if (step.pieces.empty()) // cannot happen: a piece fits an empty batch of its shape
+        throw DataError("a batch of " + std::to_string(in.batch) + " x " + std::to_string(in.seq) +
+                        " holds no document");
+      break;
     }
-    for (const Piece &piece : step.pieces)
-      step.rows = std::max(step.rows, piece.row + 1);
-    steps_.push_back(std::move(step));
+    step.pieces = std::move(laid);
+    step.tokens += piece.length;
+    step.longest = longest;
+    step.shape = shape;
   }
+  for (Piece &piece : step.pieces) {
+    piece.shape = step.shape;
+    step.rows = std::max(step.rows, piece.row + 1);
+  }
+  step.shapes = {step.shape};
+  return step;
+}
+
+DocumentSteps::Step DocumentSteps::nextStepPerMicroBatch() {
+  const auto total = static_cast<int64_t>(pieces_.size());
+  std::vector<size_t> bySeq(shapes_.size());
+  for (size_t k = 0; k < bySeq.size(); ++k)
+    bySeq[k] = k;
+  std::stable_sort(bySeq.begin(), bySeq.end(), [&](size_t a, size_t b) { return shapes_[a].seq < shapes_[b].seq; });
+  int64_t budget = options_.tokens;
+  if (budget <= 0)
+    for (const DocumentShape &shape : shapes_)
+      budget = std::max(budget, shape.batch * shape.seq);
+  std::vector<std::vector<int64_t>> fill(shapes_.size()); // per shape, per row used: positions taken
+  Step step;
+  for (;; ++next_) {
+    Piece piece = pieces_[static_cast<size_t>(next_ % total)];
+    if (!step.pieces.empty() && step.tokens + piece.length > budget)
+      break;
+    bool placed = false, own = true;
+    for (size_t k : bySeq) {
+      const DocumentShape &in = shapes_[k];
+      if (in.seq < piece.length)
+        continue;
+      std::vector<int64_t> &rows = fill[k];
+      // Its own bucket's batch first; then only batches of longer S the step already runs
+      // (a batch opened for a short document would cost a whole step of its plan).
+      if (!own && rows.empty())
+        continue;
+      own = false;
+      size_t row = rows.size();
+      if (options_.layout == DocumentLayout::Packed)
+        row = static_cast<size_t>(
+            std::find_if(rows.begin(), rows.end(), [&](int64_t used) { return used + piece.length <= in.seq; }) -
+            rows.begin());
+      if (row == rows.size()) {
+        if (static_cast<int64_t>(rows.size()) == in.batch)
+          continue;
+        rows.push_back(0);
+      }
+      piece.shape = k;
+      piece.row = static_cast<int64_t>(row);
+      piece.offset = rows[row];
+      rows[row] += piece.length;
+      placed = true;
+      break;
+    }
+    if (!placed) {
+      if (step.pieces.empty())
+        throw DataError("no batch of the plan set holds a document of " + std::to_string(piece.length) + " positions");
+      break;
+    }
+    step.tokens += piece.length;
+    step.longest = std::max(step.longest, piece.length);
+    step.pieces.push_back(piece);
+  }
+  for (size_t k : bySeq)
+    if (!fill[k].empty()) {
+      step.shapes.push_back(k);
+      step.rows += static_cast<int64_t>(fill[k].size());
+      step.shape = k;
+    }
+  return step;
 }
 
 const DocumentSteps::Step &DocumentSteps::step(int64_t step) const {
@@ -263,10 +331,25 @@ int64_t DocumentSteps::prepareOnePass() {
 
 Batch DocumentSteps::batchFor(int64_t index) const {
   const Step &s = step(index);
+  if (s.shapes.size() != 1)
+    throw DataError("step " + std::to_string(index + 1) + " holds a batch of each of " +
+                    std::to_string(s.shapes.size()) + " plans (per micro-batch): batchesFor");
+  return batchOf(s, s.shape);
+}
+
+std::vector<std::pair<size_t, Batch>> DocumentSteps::batchesFor(int64_t index) const {
+  const Step &s = step(index);
+  std::vector<std::pair<size_t, Batch>> batches;
+  for (size_t shape : s.shapes)
+    batches.emplace_back(shape, batchOf(s, shape));
+  return batches;
+}
+
+Batch DocumentSteps::batchOf(const Step &s, size_t shape) const {
   if (documents_.documents().empty())
     throw DataError("documents known by their lengths only have no tokens to train on");
-  const int64_t rows = shapes_[s.shape].batch, seq = shapes_[s.shape].seq;
-  Batch out{rows, seq, {}, {}, s.tokens};
+  const int64_t rows = shapes_[shape].batch, seq = shapes_[shape].seq;
+  Batch out{rows, seq, {}, {}, s.tokens, std::vector<uint8_t>(static_cast<size_t>(rows), 0), {}};
   const auto size = static_cast<size_t>(rows * seq);
   auto &tokens = out.inputs["tokens"];
   auto &targets = out.inputs["targets"];
@@ -275,6 +358,8 @@ Batch DocumentSteps::batchFor(int64_t index) const {
   out.blockStarts.assign(size, 0);
   std::vector<int64_t> fill(static_cast<size_t>(rows), 0);
   for (const Piece &piece : s.pieces) {
+    if (piece.shape != shape)
+      continue;
     const std::vector<int32_t> &document = documents_.documents()[static_cast<size_t>(piece.document)];
     for (int64_t p = 0; p < piece.length; ++p) {
       const auto at = static_cast<size_t>(piece.row * seq + piece.offset + p);
@@ -283,6 +368,7 @@ Batch DocumentSteps::batchFor(int64_t index) const {
       out.blockStarts[at] = static_cast<int32_t>(piece.offset);
     }
     fill[static_cast<size_t>(piece.row)] = std::max(fill[static_cast<size_t>(piece.row)], piece.offset + piece.length);
+    out.realRows[static_cast<size_t>(piece.row)] = 1;
   }
   for (int64_t row = 0; row < rows; ++row) // padding: a block of its own at the row's end
     for (int64_t p = fill[static_cast<size_t>(row)]; p < seq; ++p)

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace hspmd::runtime {
@@ -25,6 +26,10 @@ struct DocumentOptions {
   int32_t eod = 0;    // the end-of-document token (0, NUL, for text: text never holds it)
   int64_t tokens = 0; // real tokens a step takes at most (0: B x S)
   DocumentLayout layout = DocumentLayout::Packed;
+  /// With several shapes (a plan set): a step's documents each in the shape of its own
+  /// length (several plans within a step, --granularity micro-batch) rather than all in the
+  /// shape of the step's longest (--granularity step).
+  bool perMicroBatch = false;
 };
 
 class Documents {
@@ -64,11 +69,13 @@ public:
   struct Piece {
     int64_t document = 0, begin = 0, length = 0;
     int64_t row = 0, offset = 0; // where the step lays it: row `row`, from position `offset`
+    size_t shape = 0;            // ... of the batch of shape `shape`
   };
   struct Step {
     std::vector<Piece> pieces;
     int64_t tokens = 0, longest = 0, rows = 0; // real tokens, the longest piece, rows used
-    size_t shape = 0;                          // the shape it is laid out in
+    size_t shape = 0;                          // the shape it is laid out in (per micro-batch: the longest used)
+    std::vector<size_t> shapes;                // the shapes it uses, shortest S first
   };
 
   /// Steps take pieces in corpus order (the corpus repeating) while the step's real tokens
@@ -80,7 +87,11 @@ public:
   /// With several shapes (a plan set, one plan per length bucket), documents are cut into
   /// pieces of the longest S, and a step takes the shape of the smallest S that holds its
   /// longest piece (the first listed of equal ones); its pieces are laid out anew in it when
-  /// a longer piece changes it. The token budget (0) is that shape's B x S.
+  /// a longer piece changes it. The token budget (0) is that shape's B x S. Per micro-batch
+  /// (options.perMicroBatch), a piece goes to the batch of its own bucket (the smallest S
+  /// that holds it), else to the first batch of a longer S the step already uses with room
+  /// for it, else the step ends: a step holds a batch of each shape it uses, and its token
+  /// budget (0) is the largest B x S.
   DocumentSteps(const Documents &documents, std::vector<DocumentShape> shapes, const DocumentOptions &options);
 
   /// Lays out steps 0 .. count-1 (a step depends on every step before it); call before
@@ -90,6 +101,9 @@ public:
   /// The batch of step `step` (from 0; prepared): tokens, targets (-1 where no real token
   /// is scored), blockStarts and the scored count.
   Batch batchFor(int64_t step) const;
+  /// Per micro-batch: the step's batch of each shape it uses (shortest S first), each scored
+  /// over the whole step's real tokens.
+  std::vector<std::pair<size_t, Batch>> batchesFor(int64_t step) const;
   int64_t pieceCount() const { return static_cast<int64_t>(pieces_.size()); }
   /// Lays out steps until every piece of the corpus has been taken once; returns how many
   /// steps that is (the last may take pieces of the corpus's next pass).
@@ -99,6 +113,9 @@ public:
 private:
   // Lays `pieces` out in `shape` (rows and offsets set); false where they do not fit.
   bool layOut(std::vector<Piece> &pieces, const DocumentShape &shape) const;
+  Step nextStep();              // --granularity step
+  Step nextStepPerMicroBatch(); // --granularity micro-batch
+  Batch batchOf(const Step &step, size_t shape) const;
   const Documents &documents_;
   std::vector<DocumentShape> shapes_;
   DocumentOptions options_;

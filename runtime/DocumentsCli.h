@@ -15,6 +15,7 @@ struct DocumentFlags {
   bool documents = false;
   int64_t eod = 0, tokens = 0;
   std::string layout = "packed";
+  std::string granularity = "step";
 
   /// Sets the run's document options from the flags parsed.
   void applyTo(RunOptions &run) const {
@@ -22,6 +23,7 @@ struct DocumentFlags {
     run.documentOptions.eod = static_cast<int32_t>(eod);
     run.documentOptions.tokens = tokens;
     run.documentOptions.layout = layout == "padded" ? DocumentLayout::Padded : DocumentLayout::Packed;
+    run.documentOptions.perMicroBatch = granularity == "micro-batch";
   }
 };
 
@@ -37,6 +39,11 @@ inline void addDocumentFlags(CLI::App &app, DocumentFlags &flags) {
   app.add_option("--layout", flags.layout,
                  "With --documents: packed (several per sequence) or padded (one per sequence)")
       ->check(CLI::IsMember({"packed", "padded"}))
+      ->needs(documents);
+  app.add_option("--granularity", flags.granularity,
+                 "With a plan set: step (each step under the plan of its longest document) or micro-batch (each "
+                 "document's batch under the plan of its length, several plans within a step)")
+      ->check(CLI::IsMember({"step", "micro-batch"}))
       ->needs(documents);
   app.add_option("--eod", flags.eod, "With --documents: the end-of-document token (default 0: NUL in text)")
       ->check(CLI::Range(int64_t{0}, int64_t{INT32_MAX}))

@@ -141,6 +141,88 @@ KernelContext DeviceExecutor::kernelContext(const ir::Instruction &in, int micro
   return context;
 }
 
+namespace {
+// The buffer of `program` named `value`, or null.
+const ir::Buffer *named(const ir::DeviceProgram &program, const std::string &value) {
+  for (const ir::Buffer &b : program.buffers)
+    if (b.value == value)
+      return &b;
+  return nullptr;
+}
+} // namespace
+
+const ir::Buffer *gradientBuffer(const ir::DeviceProgram &program, const std::string &parameter) {
+  if (const ir::Buffer *accumulated = named(program, "grad." + parameter + ".acc"))
+    return accumulated;
+  return named(program, "grad." + parameter);
+}
+
+std::string sameStateLayout(const ir::DeviceProgram &a, const ir::DeviceProgram &b) {
+  size_t states = 0;
+  for (const ir::Buffer &x : a.buffers) {
+    if (!isState(x))
+      continue;
+    ++states;
+    const std::string name = x.value; // "w", its ZeRO share "w.shard", "w.adam_m"
+    const ir::Buffer *y = nullptr;
+    for (const ir::Buffer &candidate : b.buffers)
+      if (isState(candidate) && candidate.value == name && candidate.role == x.role)
+        y = &candidate;
+    if (!y || y->region().lo != x.region().lo || y->shape != x.shape)
+      return "'" + name + "' lies otherwise on device " + std::to_string(a.device);
+    if (x.role != ir::BufferRole::Parameter)
+      continue;
+    const ir::Buffer *gx = gradientBuffer(a, x.value), *gy = gradientBuffer(b, y->value);
+    if (!gx && !gy) // a ZeRO share: the gradient is its whole parameter's
+      continue;
+    if (!gx || !gy || gx->shape != gy->shape || gx->region().lo != gy->region().lo)
+      return "the gradient of '" + name + "' lies otherwise on device " + std::to_string(a.device);
+    // Both are partial sums over the same devices: the update reduces them over one group.
+    auto groupOf = [](const ir::DeviceProgram &program, const ir::Buffer &gradient) {
+      for (const ir::Instruction &in : program.body)
+        if (in.phase == ir::Phase::Update && in.kind == ir::InstrKind::Collective && !in.inputs.empty() &&
+            in.inputs[0] == gradient.id)
+          return in.group;
+      return std::vector<int>{};
+    };
+    if (groupOf(a, *gx) != groupOf(b, *gy))
+      return "the gradient of '" + name + "' is reduced over other devices on device " + std::to_string(a.device);
+  }
+  size_t theirs = 0;
+  for (const ir::Buffer &y : b.buffers)
+    theirs += isState(y) ? 1 : 0;
+  if (theirs != states)
+    return "device " + std::to_string(a.device) + " holds other state";
+  return "";
+}
+
+void DeviceExecutor::copyStateFrom(const DeviceExecutor &other, bool parametersOnly) {
+  for (const ir::Buffer &b : program_.buffers) {
+    if (!isState(b) || (parametersOnly && b.role != ir::BufferRole::Parameter))
+      continue;
+    for (const ir::Buffer &o : other.program_.buffers)
+      if (o.role == b.role && o.value == b.value && o.bytes() == b.bytes()) { // sameStateLayout
+        std::memcpy(address(b.id, 0), other.address(o.id, 0), static_cast<size_t>(b.bytes()));
+        break;
+      }
+  }
+  stepNumber_ = running_ = other.stepNumber_;
+}
+
+void DeviceExecutor::addGradientsFrom(const DeviceExecutor &other) {
+  for (const ir::Buffer &b : program_.buffers) {
+    if (b.role != ir::BufferRole::Parameter)
+      continue;
+    const ir::Buffer *mine = gradientBuffer(program_, b.value), *theirs = gradientBuffer(other.program_, b.value);
+    if (!mine || !theirs)
+      continue;
+    float *to = reinterpret_cast<float *>(address(mine->id, 0));
+    const float *from = reinterpret_cast<const float *>(other.address(theirs->id, 0));
+    for (int64_t i = 0; i < mine->bytes() / 4; ++i)
+      to[i] += from[i];
+  }
+}
+
 void DeviceExecutor::loadInputs(const Batch &batch, int microbatch) {
   for (const ir::Buffer &b : program_.buffers) {
     if (b.role != ir::BufferRole::Input)
@@ -172,6 +254,8 @@ double DeviceExecutor::forwardBackward(const Batch &batch, int64_t step) {
       std::memset(address(b.id, 0), 0, static_cast<size_t>(b.arenaBytes()));
   double loss = 0;
   for (const ir::ScheduleSlot &slot : program_.schedule) {
+    if (static_cast<size_t>(slot.microbatch) < batch.skipMicrobatch.size() && batch.skipMicrobatch[slot.microbatch])
+      continue; // padding only, in every pipeline: skipped by every device
     if (dieAt_ && *dieAt_ == slot.phase) {
       dieAt_.reset();
       throw DeviceDeath("device " + std::to_string(program_.device) + " died at the start of its " +
@@ -251,7 +335,7 @@ void DeviceExecutor::timed(const ir::Instruction &in, int microbatch) {
 }
 
 void DeviceExecutor::execute(const ir::Instruction &in, int microbatch) {
-  const int64_t tag = stepTag(ir::expandedTag(in.tag, in.phase, microbatch), running_);
+  const int64_t tag = stepTag(ir::expandedTag(in.tag, in.phase, microbatch), running_) + tagOffset_;
   auto view = [&](int buffer) {
     const ir::Buffer &b = program_.buffers[static_cast<size_t>(buffer)];
     return TensorView{address(buffer, microbatch), b.dtype, b.shape};

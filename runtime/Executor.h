@@ -36,6 +36,15 @@ struct TraceEvent {
 /// takes its parameter's shape). Throws CheckpointError when the bytes do not fit the program.
 void unpackState(const ir::DeviceProgram &program, const std::vector<char> &packed, ParameterStore &store);
 
+/// The buffer a step leaves parameter `parameter`'s gradient in, before the update's
+/// reductions (a partial sum): "grad.X.acc" where micro-batches accumulate, else "grad.X";
+/// null where the program has none.
+const ir::Buffer *gradientBuffer(const ir::DeviceProgram &program, const std::string &parameter);
+/// "" when two programs of one device hold every parameter, optimizer state and gradient
+/// alike (the same regions; gradients reduced over the same devices), so that one's state
+/// copies into the other's and their gradients add (per micro-batch plans); else what differs.
+std::string sameStateLayout(const ir::DeviceProgram &a, const ir::DeviceProgram &b);
+
 class DeviceExecutor;
 /// Generated code (hspmc build): one function per phase (forward, recompute, backward,
 /// update) that runs that phase's instructions, each a call to instruction().
@@ -94,6 +103,13 @@ public:
   /// A straggler (`slow FACTOR` in a fault trace): each kernel and copy takes `factor` times
   /// its CPU time (the device spins for the rest); 1: its own speed.
   void slowDown(double factor) { slowdown_ = factor; }
+  /// Per micro-batch plans (runtime/Documents.h): this program's state copied from `other`'s
+  /// (sameStateLayout), parameters only or with the optimizer state; `other`'s gradients of
+  /// its last forward and backward passes added to this one's. Several plans run in one step:
+  /// each its own tags (`offset` added to every one).
+  void copyStateFrom(const DeviceExecutor &other, bool parametersOnly);
+  void addGradientsFrom(const DeviceExecutor &other);
+  void setTagOffset(int64_t offset) { tagOffset_ = offset; }
   /// Kernel and copy time as CPU time of the device's thread (hspmc train --stragglers): on a
   /// machine whose cores the devices share, the time others took is not the device's.
   void measureCpu() { measureCpu_ = true; }
@@ -121,8 +137,9 @@ private:
   int64_t stepNumber_ = 0;       // optimizer steps taken
   int64_t running_ = 0;          // the step being run: its tags and kernels' step
   const Batch *batch_ = nullptr; // the batch of the passes running (documents: their masks)
-  bool changed_ = false;         // an update kernel of the step has run
-  size_t exchanged_ = 0;         // update instructions run by updateExchange()
+  int64_t tagOffset_ = 0;
+  bool changed_ = false; // an update kernel of the step has run
+  size_t exchanged_ = 0; // update instructions run by updateExchange()
   std::optional<ir::Phase> dieAt_;
   double slowdown_ = 1;
   bool measureCpu_ = false;

@@ -58,13 +58,16 @@ std::string describeSteps(const Documents &documents, const DocumentSteps &steps
     seq = std::max(seq, shape.seq);
   for (int64_t s = firstStep; s < firstStep + options.steps; ++s) {
     const DocumentSteps::Step &step = steps.step(s);
-    const DocumentShape &shape = steps.shapes()[step.shape];
+    double capacity = 0;
+    for (size_t k : step.shapes) {
+      capacity += static_cast<double>(steps.shapes()[k].batch * steps.shapes()[k].seq);
+      ++perShape[k];
+    }
     pieces += static_cast<double>(step.pieces.size());
     tokens += static_cast<double>(step.tokens);
     rows += static_cast<double>(step.rows);
-    filled += static_cast<double>(step.tokens) / static_cast<double>(shape.batch * shape.seq);
+    filled += static_cast<double>(step.tokens) / capacity;
     longest = std::max(longest, step.longest);
-    ++perShape[step.shape];
   }
   const double n = static_cast<double>(std::max<int64_t>(options.steps, 1));
   const DocumentShape &first = steps.shapes().front();
@@ -81,7 +84,7 @@ std::string describeSteps(const Documents &documents, const DocumentSteps &steps
                 ofRows.empty() ? "its" : "the", static_cast<long long>(longest));
   std::string line = "documents: " + describeDocuments(documents) + text;
   if (!plans.buckets.empty()) {
-    line += "; steps by plan:";
+    line += options.documentOptions.perMicroBatch ? "; steps using each plan:" : "; steps by plan:";
     for (size_t k = 0; k < plans.buckets.size(); ++k) {
       const size_t plan = plans.buckets[k].plan;
       line += (k ? ", " : " ") + (plan < plans.names.size() ? plans.names[plan] : "plan " + std::to_string(plan)) +
@@ -366,6 +369,24 @@ RunResult train(World &world, const std::map<int, ir::DeviceProgram> &programs, 
   return train(world, RunPlans{{&programs}, {}, {}, {}}, model, options);
 }
 
+void skipEmptyMicrobatches(Batch &batch, const std::map<int, ir::DeviceProgram> &programs) {
+  if (batch.realRows.empty())
+    return;
+  int most = 0;
+  for (const auto &[device, program] : programs)
+    most = std::max(most, program.microbatches);
+  // Micro-batch 0 always runs: a pipeline of one micro-batch writes its gradients rather
+  // than adding to accumulators zeroed at the start of the step.
+  batch.skipMicrobatch.assign(static_cast<size_t>(most), 1);
+  batch.skipMicrobatch[0] = 0;
+  for (const auto &[device, program] : programs)
+    for (int k = 0; k < program.microbatches; ++k)
+      for (int64_t row = program.batchStart + k * program.microbatchSize;
+           row < program.batchStart + (k + 1) * program.microbatchSize; ++row)
+        if (row < 0 || row >= static_cast<int64_t>(batch.realRows.size()) || batch.realRows[static_cast<size_t>(row)])
+          batch.skipMicrobatch[static_cast<size_t>(k)] = 0;
+}
+
 RunResult train(World &world, const RunPlans &given, const ModelInfo &model, const RunOptions &options) {
   RunPlans plans = given; // a plan set adds the switches its steps make
   const std::vector<int> &devices = world.devices();
@@ -446,7 +467,11 @@ RunResult train(World &world, const RunPlans &given, const ModelInfo &model, con
   // (the state moved as --switch moves it) where the next step's plan is another.
   size_t initialPlan = 0;
   std::map<std::pair<size_t, size_t>, std::unique_ptr<StateSwitch>> bucketSwitches;
-  if (!plans.buckets.empty() && options.steps > 0) {
+  const bool perMicroBatch = !plans.buckets.empty() && options.documentOptions.perMicroBatch;
+  if (perMicroBatch && options.steps > 0) {
+    // Several plans within a step: the last of a step's plans updates (and holds the state).
+    initialPlan = plans.buckets[documentSteps->step(firstStep).shapes.back()].plan;
+  } else if (!plans.buckets.empty() && options.steps > 0) {
     auto planOfStep = [&](int64_t s) { return plans.buckets[documentSteps->step(s).shape].plan; };
     // "step 3 under plan 'long' (2 documents, the longest 190 of 256 positions)"
     auto underPlan = [&](int64_t s) {
@@ -595,6 +620,63 @@ RunResult train(World &world, const RunPlans &given, const ModelInfo &model, con
         packedOld.shrink_to_fit();
         watch.restart(); // a new plan: new baselines
         measured = nullptr;
+      };
+      // The batch of `step` under plan p: its micro-batches of padding only skipped.
+      auto batchUnder = [&](int64_t step, size_t p) {
+        Batch batch = batchOf(step);
+        skipEmptyMicrobatches(batch, *planAt(p));
+        return batch;
+      };
+      // Per micro-batch (a plan set, --granularity micro-batch): the step's batch of each plan
+      // runs under that plan's executor (its parameters copied from the holder's), their
+      // gradients added into the executor of the step's last plan, which then holds the state
+      // and updates. Every plan's executor is kept; each runs with tags of its own.
+      std::map<size_t, std::unique_ptr<DeviceExecutor>> parked; // plan -> its executor, not holding
+      auto executorOf = [&](size_t p) -> DeviceExecutor * {
+        auto &made = parked[p];
+        if (!made) {
+          made = executorFor(p);
+          if (made)
+            made->setTagOffset(static_cast<int64_t>(p + 1) << 36);
+        }
+        return made.get();
+      };
+      auto microBatchPlans = [&](int64_t step) {
+        auto batches = documentSteps->batchesFor(step - 1);
+        for (auto &[shape, batch] : batches)
+          skipEmptyMicrobatches(batch, *planAt(plans.buckets[shape].plan));
+        const size_t updating = plans.buckets[batches.back().first].plan;
+        if (updating != holdingPlan) { // the updating plan's executor takes the state over
+          DeviceExecutor *taking = executorOf(updating);
+          if (taking && executor)
+            taking->copyStateFrom(*executor, false);
+          std::swap(parked[holdingPlan], executor);
+          executor = std::move(parked[updating]);
+          holdingPlan = updating;
+          holding = executor ? &executor->program() : nullptr;
+          watch.restart();
+          measured = nullptr;
+        }
+        if (executor)
+          executor->setTagOffset(static_cast<int64_t>(updating + 1) << 36);
+        double loss = 0;
+        std::vector<DeviceExecutor *> others;
+        for (const auto &[shape, batch] : batches) {
+          const size_t p = plans.buckets[shape].plan;
+          DeviceExecutor *runner = p == holdingPlan ? executor.get() : executorOf(p);
+          if (!runner)
+            continue;
+          if (runner != executor.get()) {
+            if (executor)
+              runner->copyStateFrom(*executor, true);
+            others.push_back(runner);
+          }
+          loss += runner->forwardBackward(batch, step);
+        }
+        for (DeviceExecutor *other : others)
+          if (executor)
+            executor->addGradientsFrom(*other);
+        return loss;
       };
       // After a death: the survivors agree, then go on under the first recovery plan whose
       // devices are all alive, the state moved from their copies.
@@ -959,7 +1041,25 @@ RunResult train(World &world, const RunPlans &given, const ModelInfo &model, con
               throw DeviceDeath("device " + std::to_string(id) + " died at the start of step " + std::to_string(step) +
                                 " (no plan's work on it)");
             inStep = true;
-            const double mine = executor ? executor->forwardBackward(batchOf(step), step) : 0.0;
+            if (perMicroBatch && id == live.front() && options.progress) { // which plan runs what
+              const DocumentSteps::Step &laid = documentSteps->step(step - 1);
+              std::string line = "step " + std::to_string(step) + ":";
+              for (size_t k : laid.shapes) {
+                int64_t count = 0, real = 0;
+                for (const auto &piece : laid.pieces)
+                  if (piece.shape == k) {
+                    ++count;
+                    real += piece.length;
+                  }
+                const size_t p = plans.buckets[k].plan;
+                line += (k == laid.shapes.front() ? " " : ", ") + nameOf(p) + " " + std::to_string(count) +
+                        (count == 1 ? " document (" : " documents (") + std::to_string(real) + " tokens)";
+              }
+              *options.progress << line << std::endl;
+            }
+            const double mine = perMicroBatch ? microBatchPlans(step)
+                                : executor    ? executor->forwardBackward(batchUnder(step, holdingPlan), step)
+                                              : 0.0;
             if (faultAt(step, FaultPhase::Update))
               throw DeviceDeath("device " + std::to_string(id) + " died at the start of its update of step " +
                                 std::to_string(step));
@@ -1048,6 +1148,9 @@ RunResult train(World &world, const RunPlans &given, const ModelInfo &model, con
       }
       if (executor)
         retire(*executor);
+      for (auto &[p, other] : parked)
+        if (other)
+          retire(*other);
       DeviceReport report{times, traced, {}};
       if (!options.save.empty() && executor)
         report.state = executor->packState();

@@ -180,6 +180,11 @@ struct RunPlans {
   std::vector<int> devices() const;
 };
 
+/// Marks in `batch` the micro-batch indices but the first that are padding only in every
+/// pipeline of `programs` (Batch::skipMicrobatch): every device skips them, and their
+/// communication with them. Nothing without documents.
+void skipEmptyMicrobatches(Batch &batch, const std::map<int, ir::DeviceProgram> &programs);
+
 /// The line on a run's documents (--documents): the corpus's lengths and what its steps take
 /// on average (documents, real tokens, rows of the batch), and with a plan set the steps
 /// each plan runs.

@@ -28,13 +28,16 @@ def main():
     parser.add_argument("--documents", metavar="DATA", help="train on DATA as documents")
     parser.add_argument("--tokens", type=int, help="with --documents: real tokens per step at most")
     parser.add_argument("--layout", choices=["packed", "padded"], help="with --documents: the layout")
+    parser.add_argument("--granularity", choices=["step", "micro-batch"], help="with a plan set: plans per step or "
+                        "within a step")
     args = parser.parse_args()
     global DATA
     documents = []
     if args.documents:
         DATA = args.documents
         documents = ["--documents"] + (["--tokens", str(args.tokens)] if args.tokens else []) + (
-            ["--layout", args.layout] if args.layout else [])
+            ["--layout", args.layout] if args.layout else []) + (
+            ["--granularity", args.granularity] if args.granularity else [])
     switches = [arg for option in args.switch for arg in ("--switch", option)]
     with tempfile.TemporaryDirectory() as tmp:
         init, graph, losses = (os.path.join(tmp, name) for name in ("init.ckpt", "graph.ir", "losses.json"))

@@ -274,6 +274,7 @@ def main():
     parser.add_argument("--documents", action="store_true", help="DATA as documents (hspmc train --documents)")
     parser.add_argument("--tokens", type=int, default=0, help="with --documents: real tokens per step at most")
     parser.add_argument("--layout", default="packed", choices=["packed", "padded"])
+    parser.add_argument("--granularity", default="step", help="with --step-documents: the run's (no effect here)")
     parser.add_argument("--eod", type=int, default=0)
     parser.add_argument("--step-documents", help="JSON list: the documents each step takes (a plan set's run)")
     parser.add_argument("--piece-length", type=int, default=0, help="with --step-documents: the longest S")

@@ -9,6 +9,8 @@
 #include "planner/Simulator.h"
 #include "planner/driver/ModelInfo.h"
 #include "runtime/Documents.h"
+#include "runtime/Executor.h"
+#include "runtime/Run.h"
 #include "runtime/Switch.h"
 
 #include <algorithm>
@@ -21,15 +23,27 @@ namespace hspmd::cli {
 namespace {
 
 // A plan of the run, compiled for the cluster, with its step simulated at the two ends of
-// attention's density (no pair computed, every pair): a step in between is priced on the
-// line through them.
+// attention's density (no pair computed, every pair), for each set of micro-batches skipped
+// (padding only): a step in between is priced on the line through them.
 struct PricedPlan {
   std::unique_ptr<TrainingBuild> build;
   std::string name;
   int64_t batch = 0, seq = 0;
-  double sparse = 0, dense = 0; // step seconds at density 0 and 1
+  planner::CostModel model;
+  std::map<std::vector<uint8_t>, std::pair<double, double>> ends; // by micro-batches skipped
 
-  double stepSeconds(double density) const { return sparse + density * (dense - sparse); }
+  double stepSeconds(double density, const std::vector<uint8_t> &skip) {
+    auto [known, fresh] = ends.try_emplace(skip);
+    if (fresh) {
+      planner::CostModel at = model;
+      at.skipMicrobatch = skip;
+      at.attentionDensity = 0;
+      known->second.first = planner::simulate(build->programs(), at).stepSeconds;
+      at.attentionDensity = 1;
+      known->second.second = planner::simulate(build->programs(), at).stepSeconds;
+    }
+    return known->second.first + density * (known->second.second - known->second.first);
+  }
 };
 
 // The fraction of a row's causal query-key pairs that its documents' blocks hold.
@@ -94,11 +108,7 @@ int runSimulateDocuments(const std::string &file, const std::string &clusterFile
       if (other.seq == priced.seq)
         return fail(file + ": plans '" + other.name + "' and '" + priced.name + "' both take sequences of " +
                     std::to_string(priced.seq) + ": a length bucket has one plan");
-    planner::CostModel model = planner::costModel(*cluster);
-    model.attentionDensity = 0;
-    priced.sparse = planner::simulate(t.programs(), model).stepSeconds;
-    model.attentionDensity = 1;
-    priced.dense = planner::simulate(t.programs(), model).stepSeconds;
+    priced.model = planner::costModel(*cluster);
     plans.push_back(std::move(priced));
   }
   std::vector<int64_t> lengths;
@@ -116,32 +126,79 @@ int runSimulateDocuments(const std::string &file, const std::string &clusterFile
   switchLinks.sameNode = links.sameNode;
   switchLinks.alpha = links.alpha;
   std::map<std::pair<size_t, size_t>, double> moves;
-  auto pass = [&](const std::vector<size_t> &which, runtime::DocumentLayout layout, bool dense) {
+  // Per micro-batch, plans hand the state over in each device's memory: a copy at its
+  // memory bandwidth, the slowest device's.
+  planner::CostModel costs = planner::costModel(*cluster);
+  auto copySeconds = [&](size_t from, size_t to, bool parametersOnly) {
+    double slowest = 0;
+    for (const auto &[device, program] : plans[to].build->programs()) {
+      double bytes = 0;
+      for (const ir::Buffer &b : program.buffers)
+        if (b.role == ir::BufferRole::Parameter || (!parametersOnly && b.role == ir::BufferRole::State))
+          bytes += static_cast<double>(b.bytes());
+      slowest = std::max(slowest, 2 * bytes / costs.memoryBandwidth(device));
+    }
+    (void)from;
+    return slowest;
+  };
+  auto pass = [&](const std::vector<size_t> &which, runtime::DocumentLayout layout, bool dense, bool perMicroBatch) {
     std::vector<runtime::DocumentShape> shapes;
     for (size_t k : which)
       shapes.push_back({plans[k].batch, plans[k].seq});
-    runtime::DocumentSteps steps(documents, shapes, {0, tokens, layout});
+    runtime::DocumentSteps steps(documents, shapes, {0, tokens, layout, perMicroBatch});
     Outcome out;
     out.steps = steps.prepareOnePass();
     size_t previous = which[steps.step(0).shape];
     for (int64_t s = 0; s < out.steps; ++s) {
       const auto &step = steps.step(s);
-      const PricedPlan &plan = plans[which[step.shape]];
       out.tokens += static_cast<double>(step.tokens);
-      out.stepSeconds += plan.stepSeconds(dense ? 1.0 : density(step, plan.batch, plan.seq));
+      for (size_t shape : step.shapes) {
+        PricedPlan &plan = plans[which[shape]];
+        runtime::DocumentSteps::Step part;
+        runtime::Batch rows; // which rows hold documents: the micro-batches that run
+        rows.realRows.assign(static_cast<size_t>(plan.batch), 0);
+        for (const auto &piece : step.pieces)
+          if (piece.shape == shape) {
+            part.pieces.push_back(piece);
+            rows.realRows[static_cast<size_t>(piece.row)] = 1;
+          }
+        runtime::skipEmptyMicrobatches(rows, plan.build->programs());
+        out.stepSeconds += plan.stepSeconds(dense ? 1.0 : density(part, plan.batch, plan.seq), rows.skipMicrobatch);
+        if (perMicroBatch && shape != step.shape) { // its parameters from the holder's
+          out.switchSeconds += copySeconds(which[step.shape], which[shape], true);
+          ++out.switches;
+        }
+      }
       const size_t now = which[step.shape];
       if (now != previous) {
-        auto [known, fresh] = moves.try_emplace({previous, now}, 0.0);
-        if (fresh)
-          known->second =
-              runtime::planSwitch(plans[previous].build->programs(), plans[now].build->programs(), switchLinks).seconds;
-        out.switchSeconds += known->second;
+        if (perMicroBatch) {
+          out.switchSeconds += copySeconds(previous, now, false);
+        } else {
+          auto [known, fresh] = moves.try_emplace({previous, now}, 0.0);
+          if (fresh)
+            known->second =
+                runtime::planSwitch(plans[previous].build->programs(), plans[now].build->programs(), switchLinks)
+                    .seconds;
+          out.switchSeconds += known->second;
+        }
         ++out.switches;
         previous = now;
       }
     }
     return out;
   };
+  // Per micro-batch needs plans that hold the state alike (runtime::sameStateLayout).
+  std::string unlike;
+  for (size_t k = 1; k < plans.size() && unlike.empty(); ++k)
+    for (const auto &[device, program] : plans[0].build->programs()) {
+      auto other = plans[k].build->programs().find(device);
+      unlike = other == plans[k].build->programs().end() ? "device " + std::to_string(device) + " is in one plan only"
+                                                         : runtime::sameStateLayout(program, other->second);
+      if (!unlike.empty()) {
+        unlike = "'" + plans[0].name + "' and '" + plans[k].name + "' do not hold the state alike: " + unlike;
+        break;
+      }
+    }
   // One plan: the one of the longest sequences.
   const size_t longest = static_cast<size_t>(
       std::max_element(plans.begin(), plans.end(), [](const auto &a, const auto &b) { return a.seq < b.seq; }) -
@@ -157,11 +214,15 @@ int runSimulateDocuments(const std::string &file, const std::string &clusterFile
                           std::to_string(plans[longest].seq) + ")";
   std::vector<Row> rows;
   try {
-    rows.push_back({"padded, one plan" + one, pass({longest}, runtime::DocumentLayout::Padded, true)});
-    rows.push_back({"packed, one plan" + one, pass({longest}, runtime::DocumentLayout::Packed, false)});
-    if (plans.size() > 1)
+    rows.push_back({"padded, one plan" + one, pass({longest}, runtime::DocumentLayout::Padded, true, false)});
+    rows.push_back({"packed, one plan" + one, pass({longest}, runtime::DocumentLayout::Packed, false, false)});
+    if (plans.size() > 1) {
       rows.push_back({"per step, " + std::to_string(plans.size()) + " plans (Hetu)",
-                      pass(all, runtime::DocumentLayout::Packed, false)});
+                      pass(all, runtime::DocumentLayout::Packed, false, false)});
+      if (unlike.empty())
+        rows.push_back({"per micro-batch, " + std::to_string(plans.size()) + " plans (hspmd)",
+                        pass(all, runtime::DocumentLayout::Packed, false, true)});
+    }
   } catch (const std::exception &e) { // DataError, SwitchError
     return fail(lengthsPath + ": " + e.what());
   }
@@ -181,7 +242,10 @@ int runSimulateDocuments(const std::string &file, const std::string &clusterFile
                   moved);
     std::cout << line;
   }
-  std::cout << "per micro-batch (plans within a step): not built yet (docs/mixed-lengths.md)\n";
+  if (plans.size() == 1)
+    std::cout << "per step and per micro-batch: FILE is one plan (a plan set has a plan per length bucket)\n";
+  else if (!unlike.empty())
+    std::cout << "per micro-batch: not possible with these plans (" << unlike << ")\n";
   return 0;
 }
 

@@ -155,6 +155,23 @@ int train(const std::string &file, const std::vector<std::string> &planFiles, ru
           return fail(file + ": plans '" + runPlans.names[bucket.plan] + "' and '" + runPlans.names[index] +
                       "' both take sequences of " + std::to_string(info.seq) + ": a length bucket has one plan");
       runPlans.buckets.push_back({index, info.batch, info.seq});
+      // Per micro-batch, the plans' executors hand the state and gradients over in memory.
+      if (run.documentOptions.perMicroBatch && index != 0) {
+        const auto &a = plans[0]->programs(), &b = plans[index]->programs();
+        std::string differs;
+        for (const auto &[device, program] : a)
+          if (auto other = b.find(device); other == b.end())
+            differs = "device " + std::to_string(device) + " is in one plan only";
+          else if (differs.empty())
+            differs = runtime::sameStateLayout(program, other->second);
+        if (differs.empty() && a.size() != b.size())
+          differs = "their devices differ";
+        if (!differs.empty())
+          return fail(file +
+                      ": --granularity micro-batch runs plans within a step, which needs them to hold the "
+                      "state alike; '" +
+                      runPlans.names[0] + "' and '" + runPlans.names[index] + "' do not: " + differs);
+      }
       setText += (setText.empty() ? "" : ", ") + runPlans.names[index] + " " + std::to_string(info.batch) + " x " +
                  std::to_string(info.seq);
     }

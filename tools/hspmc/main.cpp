@@ -314,6 +314,11 @@ int main(int argc, char **argv) {
     trainRun.timeout = std::chrono::seconds(trainTimeout);
     trainRun.heartbeat = std::chrono::milliseconds(std::llround(trainHeartbeat * 1000));
     trainDocuments.applyTo(trainRun);
+    if (trainRun.documentOptions.perMicroBatch && !planner::isPlanSet(trainFile)) {
+      std::cerr << "hspmc train: error: --granularity micro-batch runs the plans of a plan set within a step: FILE "
+                   "must be a plan set (docs/mixed-lengths.md)\n";
+      return 2;
+    }
     return runTrain(trainFile, trainPlans, trainRun, trainLosses, trainBackend, trainSwitches, trainFailures,
                     trainFaultTrace, trainRecover, std::vector<std::string>(argv, argv + argc));
   }

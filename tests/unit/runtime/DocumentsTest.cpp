@@ -2,6 +2,7 @@
 // the file and line, and attention masked to each document (runtime/Documents.h).
 #include "runtime/Documents.h"
 #include "runtime/Kernels.h"
+#include "runtime/Run.h"
 
 #include <gtest/gtest.h>
 
@@ -185,4 +186,25 @@ TEST(Documents, AStepTakesTheShapeOfItsLongestPiece) {
   // Step 3: the 8-long piece of the last document alone.
   EXPECT_EQ(steps.step(2).pieces.size(), 1u);
   EXPECT_EQ(steps.step(2).longest, 8);
+}
+
+// A micro-batch index is skipped where every pipeline's micro-batch of that index is padding
+// only; the first always runs.
+TEST(Documents, MicrobatchesOfPaddingOnlyAreSkippedByEveryPipeline) {
+  std::map<int, ir::DeviceProgram> programs;
+  programs[0].microbatches = 4; // a pipeline of rows 0-3, one a micro-batch
+  programs[0].microbatchSize = 1;
+  programs[1].microbatches = 2; // another of rows 4-7, two a micro-batch
+  programs[1].microbatchSize = 2;
+  programs[1].batchStart = 4;
+  Batch batch;
+  batch.realRows = {1, 0, 0, 0, 1, 1, 0, 0};
+  skipEmptyMicrobatches(batch, programs);
+  EXPECT_EQ(batch.skipMicrobatch, (std::vector<uint8_t>{0, 1, 1, 1}));
+  batch.realRows = {0, 0, 1, 0, 0, 0, 0, 1}; // index 1 has rows in both; 2 in the first
+  skipEmptyMicrobatches(batch, programs);
+  EXPECT_EQ(batch.skipMicrobatch, (std::vector<uint8_t>{0, 0, 0, 1}));
+  Batch stream; // not documents: nothing is skipped
+  skipEmptyMicrobatches(stream, programs);
+  EXPECT_TRUE(stream.skipMicrobatch.empty());
 }

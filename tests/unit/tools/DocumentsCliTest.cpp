@@ -221,7 +221,17 @@ TEST(CliDocuments, SimulatingDocumentsPricesEachStrategy) {
     EXPECT_LT(row.tokensPerStep * static_cast<double>(row.steps - 1), 3688) << run.output;
   }
   EXPECT_GT(packed.tokensPerSecond, 5 * padded.tokensPerSecond) << run.output;
-  EXPECT_NE(run.output.find("per micro-batch (plans within a step): not built yet"), std::string::npos);
+  EXPECT_NE(run.output.find("\nper micro-batch: not possible with these plans ('docs_short' and 'docs_medium' do "
+                            "not hold the state alike: 'wte' lies otherwise on device 0)\n"),
+            std::string::npos)
+      << run.output;
+  // Plans that hold the state alike: per micro-batch too, over the same tokens.
+  CliRun alike =
+      hspmc("simulate examples/gpt/plans/docs_replicated.planset.toml --documents examples/data/lengths_tiny.txt");
+  ASSERT_EQ(alike.code, 0) << alike.output;
+  const StrategyRow perMicroBatch = strategyRow(alike.output, "per micro-batch, 3 plans (hspmd)");
+  EXPECT_GE(perMicroBatch.tokensPerStep * static_cast<double>(perMicroBatch.steps), 3688 - 0.5) << alike.output;
+  EXPECT_GT(perMicroBatch.tokensPerSecond, 0) << alike.output;
   // Bad input.
   std::ofstream("build/documents_lengths_bad.txt") << "12\n# ok\nabc\n";
   CliRun bad = hspmc("simulate examples/gpt/plans/docs_long.hspmd --documents build/documents_lengths_bad.txt");
@@ -246,4 +256,40 @@ TEST(CliDocuments, SimulatingDocumentsPricesEachStrategy) {
   EXPECT_EQ(json.code, 2);
   EXPECT_EQ(json.output, "hspmc simulate: error: --documents FILE (with --tokens) takes a plan or a plan set and "
                          "--cluster, without --plan, --trace, --fault-trace or --format json\n");
+}
+
+// The ```microbatch example of docs/mixed-lengths.md runs as shown: a step's documents under
+// the plans of their lengths.
+TEST(CliDocuments, TheMicroBatchExampleOfTheDocsRuns) {
+  const std::string args = docsCommand("mixed-lengths.md", "microbatch");
+  ASSERT_FALSE(args.empty());
+  CliRun run = hspmc(args);
+  ASSERT_EQ(run.code, 0) << run.output;
+  const std::string docs = readText("docs/mixed-lengths.md");
+  for (const std::string line :
+       {"steps using each plan: docs_short (8 x 64) 2, docs_medium_dp (4 x 128) 1, docs_long (2 x 256) 3\n",
+        "\nstep 1: docs_short 1 document (36 tokens), docs_medium_dp 2 documents (192 tokens), docs_long 1 document "
+        "(190 tokens)\nstep 1/3  loss 5.4938 ",
+        "\nstep 2: docs_long 2 documents (512 tokens)\nstep 2/3  loss 5.3330 ", "\nstep 3/3  loss 5.1547 "}) {
+    EXPECT_NE(docs.find(line), std::string::npos) << "the docs no longer show: " << line;
+    EXPECT_NE(run.output.find(line), std::string::npos) << run.output;
+  }
+}
+
+TEST(CliDocuments, MicroBatchGranularityNeedsPlansThatHoldTheStateAlike) {
+  const std::string data = " --data examples/data/gpl-3.txt --documents --steps 1 --granularity micro-batch";
+  CliRun unlike = hspmc("train examples/gpt/plans/docs.planset.toml" + data);
+  EXPECT_EQ(unlike.code, 1);
+  EXPECT_EQ(unlike.output,
+            "hspmc train: error: examples/gpt/plans/docs.planset.toml: --granularity micro-batch runs plans within a "
+            "step, which needs them to hold the state alike; 'docs_short' and 'docs_medium' do not: 'wte' lies "
+            "otherwise on device 0\n");
+  CliRun plan = hspmc("train examples/gpt/plans/docs_long.hspmd" + data);
+  EXPECT_EQ(plan.code, 2);
+  EXPECT_EQ(plan.output, "hspmc train: error: --granularity micro-batch runs the plans of a plan set within a step: "
+                         "FILE must be a plan set (docs/mixed-lengths.md)\n");
+  CliRun noDocuments = hspmc("train examples/gpt/plans/docs_replicated.planset.toml --data examples/data/gpl-3.txt "
+                             "--granularity micro-batch");
+  EXPECT_EQ(noDocuments.code, 2);
+  EXPECT_NE(noDocuments.output.find("--granularity requires --documents"), std::string::npos) << noDocuments.output;
 }
