@@ -121,6 +121,13 @@ public:
 
   void barrier() override {
     std::unique_lock lock(world_.mutex_);
+    // After a failure no barrier completes (but in a shielded section): a device arriving
+    // last must not pass one that the devices which came before it left by the failure (a
+    // plan switch would hold on some devices and not on others).
+    if (world_.dead_.count(device_))
+      throw CommError("device " + std::to_string(device_) + " was taken for dead by the others");
+    if (!world_.failure_.empty() && !world_.shielded_.count(device_))
+      throw CommError("device " + std::to_string(device_) + " stopped: " + world_.failure_);
     const int64_t generation = world_.barrierGeneration_;
     if (++world_.barrierArrived_ == static_cast<int>(world_.devices_.size() - world_.dead_.size())) {
       world_.barrierArrived_ = 0;

@@ -160,3 +160,22 @@ TEST(ThreadsCommunicator, NoWakeUpIsLostBetweenPollingAndSleeping) {
     EXPECT_EQ(sums, (std::vector<float>{6000, 6000, 6000})) << spin.count() << " us polling";
   }
 }
+
+// After a death no barrier completes: the survivors that came first leave it by the failure,
+// and the one that comes last must not pass it alone (a plan switch would hold on it and not
+// on the others).
+TEST(ThreadsCommunicator, NoBarrierCompletesAfterADeath) {
+  ThreadsWorld world({0, 1, 2, 3}, std::chrono::seconds(10));
+  world.markDead(3, "device 3 died");
+  for (int device : {0, 1, 2})
+    EXPECT_THROW(world.communicator(device).barrier(), CommError) << "device " << device;
+  // After the survivors agree, barriers work again among them.
+  std::vector<std::thread> survivors;
+  for (int device : {0, 1, 2})
+    survivors.emplace_back([&world, device] {
+      world.agree(device);
+      world.communicator(device).barrier();
+    });
+  for (std::thread &t : survivors)
+    t.join();
+}
