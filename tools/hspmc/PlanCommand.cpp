@@ -27,7 +27,10 @@ int runPlanForLengths(const driver::PlanFiles &files, const std::string &lengths
               plan.paddedSeconds / plan.bucketedSeconds);
   std::printf("wrote plan set %s: hspmc train %s --data FILE --documents (docs/mixed-lengths.md)\n",
               plan.planSet.c_str(), plan.planSet.c_str());
-  return 0;
+  // The set trained on documents of these lengths, by strategy (hspmc simulate --documents).
+  std::printf("\nthe plan set over documents of these lengths:\n");
+  std::fflush(stdout);
+  return runSimulateDocuments(plan.planSet, files.cluster, lengths, 0);
 }
 
 int runPlan(const driver::PlanFiles &files, bool report) {

@@ -1102,6 +1102,12 @@ TEST(Cli, PlanPerLengthBucket) {
       << set;
   EXPECT_NE(run.output.find("wrote plan set build/cli_lengths.planset.toml: hspmc train "), std::string::npos)
       << run.output;
+  // It prices the set over documents of these lengths, by strategy.
+  EXPECT_NE(run.output.find("\nthe plan set over documents of these lengths:\ndocuments: 200 documents, 3688 tokens; "),
+            std::string::npos)
+      << run.output;
+  EXPECT_NE(run.output.find("\npacked, one plan (cli_lengths, "), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("\nper step, 4 plans (Hetu) "), std::string::npos) << run.output;
   CliRun trained =
       hspmc("train build/cli_lengths.planset.toml --data examples/data/gpl-3.txt --documents --tokens 64 --steps 3");
   EXPECT_EQ(trained.code, 0) << trained.output;
