@@ -13,7 +13,11 @@ step holds and what a step costs:
     under the plan of its length, several plans within a step.
 Switches and state copies are in the step times. On the whole corpus, and on its documents of
 up to 200 bytes (mostly shorter than the plans' sequences). Also, for a context of 1024
-(bench/plans/docs_context1024.hspmd), packed against padded on the whole corpus.
+(bench/plans/docs_context1024.hspmd), packed against padded on the whole corpus; and the
+scheduler (--schedule balanced, the default) against rows in corpus order (--schedule
+in-order) on examples/gpt/plans/docs_dp2.hspmd (two data-parallel pipelines of four
+micro-batches of one sequence of 128), packed, with steps of half the batch's tokens and of
+all of them.
 
     python3 bench/documents.py build/tools/hspmc/hspmc [--steps 30]
 """
@@ -26,6 +30,7 @@ import sys
 import tempfile
 
 PLAN_SET = "examples/gpt/plans/docs_replicated.planset.toml"
+DP2 = "examples/gpt/plans/docs_dp2.hspmd"
 LONGEST = "examples/gpt/plans/docs_long.hspmd"
 CONTEXT_1024 = "bench/plans/docs_context1024.hspmd"
 
@@ -55,7 +60,8 @@ def main():
                                    + (["--max-bytes", str(limit)] if limit else []),
                                    check=True, capture_output=True, text=True).stdout
             print(f"\n{title}:", built.splitlines()[0].split(": ", 1)[1])
-            print(f"{'strategy':<44}{'real tokens/step':>18}{'step ms':>10}{'real tokens/s':>15}{'vs padded':>11}")
+            print(f"{'strategy':<44}{'real tokens/step':>18}{'step ms':>10}{'real tokens/s':>15}"
+                  f"{'vs padded (or in corpus order)':>32}")
             runs = [
                 ("padded, one plan (docs_long, 2 x 256)", LONGEST, ["--layout", "padded"]),
                 ("packed, one plan (docs_long, 2 x 256)", LONGEST, []),
@@ -65,11 +71,16 @@ def main():
             if not limit:
                 runs += [("padded, context 1024 (4 x 1024)", CONTEXT_1024, ["--layout", "padded"]),
                          ("packed, context 1024 (4 x 1024)", CONTEXT_1024, [])]
+                # The scheduler: the ratio is to the same budget in corpus order.
+                for budget in ("512", "1024"):
+                    runs += [(f"in corpus order, docs_dp2, {budget} tokens", DP2,
+                              ["--schedule", "in-order", "--tokens", budget]),
+                             (f"balanced, docs_dp2, {budget} tokens", DP2, ["--tokens", budget])]
             base = None
             for k, (name, plan, extra) in enumerate(runs):
                 tokens, seconds, rate = train(args.hspmc, plan, corpus, extra, args.steps,
                                               os.path.join(tmp, f"run{k}.json"))
-                if "padded" in name:
+                if "padded" in name or "corpus order" in name:
                     base = rate
                 print(f"{name:<44}{tokens:>18.0f}{seconds * 1e3:>10.1f}{rate:>15.0f}{rate / base:>10.2f}x")
 

@@ -17,10 +17,13 @@ Strategies, each over one pass of the corpus, every step simulated under its pla
   - per micro-batch (hspmd; plans that hold the state alike): each document's batch under the
     plan of its length, several plans one after another within a step, state copies priced
     at memory bandwidth; micro-batches of padding only skipped.
+A step's documents are given rows by the scheduler (--schedule balanced); each set is also
+priced with rows in corpus order (--schedule in-order), its tokens/s printed below its table.
 
     python3 bench/documents_simulate.py build/tools/hspmc/hspmc
 """
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -52,6 +55,14 @@ def main():
                 sys.exit(f"{plan_set}:\n{done.stdout}{done.stderr}")
             print(f"\n== {title} ({plan_set}, {time.perf_counter() - began:.0f} s to compile and simulate)")
             print("\n".join(done.stdout.splitlines()[1:]))
+            # The same with a step's documents given rows in corpus order (no scheduler).
+            in_order = subprocess.run([hspmc, "simulate", plan_set, "--documents", lengths, "--schedule", "in-order"],
+                                      capture_output=True, text=True, timeout=900)
+            if in_order.returncode != 0:
+                sys.exit(f"{plan_set}:\n{in_order.stdout}{in_order.stderr}")
+            rates = [(line[:44].strip(), found.group(1)) for line in in_order.stdout.splitlines()
+                     if (found := re.search(r" ms +(\d+) +[\d.]+x", line))]
+            print("in corpus order (--schedule in-order), tokens/s: " + "; ".join(f"{n} {r}" for n, r in rates))
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@
 
 #include "ir/Cost.h"
 #include "ir/DeviceProgram.h"
+#include "ir/KernelCost.h"
 #include "passes/Communication.h"
 #include "planner/Cluster.h"
 
@@ -65,11 +66,9 @@ struct CostModel {
 /// The cost model of a cluster file: its device types' bf16 peak, HBM bandwidth and links.
 CostModel costModel(const Cluster &cluster);
 
-/// FLOPs and bytes moved of one kernel at its local shapes (the buffers of `program`).
-struct KernelCost {
-  double flops = 0, bytes = 0;
-};
-KernelCost kernelCost(const ir::Instruction &kernel, const ir::DeviceProgram &program);
+/// FLOPs and bytes moved of one kernel (ir/KernelCost.h).
+using cost::KernelCost;
+using cost::kernelCost;
 
 struct SimulatedDevice {
   double busy = 0, communicating = 0, idle = 0; // seconds of the step

@@ -7,7 +7,10 @@
 #include <algorithm>
 #include <fstream>
 #include <iterator>
+#include <optional>
+#include <set>
 #include <sstream>
+#include <tuple>
 
 namespace hspmd::runtime {
 
@@ -188,26 +191,130 @@ DocumentSteps::DocumentSteps(const Documents &documents, std::vector<DocumentSha
     throw DataError("the documents hold no tokens to train on");
 }
 
+namespace {
+
+// First fit: the row a piece of `length` goes to, given the positions taken in each row used
+// (`fill`, to which a new row is added): packed, the first with room; padded, a row of its
+// own. None where the batch of `shape` holds it nowhere.
+std::optional<size_t> firstFit(std::vector<int64_t> &fill, int64_t length, const DocumentShape &shape,
+                               DocumentLayout layout) {
+  if (length > shape.seq)
+    return std::nullopt;
+  size_t row = fill.size();
+  if (layout == DocumentLayout::Packed)
+    row = static_cast<size_t>(
+        std::find_if(fill.begin(), fill.end(), [&](int64_t used) { return used + length <= shape.seq; }) -
+        fill.begin());
+  if (row == fill.size()) {
+    if (static_cast<int64_t>(fill.size()) == shape.batch)
+      return std::nullopt;
+    fill.push_back(0);
+  }
+  return row;
+}
+
+// The rows a step's pieces use.
+int64_t rowsUsed(const std::vector<DocumentSteps::Piece> &pieces) {
+  std::set<std::pair<size_t, int64_t>> rows;
+  for (const auto &piece : pieces)
+    rows.insert({piece.shape, piece.row});
+  return static_cast<int64_t>(rows.size());
+}
+
+} // namespace
+
 bool DocumentSteps::layOut(std::vector<Piece> &pieces, const DocumentShape &shape) const {
   std::vector<int64_t> fill; // per row used: positions taken
   for (Piece &piece : pieces) {
-    if (piece.length > shape.seq)
+    const std::optional<size_t> row = firstFit(fill, piece.length, shape, options_.layout);
+    if (!row)
       return false;
-    size_t row = fill.size();
-    if (options_.layout == DocumentLayout::Packed)
-      row = static_cast<size_t>(
-          std::find_if(fill.begin(), fill.end(), [&](int64_t used) { return used + piece.length <= shape.seq; }) -
-          fill.begin());
-    if (row == fill.size()) {
-      if (static_cast<int64_t>(fill.size()) == shape.batch)
-        return false;
-      fill.push_back(0);
-    }
-    piece.row = static_cast<int64_t>(row);
-    piece.offset = fill[row];
-    fill[row] += piece.length;
+    piece.row = static_cast<int64_t>(*row);
+    piece.offset = fill[*row];
+    fill[*row] += piece.length;
   }
   return true;
+}
+
+void DocumentSteps::balance(std::vector<Piece *> pieces, const DocumentShape &shape) const {
+  const std::vector<PipelineRows> &pipelines = shape.pipelines;
+  if (options_.schedule != DocumentSchedule::Balanced || pipelines.empty() || pieces.empty())
+    return;
+  // A piece's estimated work: its tokens, and attention's pairs within it (the square of the
+  // document's length, not of the sequence's).
+  auto work = [&](const Piece &piece) {
+    const auto n = static_cast<double>(piece.length);
+    return n + shape.pairCost * n * (n + 1) / 2;
+  };
+  std::vector<size_t> order(pieces.size()); // the most work first
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return work(*pieces[a]) > work(*pieces[b]); });
+  int64_t most = 0, firstFit = 0; // micro-batch indices: the pipelines' most, those first fit runs
+  for (const PipelineRows &pipeline : pipelines) {
+    most = std::max(most, pipeline.microbatches);
+    for (const Piece *piece : pieces)
+      if (pipeline.size > 0 && piece->row >= pipeline.start &&
+          piece->row < pipeline.start + pipeline.microbatches * pipeline.size)
+        firstFit = std::max(firstFit, (piece->row - pipeline.start) / pipeline.size + 1);
+  }
+  const bool packed = options_.layout == DocumentLayout::Packed;
+  // Micro-batch indices [0, used) run: never more than first fit runs (it is kept then).
+  for (int64_t used = 1; used <= std::min(most, firstFit); ++used) {
+    std::vector<double> load(pipelines.size(), 0);
+    std::vector<std::vector<double>> microbatchLoad(pipelines.size(),
+                                                    std::vector<double>(static_cast<size_t>(most), 0));
+    std::vector<int64_t> fill(static_cast<size_t>(shape.batch), 0);
+    std::vector<std::pair<int64_t, int64_t>> at(pieces.size()); // row, offset
+    bool placed = true;
+    for (size_t i : order) {
+      const Piece &piece = *pieces[i];
+      const double w = work(piece);
+      // The pipeline whose work per row it runs grows least, its micro-batch with the least
+      // work, and there the fullest row with room (best fit; padded: an empty row).
+      std::optional<std::tuple<double, double, int64_t>> best;
+      size_t bestPipeline = 0;
+      int64_t bestMicrobatch = 0, bestRow = -1;
+      for (size_t p = 0; p < pipelines.size(); ++p) {
+        const PipelineRows &pipeline = pipelines[p];
+        const double speed = static_cast<double>(pipeline.microbatches * pipeline.size);
+        for (int64_t k = 0; k < std::min(used, pipeline.microbatches); ++k) {
+          int64_t row = -1;
+          for (int64_t r = pipeline.start + k * pipeline.size; r < pipeline.start + (k + 1) * pipeline.size; ++r) {
+            const int64_t taken = fill[static_cast<size_t>(r)];
+            if ((packed ? taken + piece.length <= shape.seq : taken == 0) &&
+                (row < 0 || taken > fill[static_cast<size_t>(row)]))
+              row = r;
+          }
+          if (row < 0)
+            continue;
+          const std::tuple<double, double, int64_t> key{
+              (load[p] + w) / speed, microbatchLoad[p][static_cast<size_t>(k)], -fill[static_cast<size_t>(row)]};
+          if (!best || key < *best) {
+            best = key;
+            bestPipeline = p;
+            bestMicrobatch = k;
+            bestRow = row;
+          }
+        }
+      }
+      if (!best) {
+        placed = false;
+        break;
+      }
+      load[bestPipeline] += w;
+      microbatchLoad[bestPipeline][static_cast<size_t>(bestMicrobatch)] += w;
+      at[i] = {bestRow, fill[static_cast<size_t>(bestRow)]};
+      fill[static_cast<size_t>(bestRow)] += piece.length;
+    }
+    if (placed) {
+      for (size_t i = 0; i < pieces.size(); ++i) {
+        pieces[i]->row = at[i].first;
+        pieces[i]->offset = at[i].second;
+      }
+      return;
+    }
+  }
 }
 
 void DocumentSteps::prepare(int64_t count) {
@@ -247,10 +354,13 @@ DocumentSteps::Step DocumentSteps::nextStep() {
     step.longest = longest;
     step.shape = shape;
   }
+  std::vector<Piece *> laid;
   for (Piece &piece : step.pieces) {
     piece.shape = step.shape;
-    step.rows = std::max(step.rows, piece.row + 1);
+    laid.push_back(&piece);
   }
+  balance(laid, shapes_[step.shape]);
+  step.rows = rowsUsed(step.pieces);
   step.shapes = {step.shape};
   return step;
 }
@@ -282,20 +392,13 @@ DocumentSteps::Step DocumentSteps::nextStepPerMicroBatch() {
       if (!own && rows.empty())
         continue;
       own = false;
-      size_t row = rows.size();
-      if (options_.layout == DocumentLayout::Packed)
-        row = static_cast<size_t>(
-            std::find_if(rows.begin(), rows.end(), [&](int64_t used) { return used + piece.length <= in.seq; }) -
-            rows.begin());
-      if (row == rows.size()) {
-        if (static_cast<int64_t>(rows.size()) == in.batch)
-          continue;
-        rows.push_back(0);
-      }
+      const std::optional<size_t> row = firstFit(rows, piece.length, in, options_.layout);
+      if (!row)
+        continue;
       piece.shape = k;
-      piece.row = static_cast<int64_t>(row);
-      piece.offset = rows[row];
-      rows[row] += piece.length;
+      piece.row = static_cast<int64_t>(*row);
+      piece.offset = rows[*row];
+      rows[*row] += piece.length;
       placed = true;
       break;
     }
@@ -311,9 +414,14 @@ DocumentSteps::Step DocumentSteps::nextStepPerMicroBatch() {
   for (size_t k : bySeq)
     if (!fill[k].empty()) {
       step.shapes.push_back(k);
-      step.rows += static_cast<int64_t>(fill[k].size());
       step.shape = k;
+      std::vector<Piece *> laid;
+      for (Piece &piece : step.pieces)
+        if (piece.shape == k)
+          laid.push_back(&piece);
+      balance(laid, shapes_[k]);
     }
+  step.rows = rowsUsed(step.pieces);
   return step;
 }
 
@@ -321,6 +429,23 @@ const DocumentSteps::Step &DocumentSteps::step(int64_t step) const {
   if (step < 0 || step >= static_cast<int64_t>(steps_.size()))
     throw DataError("step " + std::to_string(step + 1) + " of the documents was not laid out");
   return steps_[static_cast<size_t>(step)];
+}
+
+std::pair<int64_t, int64_t> DocumentSteps::microbatchesRun(const Step &step, size_t shape) const {
+  const std::vector<PipelineRows> &pipelines = shapes_.at(shape).pipelines;
+  int64_t most = 0;
+  for (const PipelineRows &pipeline : pipelines)
+    most = std::max(most, pipeline.microbatches);
+  if (most == 0)
+    return {0, 0};
+  std::vector<uint8_t> runs(static_cast<size_t>(most), 0);
+  runs[0] = 1;
+  for (const Piece &piece : step.pieces)
+    for (const PipelineRows &pipeline : pipelines)
+      if (piece.shape == shape && pipeline.size > 0 && piece.row >= pipeline.start &&
+          piece.row < pipeline.start + pipeline.microbatches * pipeline.size)
+        runs[static_cast<size_t>((piece.row - pipeline.start) / pipeline.size)] = 1;
+  return {std::count(runs.begin(), runs.end(), 1), most};
 }
 
 int64_t DocumentSteps::prepareOnePass() {

@@ -21,11 +21,16 @@
 namespace hspmd::runtime {
 
 enum class DocumentLayout { Packed, Padded };
+/// How a step's documents are given rows: `InOrder`, in corpus order, each to the first row
+/// with room; `Balanced` (the scheduler), spread over the plan's pipelines and micro-batches
+/// by their estimated work (DocumentShape), in as few micro-batches as hold them.
+enum class DocumentSchedule { InOrder, Balanced };
 
 struct DocumentOptions {
   int32_t eod = 0;    // the end-of-document token (0, NUL, for text: text never holds it)
   int64_t tokens = 0; // real tokens a step takes at most (0: B x S)
   DocumentLayout layout = DocumentLayout::Packed;
+  DocumentSchedule schedule = DocumentSchedule::Balanced;
   /// With several shapes (a plan set): a step's documents each in the shape of its own
   /// length (several plans within a step, --granularity micro-batch) rather than all in the
   /// shape of the step's longest (--granularity step).
@@ -57,9 +62,20 @@ private:
   int32_t eod_ = 0;
 };
 
-/// A batch shape a step may take: B sequences of S positions (a plan of a plan set).
+/// The rows of a batch one pipeline of a plan runs: `microbatches` micro-batches of `size`
+/// rows from row `start` (ir::DeviceProgram's batchStart, microbatches, microbatchSize).
+struct PipelineRows {
+  int64_t start = 0, microbatches = 1, size = 0;
+};
+
+/// A batch shape a step may take: B sequences of S positions (a plan of a plan set), and how
+/// its plan runs them (runtime/Run.h, documentShape), for the scheduler: the pipelines' rows,
+/// which partition [0, B) (none: rows in order), and the work of one causal (query, key)
+/// pair of attention in units of a token's work in every other kernel.
 struct DocumentShape {
   int64_t batch = 0, seq = 0;
+  std::vector<PipelineRows> pipelines = {};
+  double pairCost = 0;
 };
 
 /// The steps of a run on documents: which pieces each step takes and where they lie.
@@ -81,7 +97,8 @@ public:
   /// Steps take pieces in corpus order (the corpus repeating) while the step's real tokens
   /// stay within `options.tokens` and the layout still holds them in `batch` rows of `seq`:
   /// packed, a piece goes to the first row with room for it (first fit); padded, each piece
-  /// has a row of its own. A step takes at least one piece.
+  /// has a row of its own. A step takes at least one piece. Then, with the balanced schedule
+  /// and the shape's pipelines known, the step's pieces are given rows anew (balance()).
   DocumentSteps(const Documents &documents, int64_t batch, int64_t seq, const DocumentOptions &options)
       : DocumentSteps(documents, std::vector<DocumentShape>{{batch, seq}}, options) {}
   /// With several shapes (a plan set, one plan per length bucket), documents are cut into
@@ -105,6 +122,10 @@ public:
   /// over the whole step's real tokens.
   std::vector<std::pair<size_t, Batch>> batchesFor(int64_t step) const;
   int64_t pieceCount() const { return static_cast<int64_t>(pieces_.size()); }
+  /// The micro-batch indices of shape `shape`'s pipelines that run in `step` (that hold a
+  /// piece in some pipeline, and index 0 always: runtime/Run.h, skipEmptyMicrobatches), and
+  /// how many the pipelines have at most; {0, 0} for a shape without pipelines.
+  std::pair<int64_t, int64_t> microbatchesRun(const Step &step, size_t shape) const;
   /// Lays out steps until every piece of the corpus has been taken once; returns how many
   /// steps that is (the last may take pieces of the corpus's next pass).
   int64_t prepareOnePass();
@@ -113,6 +134,11 @@ public:
 private:
   // Lays `pieces` out in `shape` (rows and offsets set); false where they do not fit.
   bool layOut(std::vector<Piece> &pieces, const DocumentShape &shape) const;
+  // The scheduler: gives the pieces of one step laid out in `shape` rows anew, in the fewest
+  // micro-batch indices of the shape's pipelines that hold them, spreading their estimated
+  // work over the pipelines by the rows each runs (its speed: the plan's shares), then over
+  // a pipeline's micro-batches. Leaves them as they are where it finds no such layout.
+  void balance(std::vector<Piece *> pieces, const DocumentShape &shape) const;
   Step nextStep();              // --granularity step
   Step nextStepPerMicroBatch(); // --granularity micro-batch
   Batch batchOf(const Step &step, size_t shape) const;

@@ -16,6 +16,7 @@ struct DocumentFlags {
   int64_t eod = 0, tokens = 0;
   std::string layout = "packed";
   std::string granularity = "step";
+  std::string schedule = "balanced";
 
   /// Sets the run's document options from the flags parsed.
   void applyTo(RunOptions &run) const {
@@ -24,6 +25,7 @@ struct DocumentFlags {
     run.documentOptions.tokens = tokens;
     run.documentOptions.layout = layout == "padded" ? DocumentLayout::Padded : DocumentLayout::Packed;
     run.documentOptions.perMicroBatch = granularity == "micro-batch";
+    run.documentOptions.schedule = schedule == "in-order" ? DocumentSchedule::InOrder : DocumentSchedule::Balanced;
   }
 };
 
@@ -44,6 +46,11 @@ inline void addDocumentFlags(CLI::App &app, DocumentFlags &flags) {
                  "With a plan set: step (each step under the plan of its longest document) or micro-batch (each "
                  "document's batch under the plan of its length, several plans within a step)")
       ->check(CLI::IsMember({"step", "micro-batch"}))
+      ->needs(documents);
+  app.add_option("--schedule", flags.schedule,
+                 "With --documents: balanced (a step's documents spread over the plan's pipelines and micro-batches "
+                 "by estimated work, in as few micro-batches as hold them) or in-order (rows in corpus order)")
+      ->check(CLI::IsMember({"balanced", "in-order"}))
       ->needs(documents);
   app.add_option("--eod", flags.eod, "With --documents: the end-of-document token (default 0: NUL in text)")
       ->check(CLI::Range(int64_t{0}, int64_t{INT32_MAX}))

@@ -1,5 +1,7 @@
 // Run.cpp - the training loop over a World of communicators, for threads and MPI (runtime/Run.h).
 #include "runtime/Run.h"
+
+#include "ir/KernelCost.h"
 #include "runtime/Documents.h"
 
 #include "runtime/Stragglers.h"
@@ -51,7 +53,7 @@ std::string describeSteps(const Documents &documents, const DocumentSteps &steps
                           const RunOptions &options, int64_t firstStep) {
   if (options.steps == 0)
     return "documents: " + describeDocuments(documents);
-  double pieces = 0, tokens = 0, rows = 0, filled = 0;
+  double pieces = 0, tokens = 0, rows = 0, filled = 0, microbatches = 0, ofMicrobatches = 0;
   int64_t longest = 0, seq = 0;
   std::vector<int64_t> perShape(steps.shapes().size(), 0);
   for (const DocumentShape &shape : steps.shapes())
@@ -62,6 +64,9 @@ std::string describeSteps(const Documents &documents, const DocumentSteps &steps
     for (size_t k : step.shapes) {
       capacity += static_cast<double>(steps.shapes()[k].batch * steps.shapes()[k].seq);
       ++perShape[k];
+      const auto [run, of] = steps.microbatchesRun(step, k);
+      microbatches += static_cast<double>(run);
+      ofMicrobatches += static_cast<double>(of);
     }
     pieces += static_cast<double>(step.pieces.size());
     tokens += static_cast<double>(step.tokens);
@@ -83,6 +88,11 @@ std::string describeSteps(const Documents &documents, const DocumentSteps &steps
                 pieces / n, static_cast<long long>(seq), tokens / n, rows / n, ofRows.c_str(), 100.0 * filled / n,
                 ofRows.empty() ? "its" : "the", static_cast<long long>(longest));
   std::string line = "documents: " + describeDocuments(documents) + text;
+  if (ofMicrobatches > n) { // "; 2.0 of 4 micro-batches run (balanced)", where a step has several
+    std::snprintf(text, sizeof text, "; %.1f of %.0f micro-batches run (%s)", microbatches / n, ofMicrobatches / n,
+                  options.documentOptions.schedule == DocumentSchedule::Balanced ? "balanced" : "in corpus order");
+    line += text;
+  }
   if (!plans.buckets.empty()) {
     line += options.documentOptions.perMicroBatch ? "; steps using each plan:" : "; steps by plan:";
     for (size_t k = 0; k < plans.buckets.size(); ++k) {
@@ -387,6 +397,35 @@ void skipEmptyMicrobatches(Batch &batch, const std::map<int, ir::DeviceProgram> 
           batch.skipMicrobatch[static_cast<size_t>(k)] = 0;
 }
 
+DocumentShape documentShape(const std::map<int, ir::DeviceProgram> &programs, int64_t batch, int64_t seq) {
+  DocumentShape shape{batch, seq, {}, 0};
+  std::set<std::tuple<int64_t, int64_t, int64_t>> pipelines;
+  double attention = 0, other = 0; // FLOPs of the forward and backward passes
+  for (const auto &[device, program] : programs) {
+    if (program.microbatchSize > 0)
+      pipelines.insert({program.batchStart, program.microbatches, program.microbatchSize});
+    for (const ir::Instruction &in : program.body)
+      if (in.kind == ir::InstrKind::Kernel && in.phase != ir::Phase::Update)
+        (in.op == "attention" || in.op == "attention_grad" ? attention : other) += cost::kernelCost(in, program).flops;
+  }
+  // Every kernel covers the same rows: a token is one of S positions of a row, a pair one
+  // of its S(S + 1) / 2 causal pairs.
+  if (other > 0 && seq > 0)
+    shape.pairCost = attention / other * 2 / static_cast<double>(seq + 1);
+  int64_t next = 0; // pipelines in order of their rows, each beginning where the last ends
+  for (const auto &[start, microbatches, size] : pipelines) {
+    if (start != next) {
+      shape.pipelines.clear();
+      return shape;
+    }
+    shape.pipelines.push_back({start, microbatches, size});
+    next = start + microbatches * size;
+  }
+  if (next != batch)
+    shape.pipelines.clear();
+  return shape;
+}
+
 RunResult train(World &world, const RunPlans &given, const ModelInfo &model, const RunOptions &options) {
   RunPlans plans = given; // a plan set adds the switches its steps make
   const std::vector<int> &devices = world.devices();
@@ -405,9 +444,9 @@ RunResult train(World &world, const RunPlans &given, const ModelInfo &model, con
     documents = Documents::load(options.data, model.vocab, options.documentOptions.eod);
     std::vector<DocumentShape> shapes;
     for (const RunPlans::Bucket &bucket : plans.buckets)
-      shapes.push_back({bucket.batch, bucket.seq});
+      shapes.push_back(documentShape(*plans.plans[bucket.plan], bucket.batch, bucket.seq));
     if (shapes.empty())
-      shapes.push_back({model.batch, model.seq});
+      shapes.push_back(documentShape(*plans.plans.front(), model.batch, model.seq));
     documentSteps.emplace(*documents, shapes, options.documentOptions);
     documentSteps->prepare(store.step + options.steps);
   } else {
@@ -1053,7 +1092,10 @@ RunResult train(World &world, const RunPlans &given, const ModelInfo &model, con
                   }
                 const size_t p = plans.buckets[k].plan;
                 line += (k == laid.shapes.front() ? " " : ", ") + nameOf(p) + " " + std::to_string(count) +
-                        (count == 1 ? " document (" : " documents (") + std::to_string(real) + " tokens)";
+                        (count == 1 ? " document (" : " documents (") + std::to_string(real) + " tokens";
+                if (const auto [run, of] = documentSteps->microbatchesRun(laid, k); of > 1)
+                  line += " in " + std::to_string(run) + " of " + std::to_string(of) + " micro-batches";
+                line += ")";
               }
               *options.progress << line << std::endl;
             }

@@ -185,6 +185,11 @@ struct RunPlans {
 /// communication with them. Nothing without documents.
 void skipEmptyMicrobatches(Batch &batch, const std::map<int, ir::DeviceProgram> &programs);
 
+/// The shape a plan runs a batch of B x S in, for the document scheduler (DocumentShape):
+/// its pipelines' rows (none where they do not partition the batch) and the work of one
+/// attention pair against a token's, from the FLOPs of its kernels (ir/KernelCost.h).
+DocumentShape documentShape(const std::map<int, ir::DeviceProgram> &programs, int64_t batch, int64_t seq);
+
 /// The line on a run's documents (--documents): the corpus's lengths and what its steps take
 /// on average (documents, real tokens, rows of the batch), and with a plan set the steps
 /// each plan runs.

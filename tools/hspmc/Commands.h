@@ -117,9 +117,10 @@ int runSimulate(const std::string &file, const std::vector<std::string> &planFil
 
 // hspmc simulate PLAN|SET --documents LENGTHS: a pass over documents of these lengths,
 // priced by strategy (padded, packed, a plan per step), with `tokens` real tokens per step at
-// most (0: each plan's B x S).
+// most (0: each plan's B x S), a step's documents given rows by `balanced` the scheduler's
+// way (runtime::DocumentSchedule), else in corpus order.
 int runSimulateDocuments(const std::string &file, const std::string &clusterFile, const std::string &lengthsPath,
-                         int64_t tokens);
+                         int64_t tokens, bool balanced = true);
 
 int runPlan(const driver::PlanFiles &files, bool report);
 

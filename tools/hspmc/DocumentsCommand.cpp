@@ -46,12 +46,24 @@ struct PricedPlan {
   }
 };
 
-// The fraction of a row's causal query-key pairs that its documents' blocks hold.
-double density(const runtime::DocumentSteps::Step &step, int64_t batch, int64_t seq) {
-  double pairs = 0;
-  for (const auto &piece : step.pieces)
-    pairs += static_cast<double>(piece.length) * static_cast<double>(piece.length + 1) / 2;
-  return pairs / (static_cast<double>(batch) * static_cast<double>(seq) * static_cast<double>(seq + 1) / 2);
+// The fraction of its rows' causal query-key pairs that the documents' blocks hold, in the
+// pipeline where it is highest (the slowest, the others waiting for it at the gradients'
+// reduction; a pipeline's rows are its speed): the step is priced at that density on every
+// device, each pipeline's micro-batches taken as alike.
+double density(const runtime::DocumentSteps::Step &step, const runtime::DocumentShape &shape) {
+  std::vector<runtime::PipelineRows> pipelines = shape.pipelines;
+  if (pipelines.empty())
+    pipelines.push_back({0, 1, shape.batch});
+  const double rowPairs = static_cast<double>(shape.seq) * static_cast<double>(shape.seq + 1) / 2;
+  double highest = 0;
+  for (const runtime::PipelineRows &pipeline : pipelines) {
+    double pairs = 0;
+    for (const auto &piece : step.pieces)
+      if (piece.row >= pipeline.start && piece.row < pipeline.start + pipeline.microbatches * pipeline.size)
+        pairs += static_cast<double>(piece.length) * static_cast<double>(piece.length + 1) / 2;
+    highest = std::max(highest, pairs / (static_cast<double>(pipeline.microbatches * pipeline.size) * rowPairs));
+  }
+  return highest;
 }
 
 struct Outcome {
@@ -62,7 +74,7 @@ struct Outcome {
 } // namespace
 
 int runSimulateDocuments(const std::string &file, const std::string &clusterFile, const std::string &lengthsPath,
-                         int64_t tokens) {
+                         int64_t tokens, bool balanced) {
   auto fail = [](const std::string &message) {
     std::cerr << "hspmc simulate: error: " << message << "\n";
     return 1;
@@ -144,8 +156,11 @@ int runSimulateDocuments(const std::string &file, const std::string &clusterFile
   auto pass = [&](const std::vector<size_t> &which, runtime::DocumentLayout layout, bool dense, bool perMicroBatch) {
     std::vector<runtime::DocumentShape> shapes;
     for (size_t k : which)
-      shapes.push_back({plans[k].batch, plans[k].seq});
-    runtime::DocumentSteps steps(documents, shapes, {0, tokens, layout, perMicroBatch});
+      shapes.push_back(runtime::documentShape(plans[k].build->programs(), plans[k].batch, plans[k].seq));
+    runtime::DocumentSteps steps(documents, shapes,
+                                 {0, tokens, layout,
+                                  balanced ? runtime::DocumentSchedule::Balanced : runtime::DocumentSchedule::InOrder,
+                                  perMicroBatch});
     Outcome out;
     out.steps = steps.prepareOnePass();
     size_t previous = which[steps.step(0).shape];
@@ -163,7 +178,7 @@ int runSimulateDocuments(const std::string &file, const std::string &clusterFile
             rows.realRows[static_cast<size_t>(piece.row)] = 1;
           }
         runtime::skipEmptyMicrobatches(rows, plan.build->programs());
-        out.stepSeconds += plan.stepSeconds(dense ? 1.0 : density(part, plan.batch, plan.seq), rows.skipMicrobatch);
+        out.stepSeconds += plan.stepSeconds(dense ? 1.0 : density(part, shapes[shape]), rows.skipMicrobatch);
         if (perMicroBatch && shape != step.shape) { // its parameters from the holder's
           out.switchSeconds += copySeconds(which[step.shape], which[shape], true);
           ++out.switches;

@@ -145,6 +145,12 @@ int main(int argc, char **argv) {
       "plan set) with a plan per step (docs/mixed-lengths.md)");
   simulateCommand->add_option("--tokens", simulateTokens, "With --documents: real tokens per step at most")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  std::string simulateSchedule = "balanced";
+  simulateCommand
+      ->add_option("--schedule", simulateSchedule,
+                   "With --documents: balanced (the scheduler spreads a step's documents over the pipelines and "
+                   "micro-batches by estimated work) or in-order (rows in corpus order)")
+      ->check(CLI::IsMember({"balanced", "in-order"}));
   simulateCommand->add_option("--fault-trace", replay.trace,
                               "A trace of failures and returns (as hspmc train's): price a run over it, in place "
                               "against checkpoint-and-restart (docs/elastic.md)");
@@ -292,14 +298,17 @@ int main(int argc, char **argv) {
       std::cerr << "hspmc simulate: error: --fault-trace prints text (no --format json)\n";
       return 2;
     }
-    if (!simulateDocuments.empty() || simulateCommand->count("--tokens") > 0) {
+    if (!simulateDocuments.empty() || simulateCommand->count("--tokens") > 0 ||
+        simulateCommand->count("--schedule") > 0) {
       if (simulateDocuments.empty() || !replay.trace.empty() || !simulatePlans.empty() || !simulateTrace.empty() ||
           simulateFormat == "json") {
-        std::cerr << "hspmc simulate: error: --documents FILE (with --tokens) takes a plan or a plan set and "
-                     "--cluster, without --plan, --trace, --fault-trace or --format json\n";
+        std::cerr
+            << "hspmc simulate: error: --documents FILE (with --tokens, --schedule) takes a plan or a plan set and "
+               "--cluster, without --plan, --trace, --fault-trace or --format json\n";
         return 2;
       }
-      return runSimulateDocuments(simulateFile, simulateCluster, simulateDocuments, simulateTokens);
+      return runSimulateDocuments(simulateFile, simulateCluster, simulateDocuments, simulateTokens,
+                                  simulateSchedule == "balanced");
     }
     if (planner::isPlanSet(simulateFile)) {
       std::cerr << "hspmc simulate: error: " << simulateFile

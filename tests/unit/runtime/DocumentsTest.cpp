@@ -8,7 +8,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
+#include <set>
+#include <tuple>
 
 using namespace hspmd;
 using namespace hspmd::runtime;
@@ -207,4 +210,162 @@ TEST(Documents, MicrobatchesOfPaddingOnlyAreSkippedByEveryPipeline) {
   Batch stream; // not documents: nothing is skipped
   skipEmptyMicrobatches(stream, programs);
   EXPECT_TRUE(stream.skipMicrobatch.empty());
+}
+
+namespace {
+
+// The pieces of a step as (document, begin, length), in order: what it takes, wherever it
+// lays them.
+std::vector<std::tuple<int64_t, int64_t, int64_t>> taken(const DocumentSteps::Step &step) {
+  std::vector<std::tuple<int64_t, int64_t, int64_t>> out;
+  for (const auto &piece : step.pieces)
+    out.emplace_back(piece.document, piece.begin, piece.length);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// The pipeline a row is in.
+size_t pipelineOf(const DocumentShape &shape, int64_t row) {
+  for (size_t p = 0; p < shape.pipelines.size(); ++p)
+    if (row >= shape.pipelines[p].start &&
+        row < shape.pipelines[p].start + shape.pipelines[p].microbatches * shape.pipelines[p].size)
+      return p;
+  ADD_FAILURE() << "row " << row << " is in no pipeline";
+  return 0;
+}
+
+} // namespace
+
+// The scheduler takes the same documents as corpus order does, and spreads them over the
+// pipelines in the fewest micro-batches: four documents of 3 positions in a batch of two
+// pipelines of four micro-batches of one row of 4 run in micro-batches 0 and 1 of both,
+// not in all four of the first.
+TEST(Documents, TheSchedulerSpreadsAStepOverThePipelinesInTheFewestMicrobatches) {
+  const Documents documents =
+      Documents::fromDocuments({bytes("abc"), bytes("def"), bytes("ghi"), bytes("jkl"), bytes("mno")}, 0);
+  const DocumentShape shape{8, 4, {{0, 4, 1}, {4, 4, 1}}, 0.01};
+  DocumentSteps inOrder(documents, {shape}, {0, 12, DocumentLayout::Packed, DocumentSchedule::InOrder});
+  DocumentSteps balanced(documents, {shape}, {0, 12, DocumentLayout::Packed, DocumentSchedule::Balanced});
+  inOrder.prepare(2);
+  balanced.prepare(2);
+  for (int64_t s = 0; s < 2; ++s)
+    EXPECT_EQ(taken(inOrder.step(s)), taken(balanced.step(s))) << "step " << s + 1;
+  EXPECT_EQ(inOrder.step(0).pieces.size(), 4u);
+  EXPECT_EQ(inOrder.microbatchesRun(inOrder.step(0), 0), (std::pair<int64_t, int64_t>{4, 4}));
+  EXPECT_EQ(balanced.microbatchesRun(balanced.step(0), 0), (std::pair<int64_t, int64_t>{2, 4}));
+  std::vector<int> perPipeline(2, 0);
+  for (const auto &piece : balanced.step(0).pieces)
+    ++perPipeline[pipelineOf(shape, piece.row)];
+  EXPECT_EQ(perPipeline, (std::vector<int>{2, 2}));
+  EXPECT_EQ(balanced.step(0).rows, 4);
+  // The batch holds the same tokens, in other rows.
+  const Batch batch = balanced.batchFor(0);
+  std::multiset<int32_t> real, expected;
+  for (size_t i = 0; i < batch.inputs.at("tokens").size(); ++i)
+    if (batch.inputs.at("targets")[i] >= 0)
+      real.insert(batch.inputs.at("tokens")[i]);
+  for (const std::string text : {"abc", "def", "ghi", "jkl"})
+    expected.insert(text.begin(), text.end());
+  EXPECT_EQ(real, expected);
+  EXPECT_EQ(batch.realRows, (std::vector<uint8_t>{1, 1, 0, 0, 1, 1, 0, 0}));
+}
+
+// Work is attention's pairs within each document, not the sequence's: a document of 8
+// positions outweighs four of 2, which go to the other pipeline; in corpus order all five
+// lie in the first.
+TEST(Documents, TheSchedulerWeighsADocumentByTheSquareOfItsLength) {
+  const Documents documents = Documents::fromDocuments(
+      {bytes("abcdefgh"), bytes("ij"), bytes("kl"), bytes("mn"), bytes("op"), bytes("qrstuvwx")}, 0);
+  const DocumentShape shape{4, 8, {{0, 2, 1}, {2, 2, 1}}, 1.0};
+  DocumentSteps balanced(documents, {shape}, {0, 16, DocumentLayout::Packed, DocumentSchedule::Balanced});
+  DocumentSteps inOrder(documents, {shape}, {0, 16, DocumentLayout::Packed, DocumentSchedule::InOrder});
+  balanced.prepare(1);
+  inOrder.prepare(1);
+  ASSERT_EQ(balanced.step(0).pieces.size(), 5u);
+  const auto &pieces = balanced.step(0).pieces;
+  const size_t longest = pipelineOf(shape, pieces[0].row);
+  for (size_t i = 1; i < pieces.size(); ++i)
+    EXPECT_NE(pipelineOf(shape, pieces[i].row), longest) << "piece " << i;
+  EXPECT_EQ(balanced.microbatchesRun(balanced.step(0), 0).first, 1);
+  for (const auto &piece : inOrder.step(0).pieces)
+    EXPECT_EQ(pipelineOf(shape, piece.row), 0u);
+  // Without a shape's pipelines, or in corpus order, the layout is first fit.
+  DocumentSteps plain(documents, {{4, 8}}, {0, 16, DocumentLayout::Packed, DocumentSchedule::Balanced});
+  plain.prepare(1);
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    EXPECT_EQ(plain.step(0).pieces[i].row, inOrder.step(0).pieces[i].row);
+    EXPECT_EQ(plain.step(0).pieces[i].offset, inOrder.step(0).pieces[i].offset);
+  }
+}
+
+// Random corpora, pipelines and budgets: every balanced layout takes what corpus order takes,
+// lays each piece inside the batch without overlap (padded: a row each), and runs no more
+// micro-batches than corpus order.
+TEST(Documents, BalancedLayoutsAreValidAndTakeWhatCorpusOrderTakes) {
+  std::mt19937 random(7);
+  int fewer = 0; // steps where the balanced layout runs fewer micro-batches
+  for (int trial = 0; trial < 300; ++trial) {
+    std::vector<std::vector<int32_t>> docs;
+    const int count = 1 + static_cast<int>(random() % 30);
+    for (int d = 0; d < count; ++d)
+      docs.push_back(bytes(std::string(1 + random() % 40, 'a')));
+    const Documents documents = Documents::fromDocuments(docs, 0);
+    DocumentShape shape;
+    shape.seq = 1 + static_cast<int64_t>(random() % 24);
+    for (int p = 0, pipelines = 1 + static_cast<int>(random() % 3); p < pipelines; ++p) {
+      const int64_t microbatches = 1 + static_cast<int64_t>(random() % 4),
+                    size = 1 + static_cast<int64_t>(random() % 3);
+      shape.pipelines.push_back({shape.batch, microbatches, size});
+      shape.batch += microbatches * size;
+    }
+    shape.pairCost = static_cast<double>(random() % 100) / 100;
+    const auto layout = random() % 2 ? DocumentLayout::Packed : DocumentLayout::Padded;
+    const int64_t tokens = static_cast<int64_t>(random() % 3) * shape.batch * shape.seq / 3;
+    DocumentSteps balanced(documents, {shape}, {0, tokens, layout, DocumentSchedule::Balanced});
+    DocumentSteps inOrder(documents, {shape}, {0, tokens, layout, DocumentSchedule::InOrder});
+    balanced.prepare(5);
+    inOrder.prepare(5);
+    for (int64_t s = 0; s < 5; ++s) {
+      const auto &step = balanced.step(s);
+      const std::string where = "trial " + std::to_string(trial) + ", step " + std::to_string(s + 1);
+      ASSERT_EQ(taken(step), taken(inOrder.step(s))) << where;
+      std::vector<std::vector<uint8_t>> used(static_cast<size_t>(shape.batch),
+                                             std::vector<uint8_t>(static_cast<size_t>(shape.seq), 0));
+      std::vector<int> perRow(static_cast<size_t>(shape.batch), 0);
+      for (const auto &piece : step.pieces) {
+        ASSERT_TRUE(piece.row >= 0 && piece.row < shape.batch && piece.offset >= 0 &&
+                    piece.offset + piece.length <= shape.seq)
+            << where;
+        for (int64_t p = piece.offset; p < piece.offset + piece.length; ++p)
+          ASSERT_EQ(used[static_cast<size_t>(piece.row)][static_cast<size_t>(p)]++, 0) << where << ": overlap";
+        ++perRow[static_cast<size_t>(piece.row)];
+      }
+      if (layout == DocumentLayout::Padded) {
+        EXPECT_LE(*std::max_element(perRow.begin(), perRow.end()), 1) << where;
+      }
+      const int64_t run = balanced.microbatchesRun(step, 0).first;
+      EXPECT_LE(run, inOrder.microbatchesRun(inOrder.step(s), 0).first) << where;
+      fewer += run < inOrder.microbatchesRun(inOrder.step(s), 0).first;
+    }
+  }
+  EXPECT_GT(fewer, 100);
+}
+
+// A plan's pipelines, where they partition the batch; none where they do not.
+TEST(Documents, AShapeHasItsPlansPipelines) {
+  std::map<int, ir::DeviceProgram> programs;
+  programs[0].microbatches = 4;
+  programs[0].microbatchSize = 1;
+  programs[1] = programs[0]; // the same pipeline's second stage
+  programs[2].microbatches = 2;
+  programs[2].microbatchSize = 2;
+  programs[2].batchStart = 4;
+  const DocumentShape shape = documentShape(programs, 8, 16);
+  ASSERT_EQ(shape.pipelines.size(), 2u);
+  EXPECT_EQ(shape.pipelines[1].start, 4);
+  EXPECT_EQ(shape.pipelines[1].microbatches, 2);
+  EXPECT_EQ(shape.pipelines[1].size, 2);
+  EXPECT_TRUE(documentShape(programs, 9, 16).pipelines.empty()); // row 8 in none
+  programs[2].batchStart = 5;                                    // row 4 in none
+  EXPECT_TRUE(documentShape(programs, 9, 16).pipelines.empty());
 }

@@ -345,3 +345,23 @@ TEST(Training, CheckpointHeadersAreChecked) {
 }
 
 } // namespace
+
+// The shape the document scheduler lays docs_dp2's batch out in: its two pipelines of four
+// micro-batches of one row, and an attention pair's work against a token's from the kernels'
+// FLOPs. For TinyGPT (d 64, 4 heads, FFN 4d) a pair costs 4d FLOPs forward and 2.5 times that
+// backward, a token at least 24 d^2 forward in its blocks' matrix products and twice that
+// backward, so a pair is below 14 / (72 d) of a token; the vocabulary's projection and the
+// elementwise kernels lower it by some 10%, not by half.
+TEST(Training, DocumentShapeOfAPlan) {
+  auto c = compile("examples/gpt/plans/docs_dp2.hspmd");
+  ASSERT_TRUE(c->result.ok);
+  const runtime::DocumentShape shape = runtime::documentShape(c->result.programs.at(0), 8, 128);
+  ASSERT_EQ(shape.pipelines.size(), 2u);
+  EXPECT_EQ(shape.pipelines[0].start, 0);
+  EXPECT_EQ(shape.pipelines[1].start, 4);
+  EXPECT_EQ(shape.pipelines[1].microbatches, 4);
+  EXPECT_EQ(shape.pipelines[1].size, 1);
+  const double bound = 14.0 / (72.0 * 64);
+  EXPECT_LT(shape.pairCost, bound);
+  EXPECT_GT(shape.pairCost, 0.5 * bound);
+}

@@ -38,7 +38,7 @@ TEST(CliDocuments, TheExampleOfTheDocsRuns) {
   for (const std::string line :
        {"documents: 122 documents, 34906 tokens; lengths: min 14, median 242, p90 591, max 940; "
         "packed, up to 320 tokens per step: a step takes 2.8 documents (pieces of at most "
-        "128), 266 real tokens in 2.5 of 4 rows (52% of the batch), the longest 128",
+        "128), 266 real tokens in 2.8 of 4 rows (52% of the batch), the longest 128\n",
         "step 4/4  loss 5.1052 "}) {
     EXPECT_NE(docs.find(line), std::string::npos) << "the docs no longer show: " << line;
     EXPECT_NE(run.output.find(line), std::string::npos) << run.output;
@@ -47,19 +47,24 @@ TEST(CliDocuments, TheExampleOfTheDocsRuns) {
 
 // The same documents packed (several to a row) and padded (one to a row) give the same
 // losses: attention sees only a token's own document and only real tokens are scored. The
-// packed run must really pack (fewer rows), or the test would show nothing.
+// packed run must really pack (fewer rows; in corpus order, where the scheduler does not
+// spread the rows over the pipelines), or the test would show nothing; the scheduler's
+// layout (other rows, the same documents) gives the same losses again.
 TEST(CliDocuments, PackedAndPaddedRunsHaveTheSameLosses) {
   const std::string common =
       "train examples/gpt/plans/docs_medium.hspmd --data examples/data/gpl-3.txt --documents --tokens 320 --steps 20";
-  CliRun packed = hspmc(common + " --losses build/documents_packed.json");
+  CliRun packed = hspmc(common + " --schedule in-order --losses build/documents_packed.json");
   ASSERT_EQ(packed.code, 0) << packed.output;
-  CliRun padded = hspmc(common + " --layout padded --losses build/documents_padded.json");
+  CliRun padded = hspmc(common + " --schedule in-order --layout padded --losses build/documents_padded.json");
   ASSERT_EQ(padded.code, 0) << padded.output;
   EXPECT_LT(rowsUsed(packed.output), rowsUsed(padded.output) - 0.1) << packed.output << padded.output;
   const nlohmann::json a = readJson("build/documents_packed.json"), b = readJson("build/documents_padded.json");
   EXPECT_EQ(a["documents"], b["documents"]);
   EXPECT_EQ(a["real_tokens"], b["real_tokens"]);
   expectSameLosses("build/documents_packed.json", "build/documents_padded.json", 20, "packed vs padded");
+  CliRun balanced = hspmc(common + " --losses build/documents_balanced.json");
+  ASSERT_EQ(balanced.code, 0) << balanced.output;
+  expectSameLosses("build/documents_balanced.json", "build/documents_packed.json", 20, "balanced vs in order");
   // On MPI too, one process per device: the losses of the threads.
   if (std::system("command -v mpirun > /dev/null") != 0)
     return;
@@ -254,8 +259,11 @@ TEST(CliDocuments, SimulatingDocumentsPricesEachStrategy) {
   CliRun json = hspmc("simulate examples/gpt/plans/docs_long.hspmd --documents examples/data/lengths_tiny.txt "
                       "--format json");
   EXPECT_EQ(json.code, 2);
-  EXPECT_EQ(json.output, "hspmc simulate: error: --documents FILE (with --tokens) takes a plan or a plan set and "
-                         "--cluster, without --plan, --trace, --fault-trace or --format json\n");
+  EXPECT_EQ(json.output, "hspmc simulate: error: --documents FILE (with --tokens, --schedule) takes a plan or a plan "
+                         "set and --cluster, without --plan, --trace, --fault-trace or --format json\n");
+  CliRun schedule = hspmc("simulate examples/gpt/plans/docs_long.hspmd --schedule in-order");
+  EXPECT_EQ(schedule.code, 2);
+  EXPECT_EQ(schedule.output, json.output);
 }
 
 // The ```microbatch example of docs/mixed-lengths.md runs as shown: a step's documents under
@@ -268,12 +276,56 @@ TEST(CliDocuments, TheMicroBatchExampleOfTheDocsRuns) {
   const std::string docs = readText("docs/mixed-lengths.md");
   for (const std::string line :
        {"steps using each plan: docs_short (8 x 64) 2, docs_medium_dp (4 x 128) 1, docs_long (2 x 256) 3\n",
-        "\nstep 1: docs_short 1 document (36 tokens), docs_medium_dp 2 documents (192 tokens), docs_long 1 document "
-        "(190 tokens)\nstep 1/3  loss 5.4938 ",
+        "; 2.0 of 3 micro-batches run (balanced); ",
+        "\nstep 1: docs_short 1 document (36 tokens in 1 of 2 micro-batches), docs_medium_dp 2 documents (192 tokens), "
+        "docs_long 1 document (190 tokens)\nstep 1/3  loss 5.4938 ",
         "\nstep 2: docs_long 2 documents (512 tokens)\nstep 2/3  loss 5.3330 ", "\nstep 3/3  loss 5.1547 "}) {
     EXPECT_NE(docs.find(line), std::string::npos) << "the docs no longer show: " << line;
     EXPECT_NE(run.output.find(line), std::string::npos) << run.output;
   }
+}
+
+// "2.0 of 4 micro-batches run" of the documents line: micro-batch indices a step runs.
+double microbatchesRun(const std::string &output) {
+  const size_t at = output.find(" micro-batches run (");
+  if (at == std::string::npos)
+    return -1;
+  const size_t from = output.rfind("; ", at);
+  return std::stod(output.substr(from + 2));
+}
+
+// The ```scheduler example of docs/mixed-lengths.md runs as shown, and in corpus order the
+// same steps give the same losses but run more micro-batches: the scheduler spreads a step's
+// documents over docs_dp2's two pipelines in the fewest micro-batches.
+TEST(CliDocuments, TheSchedulerExampleOfTheDocsRuns) {
+  const std::string args = docsCommand("mixed-lengths.md", "scheduler");
+  ASSERT_FALSE(args.empty());
+  CliRun balanced = hspmc(args + " --losses build/documents_scheduler_balanced.json");
+  ASSERT_EQ(balanced.code, 0) << balanced.output;
+  const std::string docs = readText("docs/mixed-lengths.md");
+  for (const std::string line :
+       {"406 real tokens in 3.8 of 8 rows (40% of the batch), the longest 128; 2.0 of 4 micro-batches run (balanced)\n",
+        "step 4/4  loss 5.0841 "}) {
+    EXPECT_NE(docs.find(line), std::string::npos) << "the docs no longer show: " << line;
+    EXPECT_NE(balanced.output.find(line), std::string::npos) << balanced.output;
+  }
+  CliRun inOrder = hspmc(args + " --schedule in-order --losses build/documents_scheduler_in_order.json");
+  ASSERT_EQ(inOrder.code, 0) << inOrder.output;
+  EXPECT_NE(inOrder.output.find("; 3.8 of 4 micro-batches run (in corpus order)\n"), std::string::npos)
+      << inOrder.output;
+  EXPECT_LT(microbatchesRun(balanced.output), microbatchesRun(inOrder.output) - 1) << balanced.output;
+  expectSameLosses("build/documents_scheduler_balanced.json", "build/documents_scheduler_in_order.json", 4,
+                   "balanced vs in corpus order");
+  const nlohmann::json a = readJson("build/documents_scheduler_balanced.json"),
+                       b = readJson("build/documents_scheduler_in_order.json");
+  EXPECT_EQ(a["documents"], b["documents"]);
+  CliRun bad = hspmc(args + " --schedule random");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.output.find("--schedule: random not in {balanced,in-order}"), std::string::npos) << bad.output;
+  CliRun noDocuments = hspmc("train examples/gpt/plans/docs_dp2.hspmd --data examples/data/gpl-3.txt --schedule "
+                             "in-order --steps 1");
+  EXPECT_EQ(noDocuments.code, 2);
+  EXPECT_NE(noDocuments.output.find("--schedule requires --documents"), std::string::npos) << noDocuments.output;
 }
 
 TEST(CliDocuments, MicroBatchGranularityNeedsPlansThatHoldTheStateAlike) {
