@@ -421,6 +421,16 @@ DocumentSteps::Step DocumentSteps::nextStepPerMicroBatch() {
           laid.push_back(&piece);
       balance(laid, shapes_[k]);
     }
+  // The plan that updates (and holds the state after the step) runs last: the previous
+  // step's where this step uses it too, so that the state stays where it is (a change of
+  // holder moves the whole state; the others take only the parameters), else the longest S.
+  if (!steps_.empty()) {
+    const auto kept = std::find(step.shapes.begin(), step.shapes.end(), steps_.back().shape);
+    if (kept != step.shapes.end()) {
+      step.shape = *kept;
+      std::rotate(kept, kept + 1, step.shapes.end());
+    }
+  }
   step.rows = rowsUsed(step.pieces);
   return step;
 }

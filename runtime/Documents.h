@@ -90,8 +90,8 @@ public:
   struct Step {
     std::vector<Piece> pieces;
     int64_t tokens = 0, longest = 0, rows = 0; // real tokens, the longest piece, rows used
-    size_t shape = 0;                          // the shape it is laid out in (per micro-batch: the longest used)
-    std::vector<size_t> shapes;                // the shapes it uses, shortest S first
+    size_t shape = 0;           // the shape it is laid out in (per micro-batch: the one that updates, last)
+    std::vector<size_t> shapes; // the shapes it uses, in the order they run: shortest S first, but `shape` last
   };
 
   /// Steps take pieces in corpus order (the corpus repeating) while the step's real tokens
@@ -118,7 +118,7 @@ public:
   /// The batch of step `step` (from 0; prepared): tokens, targets (-1 where no real token
   /// is scored), blockStarts and the scored count.
   Batch batchFor(int64_t step) const;
-  /// Per micro-batch: the step's batch of each shape it uses (shortest S first), each scored
+  /// Per micro-batch: the step's batch of each shape it uses (in the order they run: Step::shapes), each scored
   /// over the whole step's real tokens.
   std::vector<std::pair<size_t, Batch>> batchesFor(int64_t step) const;
   int64_t pieceCount() const { return static_cast<int64_t>(pieces_.size()); }

@@ -369,3 +369,25 @@ TEST(Documents, AShapeHasItsPlansPipelines) {
   programs[2].batchStart = 5;                                    // row 4 in none
   EXPECT_TRUE(documentShape(programs, 9, 16).pipelines.empty());
 }
+
+// Per micro-batch, the plan that updates runs last: the previous step's where the step uses
+// it too (the state stays where it is), else the one of the longest S.
+TEST(Documents, TheUpdatingPlanStaysWhereTheStepUsesIt) {
+  const Documents documents = Documents::fromDocuments(
+      {bytes("abcdef"), bytes("gh"), bytes("ij"), bytes("kl"), bytes("mn"), bytes("opqrst")}, 0);
+  DocumentOptions options{0, 0, DocumentLayout::Packed, DocumentSchedule::Balanced, true};
+  DocumentSteps steps(documents, {{2, 2}, {1, 8}}, options);
+  steps.prepare(3);
+  // Step 1: the 6 in the 1 x 8 batch, a 2 in the 2 x 2 one; the longest S updates.
+  EXPECT_EQ(steps.step(0).shapes, (std::vector<size_t>{0, 1}));
+  EXPECT_EQ(steps.step(0).shape, 1u);
+  // Step 2: two 2s, the 2 x 2 batch only (the third would open the 1 x 8 one).
+  EXPECT_EQ(steps.step(1).shapes, (std::vector<size_t>{0}));
+  EXPECT_EQ(steps.step(1).shape, 0u);
+  // Step 3 uses both again: the 2 x 2 plan, which holds the state, updates, and runs last.
+  EXPECT_EQ(steps.step(2).shapes, (std::vector<size_t>{1, 0}));
+  EXPECT_EQ(steps.step(2).shape, 0u);
+  const auto batches = steps.batchesFor(2);
+  ASSERT_EQ(batches.size(), 2u);
+  EXPECT_EQ(batches.back().first, 0u);
+}
