@@ -15,47 +15,70 @@ bool endsWith(const std::string &s, const std::string &suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-std::string readAll(const std::string &path) {
+} // namespace
+
+std::string readDataFile(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw DataError(path + ": cannot open the data file");
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-} // namespace
+size_t tokenWidth(const std::string &path) {
+  return endsWith(path, ".u32.bin") ? 4 : endsWith(path, ".bin") ? 2 : 0;
+}
+
+bool isJsonl(const std::string &path) {
+  return endsWith(path, ".jsonl");
+}
+
+std::vector<uint32_t> decodeTokens(const std::string &path, const std::string &bytes, size_t width) {
+  if (bytes.size() % width != 0)
+    throw DataError(path + ": a token file of " + std::to_string(width * 8) + "-bit tokens has " +
+                    std::to_string(bytes.size()) + " bytes, not a multiple of " + std::to_string(width));
+  std::vector<uint32_t> tokens;
+  tokens.reserve(bytes.size() / width);
+  for (size_t i = 0; i < bytes.size(); i += width) {
+    uint32_t token = 0;
+    for (size_t b = 0; b < width; ++b) // little-endian
+      token |= static_cast<uint32_t>(static_cast<unsigned char>(bytes[i + b])) << (8 * b);
+    tokens.push_back(token);
+  }
+  return tokens;
+}
+
+void forEachJsonlText(const std::string &path, const std::string &bytes,
+                      const std::function<void(const std::string &text, int line)> &each) {
+  std::istringstream lines(bytes);
+  std::string line;
+  for (int number = 1; std::getline(lines, line); ++number) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos)
+      continue;
+    const std::string at = path + ":" + std::to_string(number) + ": ";
+    nlohmann::json document;
+    try {
+      document = nlohmann::json::parse(line);
+    } catch (const nlohmann::json::parse_error &e) {
+      throw DataError(at + "not JSON: " + e.what());
+    }
+    if (!document.is_object() || !document.contains("text") || !document["text"].is_string())
+      throw DataError(at + "expected an object with a string field \"text\"");
+    each(document["text"].get<std::string>(), number);
+  }
+}
 
 Dataset Dataset::load(const std::string &path, int64_t vocab) {
-  const std::string bytes = readAll(path);
+  const std::string bytes = readDataFile(path);
   std::vector<int32_t> tokens;
-  if (endsWith(path, ".u32.bin") || endsWith(path, ".bin")) {
-    const size_t width = endsWith(path, ".u32.bin") ? 4 : 2;
-    if (bytes.size() % width != 0)
-      throw DataError(path + ": a token file of " + std::to_string(width * 8) + "-bit tokens has " +
-                      std::to_string(bytes.size()) + " bytes, not a multiple of " + std::to_string(width));
-    for (size_t i = 0; i < bytes.size(); i += width) {
-      uint32_t token = 0;
-      for (size_t b = 0; b < width; ++b) // little-endian
-        token |= static_cast<uint32_t>(static_cast<unsigned char>(bytes[i + b])) << (8 * b);
+  if (const size_t width = tokenWidth(path); width > 0) {
+    for (const uint32_t token : decodeTokens(path, bytes, width))
       tokens.push_back(static_cast<int32_t>(token));
-    }
-  } else if (endsWith(path, ".jsonl")) {
-    std::istringstream lines(bytes);
-    std::string line;
-    for (int number = 1; std::getline(lines, line); ++number) {
-      if (line.find_first_not_of(" \t\r") == std::string::npos)
-        continue;
-      nlohmann::json document;
-      try {
-        document = nlohmann::json::parse(line);
-      } catch (const nlohmann::json::parse_error &e) {
-        throw DataError(path + ":" + std::to_string(number) + ": not JSON: " + e.what());
-      }
-      if (!document.is_object() || !document.contains("text") || !document["text"].is_string())
-        throw DataError(path + ":" + std::to_string(number) + ": expected an object with a string field \"text\"");
-      for (unsigned char c : document["text"].get<std::string>())
+  } else if (isJsonl(path)) {
+    forEachJsonlText(path, bytes, [&](const std::string &text, int) {
+      for (unsigned char c : text)
         tokens.push_back(c);
       tokens.push_back('\n');
-    }
+    });
   } else {
     for (unsigned char c : bytes)
       tokens.push_back(c);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -31,6 +32,23 @@ struct Batch {
   /// index is padding only, so that every device skips it (skipEmptyMicrobatches).
   std::vector<uint8_t> realRows, skipMicrobatch;
 };
+
+// Reading data files, shared by token streams (Dataset) and documents (runtime/Documents.h).
+
+/// The bytes of `path`; DataError "PATH: cannot open the data file".
+std::string readDataFile(const std::string &path);
+/// The width in bytes of a token file's tokens: 4 for .u32.bin, 2 for .bin, 0 for a file of
+/// another name (not tokens).
+size_t tokenWidth(const std::string &path);
+/// The tokens of a token file's bytes, `width` bytes each, little-endian; DataError where the
+/// size is not a multiple of the width.
+std::vector<uint32_t> decodeTokens(const std::string &path, const std::string &bytes, size_t width);
+bool isJsonl(const std::string &path);
+/// Calls `each(text, line)` with the "text" field of each line of a .jsonl file's bytes that
+/// is not blank; DataError at PATH:LINE for a line that is not JSON or not an object with a
+/// string "text".
+void forEachJsonlText(const std::string &path, const std::string &bytes,
+                      const std::function<void(const std::string &text, int line)> &each);
 
 class Dataset {
 public:

@@ -2,11 +2,7 @@
 // (runtime/Documents.h).
 #include "runtime/Documents.h"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
-#include <fstream>
-#include <iterator>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -15,10 +11,6 @@
 namespace hspmd::runtime {
 
 namespace {
-
-bool endsWith(const std::string &s, const std::string &suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 std::string where(const std::string &path, int line) {
   return path + ":" + std::to_string(line) + ": ";
@@ -44,23 +36,10 @@ std::vector<int32_t> textDocument(const std::string &text, int64_t vocab, int32_
 std::vector<std::vector<int32_t>> readJsonl(const std::string &path, const std::string &bytes, int64_t vocab,
                                             int32_t eod) {
   std::vector<std::vector<int32_t>> documents;
-  std::istringstream lines(bytes);
-  std::string line;
-  for (int number = 1; std::getline(lines, line); ++number) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos)
-      continue;
-    nlohmann::json document;
-    try {
-      document = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::parse_error &e) {
-      throw DataError(where(path, number) + "not JSON: " + e.what());
-    }
-    if (!document.is_object() || !document.contains("text") || !document["text"].is_string())
-      throw DataError(where(path, number) + "expected an object with a string field \"text\"");
-    const std::string text = document["text"].get<std::string>();
+  forEachJsonlText(path, bytes, [&](const std::string &text, int line) {
     if (!text.empty())
-      documents.push_back(textDocument(text, vocab, eod, where(path, number)));
-  }
+      documents.push_back(textDocument(text, vocab, eod, where(path, line)));
+  });
   return documents;
 }
 
@@ -99,18 +78,13 @@ std::vector<std::vector<int32_t>> readText(const std::string &path, const std::s
 
 std::vector<std::vector<int32_t>> readTokens(const std::string &path, const std::string &bytes, int64_t vocab,
                                              int32_t eod) {
-  const size_t width = endsWith(path, ".u32.bin") ? 4 : 2;
-  if (bytes.size() % width != 0)
-    throw DataError(path + ": a token file of " + std::to_string(width * 8) + "-bit tokens has " +
-                    std::to_string(bytes.size()) + " bytes, not a multiple of " + std::to_string(width));
+  const std::vector<uint32_t> tokens = decodeTokens(path, bytes, tokenWidth(path));
   std::vector<std::vector<int32_t>> documents;
   std::vector<int32_t> document;
-  for (size_t i = 0; i < bytes.size(); i += width) {
-    uint32_t token = 0;
-    for (size_t b = 0; b < width; ++b) // little-endian
-      token |= static_cast<uint32_t>(static_cast<unsigned char>(bytes[i + b])) << (8 * b);
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const uint32_t token = tokens[i];
     if (token >= static_cast<uint64_t>(vocab))
-      throw DataError(path + ": token " + std::to_string(token) + " at position " + std::to_string(i / width) +
+      throw DataError(path + ": token " + std::to_string(token) + " at position " + std::to_string(i) +
                       " is outside the model's vocabulary of " + std::to_string(vocab));
     document.push_back(static_cast<int32_t>(token));
     if (static_cast<int32_t>(token) == eod) {
@@ -132,14 +106,11 @@ Documents Documents::load(const std::string &path, int64_t vocab, int32_t eod) {
   if (eod < 0 || eod >= vocab)
     throw DataError("the end-of-document token " + std::to_string(eod) + " is outside the model's vocabulary of " +
                     std::to_string(vocab));
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw DataError(path + ": cannot open the data file");
-  const std::string bytes(std::istreambuf_iterator<char>(in), {});
+  const std::string bytes = readDataFile(path);
   std::vector<std::vector<int32_t>> documents;
-  if (endsWith(path, ".bin"))
+  if (tokenWidth(path) > 0)
     documents = readTokens(path, bytes, vocab, eod);
-  else if (endsWith(path, ".jsonl"))
+  else if (isJsonl(path))
     documents = readJsonl(path, bytes, vocab, eod);
   else
     documents = readText(path, bytes, vocab, eod);

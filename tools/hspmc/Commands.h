@@ -6,6 +6,7 @@
 
 #include "frontend/Compilation.h"
 #include "passes/Pipeline.h"
+#include "planner/Cluster.h"
 #include "planner/driver/Driver.h"
 #include "planner/driver/ModelInfo.h"
 #include "planner/driver/PlanModel.h"
@@ -68,6 +69,12 @@ struct TrainingBuild {
   }
   const std::map<int, ir::DeviceProgram> &programs() const { return result->programs[0]; }
   const ir::PlanSpec &plan() const { return build->plans[0]; }
+  /// For simulation (TrainCommands.cpp): the cluster `clusterFile` names, else the plan's; an
+  /// error in the diagnostics where neither names one or it does not load.
+  std::optional<planner::Cluster> simulationCluster(const std::string &clusterFile);
+  /// Compiles on the cluster's links; an error at the plan for each device of the programs
+  /// that the cluster lacks.
+  void compileOn(const planner::Cluster &cluster);
 };
 
 int runCheck(const std::vector<std::string> &files, bool json);

@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -89,27 +90,31 @@ int runSimulateDocuments(const std::string &file, const std::string &clusterFile
       return 1;
     files = set->plans;
   }
-  // Every plan compiled for one cluster: --cluster, or the first plan's.
+  // Every plan compiled for one cluster: --cluster, or the first plan's (which the others
+  // must name too).
   std::vector<PricedPlan> plans;
   std::optional<planner::Cluster> cluster;
+  std::string firstCluster;
   for (const std::string &path : files) {
     PricedPlan priced;
     priced.build = std::make_unique<TrainingBuild>(path, std::vector<std::string>{}, "simulate", true, clusterFile);
     TrainingBuild &t = *priced.build;
-    if (t.checked && !cluster) {
-      const std::string where = !clusterFile.empty() ? clusterFile : t.plan().clusterPath;
-      if (where.empty()) {
-        t.diags.error(t.plan().loc, "simulate needs a cluster: the plan names none (add `cluster \"FILE\"` or "
-                                    "pass --cluster FILE)");
-      } else {
-        std::vector<planner::ClusterError> errors;
-        cluster = planner::loadCluster(where, t.compilation.stdlibDir() + "/devices.toml", errors);
-        for (const auto &error : errors)
-          t.diags.error(error.loc, error.message);
+    if (!cluster) {
+      cluster = t.simulationCluster(clusterFile);
+      if (t.hasPlan())
+        firstCluster = t.plan().clusterPath;
+    } else if (clusterFile.empty() && t.hasPlan()) {
+      std::error_code ignored;
+      if (!std::filesystem::equivalent(t.plan().clusterPath, firstCluster, ignored)) {
+        t.diags.error(t.plan().loc, "the plan names cluster " +
+                                        (t.plan().clusterPath.empty() ? "none" : "'" + t.plan().clusterPath + "'") +
+                                        ", the set's first plan '" + firstCluster +
+                                        "': a plan set is simulated on one cluster (pass --cluster FILE)");
+        t.checked = false; // not compiled: its devices may be none of that cluster's
       }
     }
     if (cluster)
-      t.compile(planner::linkModel(*cluster));
+      t.compileOn(*cluster); // a plan of another cluster: its devices must be in this one
     if (int code = t.report(); code != 0)
       return code;
     const runtime::ModelInfo info = driver::modelInfo(*t.build->graph);

@@ -676,31 +676,41 @@ int runExplainSwitch(const std::string &from, const std::string &to, const std::
   return 0;
 }
 
+std::optional<planner::Cluster> TrainingBuild::simulationCluster(const std::string &clusterFile) {
+  if (!checked)
+    return std::nullopt;
+  const std::string path = !clusterFile.empty() ? clusterFile : plan().clusterPath;
+  if (path.empty()) {
+    diags.error(plan().loc, "simulate needs a cluster: the plan names none (add `cluster \"FILE\"` or pass "
+                            "--cluster FILE)");
+    return std::nullopt;
+  }
+  std::vector<planner::ClusterError> errors;
+  std::optional<planner::Cluster> cluster =
+      planner::loadCluster(path, compilation.stdlibDir() + "/devices.toml", errors);
+  for (const auto &error : errors)
+    diags.error(error.loc, error.message);
+  return cluster;
+}
+
+void TrainingBuild::compileOn(const planner::Cluster &cluster) {
+  compile(planner::linkModel(cluster));
+  if (!result || !result->ok)
+    return;
+  for (const auto &[device, program] : programs())
+    if (device >= static_cast<int>(cluster.devices.size()))
+      diags.error(plan().loc, "device " + std::to_string(device) + " is not in the cluster '" + cluster.name +
+                                  "' (it has " + std::to_string(cluster.devices.size()) + " devices)");
+}
+
 // Compiles FILE under its plan for training and simulates one step on the cluster.
 int runSimulate(const std::string &file, const std::vector<std::string> &planFiles, const std::string &clusterFile,
                 const std::string &tracePath, bool json, const FaultReplay &replay) {
   const auto started = std::chrono::steady_clock::now();
   TrainingBuild t(file, planFiles, "simulate", true, clusterFile);
-  std::optional<planner::Cluster> cluster;
-  if (t.checked) {
-    const std::string path = !clusterFile.empty() ? clusterFile : t.plan().clusterPath;
-    if (path.empty()) {
-      t.diags.error(t.plan().loc, "simulate needs a cluster: the plan names none (add `cluster \"FILE\"` or "
-                                  "pass --cluster FILE)");
-    } else {
-      std::vector<planner::ClusterError> errors;
-      cluster = planner::loadCluster(path, t.compilation.stdlibDir() + "/devices.toml", errors);
-      for (const auto &error : errors)
-        t.diags.error(error.loc, error.message);
-    }
-  }
-  if (cluster) {
-    t.compile(planner::linkModel(*cluster));
-    for (const auto &[device, program] : t.result->ok ? t.result->programs[0] : std::map<int, ir::DeviceProgram>{})
-      if (device >= static_cast<int>(cluster->devices.size()))
-        t.diags.error(t.plan().loc, "device " + std::to_string(device) + " is not in the cluster (it has " +
-                                        std::to_string(cluster->devices.size()) + " devices)");
-  }
+  const std::optional<planner::Cluster> cluster = t.simulationCluster(clusterFile);
+  if (cluster)
+    t.compileOn(*cluster);
   if (int code = t.report(json); code != 0)
     return code;
   const auto &build = t.build;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -261,6 +262,38 @@ TEST(CliDocuments, SimulatingDocumentsPricesEachStrategy) {
   EXPECT_EQ(json.code, 2);
   EXPECT_EQ(json.output, "hspmc simulate: error: --documents FILE (with --tokens, --schedule) takes a plan or a plan "
                          "set and --cluster, without --plan, --trace, --fault-trace or --format json\n");
+  // A set whose plans name other clusters is simulated on one: --cluster, else the first's.
+  std::filesystem::create_directories("build/documents_clusters");
+  {
+    std::ifstream in("examples/gpt/plans/docs_long.hspmd");
+    std::stringstream text;
+    text << in.rdbuf();
+    std::string plan = text.str();
+    for (const auto &[from, to] : std::vector<std::pair<std::string, std::string>>{
+             {"../tiny_gpt.hspmd", "../../examples/gpt/tiny_gpt.hspmd"},
+             {"../../clusters/cpu4.toml", "../../examples/clusters/a100x16.toml"},
+             {"devices [0, 1, 2, 3] cp [0: 1, 1: 1, 2: 1, 3: 1]",
+              "devices [12, 13, 14, 15] cp [12: 1, 13: 1, 14: 1, 15: 1]"}})
+      plan.replace(plan.find(from), from.size(), to);
+    std::ofstream("build/documents_clusters/big.hspmd") << plan;
+    std::ofstream("build/documents_clusters/set.planset.toml")
+        << "plans = [\"../../examples/gpt/plans/docs_short.hspmd\", \"big.hspmd\"]\n";
+  }
+  CliRun clusters = hspmc("simulate build/documents_clusters/set.planset.toml --documents "
+                          "examples/data/lengths_tiny.txt");
+  EXPECT_EQ(clusters.code, 1);
+  EXPECT_NE(
+      clusters.output.find("build/documents_clusters/big.hspmd:5:6: error: the plan names cluster "
+                           "'examples/clusters/a100x16.toml', the set's first plan 'examples/clusters/cpu4.toml': "
+                           "a plan set is simulated on one cluster (pass --cluster FILE)\n"),
+      std::string::npos)
+      << clusters.output;
+  CliRun small = hspmc("simulate build/documents_clusters/set.planset.toml --documents "
+                       "examples/data/lengths_tiny.txt --cluster examples/clusters/cpu4.toml");
+  EXPECT_EQ(small.code, 1);
+  EXPECT_NE(small.output.find("build/documents_clusters/big.hspmd:10:19: error: device 12 is not in the cluster"),
+            std::string::npos)
+      << small.output;
   CliRun schedule = hspmc("simulate examples/gpt/plans/docs_long.hspmd --schedule in-order");
   EXPECT_EQ(schedule.code, 2);
   EXPECT_EQ(schedule.output, json.output);
