@@ -5,7 +5,10 @@
 #include "passes/Specialize.h"
 
 #include <algorithm>
-#include <set>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <tuple>
 
 namespace hspmd::passes {
 
@@ -53,126 +56,203 @@ int64_t key(const ir::Instruction &in) {
   return in.tag * 2 + (in.phase == ir::Phase::Recompute ? 1 : 0);
 }
 
+// A send or receive of one device's stream: its channel (from, to, key) and where it is.
+struct Message {
+  int from, to;
+  int64_t key;
+  uint32_t device, at; // index of the device of the stream, position in it
+  bool operator<(const Message &o) const {
+    return std::tie(from, to, key, device, at) < std::tie(o.from, o.to, o.key, o.device, o.at);
+  }
+  bool sameChannel(const Message &o) const { return from == o.from && to == o.to && key == o.key; }
+};
+
 bool verifyStreams(const Streams &programs, const ReportFn &report) {
   bool ok = true;
   auto problem = [&](const ir::Location &loc, std::string message) {
     ok = false;
     report(Problem{Severity::Error, loc, "HS301", std::move(message), {}, {}});
   };
-  // Static matching: collectives by tag, sends with receives.
-  std::map<int64_t, std::vector<std::pair<int, const ir::Instruction *>>> collectives;
-  std::map<std::tuple<int, int, int64_t>, std::vector<Step>> sends, recvs; // (from, to, tag)
-  std::map<int64_t, int64_t> shown;                                        // key -> tag
-  for (const auto &[device, program] : programs)
-    for (const Step &step : program) {
-      const ir::Instruction &in = *step.in;
-      if (takesPart(in)) {
-        collectives[step.key].push_back({device, &in});
-        shown[step.key] = step.tag;
-      } else if (in.kind == ir::InstrKind::Send) {
-        sends[{device, in.peer, step.key}].push_back(step);
-      } else if (in.kind == ir::InstrKind::Recv) {
-        recvs[{in.peer, device, step.key}].push_back(step);
-      }
+  // Devices by index, in increasing order; streams can hold tens of millions of steps (a
+  // schedule of many micro-batches expanded), so everything below is sorted vectors, not maps.
+  std::vector<int> ids;
+  std::vector<const std::vector<Step> *> streams;
+  for (const auto &[device, program] : programs) {
+    ids.push_back(device);
+    streams.push_back(&program);
+  }
+  auto indexOf = [&](int device) -> std::optional<size_t> {
+    const auto it = std::lower_bound(ids.begin(), ids.end(), device);
+    return it != ids.end() && *it == device ? std::optional<size_t>(static_cast<size_t>(it - ids.begin()))
+                                            : std::nullopt;
+  };
+  // Static matching: collectives by key, sends with receives by channel.
+  struct Call {
+    int64_t key;
+    size_t device, at;
+    bool operator<(const Call &o) const { return std::tie(key, device, at) < std::tie(o.key, o.device, o.at); }
+  };
+  std::vector<Call> calls;
+  std::vector<Message> sends, recvs;
+  size_t callCount = 0, sendCount = 0, recvCount = 0;
+  for (const auto *stream : streams)
+    for (const Step &step : *stream) {
+      callCount += takesPart(*step.in);
+      sendCount += !takesPart(*step.in) && step.in->kind == ir::InstrKind::Send;
+      recvCount += !takesPart(*step.in) && step.in->kind == ir::InstrKind::Recv;
     }
-  for (const auto &[key, members] : collectives) {
-    const int64_t tag = shown[key];
+  calls.reserve(callCount);
+  sends.reserve(sendCount);
+  recvs.reserve(recvCount);
+  for (size_t d = 0; d < streams.size(); ++d)
+    for (size_t at = 0; at < streams[d]->size(); ++at) {
+      const Step &step = (*streams[d])[at];
+      const ir::Instruction &in = *step.in;
+      if (takesPart(in))
+        calls.push_back({step.key, d, at});
+      else if (in.kind == ir::InstrKind::Send)
+        sends.push_back({ids[d], in.peer, step.key, static_cast<uint32_t>(d), static_cast<uint32_t>(at)});
+      else if (in.kind == ir::InstrKind::Recv)
+        recvs.push_back({in.peer, ids[d], step.key, static_cast<uint32_t>(d), static_cast<uint32_t>(at)});
+    }
+  std::sort(calls.begin(), calls.end());
+  std::sort(sends.begin(), sends.end());
+  std::sort(recvs.begin(), recvs.end());
+  auto stepOf = [&](size_t device, size_t at) -> const Step & { return (*streams[device])[at]; };
+  for (size_t begin = 0, end = 0; begin < calls.size(); begin = end) {
+    while (end < calls.size() && calls[end].key == calls[begin].key)
+      ++end;
+    const int64_t tag = stepOf(calls[end - 1].device, calls[end - 1].at).tag;
     // Members with the same group form one collective; each must be called by exactly them.
     std::map<std::vector<int>, std::vector<std::pair<int, const ir::Instruction *>>> byGroup;
-    for (const auto &member : members)
-      byGroup[member.second->group].push_back(member);
-    for (const auto &[group, calls] : byGroup) {
+    for (size_t c = begin; c < end; ++c) {
+      const ir::Instruction *in = stepOf(calls[c].device, calls[c].at).in;
+      byGroup[in->group].push_back({ids[calls[c].device], in});
+    }
+    for (const auto &[group, members] : byGroup) {
       std::vector<int> callers;
-      for (const auto &[device, in] : calls)
+      for (const auto &[device, in] : members)
         callers.push_back(device);
       std::sort(callers.begin(), callers.end());
       std::vector<int> sorted = group;
       std::sort(sorted.begin(), sorted.end());
-      const ir::Instruction &first = *calls.front().second;
+      const ir::Instruction &first = *members.front().second;
       if (callers != sorted)
         problem(first.loc, first.op + " (tag " + std::to_string(tag) + ")" + where(first) + ": group [" + list(group) +
                                "] but devices " + list(callers) + " call it");
-      for (const auto &[device, in] : calls)
+      for (const auto &[device, in] : members)
         if (in->bytes != first.bytes && first.collective() != ir::CommKind::SplitAllGather &&
             first.collective() != ir::CommKind::SplitReduceScatter)
           problem(in->loc, first.op + " (tag " + std::to_string(tag) + ")" + where(*in) + ": device " +
                                std::to_string(device) + " contributes " + std::to_string(in->bytes) +
-                               " bytes, device " + std::to_string(calls.front().first) + " " +
+                               " bytes, device " + std::to_string(members.front().first) + " " +
                                std::to_string(first.bytes));
     }
   }
-  for (const auto &[key, list_] : sends) {
-    const ir::Instruction &send = *list_.front().in;
-    auto match = recvs.find(key);
-    if (match == recvs.end() || match->second.size() != list_.size())
-      problem(send.loc, describe(std::get<0>(key), list_.front()) + " has no matching receive on device " +
-                            std::to_string(std::get<1>(key)));
-    else if (match->second.front().in->bytes != send.bytes)
-      problem(send.loc, describe(std::get<0>(key), list_.front()) + " sends " + std::to_string(send.bytes) +
-                            " bytes but device " + std::to_string(std::get<1>(key)) + " receives " +
-                            std::to_string(match->second.front().in->bytes));
-    else if (match->second.front().in->slices != send.slices)
-      problem(send.loc, describe(std::get<0>(key), list_.front()) + " sends other slices than device " +
-                            std::to_string(std::get<1>(key)) + " receives");
+  // Each receive's send: the first of its channel (a receive waits until it is posted).
+  std::vector<std::vector<std::pair<uint32_t, uint32_t>>> sendOf(streams.size());
+  for (size_t d = 0; d < streams.size(); ++d)
+    sendOf[d].assign(streams[d]->size(), {0, 0});
+  size_t r = 0;
+  std::vector<size_t> lone; // receives (the first of their channel) that no send matches
+  for (size_t begin = 0, end = 0; begin < sends.size(); begin = end) {
+    while (end < sends.size() && sends[end].sameChannel(sends[begin]))
+      ++end;
+    const Message &first = sends[begin];
+    const Step &sendStep = stepOf(first.device, first.at);
+    const ir::Instruction &send = *sendStep.in;
+    for (; r < recvs.size() && recvs[r] < first && !recvs[r].sameChannel(first); ++r) {
+      lone.push_back(r);
+      while (r + 1 < recvs.size() && recvs[r + 1].sameChannel(recvs[r]))
+        ++r;
+    }
+    size_t matched = 0;
+    const size_t firstRecv = r;
+    for (; r < recvs.size() && recvs[r].sameChannel(first); ++r) {
+      sendOf[recvs[r].device][recvs[r].at] = {first.device, first.at};
+      ++matched;
+    }
+    if (matched != end - begin) {
+      problem(send.loc,
+              describe(first.from, sendStep) + " has no matching receive on device " + std::to_string(first.to));
+      continue;
+    }
+    const ir::Instruction &recv = *stepOf(recvs[firstRecv].device, recvs[firstRecv].at).in;
+    if (recv.bytes != send.bytes)
+      problem(send.loc, describe(first.from, sendStep) + " sends " + std::to_string(send.bytes) + " bytes but device " +
+                            std::to_string(first.to) + " receives " + std::to_string(recv.bytes));
+    else if (recv.slices != send.slices)
+      problem(send.loc, describe(first.from, sendStep) + " sends other slices than device " + std::to_string(first.to) +
+                            " receives");
   }
-  for (const auto &[key, list_] : recvs)
-    if (!sends.count(key))
-      problem(list_.front().in->loc, describe(std::get<1>(key), list_.front()) + " has no matching send on device " +
-                                         std::to_string(std::get<0>(key)));
+  for (; r < recvs.size(); ++r) {
+    lone.push_back(r);
+    while (r + 1 < recvs.size() && recvs[r + 1].sameChannel(recvs[r]))
+      ++r;
+  }
+  for (const size_t k : lone) { // after the sends' problems, as a receive's channel orders them
+    const Step &step = stepOf(recvs[k].device, recvs[k].at);
+    problem(step.in->loc,
+            describe(recvs[k].to, step) + " has no matching send on device " + std::to_string(recvs[k].from));
+  }
   if (!ok)
     return false;
+  calls = {};
+  sends = {};
+  recvs = {};
 
-  // Dynamic replay for deadlocks.
-  std::map<int, size_t> pc;
-  for (const auto &[device, program] : programs)
-    pc[device] = 0;
-  std::set<std::tuple<int, int, int64_t>> posted; // sends issued: (from, to, tag)
+  // Dynamic replay for deadlocks: a send is posted once its device has passed it, so a
+  // receive may run once its sender has passed the send it matches.
+  std::vector<size_t> pc(streams.size(), 0);
+  std::vector<std::vector<size_t>> groups; // a collective's members, as indices (checked above)
   bool progress = true;
   while (progress) {
     progress = false;
-    for (const auto &[device, program] : programs) {
-      size_t &at = pc[device];
+    for (size_t d = 0; d < streams.size(); ++d) {
+      const std::vector<Step> &program = *streams[d];
+      size_t &at = pc[d];
       while (at < program.size()) {
         const ir::Instruction &in = *program[at].in;
         const int64_t key = program[at].key;
-        if (in.kind == ir::InstrKind::Send) {
-          posted.insert({device, in.peer, key});
-        } else if (in.kind == ir::InstrKind::Recv) {
-          if (!posted.count({in.peer, device, key}))
+        if (in.kind == ir::InstrKind::Recv) {
+          const auto [sender, sendAt] = sendOf[d][at];
+          if (pc[sender] <= sendAt)
             break;
         } else if (takesPart(in)) {
           bool all = true;
           for (int member : in.group) {
-            const auto &other = programs.at(member);
-            size_t oat = pc[member];
-            all = all && oat < other.size() && takesPart(*other[oat].in) && other[oat].key == key;
+            const size_t m = *indexOf(member);
+            const std::vector<Step> &other = *streams[m];
+            all = all && pc[m] < other.size() && takesPart(*other[pc[m]].in) && other[pc[m]].key == key;
           }
           if (!all)
             break;
           for (int member : in.group)
-            if (member != device)
-              ++pc[member];
+            if (member != ids[d])
+              ++pc[*indexOf(member)];
         }
         ++at;
         progress = true;
       }
     }
   }
-  for (const auto &[device, program] : programs) {
-    if (pc[device] >= program.size())
+  for (size_t d = 0; d < streams.size(); ++d) {
+    const std::vector<Step> &program = *streams[d];
+    if (pc[d] >= program.size())
       continue;
-    const Step &step = program[pc[device]];
+    const Step &step = program[pc[d]];
     const ir::Instruction &in = *step.in;
     std::string waits;
     if (takesPart(in)) {
       for (int member : in.group) {
-        const auto &other = programs.at(member);
-        if (pc[member] < other.size() && other[pc[member]].key != step.key)
-          waits += (waits.empty() ? "" : "; ") + describe(member, other[pc[member]]);
+        const size_t m = *indexOf(member);
+        const std::vector<Step> &other = *streams[m];
+        if (pc[m] < other.size() && other[pc[m]].key != step.key)
+          waits += (waits.empty() ? "" : "; ") + describe(member, other[pc[m]]);
       }
       waits = "; its group is busy elsewhere: " + waits;
     }
-    problem(in.loc, "deadlock: " + describe(device, step) + " waits forever" + waits);
+    problem(in.loc, "deadlock: " + describe(ids[d], step) + " waits forever" + waits);
     break; // one report tells the story
   }
   return ok;
@@ -193,6 +273,9 @@ bool verifyScheduledStep(const std::map<int, ir::DeviceProgram> &programs, const
   for (const auto &entry : programs) {
     const ir::DeviceProgram &program = entry.second; // (a lambda may not capture a structured binding in C++20)
     std::vector<Step> &stream = streams[entry.first];
+    std::map<ir::Phase, size_t> perPass; // instructions of each pass, to reserve the stream
+    for (const ir::Instruction &in : program.body)
+      ++perPass[ir::passOf(in.phase)];
     auto append = [&](ir::Phase phase, int microbatch) {
       for (const ir::Instruction &in : program.body)
         if (ir::passOf(in.phase) == phase) {
@@ -203,6 +286,10 @@ bool verifyScheduledStep(const std::map<int, ir::DeviceProgram> &programs, const
     const auto slots = program.schedule.empty()
                            ? std::vector<ir::ScheduleSlot>{{ir::Phase::Forward, 0}, {ir::Phase::Backward, 0}}
                            : program.schedule;
+    size_t total = perPass[ir::Phase::Update];
+    for (const ir::ScheduleSlot &slot : slots)
+      total += perPass[slot.phase];
+    stream.reserve(total);
     for (const ir::ScheduleSlot &slot : slots)
       append(slot.phase, slot.microbatch);
     append(ir::Phase::Update, 0);

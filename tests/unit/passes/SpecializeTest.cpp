@@ -405,6 +405,52 @@ TEST(Specialize, VerifierCatchesBrokenPrograms) {
   problems = verify(slices);
   ASSERT_EQ(problems.size(), 1u);
   EXPECT_NE(problems[0].find("sends other slices than device 1 receives"), std::string::npos) << problems[0];
+  // A send that another size arrives for; a receive whose send is gone.
+  auto bytes = pipeline->result.programs[0];
+  std::find_if(bytes.at(1).body.begin(), bytes.at(1).body.end(), [](const ir::Instruction &in) {
+    return in.kind == ir::InstrKind::Recv;
+  })->bytes += 4;
+  problems = verify(bytes);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find(" bytes but device 1 receives "), std::string::npos) << problems[0];
+  auto noSend = pipeline->result.programs[0];
+  auto send = std::find_if(noSend.at(0).body.begin(), noSend.at(0).body.end(),
+                           [](const ir::Instruction &in) { return in.kind == ir::InstrKind::Send; });
+  ASSERT_NE(send, noSend.at(0).body.end());
+  noSend.at(0).body.erase(send);
+  problems = verify(noSend);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].rfind("device 1's recv from 0 (tag ", 0), 0u) << problems[0];
+  EXPECT_NE(problems[0].find(" has no matching send on device 0"), std::string::npos) << problems[0];
+}
+
+// Sends are posted eagerly and a receive waits for its send: two devices that each receive
+// before they send deadlock; one that sends first does not.
+TEST(Specialize, VerifierReplaysSendsAndReceives) {
+  auto message = [](ir::InstrKind kind, int peer, int64_t tag) {
+    ir::Instruction in;
+    in.kind = kind;
+    in.op = kind == ir::InstrKind::Send ? "send" : "recv";
+    in.peer = peer;
+    in.tag = tag;
+    in.bytes = 64;
+    return in;
+  };
+  std::map<int, ir::DeviceProgram> programs;
+  programs[0].body = {message(ir::InstrKind::Recv, 5, 1), message(ir::InstrKind::Send, 5, 2)};
+  programs[5].body = {message(ir::InstrKind::Recv, 0, 2), message(ir::InstrKind::Send, 0, 1)};
+  auto problems = verify(programs);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0], "deadlock: device 0's recv from 5 (tag 1) waits forever");
+  std::swap(programs[5].body[0], programs[5].body[1]); // device 5 sends first
+  EXPECT_EQ(verify(programs), std::vector<std::string>{});
+  // Two sends on one channel need two receives.
+  programs[0].body.push_back(message(ir::InstrKind::Send, 5, 2));
+  problems = verify(programs);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0], "device 0's send to 5 (tag 2) has no matching receive on device 5");
+  programs[5].body.push_back(message(ir::InstrKind::Recv, 0, 2));
+  EXPECT_EQ(verify(programs), std::vector<std::string>{});
 }
 
 } // namespace
