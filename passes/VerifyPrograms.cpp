@@ -270,29 +270,12 @@ bool verifyPrograms(const std::map<int, ir::DeviceProgram> &programs, const Repo
 
 bool verifyScheduledStep(const std::map<int, ir::DeviceProgram> &programs, const ReportFn &report) {
   Streams streams;
-  for (const auto &entry : programs) {
-    const ir::DeviceProgram &program = entry.second; // (a lambda may not capture a structured binding in C++20)
-    std::vector<Step> &stream = streams[entry.first];
-    std::map<ir::Phase, size_t> perPass; // instructions of each pass, to reserve the stream
-    for (const ir::Instruction &in : program.body)
-      ++perPass[ir::passOf(in.phase)];
-    auto append = [&](ir::Phase phase, int microbatch) {
-      for (const ir::Instruction &in : program.body)
-        if (ir::passOf(in.phase) == phase) {
-          const int64_t tag = ir::expandedTag(in.tag, in.phase, microbatch);
-          stream.push_back({&in, tag, tag});
-        }
-    };
-    const auto slots = program.schedule.empty()
-                           ? std::vector<ir::ScheduleSlot>{{ir::Phase::Forward, 0}, {ir::Phase::Backward, 0}}
-                           : program.schedule;
-    size_t total = perPass[ir::Phase::Update];
-    for (const ir::ScheduleSlot &slot : slots)
-      total += perPass[slot.phase];
-    stream.reserve(total);
-    for (const ir::ScheduleSlot &slot : slots)
-      append(slot.phase, slot.microbatch);
-    append(ir::Phase::Update, 0);
+  for (const auto &[device, program] : programs) {
+    const std::vector<ir::ScheduledInstruction> step = ir::scheduledInstructions(program);
+    std::vector<Step> &stream = streams[device];
+    stream.reserve(step.size());
+    for (const ir::ScheduledInstruction &s : step)
+      stream.push_back({s.instruction, s.tag, s.tag});
   }
   return verifyStreams(streams, report);
 }

@@ -30,6 +30,7 @@ public:
         slowdown_(model.cores > 0 && programs.size() > static_cast<size_t>(model.cores) ? model.oversubscribed : 1.0) {
     for (const auto &[device, program] : programs) {
       original_[device] = &program;
+      priced_[device].assign(program.body.size(), std::numeric_limits<double>::quiet_NaN());
       steps_[device] = ir::scheduledInstructions(program);
       if (!model_.skipMicrobatch.empty()) // documents: micro-batches of padding only (runtime/Run.h)
         std::erase_if(steps_[device], [&](const Step &s) {
@@ -98,6 +99,9 @@ private:
   // A device's step as it runs (ir::scheduledInstructions: no instruction copied).
   using Step = ir::ScheduledInstruction;
   std::map<int, const ir::DeviceProgram *> original_;
+  // Each body instruction's kernel seconds, priced once for all the micro-batches that run
+  // it (NaN: not yet priced), per device.
+  mutable std::map<int, std::vector<double>> priced_;
   std::map<int, std::vector<Step>> steps_;
   std::map<int, size_t> at_;
   // Per device: when its compute and communication streams are free (one stream without
@@ -283,7 +287,14 @@ private:
   double wakeup(double waited) const { return waited > model_.spin ? model_.wakeup : 0.0; }
 
   double kernelSeconds(int device, const ir::Instruction &in, const ir::DeviceProgram &program) const {
-    return slowdown_ * unsharedKernelSeconds(device, in, program);
+    std::vector<double> &priced = priced_.at(device);
+    const std::less<const ir::Instruction *> before;
+    if (before(&in, program.body.data()) || !before(&in, program.body.data() + priced.size()))
+      return slowdown_ * unsharedKernelSeconds(device, in, program); // not an instruction of its body
+    const auto index = static_cast<size_t>(&in - program.body.data());
+    if (std::isnan(priced[index]))
+      priced[index] = unsharedKernelSeconds(device, in, program);
+    return slowdown_ * priced[index];
   }
   double unsharedKernelSeconds(int device, const ir::Instruction &in, const ir::DeviceProgram &program) const {
     if (in.kind == ir::InstrKind::Copy) {
