@@ -23,6 +23,41 @@ CostModel costModel(const Cluster &cluster) {
 
 namespace {
 
+// Per device, by its id (small and non-negative): the simulator looks a device's state up at
+// every event, so a vector rather than a map. ids() lists the devices present, in order.
+template <class T> class ByDevice {
+public:
+  T &operator[](int device) {
+    if (device < 0)
+      throw std::out_of_range("device " + std::to_string(device));
+    if (static_cast<size_t>(device) >= values_.size()) {
+      values_.resize(static_cast<size_t>(device) + 1);
+      present_.resize(values_.size(), false);
+    }
+    if (!present_[static_cast<size_t>(device)]) {
+      present_[static_cast<size_t>(device)] = true;
+      ids_.insert(std::upper_bound(ids_.begin(), ids_.end(), device), device);
+    }
+    return values_[static_cast<size_t>(device)];
+  }
+  T &at(int device) { return values_[index(device)]; }
+  const T &at(int device) const { return values_[index(device)]; }
+  bool contains(int device) const {
+    return device >= 0 && static_cast<size_t>(device) < present_.size() && present_[static_cast<size_t>(device)];
+  }
+  const std::vector<int> &ids() const { return ids_; }
+
+private:
+  size_t index(int device) const {
+    if (!contains(device))
+      throw std::out_of_range("device " + std::to_string(device) + " has no program");
+    return static_cast<size_t>(device);
+  }
+  std::vector<T> values_;
+  std::vector<bool> present_;
+  std::vector<int> ids_;
+};
+
 class Simulator {
 public:
   Simulator(const std::map<int, ir::DeviceProgram> &programs, const CostModel &model, bool keep)
@@ -51,8 +86,8 @@ public:
       coreFree_.assign(static_cast<size_t>(model_.cores), 0.0);
       for (;;) {
         std::vector<std::pair<double, int>> order;
-        for (const auto &[device, step] : steps_)
-          if (at_[device] < step.size())
+        for (const int device : steps_.ids())
+          if (at_[device] < steps_.at(device).size())
             order.push_back({stream(device, false), device});
         std::sort(order.begin(), order.end());
         bool progress = false;
@@ -68,26 +103,27 @@ public:
       bool progress = true;
       while (progress) {
         progress = false;
-        for (auto &[device, step] : steps_)
-          while (at_[device] < step.size() && advance(device, step[at_[device]]))
+        for (const int device : steps_.ids()) {
+          const std::vector<Step> &step = steps_.at(device);
+          size_t &at = at_.at(device);
+          while (at < step.size() && advance(device, step[at]))
             progress = true;
+        }
       }
     }
-    for (const auto &[device, step] : steps_)
-      if (at_[device] < step.size())
+    for (const int device : steps_.ids())
+      if (at_[device] < steps_.at(device).size())
         throw std::runtime_error("the programs deadlock at device " + std::to_string(device) +
                                  " (the verifier should have caught this)");
     Simulation result;
-    for (const auto &[device, streams] : streams_)
-      result.stepSeconds = std::max({result.stepSeconds, streams.compute, streams.comm});
-    for (auto &[device, stats] : stats_) {
+    for (const int device : streams_.ids())
+      result.stepSeconds = std::max({result.stepSeconds, streams_.at(device).compute, streams_.at(device).comm});
+    for (const int device : original_.ids()) { // every device, with what it did or not
+      SimulatedDevice stats = stats_.contains(device) ? stats_.at(device) : SimulatedDevice{};
       stats.idle = std::max(0.0, result.stepSeconds - stats.busy - stats.communicating);
       stats.peakBytes = original_.at(device)->peakBytes;
+      result.devices[device] = stats;
     }
-    for (const auto &[device, program] : original_)
-      if (!stats_.count(device))
-        stats_[device] = {0, 0, result.stepSeconds, program->peakBytes};
-    result.devices = stats_;
     result.events = std::move(events_);
     return result;
   }
@@ -98,21 +134,21 @@ private:
   double slowdown_; // CostModel::oversubscribed when it applies
   // A device's step as it runs (ir::scheduledInstructions: no instruction copied).
   using Step = ir::ScheduledInstruction;
-  std::map<int, const ir::DeviceProgram *> original_;
+  ByDevice<const ir::DeviceProgram *> original_;
   // Each body instruction's kernel seconds, priced once for all the micro-batches that run
   // it (NaN: not yet priced), per device.
-  mutable std::map<int, std::vector<double>> priced_;
-  std::map<int, std::vector<Step>> steps_;
-  std::map<int, size_t> at_;
+  mutable ByDevice<std::vector<double>> priced_;
+  ByDevice<std::vector<Step>> steps_;
+  ByDevice<size_t> at_;
   // Per device: when its compute and communication streams are free (one stream without
   // overlap), when each buffer's last write ends and its last read ends.
   struct Streams {
     double compute = 0, comm = 0;
     std::vector<double> written, read; // by buffer id
   };
-  std::map<int, Streams> streams_;
+  ByDevice<Streams> streams_;
   std::vector<double> coreFree_; // when each core is free (CostModel::cores)
-  std::map<int, SimulatedDevice> stats_;
+  ByDevice<SimulatedDevice> stats_;
   std::map<std::tuple<int, int, int64_t>, double> arrivals_; // (from, to, tag) -> time
   std::vector<SimulatedEvent> events_;
 
