@@ -13,10 +13,12 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <set>
 
 namespace hspmd::driver {
@@ -39,6 +41,37 @@ std::string firstError(const frontend::CollectingSink &sink) {
     if (d.severity == frontend::Severity::Error)
       return frontend::diagnosticHeader(d);
   return "failed";
+}
+
+// The plan's name: the stem of the file it is written to, as an identifier.
+std::string planName(const std::string &out) {
+  std::string n = std::filesystem::path(out).stem().string();
+  for (char &c : n)
+    if (!std::isalnum(static_cast<unsigned char>(c)))
+      c = '_';
+  return n.empty() || std::isdigit(static_cast<unsigned char>(n[0])) ? "p" + n : n;
+}
+
+// A candidate at another batch (B sequences of S, tokens alike): the same devices, stages,
+// layers and groups, so that it holds the state as the candidate does; each pipeline's
+// sequences scaled with B (its micro-batches kept: each holds the same tokens), context
+// shares scaled with S. None where they do not scale to whole numbers.
+std::optional<planner::Candidate> rebound(planner::Candidate c, int64_t fromB, int64_t fromS, int64_t toB,
+                                          int64_t toS) {
+  if (fromB <= 0 || toS <= 0 || toB % fromB != 0 || fromS % toS != 0)
+    return std::nullopt;
+  const int64_t more = toB / fromB, shorter = fromS / toS;
+  for (planner::PipelinePlan &pipeline : c.pipelines) {
+    pipeline.sequences *= more;
+    for (planner::StagePlan &stage : pipeline.stages)
+      for (int64_t &share : stage.cp) {
+        if (share % shorter != 0 || share / shorter == 0)
+          return std::nullopt;
+        share /= shorter;
+      }
+  }
+  c.strategy = "the layout of the " + std::to_string(fromS) + "-position plan (" + c.strategy + ")";
+  return c;
 }
 
 } // namespace
@@ -143,13 +176,7 @@ bool planModel(const PlanFiles &files, PlanOutcome &outcome, std::ostream &progr
   // The finalists, compiled and simulated; the fastest that fits is the plan. When none
   // fits, the next best as many of each family are simulated too (once).
   start = Clock::now();
-  const std::string name = [&] {
-    std::string n = std::filesystem::path(files.out).stem().string();
-    for (char &c : n)
-      if (!std::isalnum(static_cast<unsigned char>(c)))
-        c = '_';
-    return n.empty() || std::isdigit(static_cast<unsigned char>(n[0])) ? "p" + n : n;
-  }();
+  const std::string name = planName(files.out);
   const std::string modelImport = relativeTo(files.model, files.out),
                     clusterPath = relativeTo(files.cluster, files.out);
   int index = 0;
@@ -285,6 +312,53 @@ bool readLengths(const std::string &path, int64_t longest, const std::string &lo
   return true;
 }
 
+int sharedLayout(const PlanFiles &longest, const PlanFiles &files, const planner::Candidate &longestPlan,
+                 const PlanOutcome &outcome, LengthBucket &bucket, std::ostream &progress, std::ostream &errors) {
+  const std::optional<planner::Candidate> shared = rebound(
+      longestPlan, longest.tokens / longest.sequence, longest.sequence, files.tokens / files.sequence, files.sequence);
+  if (!shared) {
+    progress << "  the layout of the " << longest.sequence << "-position plan does not divide into " << files.sequence
+             << " positions" << std::endl;
+    return 0;
+  }
+  frontend::SourceManager sources;
+  frontend::CollectingSink sink;
+  frontend::DiagnosticEngine diags(sink);
+  frontend::Compilation compilation(sources, diags);
+  if (!elaborateBuild(compilation, files.model, {}, ""))
+    return 0; // planModel compiled it: not expected
+  planner::PlanRequest request;
+  request.tokens = files.tokens;
+  request.sequence = files.sequence;
+  ir::PlanSpec spec = planner::planSpec(*shared, outcome.shape, request, planName(files.out));
+  spec.clusterPath = files.cluster;
+  const SimulatedPlan simulated = simulateSpec(compilation, sink, spec, outcome.cluster);
+  const double own = outcome.chosen->simulated.seconds;
+  char text[240];
+  if (!simulated.error.empty())
+    std::snprintf(text, sizeof text, "not possible (%s)", simulated.error.c_str());
+  else
+    std::snprintf(text, sizeof text, "simulated %.3f ms against %.3f ms, memory %.1f GiB%s", simulated.seconds * 1e3,
+                  own * 1e3, simulated.peakBytes / (1ull << 30), simulated.fits ? "" : " (over a device's memory)");
+  // Kept where it fits and costs at most kSharedLayoutSlack more a step than the bucket's
+  // own plan: every change of plan between them then moves nothing, and the set's plans can
+  // run within one step (--granularity micro-batch).
+  const bool kept = simulated.error.empty() && simulated.fits && simulated.seconds <= own * (1 + kSharedLayoutSlack);
+  progress << "  the layout of the " << longest.sequence << "-position plan: " << text
+           << (kept ? ": kept, the set's plans share one layout" : ": not kept") << std::endl;
+  if (!kept)
+    return 0;
+  std::ofstream file(files.out);
+  file << planner::planText(*shared, outcome.shape, request, planName(files.out), relativeTo(files.model, files.out),
+                            relativeTo(files.cluster, files.out));
+  if (!file) {
+    errors << "hspmc plan: error: cannot write " << files.out << "\n";
+    return -1;
+  }
+  bucket.stepSeconds = simulated.seconds;
+  return 1;
+}
+
 bool planForLengths(const PlanFiles &files, const std::string &lengthsPath, LengthPlan &plan, std::ostream &progress,
                     std::ostream &errors) {
   std::vector<int64_t> lengths;
@@ -303,7 +377,14 @@ bool planForLengths(const PlanFiles &files, const std::string &lengthsPath, Leng
   }
   buckets[files.sequence].positions = files.sequence; // S's plan prices the padded baseline
   const auto out = std::filesystem::path(files.out);
-  for (auto &[positions, bucket] : buckets) {
+  // S's plan first: a shorter bucket's plan takes its layout where that costs little.
+  std::vector<int64_t> order = {files.sequence};
+  for (const auto &[positions, bucket] : buckets)
+    if (positions != files.sequence)
+      order.push_back(positions);
+  std::optional<planner::Candidate> longestPlan;
+  for (const int64_t positions : order) {
+    LengthBucket &bucket = buckets.at(positions);
     PlanFiles f = files;
     f.sequence = positions;
     f.tokens = std::max(positions, files.tokens / positions * positions);
@@ -319,6 +400,11 @@ bool planForLengths(const PlanFiles &files, const std::string &lengthsPath, Leng
     bucket.path = f.out;
     bucket.stepSeconds = outcome.chosen->simulated.seconds;
     bucket.perStep = f.tokens / positions;
+    if (positions == files.sequence) {
+      longestPlan = outcome.chosen->candidate;
+    } else if (longestPlan && sharedLayout(files, f, *longestPlan, outcome, bucket, progress, errors) < 0) {
+      return false;
+    }
     plan.bucketedSeconds +=
         static_cast<double>(bucket.sequences) / static_cast<double>(bucket.perStep) * bucket.stepSeconds;
   }

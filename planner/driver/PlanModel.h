@@ -76,6 +76,16 @@ struct LengthPlan {
 };
 bool planForLengths(const PlanFiles &files, const std::string &lengthsPath, LengthPlan &plan, std::ostream &progress,
                     std::ostream &errors);
+/// How much slower a step (a fraction) a shorter bucket's plan may be when it takes the
+/// layout of S's plan (the same devices, stages, layers and groups, its batch rebound), so
+/// that the set's plans hold the state alike: switches between them move nothing and they
+/// can run within one step (docs/planner.md).
+inline constexpr double kSharedLayoutSlack = 0.10;
+/// A bucket's plan in the layout of `longestPlan` (planned for `longest`), compiled and
+/// simulated; written over `files.out` when it fits and is within kSharedLayoutSlack of the
+/// bucket's own best (`outcome`). 1: written; 0: not; -1: the file could not be written.
+int sharedLayout(const PlanFiles &longest, const PlanFiles &files, const planner::Candidate &longestPlan,
+                 const PlanOutcome &outcome, LengthBucket &bucket, std::ostream &progress, std::ostream &errors);
 
 /// Compiles a plan in memory for training, through the gate (driver::checkSpec), and
 /// simulates one step on `cluster`. The model `spec` names must be loaded in `compilation`;

@@ -1108,6 +1108,24 @@ TEST(Cli, PlanPerLengthBucket) {
       << run.output;
   EXPECT_NE(run.output.find("\npacked, one plan (cli_lengths, "), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("\nper step, 4 plans (Hetu) "), std::string::npos) << run.output;
+  // The shorter buckets' plans take the 64-position plan's layout (they cost little more
+  // here), so the set's plans hold the state alike and can run within one step.
+  for (const std::string bucket : {"8", "16", "32"})
+    EXPECT_NE(run.output.find("bucket of " + bucket + " positions ("), std::string::npos) << run.output;
+  size_t kept = 0;
+  for (size_t at = run.output.find("  the layout of the 64-position plan: simulated "); at != std::string::npos;
+       at = run.output.find("  the layout of the 64-position plan: simulated ", at + 1))
+    kept += run.output.find(": kept, the set's plans share one layout\n", at) < run.output.find('\n', at) + 1;
+  EXPECT_EQ(kept, 3u) << run.output;
+  EXPECT_NE(readText("build/cli_lengths_16.hspmd")
+                .find("// Planned by hspmc plan: the layout of the 64-position "
+                      "plan ("),
+            std::string::npos);
+  EXPECT_NE(run.output.find("\nper micro-batch, 4 plans (hspmd) "), std::string::npos) << run.output;
+  CliRun together = hspmc("train build/cli_lengths.planset.toml --data examples/data/gpl-3.txt --documents --tokens "
+                          "64 --steps 3 --granularity micro-batch");
+  EXPECT_EQ(together.code, 0) << together.output;
+  EXPECT_NE(together.output.find("\nstep 3/3  loss "), std::string::npos) << together.output;
   CliRun trained =
       hspmc("train build/cli_lengths.planset.toml --data examples/data/gpl-3.txt --documents --tokens 64 --steps 3");
   EXPECT_EQ(trained.code, 0) << trained.output;
