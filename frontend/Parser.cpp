@@ -226,4 +226,14 @@ static std::unique_ptr<FileAst> parseChecked(const std::string &fileName, const 
   return ast;
 }
 
+bool isKeyword(const std::string &word) {
+  antlr4::ANTLRInputStream input("");
+  grammar::HspmdLexer lexer(&input);
+  const antlr4::dfa::Vocabulary &vocab = lexer.getVocabulary();
+  for (size_t type = 1; type <= vocab.getMaxTokenType(); ++type)
+    if (vocab.getLiteralName(type) == "'" + word + "'")
+      return true;
+  return false;
+}
+
 } // namespace hspmd::frontend

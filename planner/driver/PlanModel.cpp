@@ -4,6 +4,7 @@
 
 #include "planner/PlanSet.h"
 
+#include "frontend/Parser.h"
 #include "ir/PlanText.h"
 #include "passes/Pipeline.h"
 #include "planner/Estimates.h"
@@ -49,7 +50,8 @@ std::string planName(const std::string &out) {
   for (char &c : n)
     if (!std::isalnum(static_cast<unsigned char>(c)))
       c = '_';
-  return n.empty() || std::isdigit(static_cast<unsigned char>(n[0])) ? "p" + n : n;
+  // Not a number, nor a word of the language (-o plan.hspmd).
+  return n.empty() || std::isdigit(static_cast<unsigned char>(n[0])) ? "p" + n : frontend::isKeyword(n) ? "p_" + n : n;
 }
 
 // A candidate at another batch (B sequences of S, tokens alike): the same devices, stages,

@@ -1082,6 +1082,19 @@ TEST(Cli, PlanWidensTheFinalistsWhenNoneFits) {
   EXPECT_NE(run.output.find("; no symmetric plan fits\n"), std::string::npos) << run.output;
 }
 
+// A plan is named after its file; a file named like a word of the language (-o plan.hspmd)
+// gets a name that is not one, and the plan lints clean (it did not: "unexpected 'plan'").
+TEST(Cli, APlanFileNamedLikeAKeywordGetsAName) {
+  for (const std::string word : {"plan", "stage"}) {
+    const std::string out = "build/" + word + ".hspmd";
+    CliRun run = hspmc("plan examples/gpt/tiny_gpt.hspmd --cluster examples/clusters/cpu_mixed4.toml --seq 64 "
+                       "--tokens 256 -o " +
+                       out);
+    ASSERT_EQ(run.code, 0) << run.output;
+    EXPECT_NE(readText(out).find("\nplan p_" + word + " for TinyGPT {\n"), std::string::npos) << readText(out);
+  }
+}
+
 TEST(Cli, PlanPerLengthBucket) {
   // examples/data/lengths_tiny.txt: 200 lengths from 8 to 64; buckets of 8, 16, 32 and 64.
   const std::string out = "build/cli_lengths.hspmd";
