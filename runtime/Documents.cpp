@@ -148,7 +148,7 @@ DocumentSteps::DocumentSteps(const Documents &documents, std::vector<DocumentSha
   constexpr int64_t kMostPieces = 100'000'000;
   int64_t count = 0;
   for (const int64_t positions : documents.positions())
-    if ((count += (positions + seq - 1) / seq) > kMostPieces)
+    if ((count += positions / seq + (positions % seq != 0 ? 1 : 0)) > kMostPieces) // no overflow at INT64_MAX
       throw DataError("the documents make more than " + std::to_string(kMostPieces) + " pieces of at most " +
                       std::to_string(seq) + " positions (a document of " + std::to_string(positions) +
                       " positions among them); use fewer or shorter documents");

@@ -253,6 +253,14 @@ TEST(CliDocuments, SimulatingDocumentsPricesEachStrategy) {
                              "them); use fewer or shorter documents\n"),
             std::string::npos)
       << huge.output;
+  std::ofstream("build/documents_lengths_edge.txt") << "9223372036854775807\n"; // INT64_MAX: was "vector::reserve"
+  CliRun edge = hspmc("simulate examples/gpt/plans/docs_long.hspmd --documents build/documents_lengths_edge.txt");
+  EXPECT_EQ(edge.code, 1);
+  EXPECT_NE(edge.output.find("hspmc simulate: error: build/documents_lengths_edge.txt: the documents make more than "
+                             "100000000 pieces of at most 256 positions (a document of 9223372036854775807 positions "
+                             "among them); use fewer or shorter documents\n"),
+            std::string::npos)
+      << edge.output;
   CliRun set = hspmc("simulate examples/gpt/plans/docs.planset.toml");
   EXPECT_EQ(set.code, 2);
   EXPECT_EQ(set.output, "hspmc simulate: error: examples/gpt/plans/docs.planset.toml is a plan set: simulate it "
