@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <map>
@@ -33,6 +34,11 @@ int64_t stepTag(int64_t tag, int64_t step) {
 DeviceExecutor::DeviceExecutor(const ir::DeviceProgram &program, Communicator &communicator)
     : program_(program), comm_(communicator), byPhase_(4) {
   arena_.assign(static_cast<size_t>(std::max<int64_t>(program.peakBytes, 0)) + 64, 0);
+  // HSPMD_FUSION=0 runs every instruction as the program says (to compare).
+  const char *fuse = std::getenv("HSPMD_FUSION");
+  fusion_ = fuse && std::string(fuse) == "0" ? Fusion{std::vector<bool>(program.body.size(), false),
+                                                      std::vector<std::optional<FusedMatmul>>(program.body.size()), 0}
+                                             : fuseMatmuls(program);
   for (const ir::Instruction &in : program.body)
     byPhase_[static_cast<size_t>(ir::passOf(in.phase))].push_back(&in);
 }
@@ -315,6 +321,8 @@ double threadCpuSeconds() {
 } // namespace
 
 void DeviceExecutor::timed(const ir::Instruction &in, int microbatch) {
+  if (fusion_.skipped[static_cast<size_t>(&in - program_.body.data())])
+    return; // folded into a fused matmul (runtime/Fusion.h)
   const auto start = std::chrono::steady_clock::now();
   const bool communication = in.kind != ir::InstrKind::Kernel && in.kind != ir::InstrKind::Copy;
   const bool cpu = !communication && (measureCpu_ || slowdown_ > 1);
@@ -345,6 +353,17 @@ void DeviceExecutor::execute(const ir::Instruction &in, int microbatch) {
     changed_ = changed_ || in.phase == ir::Phase::Update; // an update kernel writes the state
     if (!in.group.empty()) {
       vocabParallelCrossEntropy(in, microbatch, tag);
+      return;
+    }
+    if (const auto &fused = fusion_.matmuls[static_cast<size_t>(&in - program_.body.data())]) {
+      const FusedMatmul &f = *fused;
+      if (f.scratch)
+        scratch_.resize(static_cast<size_t>(f.M * f.N));
+      float *out = f.scratch ? scratch_.data() : view(f.out).f32();
+      kernels::sgemm(f.transA, f.transB, f.M, f.N, f.K, 1.0f, view(f.a).f32(), f.transA ? f.M : f.K, view(f.b).f32(),
+                     f.transB ? f.K : f.N, 0.0f, out, f.N);
+      if (f.scratch)
+        std::memcpy(view(f.out).f32(), out, static_cast<size_t>(f.M * f.N) * 4);
       return;
     }
     std::vector<TensorView> inputs, outputs;

@@ -7,6 +7,7 @@
 #include "ir/DeviceProgram.h"
 #include "runtime/Communicator.h"
 #include "runtime/Data.h"
+#include "runtime/Fusion.h"
 #include "runtime/Kernels.h"
 #include "runtime/ParameterStore.h"
 
@@ -128,6 +129,8 @@ private:
   const ir::DeviceProgram &program_;
   Communicator &comm_;
   std::vector<char> arena_;
+  Fusion fusion_;              // matmuls run with the transposes and sums around them (runtime/Fusion.h)
+  std::vector<float> scratch_; // a fused matmul's result where it may not go straight to its buffer
   std::vector<std::vector<const ir::Instruction *>>
       byPhase_; // by pass: forward, (none), backward with recomputation, update
   DeviceTimes times_;

@@ -1,7 +1,10 @@
 // Kernels.cpp - the CPU kernels, forward and backward, and the optimizers (runtime/Kernels.h).
 #include "runtime/Kernels.h"
+#include "runtime/kernels/Parallel.h"
 
 #include <algorithm>
+#include <atomic>
+#include <omp.h>
 
 namespace hspmd::runtime {
 
@@ -13,6 +16,22 @@ int64_t TensorView::numel() const {
 }
 
 namespace kernels {
+
+namespace {
+std::atomic<int> &threadCount() {
+  // OpenMP's default: OMP_NUM_THREADS where set, else the machine's cores.
+  static std::atomic<int> threads{std::max(1, omp_get_max_threads())};
+  return threads;
+}
+} // namespace
+
+int kernelThreads() {
+  return threadCount().load(std::memory_order_relaxed);
+}
+
+void setKernelThreads(int threads) {
+  threadCount().store(std::max(1, threads), std::memory_order_relaxed);
+}
 
 std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape) {
   std::vector<int64_t> strides(shape.size(), 1);

@@ -68,6 +68,14 @@ std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape);
 /// Strides of `shape` broadcast (numpy rules, aligned at the right) to `to`: 0 where it repeats.
 std::vector<int64_t> broadcastStrides(const std::vector<int64_t> &shape, const std::vector<int64_t> &to);
 void expect(bool condition, const std::string &op, const std::string &what);
+/// Threads a kernel may use (at least 1; runtime/kernels/Parallel.h): OpenMP's default
+/// (OMP_NUM_THREADS, else the machine's cores) until set.
+int kernelThreads();
+void setKernelThreads(int threads);
+/// C = alpha op(A) op(B) + beta C, row-major (cblas_sgemm's arguments), split over the kernel
+/// threads (runtime/kernels/Parallel.h).
+void sgemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha, const float *a, int64_t lda,
+           const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
 } // namespace kernels
 
 } // namespace hspmd::runtime

@@ -455,8 +455,11 @@ RunResult train(World &world, const RunPlans &given, const ModelInfo &model, con
   auto batchOf = [&](int64_t step) { // from 1
     return documentSteps ? documentSteps->batchFor(step - 1) : stream->batchFor(step - 1, model.batch, model.seq);
   };
-  if (devices.size() > 1)
-    openblas_set_num_threads(1); // the devices are the parallelism
+  // One pool of threads for the kernels, the matmuls included (runtime/kernels/Parallel.h):
+  // the devices of the plan share the cores.
+  openblas_set_num_threads(1);
+  static const int cores = kernels::kernelThreads(); // the process's first: all of them
+  kernels::setKernelThreads(std::max(1, cores / std::max(1, static_cast<int>(devices.size()))));
 
   RunResult result;
   result.tokensPerStep = model.batch * model.seq;

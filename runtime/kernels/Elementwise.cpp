@@ -1,7 +1,11 @@
 // Elementwise kernels: arithmetic with numpy broadcasting, activations and their gradients,
-// constants and broadcasts.
+// constants and broadcasts. Same-shape loops run in parallel chunks (runtime/kernels/Parallel.h);
+// GELU and its gradient use vectorisable erf and exp (runtime/kernels/Math.h).
 #include "runtime/Kernels.h"
+#include "runtime/kernels/Math.h"
+#include "runtime/kernels/Parallel.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -41,8 +45,10 @@ template <typename F> void binary(In in, In out, F f) {
   float *y = out[0].f32();
   if (in[0].shape == out[0].shape && in[1].shape == out[0].shape) {
     const int64_t n = out[0].numel();
-    for (int64_t i = 0; i < n; ++i)
-      y[i] = f(a[i], b[i]);
+    parallelFor(n, grainFor(n, 1), [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i)
+        y[i] = f(a[i], b[i]);
+    });
     return;
   }
   forBroadcast(out[0].shape, broadcastStrides(in[0].shape, out[0].shape), broadcastStrides(in[1].shape, out[0].shape),
@@ -53,16 +59,25 @@ template <typename F> void unary(In in, In out, F f) {
   const float *x = in[0].f32();
   float *y = out[0].f32();
   const int64_t n = out[0].numel();
-  for (int64_t i = 0; i < n; ++i)
-    y[i] = f(x[i]);
+  parallelFor(n, grainFor(n, 1), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      y[i] = f(x[i]);
+  });
 }
 
-float normalCdf(float x) {
-  return 0.5f * (1.0f + std::erf(x * static_cast<float>(M_SQRT1_2)));
+void geluRange(const float *x, float *y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = x[i] * 0.5f * (1.0f + erfRational(x[i] * static_cast<float>(M_SQRT1_2)));
 }
-float normalPdf(float x) {
-  return std::exp(-0.5f * x * x) * static_cast<float>(0.5 * M_2_SQRTPI * M_SQRT1_2);
+
+void geluGradRange(const float *x, const float *dy, float *dx, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float cdf = 0.5f * (1.0f + erfRational(x[i] * static_cast<float>(M_SQRT1_2)));
+    const float pdf = expNonPositive(-0.5f * x[i] * x[i]) * static_cast<float>(0.5 * M_2_SQRTPI * M_SQRT1_2);
+    dx[i] = dy[i] * (cdf + x[i] * pdf);
+  }
 }
+
 float sigmoid(float x) {
   return 1.0f / (1.0f + std::exp(-x));
 }
@@ -86,13 +101,24 @@ bool elementwise(const std::string &op, const ir::AttrMap &attrs, In in, In out)
   } else if (op == "neg") {
     unary(in, out, [](float x) { return -x; });
   } else if (op == "gelu") {
-    unary(in, out, [](float x) { return x * normalCdf(x); });
+    const int64_t n = out[0].numel();
+    parallelFor(n, grainFor(n, 4),
+                [&](int64_t begin, int64_t end) { geluRange(in[0].f32() + begin, out[0].f32() + begin, end - begin); });
   } else if (op == "silu") {
     unary(in, out, [](float x) { return x * sigmoid(x); });
   } else if (op == "relu") {
     unary(in, out, [](float x) { return x > 0 ? x : 0.0f; });
-  } else if (op == "gelu_grad") {
-    binary(in, out, [](float x, float dy) { return dy * (normalCdf(x) + x * normalPdf(x)); });
+  } else if (op == "gelu_grad" && in[0].shape == out[0].shape && in[1].shape == out[0].shape) {
+    const int64_t n = out[0].numel();
+    parallelFor(n, grainFor(n, 4), [&](int64_t begin, int64_t end) {
+      geluGradRange(in[0].f32() + begin, in[1].f32() + begin, out[0].f32() + begin, end - begin);
+    });
+  } else if (op == "gelu_grad") { // broadcast operands
+    binary(in, out, [](float x, float dy) {
+      float dx;
+      geluGradRange(&x, &dy, &dx, 1);
+      return dx;
+    });
   } else if (op == "silu_grad") {
     binary(in, out, [](float x, float dy) {
       const float s = sigmoid(x);

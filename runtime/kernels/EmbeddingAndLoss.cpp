@@ -2,8 +2,11 @@
 // read as zeros, a partial sum) and the fused softmax-cross-entropy, whose local sum is
 // divided by `tokens`, the global token count, so that pieces add up to the global mean
 // (with documents, by the batch's scored targets: KernelContext::scored; a target < 0, a
-// padding position, is not scored).
+// padding position, is not scored). The loss runs rows in parallel and adds their losses in
+// row order.
 #include "runtime/Kernels.h"
+#include "runtime/kernels/Math.h"
+#include "runtime/kernels/Parallel.h"
 
 #include <algorithm>
 #include <cmath>
@@ -41,31 +44,41 @@ bool embeddingAndLoss(const std::string &op, const ir::AttrMap &attrs, In in, In
     const double tokens = static_cast<double>(context.scored > 0 ? context.scored : ir::intAttr(attrs, "tokens", rows));
     const bool grad = op == "cross_entropy_grad";
     const double upstream = grad ? in[2].f32()[0] : 1.0;
+    for (int64_t n = 0; n < rows; ++n)
+      expect(targets.i32()[n] < V, op, "target " + std::to_string(targets.i32()[n]) + " outside the vocabulary");
+    std::vector<double> rowLoss(grad ? 0 : static_cast<size_t>(rows), 0.0);
+    parallelFor(rows, grainFor(rows, V), [&](int64_t begin, int64_t end) {
+      std::vector<float> shifted(grad ? 0 : static_cast<size_t>(V));
+      for (int64_t n = begin; n < end; ++n) {
+        const float *row = logits.f32() + n * V;
+        const int64_t target = targets.i32()[n];
+        float *e = grad ? out[0].f32() + n * V : shifted.data(); // exp(logit - max)
+        if (target < 0) {                                        // not scored
+          if (grad)
+            std::fill(e, e + V, 0.0f);
+          continue;
+        }
+        float peak = -INFINITY;
+        for (int64_t c = 0; c < V; ++c)
+          peak = std::max(peak, row[c]);
+        double total = 0;
+        for (int64_t c = 0; c < V; ++c) {
+          e[c] = expNonPositive(row[c] - peak);
+          total += e[c];
+        }
+        if (!grad) {
+          rowLoss[static_cast<size_t>(n)] = std::log(total) + peak - row[target];
+          continue;
+        }
+        const auto factor = static_cast<float>(upstream / total / tokens);
+        for (int64_t c = 0; c < V; ++c)
+          e[c] *= factor;
+        e[target] -= static_cast<float>(upstream / tokens);
+      }
+    });
     double loss = 0;
-    for (int64_t n = 0; n < rows; ++n) {
-      const float *row = logits.f32() + n * V;
-      const int64_t target = targets.i32()[n];
-      expect(target < V, op, "target " + std::to_string(target) + " outside the vocabulary");
-      if (target < 0) { // not scored
-        if (grad)
-          std::fill(out[0].f32() + n * V, out[0].f32() + (n + 1) * V, 0.0f);
-        continue;
-      }
-      float peak = -INFINITY;
-      for (int64_t c = 0; c < V; ++c)
-        peak = std::max(peak, row[c]);
-      double total = 0;
-      for (int64_t c = 0; c < V; ++c)
-        total += std::exp(static_cast<double>(row[c] - peak));
-      if (!grad) {
-        loss += std::log(total) + peak - row[target];
-        continue;
-      }
-      float *g = out[0].f32() + n * V;
-      for (int64_t c = 0; c < V; ++c)
-        g[c] = static_cast<float>(upstream * (std::exp(static_cast<double>(row[c] - peak)) / total - (c == target)) /
-                                  tokens);
-    }
+    for (double l : rowLoss)
+      loss += l;
     if (!grad)
       out[0].f32()[0] = static_cast<float>(loss / tokens);
   } else {

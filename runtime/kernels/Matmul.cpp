@@ -1,12 +1,47 @@
 // matmul: [..., M, K] @ [..., K, N] -> [..., M, N] with numpy broadcasting of the batch
 // dimensions, through OpenBLAS's cblas_sgemm (one call when the right operand is a matrix).
+// OpenBLAS runs single-threaded; the kernel splits a product over the pool's threads by rows
+// of the result (or columns, when it has few rows), which leaves every element's sum as one
+// thread would compute it, and a batch by its products.
 #include "runtime/Kernels.h"
+#include "runtime/kernels/Parallel.h"
 
 #include <cblas.h>
 
 #include <algorithm>
 
 namespace hspmd::runtime::kernels {
+
+namespace {
+
+// Below this many multiply-adds a product runs on one thread: splitting it would cost more
+// than it saves.
+constexpr int64_t kSplitWork = 1 << 20;
+
+} // namespace
+
+void sgemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha, const float *a, int64_t lda,
+           const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+  auto call = [&](int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+    cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans, transB ? CblasTrans : CblasNoTrans,
+                static_cast<int>(m1 - m0), static_cast<int>(n1 - n0), static_cast<int>(K), alpha,
+                a + (transA ? m0 : m0 * lda), static_cast<int>(lda), b + (transB ? n0 * ldb : n0),
+                static_cast<int>(ldb), beta, c + m0 * ldc + n0, static_cast<int>(ldc));
+  };
+  const int threads = kernelThreads();
+  if (threads == 1 || M * N * K < kSplitWork) {
+    call(0, M, 0, N);
+    return;
+  }
+  // Parts of at least 16 rows (or columns), one per thread.
+  if (M >= 16 * threads || M >= N) {
+    const int64_t rows = std::max<int64_t>(16, (M + threads - 1) / threads);
+    parallelFor(M, rows, [&](int64_t m0, int64_t m1) { call(m0, m1, 0, N); });
+  } else {
+    const int64_t cols = std::max<int64_t>(16, (N + threads - 1) / threads);
+    parallelFor(N, cols, [&](int64_t n0, int64_t n1) { call(0, M, n0, n1); });
+  }
+}
 
 bool matmul(const std::string &op, const ir::AttrMap &, In in, In out) {
   if (op != "matmul")
@@ -22,10 +57,7 @@ bool matmul(const std::string &op, const ir::AttrMap &, In in, In out) {
     return true;
   }
   if (b.shape.size() == 2) { // every row of a against one matrix
-    const int64_t rows = a.numel() / K;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(rows), static_cast<int>(N),
-                static_cast<int>(K), 1.0f, a.f32(), static_cast<int>(K), b.f32(), static_cast<int>(N), 0.0f, y.f32(),
-                static_cast<int>(N));
+    sgemm(false, false, a.numel() / K, N, K, 1.0f, a.f32(), K, b.f32(), N, 0.0f, y.f32(), N);
     return true;
   }
   // Batched: one product per batch index of the result, its operands found by broadcasting.
@@ -35,22 +67,20 @@ bool matmul(const std::string &op, const ir::AttrMap &, In in, In out) {
   int64_t count = 1;
   for (int64_t d : batch)
     count *= d;
-  std::vector<int64_t> index(batch.size(), 0);
-  for (int64_t i = 0; i < count; ++i) {
-    int64_t ia = 0, ib = 0;
-    for (size_t d = 0; d < batch.size(); ++d) {
-      ia += index[d] * aStrides[d];
-      ib += index[d] * bStrides[d];
+  parallelFor(count, 1, [&](int64_t first, int64_t last) {
+    for (int64_t i = first; i < last; ++i) {
+      int64_t ia = 0, ib = 0;
+      for (size_t d = batch.size(), rest = static_cast<size_t>(i); d-- > 0;) {
+        const auto at = static_cast<int64_t>(rest % static_cast<size_t>(batch[d]));
+        rest /= static_cast<size_t>(batch[d]);
+        ia += at * aStrides[d];
+        ib += at * bStrides[d];
+      }
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(M), static_cast<int>(N),
+                  static_cast<int>(K), 1.0f, a.f32() + ia * M * K, static_cast<int>(K), b.f32() + ib * K * N,
+                  static_cast<int>(N), 0.0f, y.f32() + i * M * N, static_cast<int>(N));
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(M), static_cast<int>(N),
-                static_cast<int>(K), 1.0f, a.f32() + ia * M * K, static_cast<int>(K), b.f32() + ib * K * N,
-                static_cast<int>(N), 0.0f, y.f32() + i * M * N, static_cast<int>(N));
-    for (size_t d = batch.size(); d-- > 0;) {
-      if (++index[d] < batch[d])
-        break;
-      index[d] = 0;
-    }
-  }
+  });
   return true;
 }
 

@@ -5,6 +5,7 @@
 #include "../support/ExampleBuild.h"
 #include "passes/Pipeline.h"
 #include "planner/driver/ModelInfo.h"
+#include "runtime/Fusion.h"
 #include "runtime/ParameterStore.h"
 #include "runtime/Run.h"
 #include "runtime/Switch.h"
@@ -364,4 +365,64 @@ TEST(Training, DocumentShapeOfAPlan) {
   const double bound = 14.0 / (72.0 * 64);
   EXPECT_LT(shape.pairCost, bound);
   EXPECT_GT(shape.pairCost, 0.5 * bound);
+}
+
+// The executor's matmul fusion (runtime/Fusion.h) on the tiny GPT: what it folds is the
+// autodiff's transposes and batch sums, every weight's gradient in the backward pass becomes
+// one product over all rows, and the runs with and without fusion (HSPMD_FUSION=0) agree.
+TEST(Fusion, FoldsTransposesAndBatchSumsIntoMatmuls) {
+  auto single = compile("examples/gpt/plans/single.hspmd");
+  ASSERT_TRUE(single->result.ok);
+  const ir::DeviceProgram &program = single->result.programs.at(0).at(0);
+  const runtime::Fusion fusion = runtime::fuseMatmuls(program);
+  int weightGradients = 0, products = 0, sums = 0, skipped = 0;
+  for (size_t i = 0; i < program.body.size(); ++i) {
+    const ir::Instruction &in = program.body[i];
+    if (fusion.skipped[i]) {
+      ++skipped;
+      EXPECT_TRUE(in.op == "transpose" || in.op == "sum") << i << ": " << in.op;
+      EXPECT_FALSE(fusion.matmuls[i]);
+    }
+    if (in.op == "sum" && in.phase == ir::Phase::Backward)
+      ++sums;
+    if (const auto &f = fusion.matmuls[i]) {
+      EXPECT_EQ(in.op, "matmul");
+      const std::string &name = program.buffers[static_cast<size_t>(f->out)].value;
+      products += f->transA;
+      if (f->transA && name.rfind("grad.blocks[", 0) == 0)
+        ++weightGradients;
+    }
+  }
+  // Each of the 8 blocks' four weights, and the tied embedding's use as the head.
+  EXPECT_EQ(weightGradients, 32);
+  EXPECT_EQ(products, 33);
+  EXPECT_GE(skipped, 2 * weightGradients);
+  int left = 0;
+  for (size_t i = 0; i < program.body.size(); ++i)
+    left += program.body[i].op == "sum" && program.body[i].phase == ir::Phase::Backward && !fusion.skipped[i];
+  EXPECT_LT(left, sums);
+
+  // A transposed buffer someone else reads too stays a transpose.
+  ir::DeviceProgram shared = program;
+  for (size_t i = 0; i < shared.body.size(); ++i)
+    if (fusion.matmuls[i] && fusion.matmuls[i]->transB) {
+      const int transposed = shared.body[i].inputs[1];
+      ir::Instruction reader = shared.body[i];
+      reader.outputs = {reader.outputs[0]};
+      shared.body.push_back(reader); // a second reader of the transposed weight
+      const runtime::Fusion again = runtime::fuseMatmuls(shared);
+      EXPECT_FALSE(again.matmuls[i] && again.matmuls[i]->transB) << "buffer " << transposed;
+      break;
+    }
+
+  runtime::RunOptions options;
+  options.steps = 6;
+  options.seed = 3;
+  const auto fused = train(*single, options);
+  setenv("HSPMD_FUSION", "0", 1);
+  const auto unfused = train(*single, options);
+  unsetenv("HSPMD_FUSION");
+  ASSERT_EQ(fused.size(), unfused.size());
+  for (size_t i = 0; i < fused.size(); ++i)
+    EXPECT_NEAR(fused[i], unfused[i], 1e-6 * std::abs(unfused[i])) << "step " << i + 1;
 }

@@ -1,0 +1,41 @@
+// Fusion.h - what the executor runs as one kernel without changing the program: the
+// transposes and batch sums the autodiff leaves around matmuls (docs/runtime.md, "The CPU
+// kernels").
+//
+//  - `transpose` of the last two dimensions feeding only a matmul becomes the matmul reading
+//    the untransposed buffer (cblas_sgemm's transposed operand): dX = dY W^T reads W, and a
+//    2-D operand's transpose likewise;
+//  - a weight's gradient, sum over the batch of transpose(x) @ dy ([B, S, d] and [B, S, N]
+//    -> [B, d, N] -> sum over dimension 0), becomes one product over all B x S rows:
+//    x^T dy with x as [B S, d], writing the sum's result.
+//
+// A pattern is fused only when the folded instructions run in the same pass as the matmul, the
+// buffers they write are read by nothing else, and nothing between them writes the bytes the
+// fused matmul reads or reads and writes the bytes it now writes early (the arena reuses bytes:
+// PlanMemory). The folded instructions are skipped (no time, no trace event).
+#pragma once
+#include "ir/DeviceProgram.h"
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace hspmd::runtime {
+
+/// out[M, N] = op(a) op(b): a is [M, K] or, transposed, [K, M]; b is [K, N] or [N, K].
+struct FusedMatmul {
+  int a = -1, b = -1, out = -1; // buffers
+  bool transA = false, transB = false;
+  bool scratch = false; // out shares bytes with a or b: the product goes to scratch memory first
+  int64_t M = 0, N = 0, K = 0;
+};
+
+struct Fusion {
+  std::vector<bool> skipped;                       // by body index: folded into a fused matmul
+  std::vector<std::optional<FusedMatmul>> matmuls; // by body index: the matmul run instead
+  int fused = 0;                                   // matmuls fused
+};
+
+Fusion fuseMatmuls(const ir::DeviceProgram &program);
+
+} // namespace hspmd::runtime
