@@ -165,17 +165,26 @@ void header() {
 }
 
 // A synthetic cluster of n devices in nodes of 8, the nodes cycling through 4 types.
-planner::Cluster syntheticCluster(int n) {
+// n devices in nodes of 8, the nodes taking `typeCount` types in turn: H100, A100, H20, L40S,
+// H800, A800, and two made-up ones (an A100 of half the FLOP/s, an L40S of half the memory).
+planner::Cluster syntheticCluster(int n, int typeCount = 4) {
   std::vector<planner::ClusterError> errors;
   planner::Cluster cluster;
   cluster.name = "synthetic" + std::to_string(n);
   cluster.interNodeGBps = 25;
   cluster.types = *planner::loadDeviceTypes(kSource + "/stdlib/devices.toml", errors);
-  const char *types[] = {"H100", "A100", "H20", "L40S"};
+  planner::DeviceType slowA100 = cluster.types.at("A100"), smallL40S = cluster.types.at("L40S");
+  slowA100.name = "A100-half";
+  slowA100.bf16Tflops /= 2;
+  smallL40S.name = "L40S-24G";
+  smallL40S.memoryGiB = 24;
+  cluster.types[slowA100.name] = slowA100;
+  cluster.types[smallL40S.name] = smallL40S;
+  const char *types[] = {"H100", "A100", "H20", "L40S", "H800", "A800", "A100-half", "L40S-24G"};
   for (int node = 0; node * 8 < n; ++node) {
-    cluster.nodes.push_back({"node" + std::to_string(node), types[node % 4], 8, 0});
+    cluster.nodes.push_back({"node" + std::to_string(node), types[node % typeCount], 8, 0});
     for (int d = 0; d < 8; ++d)
-      cluster.devices.push_back({node * 8 + d, node, types[node % 4]});
+      cluster.devices.push_back({node * 8 + d, node, types[node % typeCount]});
   }
   return cluster;
 }
@@ -328,6 +337,24 @@ void searchSpeed(bool quick) {
       std::printf("; best candidate's local programs: %s", check.text.c_str());
     }
     std::printf("\n");
+  }
+  // Cluster scale (HexiSeq names thousands of GPUs as its open problem): up to 1024 devices of
+  // 8 types.
+  for (int devices : {256, 512, 1024}) {
+    if (quick)
+      break;
+    const planner::Cluster cluster = syntheticCluster(devices, 8);
+    std::vector<double> times;
+    planner::SearchResult result;
+    for (int i = 0; i < 3; ++i) {
+      const auto start = Clock::now();
+      result = planner::searchPlans(shape, cluster, request);
+      times.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+    }
+    std::sort(times.begin(), times.end());
+    std::printf("search, %4d devices of 8 types: %7.2f ms (median of 3, %d candidates priced; best: %s)\n", devices,
+                times[1] * 1e3, result.considered,
+                result.planned.empty() ? "none" : result.planned.front().strategy.c_str());
   }
 }
 

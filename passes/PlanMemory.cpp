@@ -55,12 +55,14 @@ int64_t planMemory(ir::DeviceProgram &program) {
   // go at the bottom of the arena, one after another. The rest are placed in the order they
   // come alive, first fit in the free gaps above, and give their bytes back after their last
   // use (gaps coalesce). A buffer never shares bytes with one whose lifetime it overlaps.
+  // Every buffer starts at a multiple of 64 bytes (a cache line, the kernels' widest vector).
+  auto aligned = [](int64_t bytes) { return (bytes + 63) / 64 * 64; };
   int64_t base = 0;
   order.clear();
   for (size_t b = 0; b < n; ++b)
     if (wholeStep[b]) {
       program.buffers[b].offset = base;
-      base += program.buffers[b].arenaBytes();
+      base += aligned(program.buffers[b].arenaBytes());
     } else {
       order.push_back(b);
     }
@@ -94,9 +96,9 @@ int64_t planMemory(ir::DeviceProgram &program) {
     while (!live.empty() && live.top().first < first[b]) {
       const size_t dead = live.top().second;
       live.pop();
-      release(program.buffers[dead].offset, program.buffers[dead].bytes());
+      release(program.buffers[dead].offset, aligned(program.buffers[dead].bytes()));
     }
-    const int64_t size = program.buffers[b].bytes();
+    const int64_t size = aligned(program.buffers[b].bytes());
     int64_t offset = -1;
     for (auto it = gaps.begin(); it != gaps.end(); ++it)
       if (it->second >= size) {

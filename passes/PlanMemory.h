@@ -10,7 +10,8 @@ namespace hspmd::passes {
 /// with all their copies, gradient accumulators) live for the whole step, at the bottom of
 /// the arena; any other buffer lives from the instruction that first writes it to the last
 /// that reads it, in execution order (forward, recompute, backward, update), and is placed
-/// by linear scan at the lowest free offset (first fit). Sets each buffer's offset and the
+/// by linear scan at the lowest free offset (first fit). Every buffer starts at a multiple of
+/// 64 bytes (a cache line: the CPU kernels' vector loads). Sets each buffer's offset and the
 /// program's peak; returns the peak in bytes.
 int64_t planMemory(ir::DeviceProgram &program);
 

@@ -29,9 +29,9 @@ ir::PlanSpec planSpec(const Candidate &candidate, const ModelShape &shape, const
       s.devices = stage.devices;
       s.tp = stage.tp;
       for (size_t g = 0; g < stage.cp.size(); ++g)
-        s.cp.push_back(ir::ShareSpec{groupOf(stage, g), stage.cp[g], {}});
+        s.cp.push_back(ir::ShareSpec{{groupOf(stage, g).begin(), groupOf(stage, g).end()}, stage.cp[g], {}});
       for (size_t g = 0; g < stage.hp.size(); ++g)
-        s.hp.push_back(ir::ShareSpec{groupOf(stage, g), stage.hp[g], {}});
+        s.hp.push_back(ir::ShareSpec{{groupOf(stage, g).begin(), groupOf(stage, g).end()}, stage.hp[g], {}});
       s.stack = shape.stack;
       s.layerBegin = static_cast<int>(stage.layerBegin);
       s.layerEnd = static_cast<int>(stage.layerEnd);

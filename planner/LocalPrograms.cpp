@@ -52,13 +52,17 @@ private:
   int columns_ = 0;
 };
 
-// The smallest of the sorted `values` for which `feasible` holds (infinity when none).
+// The smallest of `values` for which `feasible` (monotone) holds (infinity when none): a binary
+// search over the values' ranks, each rank found by selection (std::nth_element within the
+// range still open), O(n) expected instead of a sort's O(n log n).
 template <typename F> double smallestFeasible(std::vector<double> values, F &&feasible) {
-  std::sort(values.begin(), values.end());
-  values.erase(std::unique(values.begin(), values.end()), values.end());
   size_t lo = 0, hi = values.size();
+  // Invariant: the values ranked [lo, hi) lie in [lo, hi) (in any order); the value ranked hi,
+  // when hi < size, is in place and feasible.
   while (lo < hi) {
-    const size_t mid = (lo + hi) / 2;
+    const size_t mid = lo + (hi - lo) / 2;
+    std::nth_element(values.begin() + static_cast<long>(lo), values.begin() + static_cast<long>(mid),
+                     values.begin() + static_cast<long>(hi));
     if (feasible(values[mid]))
       hi = mid;
     else

@@ -201,6 +201,11 @@ void pipelineCandidates(const Context &cx, std::vector<Candidate> &planned, std:
       usable.push_back(type);
   if (usable.empty())
     return;
+  // Each type's TP groups, once (the combinations below ask for them thousands of times).
+  std::map<std::pair<std::string, int>, std::vector<std::vector<int>>> groupsOf;
+  for (const auto &type : usable)
+    for (const Option &o : options[type])
+      groupsOf.try_emplace({type, o.t}, tpGroups(cx.cluster, {type}, o.t));
   std::vector<size_t> pick(usable.size(), 0);
   for (;;) {
     for (bool recompute : {false, true}) {
@@ -216,7 +221,7 @@ void pipelineCandidates(const Context &cx, std::vector<Candidate> &planned, std:
       bool ok = true;
       for (size_t i = 0; i < usable.size() && ok; ++i) {
         const Option &o = options[usable[i]][pick[i]];
-        const auto groups = tpGroups(cx.cluster, {usable[i]}, o.t);
+        const auto &groups = groupsOf.at({usable[i], o.t});
         strategy += (strategy.empty() ? "" : "; ") + usable[i] + ": " + std::to_string(o.k) +
                     (o.k == 1 ? " pipeline of " : " pipelines of ") + std::to_string(o.p) +
                     (o.p == 1 ? " stage" : " stages") + " tp " + std::to_string(o.t);

@@ -35,9 +35,8 @@ double pairs(int64_t a, int64_t b) {
 }
 
 // One tensor-parallel group: t consecutive devices.
-std::vector<int> groupOf(const StagePlan &stage, size_t g) {
-  return {stage.devices.begin() + static_cast<long>(g) * stage.tp,
-          stage.devices.begin() + static_cast<long>(g + 1) * stage.tp};
+std::span<const int> groupOf(const StagePlan &stage, size_t g) {
+  return std::span<const int>(stage.devices).subspan(g * static_cast<size_t>(stage.tp), static_cast<size_t>(stage.tp));
 }
 
 // The cost of a stage per micro-batch of `perReplica` sequences, with `inFlight` micro-batches

@@ -10,6 +10,7 @@
 #include "planner/Topology.h"
 
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -28,19 +29,27 @@ struct Context {
   const Cluster &cluster;
   const PlanRequest &request;
   Topology topology;
-  Context(const ModelShape &s, const Cluster &c, const PlanRequest &r)
-      : shape(s), cluster(c), request(r), topology(c) {}
+  Context(const ModelShape &s, const Cluster &c, const PlanRequest &r) : shape(s), cluster(c), request(r), topology(c) {
+    // Per device, once: the search asks for these millions of times at cluster scale (a type
+    // lookup by name each time was most of a 1024-device search).
+    for (size_t d = 0; d < c.devices.size(); ++d) {
+      const DeviceType &type = c.typeOf(static_cast<int>(d));
+      speed_.push_back(type.bf16Tflops * 1e12 * r.efficiency);
+      capacity_.push_back(type.memoryGiB * (1ull << 30) * r.memoryFraction);
+      hbm_.push_back(type.hbmGBps * 1e9 * r.efficiency);
+    }
+  }
 
-  double speed(int d) const { return cluster.typeOf(d).bf16Tflops * 1e12 * request.efficiency; }
-  double capacity(int d) const { return cluster.typeOf(d).memoryGiB * (1ull << 30) * request.memoryFraction; }
-  double slowest(const std::vector<int> &devices) const {
+  double speed(int d) const { return speed_.at(static_cast<size_t>(d)); }
+  double capacity(int d) const { return capacity_.at(static_cast<size_t>(d)); }
+  double slowest(std::span<const int> devices) const {
     double v = speed(devices.front());
     for (int d : devices)
       v = std::min(v, speed(d));
     return v;
   }
   // The narrowest link of a ring over `devices` in their order.
-  double ringBandwidth(const std::vector<int> &devices) const {
+  double ringBandwidth(std::span<const int> devices) const {
     double bw = 1e30;
     for (size_t i = 0; i < devices.size() && devices.size() > 1; ++i)
       bw = std::min(bw, topology.bandwidth(devices[i], devices[(i + 1) % devices.size()]));
@@ -50,17 +59,20 @@ struct Context {
   // Seconds per position of one layer's memory-bound ops (forward and backward: `f` passes)
   // on the slowest memory of a TP group of `t` devices: the residual stream whole on every
   // rank, the rest split.
-  double memorySeconds(const std::vector<int> &devices, int t, double f) const {
+  double memorySeconds(std::span<const int> devices, int t, double f) const {
     double bw = 1e30;
     for (int d : devices)
-      bw = std::min(bw, cluster.typeOf(d).hbmGBps * 1e9 * request.efficiency);
+      bw = std::min(bw, hbm_.at(static_cast<size_t>(d)));
     return f * (shape.streamBytes + shape.splitBytes / t) / bw;
   }
   double factor(bool recompute) const { return recompute ? cost::kTrainingPassesRecompute : cost::kTrainingPasses; }
+
+private:
+  std::vector<double> speed_, capacity_, hbm_; // by device id
 };
 
-// One tensor-parallel group: t consecutive devices.
-std::vector<int> groupOf(const StagePlan &stage, size_t g);
+// One tensor-parallel group: t consecutive devices (a view of the stage's).
+std::span<const int> groupOf(const StagePlan &stage, size_t g);
 
 struct StageCost {
   double layerSeconds = 0, fixedSeconds = 0; // per micro-batch

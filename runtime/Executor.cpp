@@ -33,7 +33,10 @@ int64_t stepTag(int64_t tag, int64_t step) {
 
 DeviceExecutor::DeviceExecutor(const ir::DeviceProgram &program, Communicator &communicator)
     : program_(program), comm_(communicator), byPhase_(4) {
-  arena_.assign(static_cast<size_t>(std::max<int64_t>(program.peakBytes, 0)) + 64, 0);
+  // The arena starts at a 64-byte boundary (a cache line; plan-memory places buffers at
+  // multiples of 64), so that the kernels' vector loads do not straddle lines.
+  arena_.assign(static_cast<size_t>(std::max<int64_t>(program.peakBytes, 0)) + 128, 0);
+  base_ = arena_.data() + (64 - reinterpret_cast<uintptr_t>(arena_.data()) % 64) % 64;
   // HSPMD_FUSION=0 runs every instruction as the program says (to compare).
   const char *fuse = std::getenv("HSPMD_FUSION");
   fusion_ = fuse && std::string(fuse) == "0" ? Fusion{std::vector<bool>(program.body.size(), false),
@@ -45,7 +48,7 @@ DeviceExecutor::DeviceExecutor(const ir::DeviceProgram &program, Communicator &c
 
 char *DeviceExecutor::address(int buffer, int microbatch) const {
   const ir::Buffer &b = program_.buffers[static_cast<size_t>(buffer)];
-  return const_cast<char *>(arena_.data()) + b.offset + (microbatch % b.slots) * b.bytes();
+  return base_ + b.offset + (microbatch % b.slots) * b.bytes();
 }
 
 void DeviceExecutor::load(const ParameterStore &store) {

@@ -129,6 +129,7 @@ private:
   const ir::DeviceProgram &program_;
   Communicator &comm_;
   std::vector<char> arena_;
+  char *base_ = nullptr;       // arena_'s first 64-byte boundary
   Fusion fusion_;              // matmuls run with the transposes and sums around them (runtime/Fusion.h)
   std::vector<float> scratch_; // a fused matmul's result where it may not go straight to its buffer
   std::vector<std::vector<const ir::Instruction *>>

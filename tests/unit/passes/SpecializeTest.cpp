@@ -152,7 +152,7 @@ TEST(Specialize, MemoryPlanReusesDeadBuffers) {
     ir::Buffer buffer;
     buffer.id = b;
     buffer.value = std::string(1, static_cast<char>('a' + b));
-    buffer.shape = {4};
+    buffer.shape = {16};
     program.buffers.push_back(buffer);
   }
   auto kernel = [](std::vector<int> in, std::vector<int> out) {
@@ -163,16 +163,22 @@ TEST(Specialize, MemoryPlanReusesDeadBuffers) {
     return i;
   };
   program.body = {kernel({0}, {1}), kernel({1}, {2}), kernel({2}, {3})};
-  // a lives throughout; the third kernel needs a, c and d at once: 3 x 16 bytes, the least
+  // a lives throughout; the third kernel needs a, c and d at once: 3 x 64 bytes, the least
   // possible, which d only reaches by reusing b's bytes (b is dead by then).
-  EXPECT_EQ(passes::planMemory(program), 48);
+  EXPECT_EQ(passes::planMemory(program), 192);
   EXPECT_EQ(program.buffers[3].offset, program.buffers[1].offset);
-  EXPECT_EQ(program.buffers[1].offset + 16 <= program.buffers[2].offset ||
-                program.buffers[2].offset + 16 <= program.buffers[1].offset,
+  EXPECT_EQ(program.buffers[1].offset + 64 <= program.buffers[2].offset ||
+                program.buffers[2].offset + 64 <= program.buffers[1].offset,
             true); // b and c meet at the second kernel
-  EXPECT_EQ(program.buffers[0].offset + 16 <= program.buffers[3].offset ||
-                program.buffers[3].offset + 32 <= program.buffers[0].offset,
+  EXPECT_EQ(program.buffers[0].offset + 64 <= program.buffers[3].offset ||
+                program.buffers[3].offset + 64 <= program.buffers[0].offset,
             true);
+  // Buffers of 4 bytes still start at cache lines (the kernels' vector loads): 64 bytes apart.
+  for (ir::Buffer &buffer : program.buffers)
+    buffer.shape = {1};
+  EXPECT_EQ(passes::planMemory(program), 192);
+  for (const ir::Buffer &buffer : program.buffers)
+    EXPECT_EQ(buffer.offset % 64, 0) << buffer.value;
 }
 
 // A recomputing stage keeps only its inputs between the passes of a micro-batch and runs its
