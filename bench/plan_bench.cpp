@@ -318,19 +318,24 @@ void searchSpeed(bool quick) {
   planner::PlanRequest request;
   request.sequence = 32768;
   request.tokens = 262144;
-  for (int devices : {16, 32, 64, 128}) {
-    if (quick && devices > 64)
-      break;
-    const planner::Cluster cluster = syntheticCluster(devices);
+  // The median of `runs` searches on `cluster`, in seconds, and the last search's result.
+  auto timed = [&](const planner::Cluster &cluster, int runs, planner::SearchResult &result) {
     std::vector<double> times;
-    planner::SearchResult result;
-    for (int i = 0; i < 5; ++i) {
+    for (int i = 0; i < runs; ++i) {
       const auto start = Clock::now();
       result = planner::searchPlans(shape, cluster, request);
       times.push_back(std::chrono::duration<double>(Clock::now() - start).count());
     }
     std::sort(times.begin(), times.end());
-    std::printf("search, %3d devices of 4 types: %7.2f ms (median of 5, %d candidates priced)", devices, times[2] * 1e3,
+    return times[static_cast<size_t>(runs / 2)];
+  };
+  for (int devices : {16, 32, 64, 128}) {
+    if (quick && devices > 64)
+      break;
+    const planner::Cluster cluster = syntheticCluster(devices);
+    planner::SearchResult result;
+    const double median = timed(cluster, 5, result);
+    std::printf("search, %3d devices of 4 types: %7.2f ms (median of 5, %d candidates priced)", devices, median * 1e3,
                 result.considered);
     if (!result.planned.empty()) {
       const auto check = planner::checkLocalPrograms(result.planned.front(), shape, cluster, request, 20);
@@ -344,16 +349,10 @@ void searchSpeed(bool quick) {
     if (quick)
       break;
     const planner::Cluster cluster = syntheticCluster(devices, 8);
-    std::vector<double> times;
     planner::SearchResult result;
-    for (int i = 0; i < 3; ++i) {
-      const auto start = Clock::now();
-      result = planner::searchPlans(shape, cluster, request);
-      times.push_back(std::chrono::duration<double>(Clock::now() - start).count());
-    }
-    std::sort(times.begin(), times.end());
+    const double median = timed(cluster, 3, result);
     std::printf("search, %4d devices of 8 types: %7.2f ms (median of 3, %d candidates priced; best: %s)\n", devices,
-                times[1] * 1e3, result.considered,
+                median * 1e3, result.considered,
                 result.planned.empty() ? "none" : result.planned.front().strategy.c_str());
   }
 }
