@@ -19,11 +19,15 @@ namespace kernels {
 
 namespace {
 std::atomic<int> &threadCount() {
-  // OpenMP's default: OMP_NUM_THREADS where set, else the machine's cores.
-  static std::atomic<int> threads{std::max(1, omp_get_max_threads())};
+  static std::atomic<int> threads{processThreads()};
   return threads;
 }
 } // namespace
+
+int processThreads() {
+  static const int threads = std::max(1, omp_get_max_threads()); // before anyone sets a count
+  return threads;
+}
 
 int kernelThreads() {
   return threadCount().load(std::memory_order_relaxed);

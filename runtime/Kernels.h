@@ -72,6 +72,8 @@ void expect(bool condition, const std::string &op, const std::string &what);
 /// (OMP_NUM_THREADS, else the machine's cores) until set.
 int kernelThreads();
 void setKernelThreads(int threads);
+/// The process's threads: OMP_NUM_THREADS where set, else the machine's cores.
+int processThreads();
 /// C = alpha op(A) op(B) + beta C, row-major (cblas_sgemm's arguments), split over the kernel
 /// threads (runtime/kernels/Parallel.h).
 void sgemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha, const float *a, int64_t lda,

@@ -458,8 +458,7 @@ RunResult train(World &world, const RunPlans &given, const ModelInfo &model, con
   // One pool of threads for the kernels, the matmuls included (runtime/kernels/Parallel.h):
   // the devices of the plan share the cores.
   openblas_set_num_threads(1);
-  static const int cores = kernels::kernelThreads(); // the process's first: all of them
-  kernels::setKernelThreads(std::max(1, cores / std::max(1, static_cast<int>(devices.size()))));
+  kernels::setKernelThreads(std::max(1, kernels::processThreads() / std::max(1, static_cast<int>(devices.size()))));
 
   RunResult result;
   result.tokensPerStep = model.batch * model.seq;

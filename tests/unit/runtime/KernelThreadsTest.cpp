@@ -187,6 +187,7 @@ TEST(KernelBlocks, AttentionWithDocumentsMatchesTheDefinition) {
 // Matmuls split over threads (by rows, by columns) and the elementwise kernels give the same
 // bits with 1 and 3 threads.
 TEST(KernelBlocks, ResultsDoNotDependOnTheThreads) {
+  const int before = runtime::kernels::kernelThreads();
   std::mt19937 rng(9);
   for (auto [M, K, N] : {std::tuple<int64_t, int64_t, int64_t>{700, 96, 200}, {20, 300, 900}}) {
     Buffer a = randomBuffer({M, K}, rng), b = randomBuffer({K, N}, rng);
@@ -214,7 +215,7 @@ TEST(KernelBlocks, ResultsDoNotDependOnTheThreads) {
     }
     EXPECT_EQ(results[0], results[1]) << op;
   }
-  runtime::kernels::setKernelThreads(2);
+  runtime::kernels::setKernelThreads(before);
 }
 
 } // namespace

@@ -245,22 +245,21 @@ TEST(CliDocuments, SimulatingDocumentsPricesEachStrategy) {
   EXPECT_NE(bad.output.find("build/documents_lengths_bad.txt:3: error: 'abc' is not a sequence length\n"),
             std::string::npos)
       << bad.output;
-  std::ofstream("build/documents_lengths_huge.txt") << "999999999999\n";
-  CliRun huge = hspmc("simulate examples/gpt/plans/docs_long.hspmd --documents build/documents_lengths_huge.txt");
-  EXPECT_EQ(huge.code, 1);
-  EXPECT_NE(huge.output.find("hspmc simulate: error: build/documents_lengths_huge.txt: the documents make more than "
-                             "100000000 pieces of at most 256 positions (a document of 999999999999 positions among "
-                             "them); use fewer or shorter documents\n"),
-            std::string::npos)
-      << huge.output;
-  std::ofstream("build/documents_lengths_edge.txt") << "9223372036854775807\n"; // INT64_MAX: was "vector::reserve"
-  CliRun edge = hspmc("simulate examples/gpt/plans/docs_long.hspmd --documents build/documents_lengths_edge.txt");
-  EXPECT_EQ(edge.code, 1);
-  EXPECT_NE(edge.output.find("hspmc simulate: error: build/documents_lengths_edge.txt: the documents make more than "
-                             "100000000 pieces of at most 256 positions (a document of 9223372036854775807 positions "
-                             "among them); use fewer or shorter documents\n"),
-            std::string::npos)
-      << edge.output;
+  // A document too long to cut into pieces; INT64_MAX used to end in "vector::reserve".
+  for (const auto &[name, length] :
+       {std::pair<std::string, std::string>{"huge", "999999999999"}, {"edge", "9223372036854775807"}}) {
+    const std::string file = "build/documents_lengths_" + name + ".txt";
+    std::ofstream(file) << length << "\n";
+    CliRun tooLong = hspmc("simulate examples/gpt/plans/docs_long.hspmd --documents " + file);
+    EXPECT_EQ(tooLong.code, 1);
+    EXPECT_NE(
+        tooLong.output.find("hspmc simulate: error: " + file +
+                            ": the documents make more than 100000000 pieces of at most 256 positions (a document "
+                            "of " +
+                            length + " positions among them); use fewer or shorter documents\n"),
+        std::string::npos)
+        << tooLong.output;
+  }
   CliRun set = hspmc("simulate examples/gpt/plans/docs.planset.toml");
   EXPECT_EQ(set.code, 2);
   EXPECT_EQ(set.output, "hspmc simulate: error: examples/gpt/plans/docs.planset.toml is a plan set: simulate it "
