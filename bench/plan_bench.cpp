@@ -58,6 +58,7 @@ std::unique_ptr<Result> plan(const std::string &model, const std::string &cluste
   files.sequence = seq;
   files.tokens = tokens;
   files.ignoreMemory = true;
+  files.everyFinalist = true; // both kinds compared, whatever the estimates say
   std::ostringstream progress;
   r->ok = driver::planModel(files, r->outcome, progress, std::cerr);
   std::filesystem::remove(files.out);

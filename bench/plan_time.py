@@ -1,10 +1,13 @@
 #!/usr/bin/python3
 """bench/plan_time.py: `hspmc plan` end to end, wall clock, for the settings issue 20 names
-(search, every finalist compiled through lint's gate and simulated, the plan written and
-linted), with the plan it writes and its simulated step, so that a faster planner can be
-checked to choose the same plans.
+(search, finalists compiled through lint's gate and simulated, the plan written and
+checked), with the plan it writes and its simulated step; each setting also with
+--every-finalist (every finalist compiled, none left out by the estimates, as before they
+ordered the work), in the same run, to check that leaving finalists out keeps the plan.
 
-    python3 bench/plan_time.py build/tools/hspmc/hspmc
+    python3 bench/plan_time.py build/tools/hspmc/hspmc [--quick]
+
+--quick skips the --every-finalist runs (about a minute each on 2 cores).
 """
 import os
 import subprocess
@@ -22,18 +25,36 @@ RUNS = [
 ]
 
 
+def plan(hspmc, model, cluster, seq, tokens, out, extra):
+    began = time.perf_counter()
+    done = subprocess.run([hspmc, "plan", model, "--cluster", cluster, "--seq", str(seq), "--tokens", str(tokens),
+                           "-o", out] + extra, capture_output=True, text=True, timeout=1800)
+    seconds = time.perf_counter() - began
+    lines = (done.stdout + done.stderr).strip().splitlines()
+    compiled = sum(1 for line in lines if ", simulated " in line)
+    left_out = sum(1 for line in lines if line.endswith("not compiled"))
+    text = open(out).read() if os.path.exists(out) else ""
+    body = text[text.find("\nplan "):]  # without the comment line naming the strategy
+    return seconds, done.returncode, lines[-2:], compiled, left_out, body
+
+
 def main():
-    hspmc = sys.argv[1] if len(sys.argv) > 1 else "build/tools/hspmc/hspmc"
+    hspmc = sys.argv[1] if len(sys.argv) > 1 and not sys.argv[1].startswith("--") else "build/tools/hspmc/hspmc"
+    quick = "--quick" in sys.argv
     with tempfile.TemporaryDirectory() as tmp:
         for title, model, cluster, seq, tokens in RUNS:
             out = os.path.join(tmp, "plan.hspmd")
-            began = time.perf_counter()
-            done = subprocess.run([hspmc, "plan", model, "--cluster", cluster, "--seq", str(seq), "--tokens",
-                                   str(tokens), "-o", out], capture_output=True, text=True, timeout=1800)
-            seconds = time.perf_counter() - began
-            lines = (done.stdout + done.stderr).strip().splitlines()
-            print(f"== {title}: {seconds:.1f} s wall clock (exit {done.returncode})")
-            print("\n".join("   " + line for line in lines[-2:]))
+            seconds, code, last, compiled, left_out, body = plan(hspmc, model, cluster, seq, tokens, out, [])
+            print(f"== {title}: {seconds:.1f} s wall clock (exit {code}), {compiled} finalists compiled, "
+                  f"{left_out} left out")
+            print("\n".join("   " + line for line in last))
+            if quick:
+                continue
+            every, code2, last2, compiled2, _, body2 = plan(hspmc, model, cluster, seq, tokens, out,
+                                                             ["--every-finalist"])
+            print(f"   --every-finalist: {every:.1f} s (exit {code2}), {compiled2} compiled: "
+                  f"{every / seconds:.1f}x the time; "
+                  f"{'the same plan' if body == body2 else 'ANOTHER PLAN: ' + last2[0]}")
 
 
 if __name__ == "__main__":

@@ -7,7 +7,8 @@
 //   lower-plan             passes/LowerPlan.h
 //   deduce-annotations     passes/DeduceAnnotations.h
 //   resolve-communication  passes/ResolveCommunication.h
-//   verify                 ir/Graph.h (verifyGraph)
+//   verify                 ir/Graph.h (verifyGraph), then the caller's checkPlans (lint's
+//                          plan checks in a gate: a plan they reject gets no programs)
 //   specialize             passes/ProgramBuilder.h (Specialize.cpp)
 //   recompute              passes/ProgramBuilder.h (Recompute.cpp)
 //   optimizer-step         passes/ProgramBuilder.h (OptimizerStep.cpp)
@@ -92,9 +93,11 @@ bool resolve(State &s) {
 }
 
 bool verify(State &s) {
-  return ir::verifyGraph(s.graph, [&](const ir::Location &loc, const std::string &message) {
+  const bool ok = ir::verifyGraph(s.graph, [&](const ir::Location &loc, const std::string &message) {
     s.report(Problem{Severity::Error, loc, "HS199", "internal error: " + message, {}, {}});
   });
+  // The caller's checks of the deduced plans (lint's, in a gate) before the programs are built.
+  return ok && (!s.options.checkPlans || s.options.checkPlans(s.graph, s.result.plans));
 }
 
 bool specializeDevices(State &s) {
@@ -223,6 +226,8 @@ PipelineResult runPipeline(ir::Graph &graph, const std::vector<ir::PlanSpec> &pl
     report(problem);
   };
   for (const Pass &pass : passes()) {
+    if (options.cancelled && options.cancelled->load())
+      return std::move(s.result);
     const auto start = std::chrono::steady_clock::now();
     const bool ok = pass.run(s);
     const auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

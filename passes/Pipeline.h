@@ -6,6 +6,8 @@
 #include "passes/LoweredPlan.h"
 #include "passes/PassSupport.h"
 
+#include <atomic>
+#include <functional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -18,6 +20,13 @@ struct PipelineOptions {
   std::ostream *timing = nullptr;    // --time-passes: one line per pass
   std::vector<LinkModel> links = {}; // per plan (from its cluster); uniform links when missing
   bool train = false;                // differentiate the loss (the autodiff pass) first
+  /// Called once the graph passes are done (after `verify`), before any DeviceProgram is
+  /// built: lint's plan checks, so that a plan they reject costs no programs. False stops the
+  /// pipeline (the result is not ok).
+  std::function<bool(const ir::Graph &, const std::vector<LoweredPlan> &)> checkPlans = {};
+  /// Once set (by another thread), the pipeline stops before its next pass, reporting nothing
+  /// (the result is not ok): the planner's compiles of finalists it no longer needs.
+  const std::atomic<bool> *cancelled = nullptr;
 };
 
 struct PipelineResult {

@@ -39,7 +39,11 @@ public:
          const passes::ReportFn &report, const std::map<int, int64_t> &plannedPeak)
       : graph_(graph), plan_(plan), spec_(*plan.spec), cluster_(cluster), report_(report), plannedPeak_(plannedPeak) {}
 
-  void run() {
+  void run(LintPart part) {
+    if (part == LintPart::Memory) {
+      memoryFits();
+      return;
+    }
     if (!cluster_)
       warn(spec_.loc, "HS200", "no cluster file: device, memory, balance and link checks are skipped");
     devicesExist();
@@ -49,7 +53,8 @@ public:
     headsRespectGroups();
     batchesDivide();
     splitsDivide();
-    memoryFits();
+    if (part == LintPart::All)
+      memoryFits();
     balance();
     links();
     reshards();
@@ -544,8 +549,8 @@ private:
 } // namespace
 
 void lintPlan(const ir::Graph &graph, const passes::LoweredPlan &plan, const Cluster *cluster,
-              const passes::ReportFn &report, const std::map<int, int64_t> &plannedPeak) {
-  Linter(graph, plan, cluster, report, plannedPeak).run();
+              const passes::ReportFn &report, const std::map<int, int64_t> &plannedPeak, LintPart part) {
+  Linter(graph, plan, cluster, report, plannedPeak).run(part);
 }
 
 } // namespace hspmd::planner

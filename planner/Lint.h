@@ -14,7 +14,11 @@ namespace hspmd::planner {
 /// memory, balance and link checks are then skipped with a warning. `plannedPeak` (device ->
 /// bytes) is the peak of each device's training program from memory planning; the memory
 /// check (HS111) uses it where given, and its first-order estimate elsewhere.
+/// `part` runs the memory check alone or every check but it: a gate runs the others first and
+/// compiles the training programs (whose peaks HS111 reads) only for a plan they pass.
+enum class LintPart { All, AllButMemory, Memory };
 void lintPlan(const ir::Graph &graph, const passes::LoweredPlan &plan, const Cluster *cluster,
-              const passes::ReportFn &report, const std::map<int, int64_t> &plannedPeak = {});
+              const passes::ReportFn &report, const std::map<int, int64_t> &plannedPeak = {},
+              LintPart part = LintPart::All);
 
 } // namespace hspmd::planner

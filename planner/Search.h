@@ -88,6 +88,9 @@ struct Candidate {
   double seconds = 0;   // estimated step
   double peakBytes = 0; // estimated, the fullest device
   bool fits = true;     // every device within its memory
+  // The fullest device's estimated bytes over the memory a plan may use of it (the request's
+  // memoryFraction); above 1 it does not fit.
+  double memoryRatio = 0;
 };
 
 struct SearchResult {

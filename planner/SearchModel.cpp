@@ -220,8 +220,10 @@ PipelineCost pipelineCost(const Context &cx, const PipelinePlan &pipeline, bool 
     slowest = std::max(slowest, l * c.layerSeconds + c.fixedSeconds);
     const double bytes = l * c.layerBytes + c.fixedBytes;
     cost.peakBytes = std::max(cost.peakBytes, bytes);
-    for (int d : stage.devices)
+    for (int d : stage.devices) {
       cost.fits = cost.fits && bytes <= cx.capacity(d);
+      cost.memoryRatio = std::max(cost.memoryRatio, bytes / cx.capacity(d));
+    }
     // Gradient sync over the replicas, then the optimizer step (memory-bound).
     double params = l * cx.shape.layerParams;
     if (stage.first || stage.last)
@@ -309,7 +311,7 @@ StagePlan withoutIdleGroups(const StagePlan &stage) {
 
 // The estimated step of a candidate (planner::estimate, with the cluster's context built once).
 void priced(Candidate &candidate, const Context &cx) {
-  candidate.seconds = candidate.peakBytes = 0;
+  candidate.seconds = candidate.peakBytes = candidate.memoryRatio = 0;
   candidate.fits = true;
   const int pipelines = static_cast<int>(candidate.pipelines.size());
   double sync = 0;
@@ -319,6 +321,7 @@ void priced(Candidate &candidate, const Context &cx) {
     sync = std::max(sync, cost.sync);
     candidate.peakBytes = std::max(candidate.peakBytes, cost.peakBytes);
     candidate.fits = candidate.fits && cost.fits;
+    candidate.memoryRatio = std::max(candidate.memoryRatio, cost.memoryRatio);
   }
   candidate.seconds += sync;
 }

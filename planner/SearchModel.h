@@ -109,7 +109,7 @@ bool assignLayers(const Context &cx, PipelinePlan &pipeline, bool recompute, boo
 
 // The step of a pipeline of m micro-batches: (m + p - 1) x slowest stage; its stages' memory.
 struct PipelineCost {
-  double pipeline = 0, sync = 0, peakBytes = 0;
+  double pipeline = 0, sync = 0, peakBytes = 0, memoryRatio = 0;
   bool fits = true;
 };
 

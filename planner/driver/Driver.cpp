@@ -91,7 +91,8 @@ void reportProblem(DiagnosticEngine &diags, const passes::Problem &problem) {
 }
 
 void lintBuild(DiagnosticEngine &diags, const std::function<std::optional<Build>()> &make,
-               const planner::Cluster *cluster, bool warnings, passes::PipelineResult *training, bool memory) {
+               const planner::Cluster *cluster, bool warnings, passes::PipelineResult *training, bool memory,
+               const std::atomic<bool> *cancelled) {
   std::optional<Build> build = make();
   if (!build)
     return;
@@ -107,27 +108,52 @@ void lintBuild(DiagnosticEngine &diags, const std::function<std::optional<Build>
       reportProblem(diags, problem);
   };
   passes::PipelineOptions options;
+  options.cancelled = cancelled;
   if (cluster)
     options.links.assign(build->plans.size(), planner::linkModel(*cluster));
+  // The plan's own checks first, on the inference build's deduced graph: a plan they reject
+  // (the planner's finalists often are) gets no DevicePrograms, and no training build.
+  std::vector<passes::Problem> planProblems;
+  bool planRejected = false, planChecked = false;
+  passes::PipelineOptions inferenceOptions = options;
+  inferenceOptions.checkPlans = [&](const ir::Graph &graph, const std::vector<passes::LoweredPlan> &plans) {
+    planChecked = true;
+    for (const passes::LoweredPlan &plan : plans)
+      planner::lintPlan(
+          graph, plan, cluster,
+          [&](const passes::Problem &problem) {
+            planRejected = planRejected || problem.severity == passes::Severity::Error;
+            planProblems.push_back(problem);
+          },
+          {}, planner::LintPart::AllButMemory);
+    return !planRejected;
+  };
+  auto result = passes::runPipeline(*build->graph, build->plans, inferenceOptions, report);
+  planRejected = planRejected || errors > 0;
   // The training build (on a graph of its own: autodiff extends the graph) gives the memory
   // plan of each device's program, and runs the cross-device verifier on the programs that
   // train: its errors are lint's too, so that a plan that lints clean trains.
   std::vector<passes::Problem> trainingProblems;
   std::vector<std::map<int, int64_t>> peaks(build->plans.size());
   passes::PipelineResult trained;
-  if (auto trainingBuild = make()) {
-    passes::PipelineOptions trainOptions = options;
-    trainOptions.train = true;
-    trained = passes::runPipeline(*trainingBuild->graph, trainingBuild->plans, trainOptions,
-                                  [&](const passes::Problem &problem) { trainingProblems.push_back(problem); });
-    for (size_t p = 0; trained.ok && cluster && p < trained.programs.size() && p < peaks.size(); ++p)
-      for (const auto &[device, program] : trained.programs[p])
-        peaks[p][device] = program.peakBytes;
-  }
-  auto result = passes::runPipeline(*build->graph, build->plans, options, report);
-  if (result.ok)
+  if (!planRejected)
+    if (auto trainingBuild = make()) {
+      passes::PipelineOptions trainOptions = options;
+      trainOptions.train = true;
+      trained = passes::runPipeline(*trainingBuild->graph, trainingBuild->plans, trainOptions,
+                                    [&](const passes::Problem &problem) { trainingProblems.push_back(problem); });
+      for (size_t p = 0; trained.ok && cluster && p < trained.programs.size() && p < peaks.size(); ++p)
+        for (const auto &[device, program] : trained.programs[p])
+          peaks[p][device] = program.peakBytes;
+    }
+  // Every check in its order, the memory check (HS111) with the training programs' peaks
+  // (its estimate where they were not compiled).
+  if (memory && cluster && planChecked)
     for (size_t p = 0; p < result.plans.size(); ++p)
       planner::lintPlan(*build->graph, result.plans[p], cluster, report, peaks[p]);
+  else
+    for (const passes::Problem &problem : planProblems)
+      report(problem);
   // A plan error explains what the compiled programs then get wrong: say only the first.
   const bool planErrors = errors > 0;
   for (const passes::Problem &problem : trainingProblems)
@@ -187,7 +213,7 @@ bool checkPlan(Compilation &compilation, const std::string &file, const std::vec
 }
 
 bool checkSpec(Compilation &compilation, const ir::PlanSpec &spec, const planner::Cluster &cluster,
-               passes::PipelineResult *training) {
+               passes::PipelineResult *training, const std::atomic<bool> *cancelled) {
   const int before = compilation.diags().errorCount();
   lintBuild(
       compilation.diags(),
@@ -199,7 +225,7 @@ bool checkSpec(Compilation &compilation, const ir::PlanSpec &spec, const planner
         build.plans.push_back(spec);
         return build;
       },
-      &cluster, false, training, /*memory=*/false);
+      &cluster, false, training, /*memory=*/false, cancelled);
   return compilation.diags().errorCount() == before;
 }
 

@@ -7,6 +7,7 @@
 #include "passes/Pipeline.h"
 #include "planner/Cluster.h"
 
+#include <atomic>
 #include <functional>
 #include <optional>
 
@@ -33,7 +34,7 @@ void reportProblem(frontend::DiagnosticEngine &diags, const passes::Problem &pro
 /// caller.
 void lintBuild(frontend::DiagnosticEngine &diags, const std::function<std::optional<Build>()> &make,
                const planner::Cluster *cluster, bool warnings, passes::PipelineResult *training = nullptr,
-               bool memory = true);
+               bool memory = true, const std::atomic<bool> *cancelled = nullptr);
 
 /// `hspmc lint`: loads `modelFile` (optional) and `planFile`, runs the passes and the lint
 /// checks, reporting everything to the compilation's diagnostics. `clusterFile` overrides the
@@ -53,8 +54,9 @@ bool checkPlan(frontend::Compilation &compilation, const std::string &file, cons
 /// The gate for a plan in memory (the planner's finalists): lint's checks of `spec` (errors
 /// only, memory aside: the planner weighs each finalist's memory plan itself) on `cluster`; the model `spec` names must
 /// be loaded in `compilation`. `training` receives the training build's programs. Returns whether the plan passed.
+/// Setting `cancelled` stops it between passes (the result is then not ok).
 bool checkSpec(frontend::Compilation &compilation, const ir::PlanSpec &spec, const planner::Cluster &cluster,
-               passes::PipelineResult *training);
+               passes::PipelineResult *training, const std::atomic<bool> *cancelled = nullptr);
 
 /// `hspmc explain-reshard`: the communication plan of one layout change, as text or JSON.
 /// Returns false (after printing to `error`) when an argument is malformed.

@@ -14,13 +14,20 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <cmath>
+#include <condition_variable>
 #include <cstdio>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
+#include <thread>
 
 namespace hspmd::driver {
 
@@ -76,14 +83,198 @@ std::optional<planner::Candidate> rebound(planner::Candidate c, int64_t fromB, i
   return c;
 }
 
+// Which finalists the estimates rule out, from what the compiled ones showed:
+// - memory: one the estimate puts over what a device may use, once a plan that fits has been
+//   simulated; before that, one over kUncompiledMemoryRatio times it (the estimate has been
+//   within 0.67-1.38x of the memory plan), which is compiled only if nothing else fits;
+// - time: one whose estimated step, at the smallest error its family (else any family) has
+//   shown (simulated / estimated, less kEstimateSlack), is slower than the fastest simulated
+//   plan that fits (for a symmetric finalist, the fastest symmetric one: the baseline
+//   `hspmc plan` compares its plan with).
+class FinalistOrder {
+public:
+  explicit FinalistOrder(bool everyOne) : everyOne_(everyOne) {}
+
+  // Why `c` is not compiled ("" to compile it).
+  std::string skip(const planner::Candidate &c) const {
+    if (everyOne_)
+      return "";
+    const double best = c.symmetric ? bestSymmetric_ : std::min(bestSymmetric_, bestPlanned_);
+    const bool haveBest = std::isfinite(best);
+    char text[240];
+    if (c.memoryRatio > kUncompiledMemoryRatio || (haveBest && c.memoryRatio > 1)) {
+      std::snprintf(text, sizeof text,
+                    "estimated %.3f ms, memory estimated %.1f GiB, %.2fx what a device may use: not compiled",
+                    c.seconds * 1e3, c.peakBytes / (1ull << 30), c.memoryRatio);
+      return text;
+    }
+    const double error = smallestError(c.family);
+    if (haveBest && c.seconds * error > best) {
+      std::snprintf(text, sizeof text,
+                    "estimated %.3f ms, at least %.3f ms at its family's error, slower than %.3f ms simulated: not "
+                    "compiled",
+                    c.seconds * 1e3, c.seconds * error * 1e3, best * 1e3);
+      return text;
+    }
+    return "";
+  }
+
+  void observe(const SimulatedCandidate &s) {
+    if (s.simulated.seconds <= 0 || s.candidate.seconds <= 0)
+      return;
+    errors_[s.candidate.family].push_back(s.simulated.seconds / s.candidate.seconds);
+    double &best = s.candidate.symmetric ? bestSymmetric_ : bestPlanned_;
+    if (s.simulated.fits)
+      best = std::min(best, s.simulated.seconds);
+  }
+
+private:
+  bool everyOne_;
+  // The fastest simulated steps that fit.
+  double bestPlanned_ = std::numeric_limits<double>::infinity(), bestSymmetric_ = bestPlanned_;
+  std::map<std::string, std::vector<double>> errors_;
+
+  double smallestError(const std::string &family) const {
+    double smallest = std::numeric_limits<double>::infinity();
+    if (auto it = errors_.find(family); it != errors_.end())
+      for (double e : it->second)
+        smallest = std::min(smallest, e);
+    else
+      for (const auto &[other, errors] : errors_)
+        for (double e : errors)
+          smallest = std::min(smallest, std::min(e, 1.0));
+    return std::isfinite(smallest) ? smallest * (1 - kEstimateSlack) : 1 - kEstimateSlack;
+  }
+};
+
+// Threads for the finalists: the machine's cores, at most 8 (a large finalist's compile holds
+// over a GiB).
+size_t finalistThreads() {
+  return std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8);
+}
+
+// Compiles and simulates finalists on the machine's cores. Each worker thread has a
+// Compilation of its own with the model loaded on the constructing thread (the ANTLR 4.9
+// runtime is not safe to parse with from several threads; elaborating a PlanSpec parses
+// nothing). A compile can be cancelled: it stops before its next pass.
+class FinalistWorkers {
+public:
+  FinalistWorkers(const std::string &model, const planner::Cluster &cluster, size_t threads) : cluster_(cluster) {
+    for (size_t t = 0; t < std::max<size_t>(threads, 1); ++t) {
+      workers_.push_back(std::make_unique<Worker>());
+      workers_.back()->compilation.load(model);
+    }
+    for (auto &worker : workers_)
+      worker->thread = std::thread([this, w = worker.get()] { run(*w); });
+  }
+  ~FinalistWorkers() {
+    {
+      std::lock_guard lock(mutex_);
+      stop_ = true;
+      queue_.clear();
+      for (auto &[key, task] : tasks_)
+        task.cancelled->store(true);
+    }
+    wake_.notify_all();
+    for (auto &worker : workers_)
+      worker->thread.join();
+  }
+  FinalistWorkers(const FinalistWorkers &) = delete;
+  FinalistWorkers &operator=(const FinalistWorkers &) = delete;
+
+  size_t size() const { return workers_.size(); }
+  // Queued and running compiles (a cancelled one runs until its pass ends).
+  size_t busy() {
+    std::lock_guard lock(mutex_);
+    return queue_.size() + running_;
+  }
+  bool started(size_t key) {
+    std::lock_guard lock(mutex_);
+    return tasks_.count(key) > 0;
+  }
+  void start(size_t key, const ir::PlanSpec &spec) {
+    {
+      std::lock_guard lock(mutex_);
+      if (!tasks_.emplace(key, Task{spec, std::make_shared<std::atomic<bool>>(false), std::nullopt}).second)
+        return;
+      queue_.push_back(key);
+    }
+    wake_.notify_one();
+  }
+  void cancel(size_t key) {
+    std::lock_guard lock(mutex_);
+    if (auto it = tasks_.find(key); it != tasks_.end())
+      it->second.cancelled->store(true);
+    queue_.erase(std::remove(queue_.begin(), queue_.end(), key), queue_.end());
+  }
+  // Waits until `key` (started) is done or another compile ends; its result once done.
+  std::optional<SimulatedPlan> waitForChange(size_t key) {
+    std::unique_lock lock(mutex_);
+    const size_t seen = finished_;
+    done_.wait(lock, [&] { return tasks_.at(key).result || finished_ != seen; });
+    return tasks_.at(key).result;
+  }
+
+private:
+  struct Worker {
+    frontend::SourceManager sources;
+    frontend::CollectingSink sink;
+    frontend::DiagnosticEngine diags{sink};
+    frontend::Compilation compilation{sources, diags};
+    std::thread thread;
+  };
+  struct Task {
+    ir::PlanSpec spec;
+    std::shared_ptr<std::atomic<bool>> cancelled;
+    std::optional<SimulatedPlan> result;
+  };
+  const planner::Cluster &cluster_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  std::mutex mutex_;
+  std::condition_variable wake_, done_;
+  std::deque<size_t> queue_;
+  std::map<size_t, Task> tasks_;
+  size_t running_ = 0, finished_ = 0;
+  bool stop_ = false;
+
+  void run(Worker &w) {
+    for (;;) {
+      ir::PlanSpec spec;
+      std::shared_ptr<std::atomic<bool>> cancelled;
+      size_t key = 0;
+      {
+        std::unique_lock lock(mutex_);
+        wake_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+        if (stop_)
+          return;
+        key = queue_.front();
+        queue_.pop_front();
+        spec = tasks_.at(key).spec;
+        cancelled = tasks_.at(key).cancelled;
+        ++running_;
+      }
+      SimulatedPlan result = simulateSpec(w.compilation, w.sink, spec, cluster_, cancelled.get());
+      w.sink.diagnostics.clear();
+      {
+        std::lock_guard lock(mutex_);
+        --running_;
+        ++finished_;
+        tasks_.at(key).result = std::move(result);
+      }
+      done_.notify_all();
+    }
+  }
+};
+
 } // namespace
 
 SimulatedPlan simulateSpec(frontend::Compilation &compilation, const frontend::CollectingSink &sink,
-                           const ir::PlanSpec &spec, const planner::Cluster &cluster) {
+                           const ir::PlanSpec &spec, const planner::Cluster &cluster,
+                           const std::atomic<bool> *cancelled) {
   SimulatedPlan out;
   const size_t before = sink.diagnostics.size();
   passes::PipelineResult training;
-  if (!checkSpec(compilation, spec, cluster, &training) || !training.ok || training.programs.empty()) {
+  if (!checkSpec(compilation, spec, cluster, &training, cancelled) || !training.ok || training.programs.empty()) {
     out.error = "failed";
     for (size_t i = before; i < sink.diagnostics.size(); ++i)
       if (sink.diagnostics[i].severity == frontend::Severity::Error) {
@@ -176,14 +367,58 @@ bool planModel(const PlanFiles &files, PlanOutcome &outcome, std::ostream &progr
   progress << line << std::endl;
 
   // The finalists, compiled and simulated; the fastest that fits is the plan. When none
-  // fits, the next best as many of each family are simulated too (once).
+  // fits, the next best as many of each family are simulated too (once). Compiling is most
+  // of the time (seconds for a large context-parallel plan), so the estimates order the work
+  // and leave out what they rule out (FinalistOrder).
   start = Clock::now();
   const std::string name = planName(files.out);
   const std::string modelImport = relativeTo(files.model, files.out),
                     clusterPath = relativeTo(files.cluster, files.out);
   int index = 0;
   std::set<std::string> simulated, plans; // strategies, plan texts
+  FinalistOrder order(files.everyFinalist || files.ignoreMemory);
+  // A finalist to compile: where its result goes, its plan, its key for the workers.
+  struct Work {
+    std::vector<SimulatedCandidate> *list;
+    size_t at;
+    ir::PlanSpec spec;
+    size_t key;
+  };
+  size_t keys = 0;
+  std::vector<Work> overMemory; // left out by the memory estimate, for when nothing fits
+  auto prefix = [&](const std::vector<SimulatedCandidate> *list) {
+    return list == &outcome.planned ? "  planned   " : "  symmetric ";
+  };
+  FinalistWorkers workers(files.model, *cluster, files.threads > 0 ? files.threads : finalistThreads());
+  // Compiles round[i] (or `w` alone): the result is what compiling them in order gives (the
+  // decisions are taken in order, on the results before), but while it compiles, idle
+  // workers start the next finalists the estimates would compile now; those the decisions
+  // then leave out are cancelled.
+  auto compile = [&](Work &w, std::vector<Work> *round, size_t i) {
+    SimulatedCandidate &s = (*w.list)[w.at];
+    workers.start(w.key, w.spec);
+    for (;;) {
+      for (size_t j = i + 1; round && j < round->size() && workers.busy() < workers.size(); ++j) {
+        const Work &next = (*round)[j];
+        if (!workers.started(next.key) && order.skip((*next.list)[next.at].candidate).empty())
+          workers.start(next.key, next.spec);
+      }
+      if (auto result = workers.waitForChange(w.key)) {
+        s.simulated = std::move(*result);
+        break;
+      }
+    }
+    order.observe(s);
+    char text[160];
+    if (s.simulated.error.empty())
+      std::snprintf(text, sizeof text, "estimated %.3f ms, simulated %.3f ms, memory %.1f GiB%s",
+                    s.candidate.seconds * 1e3, s.simulated.seconds * 1e3, s.simulated.peakBytes / (1ull << 30),
+                    s.simulated.fits ? "" : " (over a device's memory)");
+    progress << prefix(w.list) << s.candidate.strategy << ": " << (s.simulated.error.empty() ? text : s.simulated.error)
+             << std::endl;
+  };
   for (bool widened = false;; widened = true) {
+    std::vector<Work> round;
     for (const auto *list : {&search.planned, &search.symmetric})
       for (const auto &candidate : *list) {
         if (!simulated.insert(candidate.strategy).second)
@@ -191,13 +426,13 @@ bool planModel(const PlanFiles &files, PlanOutcome &outcome, std::ostream &progr
         SimulatedCandidate s{candidate, {}};
         planner::refineLocalPrograms(s.candidate, outcome.shape, *cluster, request);
         const std::string kind = list == &search.planned ? "planned" : "symmetric";
+        auto &into = list == &search.planned ? outcome.planned : outcome.symmetric;
         ir::PlanSpec spec = planner::planSpec(s.candidate, outcome.shape, request, name);
         spec.clusterPath = files.cluster;
         // Strategies can come out as the same plan (a pipeline the batch program leaves
         // unused).
         if (!plans.insert(ir::printPlan(spec)).second) {
-          progress << "  " << (list == &search.planned ? "planned   " : "symmetric ") << s.candidate.strategy
-                   << ": the same plan as an earlier finalist" << std::endl;
+          progress << prefix(&into) << s.candidate.strategy << ": the same plan as an earlier finalist" << std::endl;
           continue;
         }
         // --keep-finalists DIR: each finalist is written there, as the plan would be.
@@ -212,22 +447,44 @@ bool planModel(const PlanFiles &files, PlanOutcome &outcome, std::ostream &progr
             return false;
           }
         }
-        // Compiled in memory, through the gate every plan passes (lint's checks).
-        s.simulated = simulateSpec(compilation, sink, spec, *cluster);
-        (list == &search.planned ? outcome.planned : outcome.symmetric).push_back(s);
-        char text[160];
-        if (s.simulated.error.empty())
-          std::snprintf(text, sizeof text, "estimated %.3f ms, simulated %.3f ms, memory %.1f GiB%s",
-                        s.candidate.seconds * 1e3, s.simulated.seconds * 1e3, s.simulated.peakBytes / (1ull << 30),
-                        s.simulated.fits ? "" : " (over a device's memory)");
-        progress << "  " << (list == &search.planned ? "planned   " : "symmetric ") << s.candidate.strategy << ": "
-                 << (s.simulated.error.empty() ? text : s.simulated.error) << std::endl;
+        into.push_back(s);
+        round.push_back(Work{&into, into.size() - 1, std::move(spec), keys++});
       }
+    // Those the estimate says fit first, fastest first: a fast plan that fits, simulated
+    // early, is what lets the estimates rule the others out.
+    std::stable_sort(round.begin(), round.end(), [](const Work &a, const Work &b) {
+      const planner::Candidate &x = (*a.list)[a.at].candidate, &y = (*b.list)[b.at].candidate;
+      return x.fits != y.fits ? x.fits : x.seconds < y.seconds;
+    });
+    for (size_t i = 0; i < round.size(); ++i) {
+      Work &w = round[i];
+      SimulatedCandidate &s = (*w.list)[w.at];
+      s.simulated.skipped = order.skip(s.candidate);
+      if (s.simulated.skipped.empty()) {
+        compile(w, &round, i);
+        continue;
+      }
+      workers.cancel(w.key); // if it was started ahead
+      progress << prefix(w.list) << s.candidate.strategy << ": " << s.simulated.skipped << std::endl;
+      if (s.candidate.memoryRatio > 1) {
+        w.key = keys++; // a compile of its own, if it comes to that
+        overMemory.push_back(std::move(w));
+      }
+    }
     const bool fits =
         std::any_of(outcome.planned.begin(), outcome.planned.end(), [](const auto &c) { return c.simulated.fits; }) ||
         std::any_of(outcome.symmetric.begin(), outcome.symmetric.end(), [](const auto &c) { return c.simulated.fits; });
-    if (fits || widened || files.finalists == 0)
+    if (fits || files.finalists == 0)
       break;
+    if (widened) {
+      // The memory estimate can be wrong: before giving up, those it left out.
+      if (!overMemory.empty()) {
+        progress << "no finalist fits the devices' memory; compiling those the estimate put over it:" << std::endl;
+        for (size_t i = 0; i < overMemory.size(); ++i)
+          compile(overMemory[i], &overMemory, i);
+      }
+      break;
+    }
     search = planner::searchPlans(outcome.shape, *cluster, request, 2 * files.finalists);
     progress << "no finalist fits the devices' memory; simulating the next best " << files.finalists
              << " of each family:" << std::endl;
@@ -249,8 +506,9 @@ bool planModel(const PlanFiles &files, PlanOutcome &outcome, std::ostream &progr
     for (const auto *list : {&outcome.planned, &outcome.symmetric})
       for (const auto &c : *list)
         errors << "\n  " << c.candidate.strategy << ": "
-               << (c.simulated.error.empty() ? std::to_string(c.simulated.peakBytes / (1ull << 30)) + " GiB"
-                                             : c.simulated.error);
+               << (!c.simulated.error.empty()     ? c.simulated.error
+                   : !c.simulated.skipped.empty() ? c.simulated.skipped
+                                                  : std::to_string(c.simulated.peakBytes / (1ull << 30)) + " GiB");
     errors << "\n";
     return false;
   }
@@ -264,7 +522,25 @@ bool planModel(const PlanFiles &files, PlanOutcome &outcome, std::ostream &progr
   }
   if (files.ignoreMemory)
     return true; // it may not fit, and then does not lint clean
-  // The plan must lint clean.
+  // The plan must lint clean. It passed the gate, lint's checks, as compiled from its
+  // PlanSpec, and its memory plans fit: what is left to check is that the file written says
+  // that same plan. Where it does not (or cannot be read back), the file is linted whole.
+  {
+    frontend::SourceManager readSources;
+    frontend::CollectingSink readSink;
+    frontend::DiagnosticEngine readDiags(readSink);
+    frontend::Compilation readCompilation(readSources, readDiags);
+    auto read = elaborateBuild(readCompilation, files.out, {files.out}, "");
+    ir::PlanSpec chosen = planner::planSpec(outcome.chosen->candidate, outcome.shape, request, name);
+    std::error_code ec;
+    if (read && readDiags.errorCount() == 0 && read->plans.size() == 1 &&
+        std::filesystem::equivalent(read->plans[0].clusterPath, files.cluster, ec)) {
+      ir::PlanSpec written = read->plans[0];
+      written.clusterPath = chosen.clusterPath = "";
+      if (ir::printPlan(written) == ir::printPlan(chosen))
+        return true;
+    }
+  }
   frontend::SourceManager lintSources;
   frontend::CollectingSink lintSink;
   frontend::DiagnosticEngine lintDiags(lintSink);

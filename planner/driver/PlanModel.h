@@ -7,6 +7,7 @@
 #include "planner/Cluster.h"
 #include "planner/Search.h"
 
+#include <atomic>
 #include <iosfwd>
 #include <string>
 #include <vector>
@@ -16,11 +17,20 @@ namespace hspmd::driver {
 struct PlanFiles {
   std::string model, cluster, out; // the plan is written to `out`
   int64_t tokens = 0, sequence = 0;
-  size_t finalists = 2;      // of each family of strategies, planned and symmetric, simulated
-  std::string finalistsDir;  // where to keep the finalists' plan files (empty: not kept)
-  bool ignoreMemory = false; // choose by simulated time alone (benches; the plan is not linted;
-                             // the finalists are still widened when none fits)
+  size_t finalists = 2;       // of each family of strategies, planned and symmetric, simulated
+  std::string finalistsDir;   // where to keep the finalists' plan files (empty: not kept)
+  bool ignoreMemory = false;  // choose by simulated time alone (benches; the plan is not linted;
+                              // the finalists are still widened when none fits)
+  bool everyFinalist = false; // compile every finalist: none is left out by its estimates
+  size_t threads = 0;         // compiling finalists side by side (0: the machine's cores, at most 8)
 };
+
+/// A finalist is not compiled when its estimated memory is over this many times what a device
+/// may use, unless no other fits.
+inline constexpr double kUncompiledMemoryRatio = 1.4;
+/// Nor when its estimated step, at the smallest error (simulated / estimated) its family has
+/// shown less this fraction, is slower than the fastest simulated plan that fits.
+inline constexpr double kEstimateSlack = 0.1;
 
 /// A plan compiled for training and simulated for one step.
 struct SimulatedPlan {
@@ -28,6 +38,7 @@ struct SimulatedPlan {
   double peakBytes = 0; // the fullest device's memory plan
   bool fits = false;    // every device's memory plan within its memory
   std::string error;    // why it could not be compiled
+  std::string skipped;  // why it was not compiled (its estimates rule it out)
 };
 
 struct SimulatedCandidate {
@@ -91,7 +102,8 @@ int sharedLayout(const PlanFiles &longest, const PlanFiles &files, const planner
 /// simulates one step on `cluster`. The model `spec` names must be loaded in `compilation`;
 /// `sink` is its diagnostics' sink (the first error becomes SimulatedPlan::error).
 SimulatedPlan simulateSpec(frontend::Compilation &compilation, const frontend::CollectingSink &sink,
-                           const ir::PlanSpec &spec, const planner::Cluster &cluster);
+                           const ir::PlanSpec &spec, const planner::Cluster &cluster,
+                           const std::atomic<bool> *cancelled = nullptr);
 
 /// The same for the plan file `path`.
 SimulatedPlan simulatePlanFile(const std::string &path, const planner::Cluster &cluster);

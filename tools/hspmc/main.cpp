@@ -201,6 +201,8 @@ int main(int argc, char **argv) {
                           "Sequence lengths seen in training, one per line: one plan per length bucket");
   planCommand->add_option("--keep-finalists", planFiles.finalistsDir, "Keep every simulated finalist's plan in DIR")
       ->check(CLI::ExistingDirectory);
+  planCommand->add_flag("--every-finalist", planFiles.everyFinalist,
+                        "Compile and simulate every finalist (by default the estimates leave out those they rule out)");
   planCommand->add_flag("--report", planReport, "Print every finalist and the local programs' gap to CBC");
 
   auto *buildCommand = app.add_subcommand("build", "Compile a plan for training into C++ and a binary");

@@ -48,6 +48,30 @@ TEST(Pipeline, DeductionIsIdempotent) {
   }
 }
 
+// checkPlans (lint's plan checks in a gate) sees every value's deduced annotation before any
+// DeviceProgram exists; refusing stops the pipeline there.
+TEST(Pipeline, PlanChecksRunBeforeTheProgramsAreBuilt) {
+  for (const bool accept : {true, false}) {
+    auto b = buildExample("examples/gpt/tiny_gpt.hspmd", {"examples/gpt/plans/dp2_tp2.hspmd"});
+    ASSERT_TRUE(b->build);
+    passes::PipelineOptions options;
+    options.train = true;
+    std::string seen;
+    int calls = 0;
+    options.checkPlans = [&](const ir::Graph &graph, const std::vector<passes::LoweredPlan> &plans) {
+      ++calls;
+      EXPECT_EQ(plans.size(), 1u);
+      seen = ir::printAnnotation(*graph.findValue("blocks[0].wqkv")->annotations[0]);
+      return accept;
+    };
+    auto result = passes::runPipeline(*b->build->graph, b->build->plans, options, failOnError());
+    EXPECT_EQ(calls, 1);
+    EXPECT_EQ(seen, "{ [0, 1]: S1 | [2, 3]: S1 } dup");
+    EXPECT_EQ(result.ok, accept);
+    EXPECT_EQ(result.programs.size(), accept ? 1u : 0u);
+  }
+}
+
 TEST(Pipeline, SeveralPlansAnnotateOneGraph) {
   auto b = buildExample("examples/gpt/tiny_gpt.hspmd",
                         {"examples/gpt/plans/dp2_tp2.hspmd", "examples/gpt/plans/pipeline2.hspmd"});
