@@ -206,6 +206,38 @@ void pipelineCandidates(const Context &cx, std::vector<Candidate> &planned, std:
   for (const auto &type : usable)
     for (const Option &o : options[type])
       groupsOf.try_emplace({type, o.t}, tpGroups(cx.cluster, {type}, o.t));
+  // A type's pipelines under one of its options, their layers assigned and their inputs to
+  // the batch program priced: they depend on the option, recomputation and the number of
+  // pipelines in all (replicas share the optimizer state and the gradients), not on the other
+  // types' options, so each is built once however many combinations take it (3^8 of them at 8
+  // types).
+  struct TypePipelines {
+    bool ok = true;
+    std::vector<PipelinePlan> pipelines;
+    BatchInputs in;
+    std::string strategy;
+  };
+  std::map<std::tuple<size_t, size_t, bool, int>, TypePipelines> built;
+  auto typePipelines = [&](size_t i, size_t option, bool recompute, int total) -> const TypePipelines & {
+    const auto key = std::make_tuple(i, option, recompute, total);
+    if (auto it = built.find(key); it != built.end())
+      return it->second;
+    TypePipelines b;
+    const Option &o = options[usable[i]][option];
+    const auto &groups = groupsOf.at({usable[i], o.t});
+    b.strategy = usable[i] + ": " + std::to_string(o.k) + (o.k == 1 ? " pipeline of " : " pipelines of ") +
+                 std::to_string(o.p) + (o.p == 1 ? " stage" : " stages") + " tp " + std::to_string(o.t);
+    for (int64_t j = 0; j < o.k && b.ok; ++j) {
+      PipelinePlan pipeline{usable[i] + std::to_string(j), 1, 1, {}};
+      for (int64_t s = 0; s < o.p; ++s)
+        pipeline.stages.push_back(StagePlan{groups[static_cast<size_t>(j * o.p + s)], o.t, 0, 0, false, false, {}, {}});
+      b.ok = assignLayers(cx, pipeline, recompute, true, total, false);
+      b.pipelines.push_back(std::move(pipeline));
+    }
+    if (b.ok)
+      b.in = batchInputs(cx, b.pipelines, recompute, true, total);
+    return built.emplace(key, std::move(b)).first->second;
+  };
   std::vector<size_t> pick(usable.size(), 0);
   for (;;) {
     for (bool recompute : {false, true}) {
@@ -213,39 +245,37 @@ void pipelineCandidates(const Context &cx, std::vector<Candidate> &planned, std:
       Candidate c;
       c.recompute = recompute;
       c.zero = true;
-      std::vector<PipelinePlan> pipelines;
-      std::string strategy;
       int total = 0;
       for (size_t i = 0; i < usable.size(); ++i)
         total += static_cast<int>(options[usable[i]][pick[i]].k);
+      std::vector<const TypePipelines *> parts;
       bool ok = true;
       for (size_t i = 0; i < usable.size() && ok; ++i) {
-        const Option &o = options[usable[i]][pick[i]];
-        const auto &groups = groupsOf.at({usable[i], o.t});
-        strategy += (strategy.empty() ? "" : "; ") + usable[i] + ": " + std::to_string(o.k) +
-                    (o.k == 1 ? " pipeline of " : " pipelines of ") + std::to_string(o.p) +
-                    (o.p == 1 ? " stage" : " stages") + " tp " + std::to_string(o.t);
-        for (int64_t j = 0; j < o.k && ok; ++j) {
-          PipelinePlan pipeline{usable[i] + std::to_string(j), 1, 1, {}};
-          for (int64_t s = 0; s < o.p; ++s)
-            pipeline.stages.push_back(
-                StagePlan{groups[static_cast<size_t>(j * o.p + s)], o.t, 0, 0, false, false, {}, {}});
-          ok = assignLayers(cx, pipeline, recompute, true, total, false);
-          pipelines.push_back(pipeline);
-        }
+        parts.push_back(&typePipelines(i, pick[i], recompute, total));
+        ok = parts.back()->ok;
       }
       if (!ok)
         continue;
       // Sequences per pipeline (the other local program).
-      const BatchInputs in = batchInputs(cx, pipelines, recompute, true);
+      BatchInputs in;
+      std::string strategy;
+      for (const TypePipelines *part : parts) {
+        in.stages.insert(in.stages.end(), part->in.stages.begin(), part->in.stages.end());
+        in.tau.insert(in.tau.end(), part->in.tau.begin(), part->in.tau.end());
+        in.after.insert(in.after.end(), part->in.after.begin(), part->in.after.end());
+        in.most.insert(in.most.end(), part->in.most.begin(), part->in.most.end());
+        strategy += (strategy.empty() ? "" : "; ") + part->strategy;
+      }
       const BatchSplit split = splitBatch(B, in.stages, in.tau, in.after, in.most);
       if (!split.feasible)
         continue;
-      for (size_t i = 0; i < pipelines.size(); ++i)
-        if (split.sequences[i] > 0) {
-          pipelines[i].sequences = pipelines[i].microbatches = split.sequences[i];
-          c.pipelines.push_back(pipelines[i]);
-        }
+      size_t at = 0;
+      for (const TypePipelines *part : parts)
+        for (const PipelinePlan &pipeline : part->pipelines)
+          if (const int64_t sequences = split.sequences[at++]; sequences > 0) {
+            c.pipelines.push_back(pipeline);
+            c.pipelines.back().sequences = c.pipelines.back().microbatches = sequences;
+          }
       c.family = "pipelines per type";
       c.strategy = "pipelines per type: " + strategy;
       if (finish(c, cx, planned))

@@ -278,11 +278,13 @@ void headInputs(const Context &cx, const StagePlan &stage, int64_t block, std::v
     blockSeconds.push_back(static_cast<double>(block) * (cost.flopsPerPosition / d.flops + d.secondsPerPosition));
   }
 }
-BatchInputs batchInputs(const Context &cx, std::vector<PipelinePlan> pipelines, bool recompute, bool zero) {
+BatchInputs batchInputs(const Context &cx, const std::vector<PipelinePlan> &pipelines, bool recompute, bool zero,
+                        int total) {
   BatchInputs in;
-  for (auto &pipeline : pipelines) {
+  for (PipelinePlan pipeline : pipelines) {
     pipeline.sequences = pipeline.microbatches = 1;
-    const PipelineCost one = pipelineCost(cx, pipeline, recompute, zero, static_cast<int>(pipelines.size()));
+    const PipelineCost one =
+        pipelineCost(cx, pipeline, recompute, zero, total > 0 ? total : static_cast<int>(pipelines.size()));
     in.stages.push_back(static_cast<int>(pipeline.stages.size()));
     in.tau.push_back(one.pipeline / static_cast<double>(pipeline.stages.size()));
     in.after.push_back(one.sync);

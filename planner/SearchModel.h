@@ -136,7 +136,9 @@ struct BatchInputs {
   std::vector<int64_t> most;
 };
 
-BatchInputs batchInputs(const Context &cx, std::vector<PipelinePlan> pipelines, bool recompute, bool zero);
+// The batch program's inputs for `pipelines`, of `total` pipelines in all (their count when 0).
+BatchInputs batchInputs(const Context &cx, const std::vector<PipelinePlan> &pipelines, bool recompute, bool zero,
+                        int total = 0);
 
 // The stage without its TP groups that have nothing to do (no positions, no heads).
 StagePlan withoutIdleGroups(const StagePlan &stage);
