@@ -253,7 +253,12 @@ private:
         cancelled = tasks_.at(key).cancelled;
         ++running_;
       }
-      SimulatedPlan result = simulateSpec(w.compilation, w.sink, spec, cluster_, cancelled.get());
+      SimulatedPlan result;
+      try {
+        result = simulateSpec(w.compilation, w.sink, spec, cluster_, cancelled.get());
+      } catch (const std::exception &e) { // what the main thread would have caught, as the finalist's error
+        result.error = std::string("internal error: ") + e.what();
+      }
       w.sink.diagnostics.clear();
       {
         std::lock_guard lock(mutex_);
