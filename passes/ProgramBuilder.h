@@ -31,7 +31,7 @@ namespace hspmd::passes {
 class ProgramBuilder {
 public:
   ProgramBuilder(const ir::Graph &graph, const LoweredPlan &plan, const LinkModel &links)
-      : graph_(graph), plan_(plan), links_(links) {}
+      : graph_(graph), plan_(plan), links_(links), reshardPlans_(links_) {}
 
   /// The specialize pass.
   void specialize();
@@ -49,6 +49,7 @@ private:
   const ir::Graph &graph_;
   const LoweredPlan &plan_;
   const LinkModel &links_;
+  ReshardPlans reshardPlans_; // planFor's answers, by question
   std::map<int, ir::DeviceProgram> programs_;
   std::map<std::pair<int, const ir::Value *>, int> buffers_; // (device, value) -> buffer id
   std::map<const ir::Value *, std::map<int, int>> byValue_;  // value -> device -> buffer id

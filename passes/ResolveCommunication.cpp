@@ -23,6 +23,7 @@ LinkModel withPipelines(const LinkModel &cluster, const LoweredPlan &plan) {
 }
 
 void resolveCommunication(ir::Graph &graph, LoweredPlan &plan, const LinkModel &links, const ReportFn &) {
+  ReshardPlans plans(links);
   for (const auto &op : graph.ops()) {
     if (op->kind != ir::OpKind::Reshard || ir::intAttr(op->attrs, "plan", -1) != plan.index)
       continue;
@@ -33,7 +34,7 @@ void resolveCommunication(ir::Graph &graph, LoweredPlan &plan, const LinkModel &
       op->attrs["comm"] = std::string("deferred");
       continue;
     }
-    CommPlan comm = planReshard(*shape, ir::dtypeBytes(op->result()->type.dtype), *from, *to, links);
+    CommPlan comm = plans.plan(*shape, ir::dtypeBytes(op->result()->type.dtype), *from, *to);
     std::string kinds;
     for (const CommStep &step : comm.steps)
       kinds += (kinds.empty() ? "" : " + ") + std::string(commKindName(step.kind));

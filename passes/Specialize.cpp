@@ -300,7 +300,7 @@ void ProgramBuilder::reshard(const ir::Op &op) {
 }
 
 CommPlan ProgramBuilder::planFor(const ir::Annotation &from, const ir::Value *to, const ir::Annotation &toLayout) {
-  return planReshard(concrete(*to), ir::dtypeBytes(to->type.dtype), from, toLayout, links_);
+  return reshardPlans_.plan(concrete(*to), ir::dtypeBytes(to->type.dtype), from, toLayout);
 }
 
 // One device of each replica group of the model's output reports its part of the loss.
