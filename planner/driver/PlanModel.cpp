@@ -395,7 +395,7 @@ bool planModel(const PlanFiles &files, PlanOutcome &outcome, std::ostream &progr
     return list == &outcome.planned ? "  planned   " : "  symmetric ";
   };
   FinalistWorkers workers(files.model, *cluster, files.threads > 0 ? files.threads : finalistThreads());
-  // Compiles round[i] (or `w` alone): the result is what compiling them in order gives (the
+  // Compiles w = (*round)[i]: the result is what compiling the round in order gives (the
   // decisions are taken in order, on the results before), but while it compiles, idle
   // workers start the next finalists the estimates would compile now; those the decisions
   // then leave out are cancelled.
