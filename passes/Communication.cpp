@@ -245,7 +245,9 @@ private:
       else if (reducing && change == std::make_pair(ir::AxisKind::Partial, ir::AxisKind::Split))
         step.kind = CommKind::ReduceScatter;
       else if (!reducing && change == std::make_pair(ir::AxisKind::Split, ir::AxisKind::Dup))
-        step.kind = CommKind::AllGather;
+        // Pieces of unequal size (a chunked split: `zero` state over replicas that do not
+        // divide it) are gathered as a split all-gather, whose members contribute unequally.
+        step.kind = equalPieces(from) ? CommKind::AllGather : CommKind::SplitAllGather;
       else if (!reducing && change == std::make_pair(ir::AxisKind::Split, ir::AxisKind::Split))
         step.kind = CommKind::AllToAll;
     } else if (sameGroups && reducing && from.hetero.kind == ir::HeteroKind::Partial) {
@@ -275,6 +277,21 @@ private:
       }
     }
     return changes.size() == 1 ? *changes.begin() : std::make_pair(ir::AxisKind::Dup, ir::AxisKind::Dup);
+  }
+  // Whether every device of each subgroup holds as many elements under `a`.
+  bool equalPieces(const ir::Annotation &a) const {
+    for (const auto &local : a.subgroups) {
+      int64_t size = -1;
+      for (int d : local.devices) {
+        int64_t mine = 0;
+        for (const auto &piece : ir::ownedRegion(a, shape_, d))
+          mine += piece.box.numElements();
+        if (size >= 0 && mine != size)
+          return false;
+        size = mine;
+      }
+    }
+    return true;
   }
   static bool allCopies(const ir::Annotation &a) {
     for (const auto &local : a.subgroups)

@@ -143,6 +143,8 @@ bool verifyDevicePrograms(State &s) {
       ok = false;
       continue;
     }
+    if (s.options.cancelled && s.options.cancelled->load())
+      return false; // the expanded step is the long part
     ok = verifyScheduledStep(programs, s.report) && ok;
   }
   return ok && !s.failed;

@@ -18,6 +18,7 @@ ir::PlanSpec planSpec(const Candidate &candidate, const ModelShape &shape, const
   spec.optimizerArgs = {{"lr", 1e-3}};
   spec.schedule = "1f1b";
   spec.zero = candidate.zero;
+  spec.chunked = candidate.chunked;
   spec.recompute = candidate.recompute;
   for (const PipelinePlan &pipeline : candidate.pipelines) {
     ir::PipelineSpec p;

@@ -84,6 +84,9 @@ struct Candidate {
   std::string strategy; // one line, e.g. "pipelines per type: H800: 1 x 2 stages tp 8; H20: 1 x 4 stages tp 8"
   bool symmetric = false;
   bool recompute = false, zero = false;
+  // Its `zero` state is sharded unevenly over the replicas, as intended (the plan says
+  // `chunked`): set by `hspmc plan` when the gate finds no other fault (PlanModel.cpp).
+  bool chunked = false;
   std::vector<PipelinePlan> pipelines;
   double seconds = 0;   // estimated step
   double peakBytes = 0; // estimated, the fullest device

@@ -147,6 +147,32 @@ private:
   }
 };
 
+// A finalist compiled and simulated. One whose only fault is `zero` state that its replicas
+// do not divide evenly (HS104 on the optimizer state) is compiled again with `chunked`: the
+// shards are then ceil-sized and gathered by a split all-gather (docs/lint.md, HS104).
+SimulatedPlan compileFinalist(frontend::Compilation &compilation, const frontend::CollectingSink &sink,
+                              ir::PlanSpec spec, const planner::Cluster &cluster, const std::atomic<bool> *cancelled) {
+  const size_t before = sink.diagnostics.size();
+  SimulatedPlan plan = simulateSpec(compilation, sink, spec, cluster, cancelled);
+  if (plan.error.empty() || !spec.zero || spec.chunked)
+    return plan;
+  bool onlyZeroState = false;
+  for (size_t i = before; i < sink.diagnostics.size(); ++i) {
+    const frontend::Diagnostic &d = sink.diagnostics[i];
+    if (d.severity != frontend::Severity::Error)
+      continue;
+    if (d.code != "HS104" || d.message.find("(sharded by `zero`)") == std::string::npos)
+      return plan;
+    onlyZeroState = true;
+  }
+  if (!onlyZeroState)
+    return plan;
+  spec.chunked = true;
+  SimulatedPlan chunked = simulateSpec(compilation, sink, spec, cluster, cancelled);
+  chunked.chunked = true;
+  return chunked;
+}
+
 // Threads for the finalists: the machine's cores, at most 8 (a large finalist's compile holds
 // over a GiB).
 size_t finalistThreads() {
@@ -255,7 +281,7 @@ private:
       }
       SimulatedPlan result;
       try {
-        result = simulateSpec(w.compilation, w.sink, spec, cluster_, cancelled.get());
+        result = compileFinalist(w.compilation, w.sink, spec, cluster_, cancelled.get());
       } catch (const std::exception &e) { // what the main thread would have caught, as the finalist's error
         result.error = std::string("internal error: ") + e.what();
       }
@@ -286,6 +312,10 @@ SimulatedPlan simulateSpec(frontend::Compilation &compilation, const frontend::C
         out.error = frontend::diagnosticHeader(sink.diagnostics[i]);
         break;
       }
+    return out;
+  }
+  if (cancelled && cancelled->load()) {
+    out.error = "cancelled";
     return out;
   }
   out.seconds = planner::simulate(training.programs[0], planner::costModel(cluster)).stepSeconds;
@@ -410,6 +440,7 @@ bool planModel(const PlanFiles &files, PlanOutcome &outcome, std::ostream &progr
       }
       if (auto result = workers.waitForChange(w.key)) {
         s.simulated = std::move(*result);
+        s.candidate.chunked = s.simulated.chunked; // the plan written says so
         break;
       }
     }
@@ -419,8 +450,8 @@ bool planModel(const PlanFiles &files, PlanOutcome &outcome, std::ostream &progr
       std::snprintf(text, sizeof text, "estimated %.3f ms, simulated %.3f ms, memory %.1f GiB%s",
                     s.candidate.seconds * 1e3, s.simulated.seconds * 1e3, s.simulated.peakBytes / (1ull << 30),
                     s.simulated.fits ? "" : " (over a device's memory)");
-    progress << prefix(w.list) << s.candidate.strategy << ": " << (s.simulated.error.empty() ? text : s.simulated.error)
-             << std::endl;
+    progress << prefix(w.list) << s.candidate.strategy << (s.candidate.chunked ? " (chunked zero state)" : "") << ": "
+             << (s.simulated.error.empty() ? text : s.simulated.error) << std::endl;
   };
   for (bool widened = false;; widened = true) {
     std::vector<Work> round;

@@ -39,6 +39,7 @@ struct SimulatedPlan {
   bool fits = false;    // every device's memory plan within its memory
   std::string error;    // why it could not be compiled
   std::string skipped;  // why it was not compiled (its estimates rule it out)
+  bool chunked = false; // compiled with `chunked` (its `zero` state does not divide evenly)
 };
 
 struct SimulatedCandidate {

@@ -1091,6 +1091,30 @@ TEST(Cli, PlanLeavesOutTheFinalistsItsEstimatesRuleOut) {
   EXPECT_EQ(written(some.output), written(every.output));
 }
 
+// A finalist whose only fault is `zero` state its replicas do not divide (HS104) is compiled
+// again with `chunked` (its shards gathered by a split all-gather): on 16 H800 + 32 H20 the
+// per-type pipelines, whose 5 replicas do not divide the 32B model's widths, become the plan
+// (before, the symmetric plan was written), and it lints clean.
+TEST(Cli, PlanChunksZeroStateItsReplicasDoNotDivide) {
+#ifdef HSPMD_SANITIZED
+  GTEST_SKIP() << "a 32B plan's finalists take minutes under the sanitizers: the normal build runs it";
+#endif
+  const std::string out = "build/cli_plan_chunked.hspmd";
+  CliRun run = hspmc("plan examples/llama/llama32b.hspmd --cluster examples/clusters/h800x16_h20x32.toml --seq 4096 "
+                     "--tokens 147456 -o " +
+                     out);
+  ASSERT_EQ(run.code, 0) << run.output;
+  EXPECT_NE(run.output.find("  planned   pipelines per type: H800: 1 pipeline of 8 stages tp 2; H20: 4 pipelines of 1 "
+                            "stage tp 8 (chunked zero state): estimated "),
+            std::string::npos)
+      << run.output;
+  EXPECT_NE(run.output.find("wrote " + out + ": pipelines per type: "), std::string::npos) << run.output;
+  EXPECT_NE(readText(out).find("\n  zero\n  chunked\n"), std::string::npos) << readText(out);
+  CliRun lint = hspmc("lint " + out);
+  EXPECT_EQ(lint.code, 0) << lint.output;
+  EXPECT_NE(lint.output.find("lint: 0 errors"), std::string::npos) << lint.output;
+}
+
 // When no finalist fits memory, the next best as many of each family are simulated too,
 // once: LLaMA-2-13B at 144K positions on 8 H100 + 8 A100 with one finalist per family, none
 // of the first five fits 80 GiB; of the next five, context parallelism over all 16 devices as
