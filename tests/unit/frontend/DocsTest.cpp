@@ -163,7 +163,8 @@ TEST(Docs, EveryExampleRuns) {
     }
   }
   EXPECT_GE(checked, 20);
-  // Every code the compiler reports (but HS199, an internal error) has its example.
+  // Every code the compiler reports has its example, but HS199 (an internal error) and HS301
+  // (the cross-device verifier: no plan the other checks pass reaches it, docs/lint.md).
   for (const char *folder : {"ir", "frontend", "passes", "planner"})
     for (const auto &entry : fs::recursive_directory_iterator(folder)) {
       if (!entry.is_regular_file())
@@ -172,7 +173,8 @@ TEST(Docs, EveryExampleRuns) {
       const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
       for (size_t at = text.find("\"HS"); at != std::string::npos; at = text.find("\"HS", at + 1)) {
         const std::string code = text.substr(at + 1, 5);
-        if (code.size() == 5 && std::isdigit(static_cast<unsigned char>(code[4])) && code != "HS199") {
+        if (code.size() == 5 && std::isdigit(static_cast<unsigned char>(code[4])) && code != "HS199" &&
+            code != "HS301") {
           EXPECT_TRUE(lintCodes.count(code))
               << code << " (" << entry.path().string() << ") has no example in docs/lint.md";
         }
