@@ -325,7 +325,7 @@ private:
       const std::string others =
           uneven.size() == 1 ? std::string() : " and of " + std::to_string(uneven.size() - 1) + " more";
       splitDivides(*uneven.front(), plan_.optimizerState.at(uneven.front()->name),
-                   "the optimizer state of '" + uneven.front()->name + "'" + others + " (sharded by `zero`)",
+                   "the optimizer state of '" + uneven.front()->name + "'" + others + " " + kUnevenZeroState,
                    &reported);
     }
   }

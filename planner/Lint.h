@@ -14,6 +14,10 @@ namespace hspmd::planner {
 /// memory, balance and link checks are then skipped with a warning. `plannedPeak` (device ->
 /// bytes) is the peak of each device's training program from memory planning; the memory
 /// check (HS111) uses it where given, and its first-order estimate elsewhere.
+/// How HS104 names optimizer state that `zero` shards unevenly: `hspmc plan` compiles a
+/// finalist whose only errors say it again with `chunked` (planner/driver/PlanModel.cpp).
+inline constexpr const char *kUnevenZeroState = "(sharded by `zero`)";
+
 /// `part` runs the memory check alone or every check but it: a gate runs the others first and
 /// compiles the training programs (whose peaks HS111 reads) only for a plan they pass.
 enum class LintPart { All, AllButMemory, Memory };

@@ -8,6 +8,7 @@
 #include "ir/PlanText.h"
 #include "passes/Pipeline.h"
 #include "planner/Estimates.h"
+#include "planner/Lint.h"
 #include "planner/Simulator.h"
 #include "planner/driver/Driver.h"
 
@@ -161,7 +162,7 @@ SimulatedPlan compileFinalist(frontend::Compilation &compilation, const frontend
     const frontend::Diagnostic &d = sink.diagnostics[i];
     if (d.severity != frontend::Severity::Error)
       continue;
-    if (d.code != "HS104" || d.message.find("(sharded by `zero`)") == std::string::npos)
+    if (d.code != "HS104" || d.message.find(planner::kUnevenZeroState) == std::string::npos)
       return plan;
     onlyZeroState = true;
   }
