@@ -1,5 +1,6 @@
 // IrCommands.cpp - hspmc passes, dump-ir and dump-program: the compiler's passes and what
 // they make.
+#include "runtime/gpu/NcclPlan.h"
 #include "tools/hspmc/Commands.h"
 
 #include <algorithm>
@@ -51,7 +52,8 @@ int runDumpIr(const std::string &file, const std::vector<std::string> &planFiles
   return build ? code : 1;
 }
 
-int runDumpProgram(const std::string &file, const std::vector<std::string> &planFiles, int device, bool train) {
+int runDumpProgram(const std::string &file, const std::vector<std::string> &planFiles, int device, bool train,
+                   bool nccl) {
   SourceManager sources;
   CollectingSink sink;
   DiagnosticEngine diags(sink);
@@ -70,8 +72,16 @@ int runDumpProgram(const std::string &file, const std::vector<std::string> &plan
       if (it == result.programs[0].end())
         diags.error(ir::Location{file, 0, 0, 1},
                     "device " + std::to_string(device) + " takes no part in plan '" + build->plans[0].name + "'");
-      else
+      else if (!nccl)
         text = ir::printProgram(it->second);
+      else { // the NCCL calls of one step (docs/gpu.md)
+        std::string error;
+        if (auto calls = runtime::gpu::planNcclCalls(result.programs[0], &error))
+          text = runtime::gpu::printNcclCalls(*calls, device);
+        else
+          diags.error(ir::Location{planFiles.empty() ? file : planFiles[0], 0, 0, 1},
+                      "plan '" + build->plans[0].name + "' cannot run on NCCL: " + error);
+      }
     }
   }
   int code = finish(sink, sources, false, diags.errorCount());

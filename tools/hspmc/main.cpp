@@ -227,6 +227,10 @@ int main(int argc, char **argv) {
   program->add_option("--plan", programPlans, "The plan file");
   program->add_option("--device", programDevice, "The device")->required();
   program->add_flag("--train", programTrain, "Include the backward graph and gradient synchronisation");
+  bool programNccl = false;
+  program->add_flag("--nccl", programNccl,
+                    "Print the NCCL calls the device makes in one step instead (docs/gpu.md); fails when the plan "
+                    "cannot run on NCCL");
 
   auto *lint = app.add_subcommand("lint", "Check a plan against its model and cluster (codes: docs/lint.md)");
   std::string lintPlan, lintModel, lintCluster, lintFormat = "text";
@@ -286,7 +290,7 @@ int main(int argc, char **argv) {
                ? 0
                : 1;
   if (program->parsed())
-    return runDumpProgram(programFile, programPlans, programDevice, programTrain);
+    return runDumpProgram(programFile, programPlans, programDevice, programTrain, programNccl);
   if (planCommand->parsed())
     return planLengths.empty() ? runPlan(planFiles, planReport) : runPlanForLengths(planFiles, planLengths);
   if (simulateCommand->parsed()) {

@@ -1,5 +1,6 @@
 // hspmc as a user runs it: exit codes, output and --help.
 #include "CliSupport.h"
+#include "ir/DeviceProgram.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -13,6 +14,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <sys/wait.h>
@@ -67,6 +69,26 @@ TEST(Cli, LintMemoryCheckUsesThePlannedPeak) {
             std::string::npos)
       << mib << "\n"
       << lint.output;
+}
+
+// docs/gpu.md: dump-program --nccl prints the NCCL calls of one step. Pipeline stages talk
+// over a channel per direction; the first call is micro-batch 0's activation to stage 1, with
+// the tag the DeviceProgram's send has for that micro-batch.
+TEST(Cli, DumpProgramPrintsTheNcclCalls) {
+  CliRun program = hspmc("dump-program examples/gpt/plans/pipeline2.hspmd --device 0 --train");
+  ASSERT_EQ(program.code, 0) << program.output.substr(0, 500);
+  const std::smatch send = [&] {
+    std::smatch m;
+    std::regex_search(program.output, m, std::regex(R"(\n  send %\d+ to 1 bytes (\d+) tag (\d+) )"));
+    return m;
+  }();
+  ASSERT_FALSE(send.empty()) << program.output.substr(0, 500);
+  const std::string tag = std::to_string(hspmd::ir::expandedTag(std::stoll(send[2]), hspmd::ir::Phase::Forward, 0));
+  CliRun nccl = hspmc("dump-program examples/gpt/plans/pipeline2.hspmd --device 0 --train --nccl");
+  ASSERT_EQ(nccl.code, 0) << nccl.output.substr(0, 500);
+  EXPECT_EQ(nccl.output.rfind("channel 0 -> 1\nchannel 1 -> 0\nsend " + send[1].str() + " to 1 tag " + tag + "\n", 0),
+            0u)
+      << nccl.output.substr(0, 300);
 }
 
 // docs/runtime.md: a short run prints its progress and summary; a missing data file is an

@@ -1,0 +1,191 @@
+// The NCCL calls of a plan (runtime/gpu/NcclPlan.h), host-side logic of the NCCL backend
+// tested without a GPU: which collectives run as NCCL's own, which become messages, the
+// channels, staging where a receiver takes a channel's messages out of order, and the replay
+// that finds deadlocks the CPU backends (buffered sends) do not have.
+#include "runtime/gpu/NcclPlan.h"
+#include "../support/ExampleBuild.h"
+#include "passes/Pipeline.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+using namespace hspmd;
+using runtime::gpu::NcclCallKind;
+
+namespace {
+
+std::map<int, ir::DeviceProgram> compile(const std::string &model, const std::string &plan, bool train = true) {
+  auto b = hspmd::testing::buildExample(model, {plan});
+  EXPECT_TRUE(b->build);
+  if (!b->build)
+    return {};
+  passes::PipelineOptions options;
+  options.train = train;
+  auto result = passes::runPipeline(*b->build->graph, b->build->plans, options, [](const passes::Problem &p) {
+    if (p.severity == passes::Severity::Error)
+      ADD_FAILURE() << p.message;
+  });
+  EXPECT_TRUE(result.ok);
+  return result.ok ? result.programs[0] : std::map<int, ir::DeviceProgram>{};
+}
+
+std::map<NcclCallKind, int> kinds(const runtime::gpu::NcclPlan &plan, int device) {
+  std::map<NcclCallKind, int> count;
+  for (const auto &call : plan.calls.at(device))
+    ++count[call.kind];
+  return count;
+}
+
+std::map<int, ir::DeviceProgram> parse(const std::vector<std::string> &texts) {
+  std::map<int, ir::DeviceProgram> programs;
+  for (const std::string &text : texts) {
+    std::string error;
+    auto program = ir::parseProgram(text, &error);
+    EXPECT_TRUE(program) << error;
+    if (program)
+      programs[program->device] = *program;
+  }
+  return programs;
+}
+
+} // namespace
+
+// Every example plan, for training and inference, runs on NCCL without a deadlock: the
+// replay of its step with NCCL's rules ends with every call done.
+TEST(NcclPlan, EveryExamplePlanReplaysWithoutDeadlock) {
+  int plans = 0;
+  for (const char *dir : {"examples/gpt/plans", "examples/llama/plans"})
+    for (const auto &entry : std::filesystem::directory_iterator(dir)) {
+      const std::string path = entry.path().string();
+      // The 13B and 32B plans take seconds each to compile; `hspmc dump-program --nccl`
+      // checks them by hand (docs/gpu.md).
+      if (entry.path().extension() != ".hspmd" || path.find("llama32b") != std::string::npos ||
+          path.find("13b") != std::string::npos)
+        continue;
+      for (bool train : {true, false}) {
+        const auto programs = compile(path, path, train);
+        ASSERT_FALSE(programs.empty()) << path;
+        std::string error;
+        EXPECT_TRUE(runtime::gpu::planNcclCalls(programs, &error)) << path << ": " << error;
+      }
+      ++plans;
+    }
+  EXPECT_GE(plans, 30);
+}
+
+// Data parallelism reduces gradients with ncclAllReduce on one communicator (two pipelines'
+// gradients meet in a split all-reduce, which for NCCL is an all-reduce); ZeRO reduces
+// them with ncclReduceScatter and gathers the parameters with ncclAllGather.
+TEST(NcclPlan, EvenCollectivesRunAsNcclsOwn) {
+  auto dp = runtime::gpu::planNcclCalls(
+      compile("examples/gpt/plans/docs_dp2.hspmd", "examples/gpt/plans/docs_dp2.hspmd"), nullptr);
+  ASSERT_TRUE(dp);
+  EXPECT_EQ(dp->communicators, (std::vector<std::vector<int>>{{0, 1}}));
+  EXPECT_TRUE(dp->channels.empty());
+  EXPECT_GT(kinds(*dp, 0)[NcclCallKind::AllReduce], 0);
+  EXPECT_EQ(kinds(*dp, 0).size(), 1u);
+
+  std::string error;
+  auto zero = runtime::gpu::planNcclCalls(
+      compile("examples/gpt/plans/dp2_zero.hspmd", "examples/gpt/plans/dp2_zero.hspmd"), &error);
+  ASSERT_TRUE(zero) << error;
+  auto count = kinds(*zero, 1);
+  EXPECT_GT(count[NcclCallKind::ReduceScatter], 0);
+  EXPECT_EQ(count[NcclCallKind::ReduceScatter], count[NcclCallKind::AllGather]);
+  EXPECT_EQ(count[NcclCallKind::Send] + count[NcclCallKind::Recv], 0);
+}
+
+// Uneven ZeRO shards (3 replicas of widths that 3 does not divide) have no NCCL collective:
+// they move as messages between every pair of members.
+TEST(NcclPlan, UnevenCollectivesBecomeMessages) {
+  std::string error;
+  auto plan = runtime::gpu::planNcclCalls(
+      compile("examples/gpt/plans/dp3_zero_chunked.hspmd", "examples/gpt/plans/dp3_zero_chunked.hspmd"), &error);
+  ASSERT_TRUE(plan) << error;
+  EXPECT_EQ(plan->channels, (std::set<std::pair<int, int>>{{0, 1}, {0, 2}, {1, 0}, {1, 2}, {2, 0}, {2, 1}}));
+  auto count = kinds(*plan, 0);
+  EXPECT_GT(count[NcclCallKind::Send], 0);
+  EXPECT_EQ(count[NcclCallKind::Send], count[NcclCallKind::Recv]);
+}
+
+// A pipeline's stages talk over one channel per direction; the printed calls list them.
+TEST(NcclPlan, PipelineStagesTalkOverAChannelPerDirection) {
+  auto plan = runtime::gpu::planNcclCalls(
+      compile("examples/gpt/plans/pipeline2.hspmd", "examples/gpt/plans/pipeline2.hspmd"), nullptr);
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->channels, (std::set<std::pair<int, int>>{{0, 1}, {1, 0}}));
+  const std::string text = runtime::gpu::printNcclCalls(*plan, 0);
+  EXPECT_EQ(text.substr(0, text.find('\n', text.find('\n') + 1) + 1), "channel 0 -> 1\nchannel 1 -> 0\n");
+  // 4 micro-batches: each forward's output goes to stage 1, each backward's gradient comes back
+  EXPECT_GE(kinds(*plan, 0)[NcclCallKind::Send], 4);
+  EXPECT_GE(kinds(*plan, 0)[NcclCallKind::Recv], 4);
+}
+
+// Head parallelism with ZeRO: device 2 takes device 0's messages in another order than
+// device 0 sends them, so that channel's receives are staged in the sender's order.
+TEST(NcclPlan, OutOfOrderChannelsAreStaged) {
+  std::string error;
+  auto plan = runtime::gpu::planNcclCalls(compile("examples/llama/plans/tiny_llama_hp_zero_heads.hspmd",
+                                                  "examples/llama/plans/tiny_llama_hp_zero_heads.hspmd"),
+                                          &error);
+  ASSERT_TRUE(plan) << error;
+  std::vector<int64_t> staged;
+  for (const auto &call : plan->calls.at(2))
+    if (call.staged && call.peer == 0)
+      staged.push_back(call.tag);
+  std::vector<int64_t> sent;
+  for (const auto &call : plan->calls.at(0))
+    if (call.kind == NcclCallKind::Send && call.peer == 2)
+      sent.push_back(call.tag);
+  EXPECT_FALSE(staged.empty());
+  EXPECT_EQ(staged, sent);
+}
+
+// Buffered sends let device 0 send a, overwrite a and join the all-reduce; on NCCL the
+// overwrite waits for the send, the send for device 1's receive, which waits for device 1's
+// all-reduce to have read c, which waits for device 0.
+TEST(NcclPlan, ReportsADeadlockBufferedSendsDoNotHave) {
+  const auto programs = parse({R"(program device 0 plan 0 peak 64 {
+  buffer %0 "a" : f32[4] at 0
+  buffer %1 "b" : f32[4] at 16
+  send %0 to 1 bytes 16 tag 1 slices [0:4]
+  zero %0
+  all-reduce %0 -> %1 group [0, 1] bytes 16 tag 2
+}
+)",
+                               R"(program device 1 plan 0 peak 64 {
+  buffer %0 "c" : f32[4] at 0
+  buffer %1 "b" : f32[4] at 16
+  all-reduce %0 -> %1 group [0, 1] bytes 16 tag 2 partial 1
+  recv %0 from 0 bytes 16 tag 1 slices [0:4]
+}
+)"});
+  std::string error;
+  EXPECT_FALSE(runtime::gpu::planNcclCalls(programs, &error));
+  const std::string tag1 = std::to_string(ir::expandedTag(1, ir::Phase::Forward, 0)),
+                    tag2 = std::to_string(ir::expandedTag(2, ir::Phase::Forward, 0));
+  EXPECT_EQ(error, "deadlock on NCCL: device 0's send to 1 (tag " + tag1 + "); device 1's all-reduce (tag " + tag2 +
+                       ") wait forever");
+}
+
+TEST(NcclPlan, ReportsMessagesTheTwoSidesDisagreeOn) {
+  const auto programs = parse({R"(program device 0 plan 0 peak 64 {
+  buffer %0 "a" : f32[4] at 0
+  send %0 to 1 bytes 16 tag 1 slices [0:4]
+  send %0 to 1 bytes 16 tag 2 slices [0:4]
+}
+)",
+                               R"(program device 1 plan 0 peak 64 {
+  buffer %0 "a" : f32[4] at 0
+  recv %0 from 0 bytes 16 tag 1 slices [0:4]
+  recv %0 from 0 bytes 16 tag 3 slices [0:4]
+}
+)"});
+  std::string error;
+  EXPECT_FALSE(runtime::gpu::planNcclCalls(programs, &error));
+  EXPECT_EQ(error, "device 0 sends device 1 tag " + std::to_string(ir::expandedTag(2, ir::Phase::Forward, 0)) +
+                       " as its message 1, but device 1 receives tag " +
+                       std::to_string(ir::expandedTag(3, ir::Phase::Forward, 0)) +
+                       " there: NCCL matches messages by their order, not their tags");
+}
