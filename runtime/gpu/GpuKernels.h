@@ -1,0 +1,60 @@
+// GpuKernels.h - the CUDA kernels of the runtime (runtime/gpu/Kernels.cu): the built-in ops of
+// runtime/Kernels.h with the same names, attributes and results, on fp32 tensors in GPU memory,
+// launched on a stream; matrix products through cuBLAS. Only built where nvcc is found
+// (HSPMD_HAVE_CUDA); docs/gpu.md lists the ops that have no GPU kernel yet.
+#pragma once
+
+#include "runtime/Kernels.h"
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace hspmd::runtime::gpu {
+
+/// Whether this process can use a GPU; if not, why (no driver, no device), as CUDA says it.
+bool gpuAvailable(std::string *why);
+
+/// A CUDA stream with its cuBLAS handle: what kernels of one device run on, in order.
+class GpuStream {
+public:
+  GpuStream();
+  ~GpuStream();
+  GpuStream(const GpuStream &) = delete;
+  GpuStream &operator=(const GpuStream &) = delete;
+  /// Waits until everything launched on the stream has finished; throws KernelError with
+  /// CUDA's message when something failed.
+  void synchronize();
+  void *stream() const { return stream_; }
+  void *blas() const { return blas_; }
+
+private:
+  void *stream_ = nullptr; // cudaStream_t
+  void *blas_ = nullptr;   // cublasHandle_t
+};
+
+/// Device memory: one allocation, freed with the object.
+class DeviceBuffer {
+public:
+  explicit DeviceBuffer(int64_t bytes);
+  ~DeviceBuffer();
+  DeviceBuffer(const DeviceBuffer &) = delete;
+  DeviceBuffer &operator=(const DeviceBuffer &) = delete;
+  void *data() const { return data_; }
+  void upload(const void *host, int64_t bytes, int64_t offset = 0);
+  void download(void *host, int64_t bytes, int64_t offset = 0) const;
+
+private:
+  void *data_ = nullptr;
+};
+
+/// The op names runKernel has a GPU kernel for.
+std::vector<std::string> gpuKernelNames();
+
+/// Runs `op` on `stream` on tensors in GPU memory (TensorView::data is a device pointer); the
+/// same contract as runtime::runKernel. Throws KernelError for an op without a GPU kernel.
+void runKernel(const std::string &op, const ir::AttrMap &attrs, std::span<const TensorView> inputs,
+               std::span<const TensorView> outputs, const KernelContext &context, GpuStream &stream);
+
+} // namespace hspmd::runtime::gpu

@@ -1,0 +1,612 @@
+// Kernels.cu - the CUDA kernels (GpuKernels.h). Each follows its CPU kernel in
+// runtime/kernels/ (same formulas, sums in double where the CPU's are), so that fp32 results
+// agree to rounding: elementwise ops with numpy broadcasting as grid-stride loops, norms and
+// cross-entropy one block per row, parameter gradients of the norms one thread per column
+// adding rows in order, matrix products through cuBLAS (no TF32: fp32 products).
+#include "runtime/gpu/GpuKernels.h"
+#include "runtime/gpu/Launch.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <functional>
+#include <map>
+
+namespace hspmd::runtime::gpu {
+
+namespace {
+
+using In = std::span<const TensorView>;
+using kernels::expect;
+
+void check(cudaError_t status, const char *what) {
+  if (status != cudaSuccess)
+    throw KernelError(std::string(what) + ": " + cudaGetErrorString(status));
+}
+
+void check(cublasStatus_t status, const char *what) {
+  if (status != CUBLAS_STATUS_SUCCESS)
+    throw KernelError(std::string(what) + ": " + cublasGetStatusString(status));
+}
+
+cudaStream_t streamOf(const GpuStream &s) {
+  return static_cast<cudaStream_t>(s.stream());
+}
+
+// ---- elementwise ----------------------------------------------------------------------
+
+struct Add {
+  __device__ float operator()(float a, float b) const { return a + b; }
+};
+struct Sub {
+  __device__ float operator()(float a, float b) const { return a - b; }
+};
+struct Mul {
+  __device__ float operator()(float a, float b) const { return a * b; }
+};
+struct Div {
+  __device__ float operator()(float a, float b) const { return a / b; }
+};
+struct First { // broadcast: the first operand's element
+  __device__ float operator()(float a, float) const { return a; }
+};
+struct GeluGrad {
+  __device__ float operator()(float x, float dy) const {
+    const float cdf = 0.5f * (1.0f + erff(x * static_cast<float>(M_SQRT1_2)));
+    const float pdf = expf(-0.5f * x * x) * static_cast<float>(0.5 * M_2_SQRTPI * M_SQRT1_2);
+    return dy * (cdf + x * pdf);
+  }
+};
+struct SiluGrad {
+  __device__ float operator()(float x, float dy) const {
+    const float s = 1.0f / (1.0f + expf(-x));
+    return dy * (s + x * s * (1 - s));
+  }
+};
+struct ReluGrad {
+  __device__ float operator()(float x, float dy) const { return x > 0 ? dy : 0.0f; }
+};
+struct Neg {
+  __device__ float operator()(float x) const { return -x; }
+};
+struct Gelu {
+  __device__ float operator()(float x) const { return x * 0.5f * (1.0f + erff(x * static_cast<float>(M_SQRT1_2))); }
+};
+struct Silu {
+  __device__ float operator()(float x) const { return x / (1.0f + expf(-x)); }
+};
+struct Relu {
+  __device__ float operator()(float x) const { return x > 0 ? x : 0.0f; }
+};
+
+template <typename F>
+__global__ void binaryKernel(const float *a, const float *b, float *y, int64_t n, BroadcastStrides s, F f) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    int64_t rest = i, ia = 0, ib = 0;
+    for (int d = s.rank - 1; d >= 0; --d) {
+      const int64_t at = rest % s.out[d];
+      rest /= s.out[d];
+      ia += at * s.a[d];
+      ib += at * s.b[d];
+    }
+    y[i] = f(a[ia], b[ib]);
+  }
+}
+
+template <typename F> __global__ void unaryKernel(const float *x, float *y, int64_t n, F f) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    y[i] = f(x[i]);
+}
+
+__global__ void fillKernel(float *y, int64_t n, float value) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    y[i] = value;
+}
+
+template <typename F> void binary(In in, In out, F f, cudaStream_t stream) {
+  const int64_t n = out[0].numel();
+  const LaunchShape shape = elementwiseLaunch(n);
+  if (!shape.blocks)
+    return;
+  const BroadcastStrides s = broadcastStrides(in[0].shape, in.size() > 1 ? in[1].shape : in[0].shape, out[0].shape);
+  binaryKernel<<<shape.blocks, shape.threads, 0, stream>>>(in[0].f32(), in.size() > 1 ? in[1].f32() : in[0].f32(),
+                                                           out[0].f32(), n, s, f);
+}
+
+template <typename F> void unary(In in, In out, F f, cudaStream_t stream) {
+  const int64_t n = out[0].numel();
+  const LaunchShape shape = elementwiseLaunch(n);
+  if (shape.blocks)
+    unaryKernel<<<shape.blocks, shape.threads, 0, stream>>>(in[0].f32(), out[0].f32(), n, f);
+}
+
+// ---- rows: norms, softmax, cross-entropy ------------------------------------------------
+
+// The sum of `value` over the block's threads (every thread gets it); `shared` holds 32 doubles.
+__device__ double blockSum(double value, double *shared) {
+  for (int offset = 16; offset > 0; offset /= 2)
+    value += __shfl_down_sync(0xffffffffu, value, offset);
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  __syncthreads(); // `shared` may still be read by a previous call
+  if (lane == 0)
+    shared[warp] = value;
+  __syncthreads();
+  double total = 0;
+  for (int w = 0; w < static_cast<int>((blockDim.x + 31) / 32); ++w)
+    total += shared[w];
+  return total;
+}
+
+__device__ float blockMax(float value, float *shared) {
+  for (int offset = 16; offset > 0; offset /= 2)
+    value = fmaxf(value, __shfl_down_sync(0xffffffffu, value, offset));
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  __syncthreads();
+  if (lane == 0)
+    shared[warp] = value;
+  __syncthreads();
+  float peak = -INFINITY;
+  for (int w = 0; w < static_cast<int>((blockDim.x + 31) / 32); ++w)
+    peak = fmaxf(peak, shared[w]);
+  return peak;
+}
+
+// Per row: its mean (0 for RMSNorm) and 1 / sqrt(variance or mean square + eps), kept for the
+// parameter gradients.
+__global__ void normRowsKernel(const float *x, const float *w, const float *b, const float *dy, float *y, double *stats,
+                               int64_t rows, int64_t n, double eps, bool layer) {
+  __shared__ double shared[32];
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const float *xr = x + row * n;
+    double mean = 0;
+    if (layer) {
+      double s = 0;
+      for (int64_t j = threadIdx.x; j < n; j += blockDim.x)
+        s += xr[j];
+      mean = blockSum(s, shared) / static_cast<double>(n);
+    }
+    double s2 = 0;
+    for (int64_t j = threadIdx.x; j < n; j += blockDim.x)
+      s2 += (xr[j] - mean) * (xr[j] - mean);
+    const double r = 1 / sqrt(blockSum(s2, shared) / static_cast<double>(n) + eps);
+    if (stats && threadIdx.x == 0) {
+      stats[2 * row] = mean;
+      stats[2 * row + 1] = r;
+    }
+    if (!dy) {
+      for (int64_t j = threadIdx.x; j < n; j += blockDim.x)
+        y[row * n + j] = static_cast<float>((xr[j] - mean) * r * w[j] + (layer ? b[j] : 0.0f));
+      continue;
+    }
+    const float *dyr = dy + row * n;
+    double sumG = 0, sumGX = 0;
+    for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+      const double xhat = (xr[j] - mean) * r, g = static_cast<double>(dyr[j]) * w[j];
+      sumG += g;
+      sumGX += g * xhat;
+    }
+    sumGX = blockSum(sumGX, shared);
+    sumG = layer ? blockSum(sumG, shared) : 0.0;
+    for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+      const double xhat = (xr[j] - mean) * r, g = static_cast<double>(dyr[j]) * w[j];
+      y[row * n + j] =
+          static_cast<float>(r * (g - sumG / static_cast<double>(n) - xhat * sumGX / static_cast<double>(n)));
+    }
+  }
+}
+
+// dw (and db) of a norm: one thread per column, adding the rows in order.
+__global__ void normParamGradKernel(const float *x, const float *dy, const double *stats, float *dw, float *db,
+                                    int64_t rows, int64_t n) {
+  for (int64_t j = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; j < n;
+       j += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    double w = 0, b = 0;
+    for (int64_t row = 0; row < rows; ++row) {
+      const double xhat = (x[row * n + j] - stats[2 * row]) * stats[2 * row + 1];
+      w += dy[row * n + j] * xhat;
+      b += dy[row * n + j];
+    }
+    dw[j] = static_cast<float>(w);
+    if (db)
+      db[j] = static_cast<float>(b);
+  }
+}
+
+// Softmax along a dimension of extent n between `outer` and `inner` elements: one thread per
+// (outer, inner) pair.
+__global__ void softmaxKernel(const float *x, float *y, int64_t outer, int64_t n, int64_t inner) {
+  for (int64_t p = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; p < outer * inner;
+       p += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t o = p / inner, i = p % inner;
+    const float *xr = x + o * n * inner + i;
+    float *yr = y + o * n * inner + i;
+    float peak = -INFINITY;
+    for (int64_t j = 0; j < n; ++j)
+      peak = fmaxf(peak, xr[j * inner]);
+    double total = 0;
+    for (int64_t j = 0; j < n; ++j)
+      total += exp(static_cast<double>(xr[j * inner] - peak));
+    for (int64_t j = 0; j < n; ++j)
+      yr[j * inner] = static_cast<float>(exp(static_cast<double>(xr[j * inner] - peak)) / total);
+  }
+}
+
+// Cross-entropy, one block per row: the row's loss into `rowLoss` (forward) or its gradient
+// into `grad`. A target < 0 is not scored; one outside the vocabulary sets `*bad` to it + 1.
+__global__ void crossEntropyKernel(const float *logits, const int32_t *targets, double *rowLoss, float *grad,
+                                   const float *upstream, int64_t rows, int64_t V, double tokens, int64_t *bad) {
+  __shared__ double shared[32];
+  __shared__ float peaks[32];
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const float *xr = logits + row * V;
+    const int64_t target = targets[row];
+    if (target >= V) {
+      if (threadIdx.x == 0)
+        *bad = target + 1;
+      continue;
+    }
+    if (target < 0) {
+      if (grad)
+        for (int64_t c = threadIdx.x; c < V; c += blockDim.x)
+          grad[row * V + c] = 0.0f;
+      else if (threadIdx.x == 0)
+        rowLoss[row] = 0;
+      continue;
+    }
+    float peak = -INFINITY;
+    for (int64_t c = threadIdx.x; c < V; c += blockDim.x)
+      peak = fmaxf(peak, xr[c]);
+    peak = blockMax(peak, peaks);
+    double total = 0;
+    for (int64_t c = threadIdx.x; c < V; c += blockDim.x)
+      total += expf(xr[c] - peak);
+    total = blockSum(total, shared);
+    if (!grad) {
+      if (threadIdx.x == 0)
+        rowLoss[row] = log(total) + peak - xr[target];
+      continue;
+    }
+    const double up = *upstream;
+    const auto factor = static_cast<float>(up / total / tokens);
+    for (int64_t c = threadIdx.x; c < V; c += blockDim.x)
+      grad[row * V + c] = expf(xr[c] - peak) * factor - (c == target ? static_cast<float>(up / tokens) : 0.0f);
+  }
+}
+
+// The rows' losses added in row order (one thread: the same sum as the CPU's), over `tokens`.
+__global__ void lossSumKernel(const double *rowLoss, int64_t rows, double tokens, float *loss) {
+  double total = 0;
+  for (int64_t r = 0; r < rows; ++r)
+    total += rowLoss[r];
+  *loss = static_cast<float>(total / tokens);
+}
+
+// ---- embedding, optimizer -------------------------------------------------------------
+
+__global__ void embeddingKernel(const float *table, const int32_t *ids, float *y, int64_t count, int64_t V, int64_t D,
+                                int64_t offset) {
+  for (int64_t k = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; k < count * D;
+       k += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t i = k / D, d = k % D, row = ids[i] - offset;
+    y[k] = row >= 0 && row < V ? table[row * D + d] : 0.0f;
+  }
+}
+
+// One thread per column of the table, adding the matching ids' rows in order (deterministic).
+__global__ void embeddingGradKernel(const int32_t *ids, const float *dy, float *g, int64_t count, int64_t V, int64_t D,
+                                    int64_t offset) {
+  for (int64_t k = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; k < V * D;
+       k += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t row = k / D, d = k % D;
+    float sum = 0.0f;
+    for (int64_t i = 0; i < count; ++i)
+      if (ids[i] - offset == row)
+        sum += dy[i * D + d];
+    g[k] = sum;
+  }
+}
+
+__global__ void adamwKernel(float *p, const float *g, float *m, float *v, int64_t n, double lr, double beta1,
+                            double beta2, double eps, double decay, double correction1, double correction2) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    m[i] = static_cast<float>(beta1 * m[i] + (1 - beta1) * g[i]);
+    v[i] = static_cast<float>(beta2 * v[i] + (1 - beta2) * static_cast<double>(g[i]) * g[i]);
+    const double update = (m[i] / correction1) / (sqrt(v[i] / correction2) + eps);
+    p[i] = static_cast<float>(p[i] * (1 - lr * decay) - lr * update);
+  }
+}
+
+__global__ void sgdKernel(float *p, const float *g, float *momentum, int64_t n, double lr, double mu, double decay,
+                          bool first) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    double step = g[i] + decay * p[i];
+    if (momentum) {
+      momentum[i] = static_cast<float>(first ? step : mu * momentum[i] + step);
+      step = momentum[i];
+    }
+    p[i] = static_cast<float>(p[i] - lr * step);
+  }
+}
+
+// ---- dispatch --------------------------------------------------------------------------
+
+// Scratch memory for one kernel call, freed in stream order.
+class Scratch {
+public:
+  Scratch(int64_t bytes, cudaStream_t stream) : stream_(stream) {
+    check(cudaMallocAsync(&data_, static_cast<size_t>(bytes), stream), "cudaMallocAsync");
+  }
+  ~Scratch() { cudaFreeAsync(data_, stream_); }
+  template <typename T> T *as() const { return static_cast<T *>(data_); }
+
+private:
+  void *data_ = nullptr;
+  cudaStream_t stream_;
+};
+
+void norm(const std::string &op, const ir::AttrMap &attrs, In in, In out, cudaStream_t stream) {
+  const bool layer = op.rfind("layernorm", 0) == 0, grad = op.size() > 5 && op.substr(op.size() - 5) == "_grad";
+  const int64_t n = in[0].shape.empty() ? 1 : in[0].shape.back(), rows = in[0].numel() / std::max<int64_t>(n, 1);
+  const double eps = ir::floatAttr(attrs, "eps", 1e-5);
+  const LaunchShape shape = rowLaunch(rows, n);
+  if (!shape.blocks)
+    return;
+  if (!grad) {
+    normRowsKernel<<<shape.blocks, shape.threads, 0, stream>>>(in[0].f32(), in[1].f32(), layer ? in[2].f32() : nullptr,
+                                                               nullptr, out[0].f32(), nullptr, rows, n, eps, layer);
+    return;
+  }
+  Scratch stats(rows * 2 * static_cast<int64_t>(sizeof(double)), stream);
+  normRowsKernel<<<shape.blocks, shape.threads, 0, stream>>>(in[0].f32(), in[1].f32(), nullptr, in[2].f32(),
+                                                             out[0].f32(), stats.as<double>(), rows, n, eps, layer);
+  const LaunchShape columns = elementwiseLaunch(n);
+  normParamGradKernel<<<columns.blocks, columns.threads, 0, stream>>>(
+      in[0].f32(), in[2].f32(), stats.as<double>(), out[1].f32(), layer ? out[2].f32() : nullptr, rows, n);
+}
+
+void crossEntropy(const std::string &op, const ir::AttrMap &attrs, In in, In out, const KernelContext &context,
+                  cudaStream_t stream) {
+  const TensorView &logits = in[0], &targets = in[1];
+  const int64_t V = logits.shape.back(), rows = logits.numel() / std::max<int64_t>(V, 1);
+  const double tokens = static_cast<double>(context.scored > 0 ? context.scored : ir::intAttr(attrs, "tokens", rows));
+  const bool grad = op == "cross_entropy_grad";
+  Scratch scratch((grad ? 0 : rows * static_cast<int64_t>(sizeof(double))) + static_cast<int64_t>(sizeof(int64_t)),
+                  stream);
+  int64_t *bad = scratch.as<int64_t>();
+  check(cudaMemsetAsync(bad, 0, sizeof(int64_t), stream), "cudaMemsetAsync");
+  double *rowLoss = grad ? nullptr : reinterpret_cast<double *>(bad + 1);
+  const LaunchShape shape = rowLaunch(rows, V);
+  if (shape.blocks)
+    crossEntropyKernel<<<shape.blocks, shape.threads, 0, stream>>>(logits.f32(), targets.i32(), rowLoss,
+                                                                   grad ? out[0].f32() : nullptr,
+                                                                   grad ? in[2].f32() : nullptr, rows, V, tokens, bad);
+  if (!grad)
+    lossSumKernel<<<1, 1, 0, stream>>>(rowLoss, rows, tokens, out[0].f32());
+  int64_t target = 0; // the CPU kernel's check, at the cost of one wait per loss
+  check(cudaMemcpyAsync(&target, bad, sizeof target, cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync");
+  check(cudaStreamSynchronize(stream), op.c_str());
+  expect(target == 0, op, "target " + std::to_string(target - 1) + " outside the vocabulary");
+}
+
+// C = A B, row-major, through cuBLAS's column-major product: C^T = B^T A^T.
+void matmul(In in, In out, const GpuStream &s) {
+  const TensorView &a = in[0], &b = in[1], &y = out[0];
+  expect(a.shape.size() >= 2 && b.shape.size() >= 2, "matmul", "operands need at least 2 dimensions");
+  const int64_t M = a.shape[a.shape.size() - 2], K = a.shape.back(), N = b.shape.back();
+  expect(b.shape[b.shape.size() - 2] == K && y.shape.back() == N, "matmul", "shapes do not fit");
+  cudaStream_t stream = streamOf(s);
+  if (M * N == 0)
+    return;
+  if (K == 0) {
+    check(cudaMemsetAsync(y.data, 0, static_cast<size_t>(y.numel()) * 4, stream), "cudaMemsetAsync");
+    return;
+  }
+  auto handle = static_cast<cublasHandle_t>(s.blas());
+  const float one = 1.0f, zero = 0.0f;
+  if (b.shape.size() == 2) { // every row of a against one matrix
+    check(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(a.numel() / K),
+                      static_cast<int>(K), &one, b.f32(), static_cast<int>(N), a.f32(), static_cast<int>(K), &zero,
+                      y.f32(), static_cast<int>(N)),
+          "cublasSgemm");
+    return;
+  }
+  // Batched: one product per batch index of the result, operands found by broadcasting.
+  const std::vector<int64_t> batch(y.shape.begin(), y.shape.end() - 2);
+  const std::vector<int64_t> aBatch(a.shape.begin(), a.shape.end() - 2), bBatch(b.shape.begin(), b.shape.end() - 2);
+  const BroadcastStrides strides = broadcastStrides(aBatch, bBatch, batch);
+  int64_t count = 1;
+  for (int64_t d : batch)
+    count *= d;
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t ia = 0, ib = 0, rest = i;
+    for (int d = strides.rank - 1; d >= 0; --d) {
+      const int64_t at = rest % strides.out[d];
+      rest /= strides.out[d];
+      ia += at * strides.a[d];
+      ib += at * strides.b[d];
+    }
+    check(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(M), static_cast<int>(K),
+                      &one, b.f32() + ib * K * N, static_cast<int>(N), a.f32() + ia * M * K, static_cast<int>(K), &zero,
+                      y.f32() + i * M * N, static_cast<int>(N)),
+          "cublasSgemm");
+  }
+}
+
+using Runner = std::function<void(const ir::AttrMap &, In, In, const KernelContext &, GpuStream &)>;
+
+const std::map<std::string, Runner> &runners() {
+  static const std::map<std::string, Runner> table = [] {
+    std::map<std::string, Runner> t;
+    auto bin = [&](const char *name, auto f) {
+      t[name] = [f](const ir::AttrMap &, In in, In out, const KernelContext &, GpuStream &s) {
+        binary(in, out, f, streamOf(s));
+      };
+    };
+    auto un = [&](const char *name, auto f) {
+      t[name] = [f](const ir::AttrMap &, In in, In out, const KernelContext &, GpuStream &s) {
+        unary(in, out, f, streamOf(s));
+      };
+    };
+    bin("add", Add{});
+    bin("sub", Sub{});
+    bin("mul", Mul{});
+    bin("div", Div{});
+    bin("gelu_grad", GeluGrad{});
+    bin("silu_grad", SiluGrad{});
+    bin("relu_grad", ReluGrad{});
+    un("neg", Neg{});
+    un("gelu", Gelu{});
+    un("silu", Silu{});
+    un("relu", Relu{});
+    t["broadcast"] = [](const ir::AttrMap &, In in, In out, const KernelContext &, GpuStream &s) {
+      binary(in.subspan(0, 1), out, First{}, streamOf(s));
+    };
+    t["constant"] = [](const ir::AttrMap &attrs, In, In out, const KernelContext &, GpuStream &s) {
+      const LaunchShape shape = elementwiseLaunch(out[0].numel());
+      if (shape.blocks)
+        fillKernel<<<shape.blocks, shape.threads, 0, streamOf(s)>>>(out[0].f32(), out[0].numel(),
+                                                                    static_cast<float>(ir::floatAttr(attrs, "value")));
+    };
+    for (const char *name : {"layernorm", "layernorm_grad", "rmsnorm", "rmsnorm_grad"})
+      t[name] = [op = std::string(name)](const ir::AttrMap &attrs, In in, In out, const KernelContext &, GpuStream &s) {
+        norm(op, attrs, in, out, streamOf(s));
+      };
+    t["softmax"] = [](const ir::AttrMap &attrs, In in, In out, const KernelContext &, GpuStream &s) {
+      const auto dim = static_cast<size_t>(ir::intAttr(attrs, "dim"));
+      expect(dim < in[0].shape.size(), "softmax", "dimension out of range");
+      int64_t inner = 1, outer = 1;
+      for (size_t d = dim + 1; d < in[0].shape.size(); ++d)
+        inner *= in[0].shape[d];
+      for (size_t d = 0; d < dim; ++d)
+        outer *= in[0].shape[d];
+      const LaunchShape shape = elementwiseLaunch(outer * inner);
+      if (shape.blocks)
+        softmaxKernel<<<shape.blocks, shape.threads, 0, streamOf(s)>>>(in[0].f32(), out[0].f32(), outer,
+                                                                       in[0].shape[dim], inner);
+    };
+    for (const char *name : {"cross_entropy", "cross_entropy_grad"})
+      t[name] = [op = std::string(name)](const ir::AttrMap &attrs, In in, In out, const KernelContext &context,
+                                         GpuStream &s) { crossEntropy(op, attrs, in, out, context, streamOf(s)); };
+    t["embedding"] = [](const ir::AttrMap &attrs, In in, In out, const KernelContext &, GpuStream &s) {
+      const int64_t V = in[0].shape[0], D = in[0].shape[1], count = in[1].numel();
+      const LaunchShape shape = elementwiseLaunch(count * D);
+      if (shape.blocks)
+        embeddingKernel<<<shape.blocks, shape.threads, 0, streamOf(s)>>>(in[0].f32(), in[1].i32(), out[0].f32(), count,
+                                                                         V, D, ir::intAttr(attrs, "vocab_offset"));
+    };
+    t["embedding_grad"] = [](const ir::AttrMap &attrs, In in, In out, const KernelContext &, GpuStream &s) {
+      const int64_t V = out[0].shape[0], D = out[0].shape[1], count = in[0].numel();
+      const LaunchShape shape = elementwiseLaunch(V * D);
+      if (shape.blocks)
+        embeddingGradKernel<<<shape.blocks, shape.threads, 0, streamOf(s)>>>(
+            in[0].i32(), in[1].f32(), out[0].f32(), count, V, D, ir::intAttr(attrs, "vocab_offset"));
+    };
+    t["adamw"] = [](const ir::AttrMap &attrs, In in, In out, const KernelContext &context, GpuStream &s) {
+      expect(in.size() == 4 && out.size() == 1, "adamw", "expects param, grad, m, v -> param");
+      const double beta1 = ir::floatAttr(attrs, "beta1", 0.9), beta2 = ir::floatAttr(attrs, "beta2", 0.999);
+      const LaunchShape shape = elementwiseLaunch(out[0].numel());
+      if (shape.blocks)
+        adamwKernel<<<shape.blocks, shape.threads, 0, streamOf(s)>>>(
+            out[0].f32(), in[1].f32(), in[2].f32(), in[3].f32(), out[0].numel(), ir::floatAttr(attrs, "lr", 1e-3),
+            beta1, beta2, ir::floatAttr(attrs, "eps", 1e-8), ir::floatAttr(attrs, "weight_decay", 0.01),
+            1 - std::pow(beta1, static_cast<double>(context.step)),
+            1 - std::pow(beta2, static_cast<double>(context.step)));
+    };
+    t["sgd"] = [](const ir::AttrMap &attrs, In in, In out, const KernelContext &context, GpuStream &s) {
+      const LaunchShape shape = elementwiseLaunch(out[0].numel());
+      if (shape.blocks)
+        sgdKernel<<<shape.blocks, shape.threads, 0, streamOf(s)>>>(
+            out[0].f32(), in[1].f32(), in.size() > 2 ? in[2].f32() : nullptr, out[0].numel(),
+            ir::floatAttr(attrs, "lr", 1e-2), ir::floatAttr(attrs, "momentum", 0.0),
+            ir::floatAttr(attrs, "weight_decay", 0.0), context.step == 1);
+    };
+    t["matmul"] = [](const ir::AttrMap &, In in, In out, const KernelContext &, GpuStream &s) { matmul(in, out, s); };
+    return t;
+  }();
+  return table;
+}
+
+} // namespace
+
+bool gpuAvailable(std::string *why) {
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) {
+    if (why)
+      *why = std::string("CUDA: ") + cudaGetErrorString(status);
+    return false;
+  }
+  if (count == 0) {
+    if (why)
+      *why = "CUDA sees no GPU";
+    return false;
+  }
+  return true;
+}
+
+GpuStream::GpuStream() {
+  cudaStream_t stream = nullptr;
+  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  stream_ = stream;
+  cublasHandle_t handle = nullptr;
+  check(cublasCreate(&handle), "cublasCreate");
+  blas_ = handle;
+  check(cublasSetStream(handle, stream), "cublasSetStream");
+  // fp32 products stay fp32 (no TF32 tensor cores): results comparable with the CPU's.
+  check(cublasSetMathMode(handle, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode");
+}
+
+GpuStream::~GpuStream() {
+  if (blas_)
+    cublasDestroy(static_cast<cublasHandle_t>(blas_));
+  if (stream_)
+    cudaStreamDestroy(static_cast<cudaStream_t>(stream_));
+}
+
+void GpuStream::synchronize() {
+  check(cudaStreamSynchronize(static_cast<cudaStream_t>(stream_)), "a kernel on the GPU");
+}
+
+DeviceBuffer::DeviceBuffer(int64_t bytes) {
+  check(cudaMalloc(&data_, static_cast<size_t>(std::max<int64_t>(bytes, 1))), "cudaMalloc");
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  cudaFree(data_);
+}
+
+void DeviceBuffer::upload(const void *host, int64_t bytes, int64_t offset) {
+  check(cudaMemcpy(static_cast<char *>(data_) + offset, host, static_cast<size_t>(bytes), cudaMemcpyHostToDevice),
+        "cudaMemcpy to the GPU");
+}
+
+void DeviceBuffer::download(void *host, int64_t bytes, int64_t offset) const {
+  check(cudaMemcpy(host, static_cast<const char *>(data_) + offset, static_cast<size_t>(bytes), cudaMemcpyDeviceToHost),
+        "cudaMemcpy from the GPU");
+}
+
+std::vector<std::string> gpuKernelNames() {
+  std::vector<std::string> names;
+  for (const auto &[name, _] : runners())
+    names.push_back(name);
+  return names;
+}
+
+void runKernel(const std::string &op, const ir::AttrMap &attrs, std::span<const TensorView> inputs,
+               std::span<const TensorView> outputs, const KernelContext &context, GpuStream &stream) {
+  auto it = runners().find(op);
+  if (it == runners().end())
+    throw KernelError("no GPU kernel for '" + op + "' yet (docs/gpu.md)");
+  for (const TensorView &t : inputs)
+    expect(t.dtype == ir::DType::F32 || t.dtype == ir::DType::I32, op, "the GPU kernels take f32 and i32 tensors");
+  it->second(attrs, inputs, outputs, context, stream);
+  check(cudaGetLastError(), op.c_str());
+}
+
+} // namespace hspmd::runtime::gpu

@@ -1,0 +1,179 @@
+// The CUDA kernels against the CPU kernels, op by op (label `gpu`): the same random inputs
+// through runtime::runKernel and gpu::runKernel, every output (and every input an op updates in
+// place) within 1e-5 relative. Without a GPU each test reports that it was skipped and why.
+#include "runtime/Kernels.h"
+#include "runtime/gpu/GpuKernels.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <set>
+
+using namespace hspmd;
+using runtime::TensorView;
+
+namespace {
+
+#define SKIP_WITHOUT_GPU()                                                                                             \
+  do {                                                                                                                 \
+    std::string why;                                                                                                   \
+    if (!runtime::gpu::gpuAvailable(&why))                                                                             \
+      GTEST_SKIP() << "no GPU here (" << why << "): scripts/gpu-check.sh runs these on a GPU";                         \
+  } while (0)
+
+struct Tensor {
+  ir::DType dtype = ir::DType::F32;
+  std::vector<int64_t> shape;
+  std::vector<char> bytes;
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    return n;
+  }
+  float *f32() { return reinterpret_cast<float *>(bytes.data()); }
+};
+
+Tensor f32(std::vector<int64_t> shape, std::mt19937 &random, float lo = -2, float hi = 2) {
+  Tensor t{ir::DType::F32, std::move(shape), {}};
+  t.bytes.resize(static_cast<size_t>(t.numel()) * 4);
+  std::uniform_real_distribution<float> values(lo, hi);
+  for (int64_t i = 0; i < t.numel(); ++i)
+    t.f32()[i] = values(random);
+  return t;
+}
+
+Tensor i32(std::vector<int64_t> shape, std::vector<int32_t> values) {
+  Tensor t{ir::DType::I32, std::move(shape), {}};
+  t.bytes.resize(values.size() * 4);
+  std::memcpy(t.bytes.data(), values.data(), t.bytes.size());
+  return t;
+}
+
+Tensor zeros(std::vector<int64_t> shape) {
+  Tensor t{ir::DType::F32, std::move(shape), {}};
+  t.bytes.assign(static_cast<size_t>(t.numel()) * 4, 0);
+  return t;
+}
+
+// Runs `op` on the CPU and on the GPU from the same inputs and compares outputs and inputs.
+void compare(const std::string &op, const ir::AttrMap &attrs, std::vector<Tensor> inputs, std::vector<Tensor> outputs,
+             const runtime::KernelContext &context = {}) {
+  std::vector<Tensor> cpuIn = inputs, cpuOut = outputs;
+  auto views = [](std::vector<Tensor> &ts) {
+    std::vector<TensorView> v;
+    for (Tensor &t : ts)
+      v.push_back(TensorView{t.bytes.data(), t.dtype, t.shape});
+    return v;
+  };
+  runtime::runKernel(op, attrs, views(cpuIn), views(cpuOut), context);
+
+  runtime::gpu::GpuStream stream;
+  std::vector<std::unique_ptr<runtime::gpu::DeviceBuffer>> memory;
+  auto upload = [&](std::vector<Tensor> &ts) {
+    std::vector<TensorView> v;
+    for (Tensor &t : ts) {
+      memory.push_back(std::make_unique<runtime::gpu::DeviceBuffer>(static_cast<int64_t>(t.bytes.size())));
+      memory.back()->upload(t.bytes.data(), static_cast<int64_t>(t.bytes.size()));
+      v.push_back(TensorView{memory.back()->data(), t.dtype, t.shape});
+    }
+    return v;
+  };
+  const std::vector<TensorView> gpuIn = upload(inputs), gpuOut = upload(outputs);
+  runtime::gpu::runKernel(op, attrs, gpuIn, gpuOut, context, stream);
+  stream.synchronize();
+  auto check = [&](std::vector<Tensor> &cpu, std::vector<Tensor> &gpu, size_t first, const char *what) {
+    for (size_t k = 0; k < cpu.size(); ++k) {
+      if (cpu[k].dtype != ir::DType::F32)
+        continue;
+      std::vector<float> got(static_cast<size_t>(cpu[k].numel()));
+      memory[first + k]->download(got.data(), static_cast<int64_t>(got.size() * 4));
+      for (int64_t i = 0; i < cpu[k].numel(); ++i) {
+        const float want = cpu[k].f32()[i];
+        ASSERT_NEAR(got[static_cast<size_t>(i)], want, 1e-5 * std::max(1.0f, std::fabs(want)))
+            << op << " " << what << " " << k << " element " << i;
+      }
+    }
+    (void)gpu;
+  };
+  check(cpuIn, inputs, 0, "input");
+  check(cpuOut, outputs, inputs.size(), "output");
+}
+
+} // namespace
+
+// Not a GPU test: what the GPU kernels are named must be what the CPU kernels are named.
+TEST(GpuKernels, EveryGpuKernelIsACpuKernel) {
+  const auto cpu = runtime::kernelNames();
+  const std::set<std::string> known(cpu.begin(), cpu.end());
+  const auto gpu = runtime::gpu::gpuKernelNames();
+  EXPECT_GE(gpu.size(), 20u);
+  for (const std::string &name : gpu)
+    EXPECT_TRUE(known.count(name)) << name;
+}
+
+TEST(GpuKernels, Elementwise) {
+  SKIP_WITHOUT_GPU();
+  std::mt19937 random(1);
+  for (const char *op : {"add", "sub", "mul"}) {
+    compare(op, {}, {f32({4, 33}, random), f32({4, 33}, random)}, {zeros({4, 33})});
+    compare(op, {}, {f32({4, 33}, random), f32({33}, random)}, {zeros({4, 33})});
+    compare(op, {}, {f32({4, 1, 5}, random), f32({3, 1}, random)}, {zeros({4, 3, 5})});
+  }
+  compare("div", {}, {f32({4, 33}, random), f32({33}, random, 0.5f, 2.0f)}, {zeros({4, 33})});
+  for (const char *op : {"neg", "gelu", "silu", "relu"})
+    compare(op, {}, {f32({1000}, random, -6, 6)}, {zeros({1000})});
+  for (const char *op : {"gelu_grad", "silu_grad", "relu_grad"})
+    compare(op, {}, {f32({1000}, random, -6, 6), f32({1000}, random)}, {zeros({1000})});
+  compare("broadcast", {}, {f32({33}, random)}, {zeros({4, 33})});
+  compare("constant", {{"value", 2.5}}, {}, {zeros({7, 5})});
+}
+
+TEST(GpuKernels, NormsAndSoftmax) {
+  SKIP_WITHOUT_GPU();
+  std::mt19937 random(2);
+  compare("layernorm", {{"eps", 1e-5}}, {f32({6, 100}, random), f32({100}, random), f32({100}, random)},
+          {zeros({6, 100})});
+  compare("layernorm_grad", {{"eps", 1e-5}}, {f32({6, 100}, random), f32({100}, random), f32({6, 100}, random)},
+          {zeros({6, 100}), zeros({100}), zeros({100})});
+  compare("rmsnorm", {{"eps", 1e-6}}, {f32({5, 2000}, random), f32({2000}, random)}, {zeros({5, 2000})});
+  compare("rmsnorm_grad", {{"eps", 1e-6}}, {f32({5, 64}, random), f32({64}, random), f32({5, 64}, random)},
+          {zeros({5, 64}), zeros({64})});
+  compare("softmax", {{"dim", int64_t{1}}}, {f32({3, 17, 5}, random, -8, 8)}, {zeros({3, 17, 5})});
+}
+
+TEST(GpuKernels, EmbeddingAndCrossEntropy) {
+  SKIP_WITHOUT_GPU();
+  std::mt19937 random(3);
+  const Tensor targets = i32({12}, {0, 5, 49, -1, 7, 7, 3, 20, 33, 48, 1, 2});
+  compare("cross_entropy", {{"tokens", int64_t{22}}}, {f32({12, 50}, random, -5, 5), targets}, {zeros({})});
+  compare("cross_entropy_grad", {{"tokens", int64_t{22}}},
+          {f32({12, 50}, random, -5, 5), targets, f32({}, random, 0.5f, 1.5f)}, {zeros({12, 50})});
+  const Tensor ids = i32({3, 4}, {10, 11, 59, 60, 5, 12, 12, 30, 10, 59, 0, 41});
+  compare("embedding", {{"vocab_offset", int64_t{10}}}, {f32({50, 16}, random), ids}, {zeros({3, 4, 16})});
+  compare("embedding_grad", {{"vocab_offset", int64_t{10}}}, {ids, f32({3, 4, 16}, random)}, {zeros({50, 16})});
+}
+
+TEST(GpuKernels, OptimizerSteps) {
+  SKIP_WITHOUT_GPU();
+  std::mt19937 random(4);
+  runtime::KernelContext third;
+  third.step = 3;
+  const Tensor p = f32({1000}, random);
+  compare("adamw", {{"lr", 1e-2}},
+          {p, f32({1000}, random), f32({1000}, random, -0.1f, 0.1f), f32({1000}, random, 0, 0.1f)}, {p}, third);
+  compare("sgd", {{"lr", 0.1}, {"momentum", 0.9}}, {p, f32({1000}, random), f32({1000}, random)}, {p}, third);
+}
+
+TEST(GpuKernels, MatrixProducts) {
+  SKIP_WITHOUT_GPU();
+  std::mt19937 random(5);
+  compare("matmul", {}, {f32({5, 7}, random), f32({7, 3}, random)}, {zeros({5, 3})});
+  compare("matmul", {}, {f32({2, 5, 7}, random), f32({7, 3}, random)}, {zeros({2, 5, 3})});
+  compare("matmul", {}, {f32({2, 5, 7}, random), f32({2, 7, 3}, random)}, {zeros({2, 5, 3})});
+  compare("matmul", {}, {f32({1, 5, 7}, random), f32({3, 7, 4}, random)}, {zeros({3, 5, 4})});
+  compare("matmul", {}, {f32({64, 256}, random), f32({256, 96}, random)}, {zeros({64, 96})});
+}

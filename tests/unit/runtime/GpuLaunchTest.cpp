@@ -1,0 +1,36 @@
+// Host-side arithmetic of the CUDA kernels (runtime/gpu/Launch.h), tested without a GPU:
+// launch shapes that cover every element and row, and numpy broadcasting as strides.
+#include "runtime/gpu/Launch.h"
+
+#include <gtest/gtest.h>
+
+using namespace hspmd::runtime::gpu;
+
+TEST(GpuLaunch, ElementwiseCoversEveryElementWithinTheBlockCap) {
+  EXPECT_EQ(elementwiseLaunch(0), (LaunchShape{0, 0}));
+  EXPECT_EQ(elementwiseLaunch(1), (LaunchShape{1, 256}));
+  EXPECT_EQ(elementwiseLaunch(1000), (LaunchShape{4, 256}));
+  EXPECT_EQ(elementwiseLaunch(1024), (LaunchShape{4, 256}));
+  EXPECT_EQ(elementwiseLaunch(int64_t{1} << 40), (LaunchShape{kMaxBlocks, 256})); // the grid-stride loop does the rest
+}
+
+TEST(GpuLaunch, RowsGetABlockEachOfWarpMultiples) {
+  EXPECT_EQ(rowLaunch(8, 64), (LaunchShape{8, 64}));
+  EXPECT_EQ(rowLaunch(3, 5000), (LaunchShape{3, 1024}));
+  EXPECT_EQ(rowLaunch(5, 1), (LaunchShape{5, 32}));
+  EXPECT_EQ(rowLaunch(5, 100), (LaunchShape{5, 128}));
+  EXPECT_EQ(rowLaunch(0, 100), (LaunchShape{0, 0}));
+  EXPECT_EQ(rowLaunch(int64_t{1} << 20, 64).blocks, kMaxBlocks);
+}
+
+TEST(GpuLaunch, BroadcastStridesFollowNumpy) {
+  const BroadcastStrides s = broadcastStrides({2, 3}, {3}, {2, 3});
+  EXPECT_EQ(s.rank, 2);
+  EXPECT_EQ(std::vector<int64_t>(s.a, s.a + 2), (std::vector<int64_t>{3, 1}));
+  EXPECT_EQ(std::vector<int64_t>(s.b, s.b + 2), (std::vector<int64_t>{0, 1}));
+  const BroadcastStrides t = broadcastStrides({4, 1, 5}, {3, 1}, {4, 3, 5});
+  EXPECT_EQ(std::vector<int64_t>(t.a, t.a + 3), (std::vector<int64_t>{5, 0, 1}));
+  EXPECT_EQ(std::vector<int64_t>(t.b, t.b + 3), (std::vector<int64_t>{0, 1, 0}));
+  EXPECT_THROW(broadcastStrides({2, 3}, {4}, {2, 3}), std::invalid_argument);
+  EXPECT_THROW(broadcastStrides({1, 1, 1, 1, 1, 1, 1, 1, 1}, {1}, {1, 1, 1, 1, 1, 1, 1, 1, 1}), std::invalid_argument);
+}
