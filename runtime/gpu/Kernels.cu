@@ -3,8 +3,7 @@
 // agree to rounding: elementwise ops with numpy broadcasting as grid-stride loops, norms and
 // cross-entropy one block per row, parameter gradients of the norms one thread per column
 // adding rows in order, matrix products through cuBLAS (no TF32: fp32 products).
-#include "runtime/gpu/GpuKernels.h"
-#include "runtime/gpu/Launch.h"
+#include "runtime/gpu/KernelFamilies.h"
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -15,17 +14,16 @@
 
 namespace hspmd::runtime::gpu {
 
-namespace {
-
-using In = std::span<const TensorView>;
-using kernels::expect;
-
 void check(cudaError_t status, const char *what) {
   if (status != cudaSuccess)
     throw KernelError(std::string(what) + ": " + cudaGetErrorString(status));
 }
 
-void check(cublasStatus_t status, const char *what) {
+namespace {
+
+using kernels::expect;
+
+void checkBlas(cublasStatus_t status, const char *what) {
   if (status != CUBLAS_STATUS_SUCCESS)
     throw KernelError(std::string(what) + ": " + cublasGetStatusString(status));
 }
@@ -410,10 +408,10 @@ void matmul(In in, In out, const GpuStream &s) {
   auto handle = static_cast<cublasHandle_t>(s.blas());
   const float one = 1.0f, zero = 0.0f;
   if (b.shape.size() == 2) { // every row of a against one matrix
-    check(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(a.numel() / K),
-                      static_cast<int>(K), &one, b.f32(), static_cast<int>(N), a.f32(), static_cast<int>(K), &zero,
-                      y.f32(), static_cast<int>(N)),
-          "cublasSgemm");
+    checkBlas(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(a.numel() / K),
+                          static_cast<int>(K), &one, b.f32(), static_cast<int>(N), a.f32(), static_cast<int>(K), &zero,
+                          y.f32(), static_cast<int>(N)),
+              "cublasSgemm");
     return;
   }
   // Batched: one product per batch index of the result, operands found by broadcasting.
@@ -431,10 +429,10 @@ void matmul(In in, In out, const GpuStream &s) {
       ia += at * strides.a[d];
       ib += at * strides.b[d];
     }
-    check(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(M), static_cast<int>(K),
-                      &one, b.f32() + ib * K * N, static_cast<int>(N), a.f32() + ia * M * K, static_cast<int>(K), &zero,
-                      y.f32() + i * M * N, static_cast<int>(N)),
-          "cublasSgemm");
+    checkBlas(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(M),
+                          static_cast<int>(K), &one, b.f32() + ib * K * N, static_cast<int>(N), a.f32() + ia * M * K,
+                          static_cast<int>(K), &zero, y.f32() + i * M * N, static_cast<int>(N)),
+              "cublasSgemm");
   }
 }
 
@@ -555,11 +553,11 @@ GpuStream::GpuStream() {
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
   stream_ = stream;
   cublasHandle_t handle = nullptr;
-  check(cublasCreate(&handle), "cublasCreate");
+  checkBlas(cublasCreate(&handle), "cublasCreate");
   blas_ = handle;
-  check(cublasSetStream(handle, stream), "cublasSetStream");
+  checkBlas(cublasSetStream(handle, stream), "cublasSetStream");
   // fp32 products stay fp32 (no TF32 tensor cores): results comparable with the CPU's.
-  check(cublasSetMathMode(handle, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode");
+  checkBlas(cublasSetMathMode(handle, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode");
 }
 
 GpuStream::~GpuStream() {
@@ -595,17 +593,21 @@ std::vector<std::string> gpuKernelNames() {
   std::vector<std::string> names;
   for (const auto &[name, _] : runners())
     names.push_back(name);
+  for (const char *name : {"reshape", "transpose", "unbind", "split", "concat", "slice", "pad", "sum", "mean",
+                           "attention", "attention_grad"})
+    names.push_back(name);
   return names;
 }
 
 void runKernel(const std::string &op, const ir::AttrMap &attrs, std::span<const TensorView> inputs,
                std::span<const TensorView> outputs, const KernelContext &context, GpuStream &stream) {
-  auto it = runners().find(op);
-  if (it == runners().end())
-    throw KernelError("no GPU kernel for '" + op + "' yet (docs/gpu.md)");
   for (const TensorView &t : inputs)
     expect(t.dtype == ir::DType::F32 || t.dtype == ir::DType::I32, op, "the GPU kernels take f32 and i32 tensors");
-  it->second(attrs, inputs, outputs, context, stream);
+  if (auto it = runners().find(op); it != runners().end())
+    it->second(attrs, inputs, outputs, context, stream);
+  else if (!layoutKernel(op, attrs, inputs, outputs, streamOf(stream)) &&
+           !attentionKernel(op, attrs, inputs, outputs, context, streamOf(stream)))
+    throw KernelError("no GPU kernel for '" + op + "' yet (docs/gpu.md)");
   check(cudaGetLastError(), op.c_str());
 }
 

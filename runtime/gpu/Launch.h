@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace hspmd::runtime::gpu {
@@ -80,6 +81,91 @@ inline BroadcastStrides broadcastStrides(const std::vector<int64_t> &a, const st
   fill(a, s.a);
   fill(b, s.b);
   return s;
+}
+
+/// A strided copy: for every index i of `size`, dst[dstBase + i . dst] = src[srcBase + i . src]
+/// (in elements). Box copies between buffers and transposes are both this.
+struct StridedCopy {
+  int rank = 0;
+  int64_t size[kMaxRank] = {}, src[kMaxRank] = {}, dst[kMaxRank] = {};
+  int64_t srcBase = 0, dstBase = 0, count = 0;
+};
+
+/// Row-major strides of `shape`.
+inline std::vector<int64_t> rowMajorStrides(const std::vector<int64_t> &shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;)
+    strides[d - 1] = strides[d] * shape[d];
+  return strides;
+}
+
+/// The box of extent `size` at `srcLo` in a tensor of `srcShape` copied to `dstLo` in one of
+/// `dstShape` (runtime::copyBox's contract). Given a [1:3, 2:5] box of a [4, 6] tensor copied to
+/// [0, 0] of a [2, 3] one: bases 8 and 0, strides {6, 1} and {3, 1}, 6 elements.
+inline StridedCopy boxCopy(const std::vector<int64_t> &srcShape, const std::vector<int64_t> &srcLo,
+                           const std::vector<int64_t> &dstShape, const std::vector<int64_t> &dstLo,
+                           const std::vector<int64_t> &size) {
+  if (size.size() > static_cast<size_t>(kMaxRank))
+    throw std::invalid_argument("rank " + std::to_string(size.size()) + " is over the GPU kernels' " +
+                                std::to_string(kMaxRank));
+  StridedCopy c;
+  c.rank = static_cast<int>(size.size());
+  const std::vector<int64_t> from = rowMajorStrides(srcShape), to = rowMajorStrides(dstShape);
+  c.count = 1;
+  for (size_t d = 0; d < size.size(); ++d) {
+    c.size[d] = size[d];
+    c.src[d] = from[d];
+    c.dst[d] = to[d];
+    c.srcBase += srcLo[d] * from[d];
+    c.dstBase += dstLo[d] * to[d];
+    c.count *= size[d];
+  }
+  return c;
+}
+
+/// Dimensions d0 and d1 of a tensor of `shape` swapped, into a dense result: the result's
+/// index walks the source with those two strides swapped. Given [2, 3, 4], 1, 2: size
+/// {2, 4, 3}, source strides {12, 1, 4}, result strides {12, 3, 1}.
+inline StridedCopy transposeCopy(std::vector<int64_t> shape, size_t d0, size_t d1) {
+  if (d0 >= shape.size() || d1 >= shape.size())
+    throw std::invalid_argument("dimension out of range");
+  std::vector<int64_t> strides = rowMajorStrides(shape);
+  std::swap(strides[d0], strides[d1]);
+  std::swap(shape[d0], shape[d1]);
+  StridedCopy c =
+      boxCopy(shape, std::vector<int64_t>(shape.size(), 0), shape, std::vector<int64_t>(shape.size(), 0), shape);
+  for (size_t d = 0; d < shape.size(); ++d)
+    c.src[d] = strides[d];
+  return c;
+}
+
+/// A sum over some dimensions: each result element (kept dimensions, in order) adds the
+/// source elements over the reduced ones. Given [2, 3, 4] summed over {1}: kept sizes {2, 4},
+/// strides {12, 1}; reduced size {3}, stride {4}; 3 terms each.
+struct Reduction {
+  int keptRank = 0, reducedRank = 0;
+  int64_t keptSize[kMaxRank] = {}, keptStride[kMaxRank] = {}, reducedSize[kMaxRank] = {}, reducedStride[kMaxRank] = {};
+  int64_t results = 1, terms = 1;
+};
+
+/// `reduced`: per dimension of `shape`, whether it is summed away.
+inline Reduction reduction(const std::vector<int64_t> &shape, const std::vector<bool> &reduced) {
+  if (shape.size() > static_cast<size_t>(kMaxRank) || reduced.size() != shape.size())
+    throw std::invalid_argument("a reduction of rank " + std::to_string(shape.size()) + " the GPU kernels cannot do");
+  Reduction r;
+  const std::vector<int64_t> strides = rowMajorStrides(shape);
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (reduced[d]) {
+      r.reducedSize[r.reducedRank] = shape[d];
+      r.reducedStride[r.reducedRank++] = strides[d];
+      r.terms *= shape[d];
+    } else {
+      r.keptSize[r.keptRank] = shape[d];
+      r.keptStride[r.keptRank++] = strides[d];
+      r.results *= shape[d];
+    }
+  }
+  return r;
 }
 
 } // namespace hspmd::runtime::gpu

@@ -177,3 +177,35 @@ TEST(GpuKernels, MatrixProducts) {
   compare("matmul", {}, {f32({1, 5, 7}, random), f32({3, 7, 4}, random)}, {zeros({3, 5, 4})});
   compare("matmul", {}, {f32({64, 256}, random), f32({256, 96}, random)}, {zeros({64, 96})});
 }
+
+TEST(GpuKernels, Layout) {
+  SKIP_WITHOUT_GPU();
+  std::mt19937 random(6);
+  compare("reshape", {}, {f32({4, 6}, random)}, {zeros({2, 12})});
+  compare("transpose", {{"dim0", int64_t{1}}, {"dim1", int64_t{2}}}, {f32({2, 3, 4}, random)}, {zeros({2, 4, 3})});
+  compare("transpose", {{"dim0", int64_t{0}}, {"dim1", int64_t{2}}}, {f32({2, 3, 4}, random)}, {zeros({4, 3, 2})});
+  compare("unbind", {{"dim", int64_t{1}}}, {f32({2, 3, 4}, random)}, {zeros({2, 4}), zeros({2, 4}), zeros({2, 4})});
+  compare("split", {{"dim", int64_t{2}}}, {f32({2, 3, 5}, random)}, {zeros({2, 3, 2}), zeros({2, 3, 3})});
+  compare("concat", {{"dim", int64_t{0}}}, {f32({2, 3}, random), f32({1, 3}, random)}, {zeros({3, 3})});
+  compare("slice", {{"dim", int64_t{1}}, {"start", int64_t{2}}}, {f32({3, 7}, random)}, {zeros({3, 4})});
+  compare("pad", {{"dim", int64_t{0}}, {"before", int64_t{1}}}, {f32({2, 3}, random)}, {zeros({5, 3})});
+  const ir::AttrMap overRows{{"dims", std::vector<ir::SymExpr>{ir::SymExpr(int64_t{0}), ir::SymExpr(int64_t{1})}}};
+  compare("sum", overRows, {f32({4, 5, 6}, random)}, {zeros({6})});
+  const ir::AttrMap middle{{"dims", std::vector<ir::SymExpr>{ir::SymExpr(int64_t{1})}}};
+  compare("mean", middle, {f32({4, 5, 6}, random)}, {zeros({4, 6})});
+}
+
+// Causal attention with grouped KV heads on a sequence piece (query and key offsets), forward
+// and backward, over more keys than one chunk.
+TEST(GpuKernels, Attention) {
+  SKIP_WITHOUT_GPU();
+  std::mt19937 random(7);
+  for (int64_t T : {16, 300}) {
+    const int64_t S = T / 2;
+    const ir::AttrMap attrs{{"causal", true}, {"query_offset", T - S}, {"key_offset", int64_t{0}}};
+    const Tensor q = f32({2, S, 4, 8}, random), k = f32({2, T, 2, 8}, random), v = f32({2, T, 2, 8}, random);
+    compare("attention", attrs, {q, k, v}, {zeros({2, S, 4, 8})});
+    compare("attention_grad", attrs, {q, k, v, f32({2, S, 4, 8}, random)},
+            {zeros({2, S, 4, 8}), zeros({2, T, 2, 8}), zeros({2, T, 2, 8})});
+  }
+}

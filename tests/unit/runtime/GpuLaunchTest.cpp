@@ -34,3 +34,30 @@ TEST(GpuLaunch, BroadcastStridesFollowNumpy) {
   EXPECT_THROW(broadcastStrides({2, 3}, {4}, {2, 3}), std::invalid_argument);
   EXPECT_THROW(broadcastStrides({1, 1, 1, 1, 1, 1, 1, 1, 1}, {1}, {1, 1, 1, 1, 1, 1, 1, 1, 1}), std::invalid_argument);
 }
+
+TEST(GpuLaunch, BoxCopiesAndTransposesAreStridedCopies) {
+  const StridedCopy box = boxCopy({4, 6}, {1, 2}, {2, 3}, {0, 0}, {2, 3});
+  EXPECT_EQ(box.srcBase, 8);
+  EXPECT_EQ(box.dstBase, 0);
+  EXPECT_EQ(std::vector<int64_t>(box.src, box.src + 2), (std::vector<int64_t>{6, 1}));
+  EXPECT_EQ(std::vector<int64_t>(box.dst, box.dst + 2), (std::vector<int64_t>{3, 1}));
+  EXPECT_EQ(box.count, 6);
+  const StridedCopy t = transposeCopy({2, 3, 4}, 1, 2);
+  EXPECT_EQ(std::vector<int64_t>(t.size, t.size + 3), (std::vector<int64_t>{2, 4, 3}));
+  EXPECT_EQ(std::vector<int64_t>(t.src, t.src + 3), (std::vector<int64_t>{12, 1, 4}));
+  EXPECT_EQ(std::vector<int64_t>(t.dst, t.dst + 3), (std::vector<int64_t>{12, 3, 1}));
+  EXPECT_EQ(t.count, 24);
+  EXPECT_THROW(transposeCopy({2, 3}, 0, 2), std::invalid_argument);
+}
+
+TEST(GpuLaunch, ReductionsSplitKeptAndReducedDimensions) {
+  const Reduction r = reduction({2, 3, 4}, {false, true, false});
+  EXPECT_EQ(r.keptRank, 2);
+  EXPECT_EQ(std::vector<int64_t>(r.keptSize, r.keptSize + 2), (std::vector<int64_t>{2, 4}));
+  EXPECT_EQ(std::vector<int64_t>(r.keptStride, r.keptStride + 2), (std::vector<int64_t>{12, 1}));
+  EXPECT_EQ(r.reducedRank, 1);
+  EXPECT_EQ(r.reducedSize[0], 3);
+  EXPECT_EQ(r.reducedStride[0], 4);
+  EXPECT_EQ(r.results, 8);
+  EXPECT_EQ(r.terms, 3);
+}

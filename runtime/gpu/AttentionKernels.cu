@@ -1,0 +1,242 @@
+// AttentionKernels.cu - causal attention with grouped KV heads, query and key offsets and
+// documents (runtime/kernels/Attention.cpp's contract), forward and backward. One block per
+// (batch, head, query row), keys in chunks with an online softmax (no [S, T] matrix in
+// memory); the backward pass recomputes each row's maximum and sum, then adds its share of dK
+// and dV atomically. Correct, not yet fast: a tiled kernel (or cuDNN's) is docs/gpu.md's next step.
+#include "runtime/gpu/KernelFamilies.h"
+
+#include <cmath>
+
+namespace hspmd::runtime::gpu {
+
+namespace {
+
+constexpr int kThreads = 128, kChunk = 128;
+
+struct Dims {
+  int64_t B, S, T, H, Hk, D, Dv, group;
+  float scale;
+  bool causal;
+  int64_t queryOffset, keyOffset, seq;
+  const int32_t *starts; // [B, seq] block starts of the kernel's rows (device memory), or null
+};
+
+// The keys [lo, hi) query s of batch row b sees.
+__device__ void visible(const Dims &n, int64_t b, int64_t s, int64_t &lo, int64_t &hi) {
+  lo = 0;
+  hi = n.T;
+  if (n.starts) {
+    const int64_t start = n.starts[b * n.seq + n.queryOffset + s] - n.keyOffset;
+    lo = start < 0 ? 0 : start > n.T ? n.T : start;
+  }
+  if (n.causal) {
+    const int64_t end = n.queryOffset + s - n.keyOffset + 1;
+    hi = end < 0 ? 0 : end > n.T ? n.T : end;
+  }
+}
+
+__device__ float dot(const float *a, const float *b, int64_t n) {
+  float sum = 0;
+  for (int64_t j = 0; j < n; ++j)
+    sum += a[j] * b[j];
+  return sum;
+}
+
+// Thread 0's serial reductions over a chunk, shared with the block.
+__device__ float chunkMax(const float *values, int count, float *slot) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float top = -INFINITY;
+    for (int t = 0; t < count; ++t)
+      top = fmaxf(top, values[t]);
+    *slot = top;
+  }
+  __syncthreads();
+  return *slot;
+}
+
+__device__ float chunkSum(const float *values, int count, float *slot) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float sum = 0;
+    for (int t = 0; t < count; ++t)
+      sum += values[t];
+    *slot = sum;
+  }
+  __syncthreads();
+  return *slot;
+}
+
+// Each row's maximum score and softmax sum over its visible keys (shared memory `scores`
+// holds a chunk's scores).
+__device__ void rowStatistics(const Dims &n, const float *q, const float *k, int64_t b, int64_t kv, int64_t lo,
+                              int64_t hi, float *scores, float *slot, float &peak, float &sum) {
+  peak = -INFINITY;
+  sum = 0;
+  for (int64_t c = lo; c < hi; c += kChunk) {
+    const int count = static_cast<int>(hi - c < kChunk ? hi - c : kChunk);
+    for (int t = threadIdx.x; t < count; t += blockDim.x)
+      scores[t] = dot(q, k + ((b * n.T + c + t) * n.Hk + kv) * n.D, n.D) * n.scale;
+    const float top = fmaxf(peak, chunkMax(scores, count, slot));
+    for (int t = threadIdx.x; t < count; t += blockDim.x)
+      scores[t] = expf(scores[t] - top);
+    const float added = chunkSum(scores, count, slot);
+    sum = sum * (peak == -INFINITY ? 0.0f : expf(peak - top)) + added;
+    peak = top;
+  }
+}
+
+__global__ void attentionForward(Dims n, const float *q, const float *k, const float *v, float *y) {
+  extern __shared__ float shared[];
+  float *qs = shared, *acc = qs + n.D, *scores = acc + n.Dv, *slot = scores + kChunk;
+  for (int64_t item = blockIdx.x; item < n.B * n.H * n.S; item += gridDim.x) {
+    const int64_t b = item / (n.H * n.S), h = item / n.S % n.H, s = item % n.S, kv = h / n.group;
+    int64_t lo, hi;
+    visible(n, b, s, lo, hi);
+    __syncthreads();
+    for (int64_t j = threadIdx.x; j < n.D; j += blockDim.x)
+      qs[j] = q[((b * n.S + s) * n.H + h) * n.D + j];
+    for (int64_t j = threadIdx.x; j < n.Dv; j += blockDim.x)
+      acc[j] = 0;
+    float peak = -INFINITY, sum = 0;
+    for (int64_t c = lo; c < hi; c += kChunk) {
+      const int count = static_cast<int>(hi - c < kChunk ? hi - c : kChunk);
+      __syncthreads();
+      for (int t = threadIdx.x; t < count; t += blockDim.x)
+        scores[t] = dot(qs, k + ((b * n.T + c + t) * n.Hk + kv) * n.D, n.D) * n.scale;
+      const float top = fmaxf(peak, chunkMax(scores, count, slot));
+      for (int t = threadIdx.x; t < count; t += blockDim.x)
+        scores[t] = expf(scores[t] - top);
+      const float added = chunkSum(scores, count, slot);
+      const float shrink = peak == -INFINITY ? 0.0f : expf(peak - top);
+      for (int64_t j = threadIdx.x; j < n.Dv; j += blockDim.x) {
+        float a = acc[j] * shrink;
+        for (int t = 0; t < count; ++t)
+          a += scores[t] * v[((b * n.T + c + t) * n.Hk + kv) * n.Dv + j];
+        acc[j] = a;
+      }
+      sum = sum * shrink + added;
+      peak = top;
+    }
+    __syncthreads();
+    for (int64_t j = threadIdx.x; j < n.Dv; j += blockDim.x)
+      y[((b * n.S + s) * n.H + h) * n.Dv + j] = sum > 0 ? acc[j] / sum : 0.0f;
+  }
+}
+
+// dS = P (dP - delta) scale with dP = dY v^T and delta = rowsum(P dP); dQ = dS k, dK += dS^T q,
+// dV += P^T dY.
+__global__ void attentionBackward(Dims n, const float *q, const float *k, const float *v, const float *dy, float *dq,
+                                  float *dk, float *dv) {
+  extern __shared__ float shared[];
+  float *qs = shared, *dys = qs + n.D, *dqs = dys + n.Dv, *p = dqs + n.D, *dp = p + kChunk, *slot = dp + kChunk;
+  for (int64_t item = blockIdx.x; item < n.B * n.H * n.S; item += gridDim.x) {
+    const int64_t b = item / (n.H * n.S), h = item / n.S % n.H, s = item % n.S, kv = h / n.group;
+    int64_t lo, hi;
+    visible(n, b, s, lo, hi);
+    __syncthreads();
+    for (int64_t j = threadIdx.x; j < n.D; j += blockDim.x) {
+      qs[j] = q[((b * n.S + s) * n.H + h) * n.D + j];
+      dqs[j] = 0;
+    }
+    for (int64_t j = threadIdx.x; j < n.Dv; j += blockDim.x)
+      dys[j] = dy[((b * n.S + s) * n.H + h) * n.Dv + j];
+    __syncthreads();
+    float peak, sum;
+    rowStatistics(n, qs, k, b, kv, lo, hi, p, slot, peak, sum);
+    const float inverse = sum > 0 ? 1.0f / sum : 0.0f;
+    // P and dP of a chunk.
+    auto chunk = [&](int64_t c, int count) {
+      __syncthreads();
+      for (int t = threadIdx.x; t < count; t += blockDim.x) {
+        p[t] = expf(dot(qs, k + ((b * n.T + c + t) * n.Hk + kv) * n.D, n.D) * n.scale - peak) * inverse;
+        dp[t] = dot(dys, v + ((b * n.T + c + t) * n.Hk + kv) * n.Dv, n.Dv);
+      }
+      __syncthreads();
+    };
+    float delta = 0;
+    for (int64_t c = lo; c < hi; c += kChunk) {
+      const int count = static_cast<int>(hi - c < kChunk ? hi - c : kChunk);
+      chunk(c, count);
+      for (int t = threadIdx.x; t < count; t += blockDim.x)
+        dp[t] *= p[t];
+      delta += chunkSum(dp, count, slot);
+    }
+    for (int64_t c = lo; c < hi; c += kChunk) {
+      const int count = static_cast<int>(hi - c < kChunk ? hi - c : kChunk);
+      chunk(c, count);
+      for (int t = threadIdx.x; t < count; t += blockDim.x)
+        dp[t] = p[t] * (dp[t] - delta) * n.scale; // dS
+      __syncthreads();
+      for (int64_t j = threadIdx.x; j < n.D; j += blockDim.x) {
+        float a = dqs[j];
+        for (int t = 0; t < count; ++t)
+          a += dp[t] * k[((b * n.T + c + t) * n.Hk + kv) * n.D + j];
+        dqs[j] = a;
+      }
+      for (int64_t e = threadIdx.x; e < count * n.D; e += blockDim.x) {
+        const int64_t t = e / n.D, j = e % n.D;
+        atomicAdd(dk + ((b * n.T + c + t) * n.Hk + kv) * n.D + j, dp[t] * qs[j]);
+      }
+      for (int64_t e = threadIdx.x; e < count * n.Dv; e += blockDim.x) {
+        const int64_t t = e / n.Dv, j = e % n.Dv;
+        atomicAdd(dv + ((b * n.T + c + t) * n.Hk + kv) * n.Dv + j, p[t] * dys[j]);
+      }
+    }
+    __syncthreads();
+    for (int64_t j = threadIdx.x; j < n.D; j += blockDim.x)
+      dq[((b * n.S + s) * n.H + h) * n.D + j] = dqs[j];
+  }
+}
+
+} // namespace
+
+bool attentionKernel(const std::string &op, const ir::AttrMap &attrs, In in, In out, const KernelContext &context,
+                     cudaStream_t stream) {
+  if (op != "attention" && op != "attention_grad")
+    return false;
+  const TensorView &q = in[0], &k = in[1], &v = in[2];
+  kernels::expect(q.shape.size() == 4 && k.shape.size() == 4 && v.shape.size() == 4, op,
+                  "q, k and v need 4 dimensions");
+  Dims n{q.shape[0], q.shape[1], k.shape[1], q.shape[2], k.shape[2], q.shape[3], v.shape[3],
+         1,          0,          false,      0,          0,          0,          nullptr};
+  if (n.H == 0 && n.Hk == 0)
+    return true; // a device with no heads of an unequal head split
+  kernels::expect(n.Hk > 0 && n.H % n.Hk == 0, op, "query heads must be a multiple of key/value heads");
+  n.group = n.H / n.Hk;
+  n.scale = static_cast<float>(ir::floatAttr(attrs, "scale", 1.0 / std::sqrt(static_cast<double>(n.D))));
+  n.causal = ir::boolAttr(attrs, "causal");
+  n.queryOffset = ir::intAttr(attrs, "query_offset");
+  n.keyOffset = ir::intAttr(attrs, "key_offset");
+  void *starts = nullptr;
+  if (context.blockStarts) {
+    kernels::expect(n.causal, op, "documents need causal attention");
+    kernels::expect(n.queryOffset + n.S <= context.seq && n.keyOffset + n.T <= context.seq, op,
+                    "the piece lies outside the batch's sequences");
+    n.seq = context.seq;
+    const size_t bytes = static_cast<size_t>(n.B * n.seq) * sizeof(int32_t);
+    check(cudaMallocAsync(&starts, bytes, stream), "cudaMallocAsync");
+    check(
+        cudaMemcpyAsync(starts, context.blockStarts + context.row * context.seq, bytes, cudaMemcpyHostToDevice, stream),
+        "cudaMemcpyAsync");
+    n.starts = static_cast<const int32_t *>(starts);
+  }
+  const LaunchShape shape = rowLaunch(n.B * n.H * n.S, kThreads);
+  if (op == "attention") {
+    const size_t shared = static_cast<size_t>(n.D + n.Dv + kChunk + 1) * sizeof(float);
+    if (shape.blocks)
+      attentionForward<<<shape.blocks, kThreads, shared, stream>>>(n, q.f32(), k.f32(), v.f32(), out[0].f32());
+  } else {
+    check(cudaMemsetAsync(out[1].data, 0, static_cast<size_t>(out[1].numel()) * 4, stream), "cudaMemsetAsync");
+    check(cudaMemsetAsync(out[2].data, 0, static_cast<size_t>(out[2].numel()) * 4, stream), "cudaMemsetAsync");
+    const size_t shared = static_cast<size_t>(2 * n.D + n.Dv + 2 * kChunk + 1) * sizeof(float);
+    if (shape.blocks)
+      attentionBackward<<<shape.blocks, kThreads, shared, stream>>>(n, q.f32(), k.f32(), v.f32(), in[3].f32(),
+                                                                    out[0].f32(), out[1].f32(), out[2].f32());
+  }
+  if (starts)
+    check(cudaFreeAsync(starts, stream), "cudaFreeAsync");
+  return true;
+}
+
+} // namespace hspmd::runtime::gpu
