@@ -49,6 +49,17 @@ private:
   void *data_ = nullptr;
 };
 
+/// Copies (with `add`, adds: f32 only) the box of extent `size` at `srcLo` in `src` (of shape
+/// `srcShape`) to `dstLo` in `dst`, on the stream: runtime::copyBox's contract in GPU memory.
+void copyBox(int elementBytes, const void *src, const std::vector<int64_t> &srcShape, const std::vector<int64_t> &srcLo,
+             void *dst, const std::vector<int64_t> &dstShape, const std::vector<int64_t> &dstLo,
+             const std::vector<int64_t> &size, bool add, GpuStream &stream);
+/// Sets `bytes` of GPU memory to zero, on the stream.
+void zeroBytes(void *dst, int64_t bytes, GpuStream &stream);
+/// Copies host memory to GPU memory (and back) on the stream, waiting until it is done.
+void copyToGpu(void *dst, const void *src, int64_t bytes, GpuStream &stream);
+void copyToHost(void *dst, const void *src, int64_t bytes, GpuStream &stream);
+
 /// The op names runKernel has a GPU kernel for.
 std::vector<std::string> gpuKernelNames();
 

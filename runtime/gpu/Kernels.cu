@@ -589,6 +589,29 @@ void DeviceBuffer::download(void *host, int64_t bytes, int64_t offset) const {
         "cudaMemcpy from the GPU");
 }
 
+void copyBox(int elementBytes, const void *src, const std::vector<int64_t> &srcShape, const std::vector<int64_t> &srcLo,
+             void *dst, const std::vector<int64_t> &dstShape, const std::vector<int64_t> &dstLo,
+             const std::vector<int64_t> &size, bool add, GpuStream &stream) {
+  stridedCopy(src, dst, elementBytes, boxCopy(srcShape, srcLo, dstShape, dstLo, size), add, streamOf(stream));
+  check(cudaGetLastError(), "a copy on the GPU");
+}
+
+void zeroBytes(void *dst, int64_t bytes, GpuStream &stream) {
+  check(cudaMemsetAsync(dst, 0, static_cast<size_t>(bytes), streamOf(stream)), "cudaMemsetAsync");
+}
+
+void copyToGpu(void *dst, const void *src, int64_t bytes, GpuStream &stream) {
+  check(cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes), cudaMemcpyHostToDevice, streamOf(stream)),
+        "cudaMemcpyAsync to the GPU");
+  stream.synchronize();
+}
+
+void copyToHost(void *dst, const void *src, int64_t bytes, GpuStream &stream) {
+  check(cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes), cudaMemcpyDeviceToHost, streamOf(stream)),
+        "cudaMemcpyAsync from the GPU");
+  stream.synchronize();
+}
+
 std::vector<std::string> gpuKernelNames() {
   std::vector<std::string> names;
   for (const auto &[name, _] : runners())

@@ -1,0 +1,86 @@
+// bench_gpu - the GPU half, measured on a GPU (scripts/gpu-check.sh runs it): cuBLAS fp32
+// matrix products (TFLOP/s), and training steps of the single-device example plans on the GPU
+// (runtime/gpu/GpuExecutor.h) against the CPU executor in the same run (tokens/s and their
+// ratio). Without a GPU it says so and exits 0.
+#include "Compiled.h"
+#include "runtime/Data.h"
+#include "runtime/gpu/GpuExecutor.h"
+
+#include <chrono>
+#include <cstdio>
+
+using namespace hspmd;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+void matrixProducts() {
+  for (int64_t n : {1024, 4096}) {
+    runtime::gpu::GpuStream stream;
+    runtime::gpu::DeviceBuffer a(n * n * 4), b(n * n * 4), c(n * n * 4);
+    runtime::gpu::zeroBytes(a.data(), n * n * 4, stream);
+    runtime::gpu::zeroBytes(b.data(), n * n * 4, stream);
+    const std::vector<runtime::TensorView> in{{a.data(), ir::DType::F32, {n, n}}, {b.data(), ir::DType::F32, {n, n}}};
+    const std::vector<runtime::TensorView> out{{c.data(), ir::DType::F32, {n, n}}};
+    auto run = [&](int times) {
+      for (int i = 0; i < times; ++i)
+        runtime::gpu::runKernel("matmul", {}, in, out, {}, stream);
+      stream.synchronize();
+    };
+    run(2);
+    const int times = n >= 4096 ? 20 : 100;
+    const auto start = Clock::now();
+    run(times);
+    const double seconds = since(start);
+    std::printf("matmul fp32 %lld^3: %.1f TFLOP/s (cuBLAS, no TF32)\n", static_cast<long long>(n),
+                2.0 * static_cast<double>(n * n * n) * times / seconds / 1e12);
+  }
+}
+
+void training(const std::string &path) {
+  auto compiled = bench::compilePlan(path);
+  const ir::DeviceProgram &program = compiled->programs().at(0);
+  const runtime::ModelInfo &model = compiled->model;
+  const runtime::ParameterStore store =
+      runtime::ParameterStore::initial(runtime::ParameterStore::fingerprint(model.name, model.params), model.params, 1);
+  const runtime::Dataset data = runtime::Dataset::load(HSPMD_SOURCE_DIR "/examples/data/gpl-3.txt", model.vocab);
+  runtime::ThreadsWorld world({0});
+  runtime::DeviceExecutor cpu(program, world.communicator(0));
+  runtime::gpu::GpuExecutor gpu(program);
+  cpu.load(store);
+  gpu.load(store);
+  const int warm = 2, steps = 10;
+  double cpuSeconds = 0, gpuSeconds = 0, cpuLoss = 0, gpuLoss = 0;
+  for (int64_t step = 1; step <= warm + steps; ++step) {
+    const runtime::Batch batch = data.batchFor(step - 1, model.batch, model.seq);
+    auto start = Clock::now();
+    cpuLoss = cpu.step(batch, step);
+    if (step > warm)
+      cpuSeconds += since(start);
+    start = Clock::now();
+    gpuLoss = gpu.step(batch, step);
+    if (step > warm)
+      gpuSeconds += since(start);
+  }
+  const double tokens = static_cast<double>(model.batch * model.seq) * steps;
+  std::printf("%s: GPU %.0f tokens/s, CPU %.0f tokens/s (%.2fx); loss after %d steps GPU %.6f CPU %.6f\n", path.c_str(),
+              tokens / gpuSeconds, tokens / cpuSeconds, cpuSeconds / gpuSeconds, warm + steps, gpuLoss, cpuLoss);
+}
+
+} // namespace
+
+int main() {
+  std::string why;
+  if (!runtime::gpu::gpuAvailable(&why)) {
+    std::printf("bench_gpu: skipped, no GPU (%s)\n", why.c_str());
+    return 0;
+  }
+  matrixProducts();
+  for (const char *plan : {"examples/gpt/plans/single.hspmd", "examples/llama/plans/tiny_llama_single.hspmd"})
+    training(std::string(HSPMD_SOURCE_DIR "/") + plan);
+  return 0;
+}

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# On a machine with a GPU (docs/gpu.md): builds the CUDA targets, runs the `gpu` tests (every
+# GPU kernel against the CPU's, op by op; the single-device example plans trained 20 steps on
+# the GPU against the CPU executor) and bench_gpu, and writes what they print to
+# gpu-check.txt (or $1). Aimed at under 8 minutes on one GPU; each part has its own time limit.
+# One GPU cannot run the NCCL backend's multi-GPU plans: that backend is not built yet.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-gpu-check.txt}
+exec > >(tee "$out") 2>&1
+start=$(date +%s)
+echo "== gpu-check on $(hostname), $(date -u +%FT%TZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+if command -v nvidia-smi > /dev/null; then
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+else
+  echo "nvidia-smi: not found"
+fi
+echo "== setup"
+scripts/setup.sh || echo "setup: failed (no network here?); building with what is installed"
+echo "== build (CUDA targets)"
+cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null || { echo "configure failed"; exit 1; }
+timeout 300 cmake --build build-gpu -j "$(nproc)" --target gpu_tests bench_gpu || { echo "build failed"; exit 1; }
+echo "== gpu tests"
+timeout 120 build-gpu/tests/gpu_tests
+tests=$?
+echo "== bench_gpu"
+timeout 120 build-gpu/bench/bench_gpu
+bench=$?
+echo "== gpu-check finished in $(( $(date +%s) - start )) s: tests exit $tests, bench exit $bench"
+exit $(( tests || bench ))
