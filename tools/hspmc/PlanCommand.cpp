@@ -15,7 +15,7 @@ namespace hspmd::cli {
 // them gains over padding every sequence to --seq.
 int runPlanForLengths(const driver::PlanFiles &files, const std::string &lengths) {
   driver::LengthPlan plan;
-  if (!driver::planForLengths(files, lengths, plan, std::cout, std::cerr))
+  if (!driver::planForLengths(files, lengths, plan, std::cerr, std::cerr)) // progress on stderr
     return 1;
   std::printf("\n%10s %10s %8s %12s  %s\n", "positions", "sequences", "tokens", "step", "plan");
   for (const auto &b : plan.buckets)
@@ -35,7 +35,7 @@ int runPlanForLengths(const driver::PlanFiles &files, const std::string &lengths
 
 int runPlan(const driver::PlanFiles &files, bool report) {
   driver::PlanOutcome outcome;
-  if (!driver::planModel(files, outcome, std::cout, std::cerr))
+  if (!driver::planModel(files, outcome, std::cerr, std::cerr)) // progress on stderr
     return 1;
   const auto &chosen = *outcome.chosen;
   const double seconds = chosen.simulated.seconds;

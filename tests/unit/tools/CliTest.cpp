@@ -1026,6 +1026,20 @@ TEST(Cli, APlannedPlanForAMixedClusterLintsWithoutWarnings) {
   EXPECT_EQ(lint.output, "lint: 0 errors, 0 warnings\n");
 }
 
+// hspmc plan prints its progress (the search, each finalist) on stderr and its result on
+// stdout, so that a script can read the result alone.
+TEST(Cli, PlanPrintsItsProgressOnStderr) {
+  const std::string out = "build/cli_plan_stderr.hspmd";
+  CliRun run = hspmc("plan examples/gpt/tiny_gpt.hspmd --cluster examples/clusters/cpu_mixed4.toml --seq 64 "
+                     "--tokens 256 -o " +
+                     out + " 2>/dev/null && echo finished");
+  EXPECT_NE(run.output.find("wrote " + out + ": "), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("simulated step "), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("finished"), std::string::npos) << run.output;
+  EXPECT_EQ(run.output.find("searched "), std::string::npos) << run.output;
+  EXPECT_EQ(run.output.find("  planned   "), std::string::npos) << run.output;
+}
+
 // hspmc plan writes a plan that lints clean, trains, and in the simulator beats equal shares
 // on a mixed cluster (slow devices take fewer, earlier positions).
 TEST(Cli, PlanWritesAPlanThatLintsAndTrains) {
