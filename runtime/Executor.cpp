@@ -17,13 +17,6 @@ namespace hspmd::runtime {
 
 namespace {
 
-std::vector<int64_t> minus(const std::vector<int64_t> &a, const std::vector<int64_t> &b) {
-  std::vector<int64_t> out(a.size());
-  for (size_t i = 0; i < a.size(); ++i)
-    out[i] = a[i] - (i < b.size() ? b[i] : 0);
-  return out;
-}
-
 // The step is part of every tag, so a step's messages and collectives never meet the next's.
 int64_t stepTag(int64_t tag, int64_t step) {
   return ir::tags::ofStep(tag, step);

@@ -6,6 +6,13 @@
 
 namespace hspmd::runtime {
 
+std::vector<int64_t> minus(const std::vector<int64_t> &index, const std::vector<int64_t> &origin) {
+  std::vector<int64_t> out(index.size());
+  for (size_t i = 0; i < index.size(); ++i)
+    out[i] = index[i] - (i < origin.size() ? origin[i] : 0);
+  return out;
+}
+
 void copyBox(int elementBytes, const void *src, const std::vector<int64_t> &srcShape, const std::vector<int64_t> &srcLo,
              void *dst, const std::vector<int64_t> &dstShape, const std::vector<int64_t> &dstLo,
              const std::vector<int64_t> &size, bool add) {

@@ -9,6 +9,10 @@
 
 namespace hspmd::runtime {
 
+/// `index` - `origin`, element by element (a missing element of `origin` is 0): where a global
+/// index lies in a buffer whose region starts at `origin`, or a box's extent from its hi and lo.
+std::vector<int64_t> minus(const std::vector<int64_t> &index, const std::vector<int64_t> &origin);
+
 /// Copies (or, with `add`, adds: fp32 only) the box of extent `size` starting at `srcLo` in
 /// `src` (of shape `srcShape`) to the box starting at `dstLo` in `dst`. Innermost contiguous
 /// runs move with memcpy.

@@ -1,18 +1,12 @@
 // GpuExecutor.cpp - a DeviceProgram on one GPU (runtime/gpu/GpuExecutor.h).
 #include "runtime/gpu/GpuExecutor.h"
+#include "runtime/Regions.h"
 
 #include <cstring>
 
 namespace hspmd::runtime::gpu {
 
 namespace {
-
-std::vector<int64_t> minus(const std::vector<int64_t> &a, const std::vector<int64_t> &b) {
-  std::vector<int64_t> out(a.size());
-  for (size_t i = 0; i < a.size(); ++i)
-    out[i] = a[i] - (i < b.size() ? b[i] : 0);
-  return out;
-}
 
 const ir::DeviceProgram &alone(const ir::DeviceProgram &program) {
   for (const ir::Instruction &in : program.body)
