@@ -134,13 +134,6 @@ Slot slotOf(const ir::DeviceProgram &program, int buffer, int microbatch) {
   return {buffer, microbatch < 0 ? 0 : microbatch % std::max(slots, 1)};
 }
 
-// One unit of work on a device's stream, as the replay sees it: a kernel or copy, a
-// collective, or one message; `after` lists the device's earlier ops it waits for.
-struct Op {
-  int call = -1; // index into the device's calls; -1 for kernels and copies
-  std::vector<int> after;
-};
-
 // The events of one device: which ops last wrote, and have read since, each buffer copy.
 class Hazards {
 public:
@@ -182,7 +175,6 @@ public:
   }
 
   NcclPlan plan;
-  std::map<int, std::vector<Op>> ops; // per device, in issue order
 
   // Lowers every device; once more, with those channels staged, where a receiver takes a
   // channel's messages in another order than its sender sends them.
@@ -208,7 +200,6 @@ public:
     if (staged_.empty())
       return;
     plan = NcclPlan{};
-    ops.clear();
     communicatorOf_.clear();
     for (const auto &[device, program] : programs_)
       lower(device, program);
@@ -295,9 +286,9 @@ private:
 
   void lower(int device, const ir::DeviceProgram &program) {
     std::vector<NcclCall> &calls = plan.calls[device];
-    std::vector<Op> &mine = ops[device];
+    std::vector<NcclStep> &mine = plan.steps[device];
     Hazards hazards;
-    std::map<std::pair<int, int>, int> lastOnStream; // (kind, peer) -> op: compute, collectives, each channel
+    std::map<NcclStream, int> lastOnStream;
     const std::vector<ir::ScheduledInstruction> step = ir::scheduledInstructions(program);
     // Staged receives first, in their senders' order; each waits only for the one before.
     std::map<std::pair<int, int64_t>, NcclCall> toStage; // (sender, tag) -> the receive
@@ -313,7 +304,8 @@ private:
       for (int64_t tag : tags) {
         NcclCall call = toStage.at({channel.first, tag});
         call.staged = true;
-        Op op{static_cast<int>(calls.size()), {}};
+        NcclStep op{
+            {NcclStreamKind::RecvFrom, channel.first}, static_cast<int>(calls.size()), call.instruction, -1, {}};
         if (auto last = stagedOp.find({channel.first, -1}); last != stagedOp.end())
           op.after.push_back(last->second);
         stagedOp[{channel.first, tag}] = stagedOp[{channel.first, -1}] = static_cast<int>(mine.size());
@@ -332,8 +324,8 @@ private:
       const std::vector<int> after = hazards.before(reads, writes);
       std::vector<NcclCall> made = callsOf(device, program, s);
       std::vector<int> issued;
-      auto issue = [&](int call, std::pair<int, int> stream) {
-        Op op{call, after};
+      auto issue = [&](int call, NcclStream stream) {
+        NcclStep op{stream, call, &in, s.microbatch, after};
         if (auto it = lastOnStream.find(stream); it != lastOnStream.end())
           op.after.push_back(it->second);
         lastOnStream[stream] = static_cast<int>(mine.size());
@@ -341,15 +333,15 @@ private:
         mine.push_back(std::move(op));
       };
       if (made.empty() && in.kind != ir::InstrKind::Collective)
-        issue(-1, {0, 0});
+        issue(-1, {});
       for (NcclCall &call : made) {
         if (call.kind == NcclCallKind::Recv && staged_.count({call.peer, device})) {
           // the copy out of its staging buffer, on the compute stream, once it has come
-          Op copy{-1, after};
+          NcclStep copy{{}, -1, &in, s.microbatch, after};
           copy.after.push_back(stagedOp.at({call.peer, call.tag}));
-          if (auto it = lastOnStream.find({0, 0}); it != lastOnStream.end())
+          if (auto it = lastOnStream.find(NcclStream{}); it != lastOnStream.end())
             copy.after.push_back(it->second);
-          lastOnStream[{0, 0}] = static_cast<int>(mine.size());
+          lastOnStream[NcclStream{}] = static_cast<int>(mine.size());
           issued.push_back(static_cast<int>(mine.size()));
           mine.push_back(std::move(copy));
           continue;
@@ -357,7 +349,9 @@ private:
         const bool send = call.kind == NcclCallKind::Send, message = send || call.kind == NcclCallKind::Recv;
         if (message)
           plan.channels.insert(send ? std::pair{device, call.peer} : std::pair{call.peer, device});
-        issue(static_cast<int>(calls.size()), message ? std::pair{send ? 2 : 3, call.peer} : std::pair{1, 0});
+        issue(static_cast<int>(calls.size()),
+              message ? NcclStream{send ? NcclStreamKind::SendTo : NcclStreamKind::RecvFrom, call.peer}
+                      : NcclStream{NcclStreamKind::Collectives, -1});
         calls.push_back(call);
       }
       hazards.record(issued, reads, writes);
@@ -423,7 +417,8 @@ bool matchMessages(const NcclPlan &plan, std::map<std::pair<int, int>, std::pair
 // Replays the step: an op starts once what it waits for has finished; a kernel then
 // finishes, a message once its counterpart has started too, a collective once every member's
 // has. What never finishes deadlocks.
-bool replay(const NcclPlan &plan, const std::map<int, std::vector<Op>> &ops, std::string *error) {
+bool replay(const NcclPlan &plan, std::string *error) {
+  const std::map<int, std::vector<NcclStep>> &ops = plan.steps;
   std::map<std::pair<int, int>, std::pair<int, int>> counterpart;
   if (!matchMessages(plan, counterpart, error))
     return false;
@@ -507,7 +502,7 @@ std::optional<NcclPlan> planNcclCalls(const std::map<int, ir::DeviceProgram> &pr
     error = &ignored;
   Lowering lowering(programs);
   lowering.run();
-  if (!replay(lowering.plan, lowering.ops, error))
+  if (!replay(lowering.plan, error))
     return std::nullopt;
   return std::move(lowering.plan);
 }

@@ -52,6 +52,29 @@ struct NcclCall {
   const ir::Instruction *instruction = nullptr; // what it carries out (or part of)
 };
 
+/// Where a device's work runs: kernels and copies on the compute stream, collectives on the
+/// collective stream, each channel's messages on a stream of their own (`peer`: its other side).
+enum class NcclStreamKind { Compute, Collectives, SendTo, RecvFrom };
+struct NcclStream {
+  NcclStreamKind kind = NcclStreamKind::Compute;
+  int peer = -1;
+  auto operator<=>(const NcclStream &) const = default;
+};
+
+/// One unit of a device's step, in the order its host issues them: a kernel or copy of the
+/// program (`call` -1: `instruction` for `microbatch`; a staged receive's copy out of its
+/// staging buffer is the receive instruction), or one NCCL call. It starts once every step in
+/// `after` has finished (earlier steps of the device: the one before it on its stream, and
+/// those that write what it reads or read or write what it writes): on other streams, an
+/// event each.
+struct NcclStep {
+  NcclStream stream;
+  int call = -1;
+  const ir::Instruction *instruction = nullptr;
+  int microbatch = -1;
+  std::vector<int> after;
+};
+
 struct NcclPlan {
   /// The distinct groups of members of collectives that run as NCCL's own (each one
   /// communicator), in order of first use by the lowest device.
@@ -59,9 +82,11 @@ struct NcclPlan {
   /// The channels: (sender, receiver) pairs that exchange messages.
   std::set<std::pair<int, int>> channels;
   std::map<int, std::vector<NcclCall>> calls; // per device, in the order its host issues them
+  std::map<int, std::vector<NcclStep>> steps; // per device: its whole step, streams and events
 };
 
-/// The NCCL calls of one step of `programs` (one plan, every device). Null, with `error`
+/// The NCCL calls of one step of `programs` (one plan, every device); the plan points into
+/// `programs` (NcclCall::instruction, NcclStep::instruction), valid while they are. Null, with `error`
 /// set to what stands in the way (a message order the two sides disagree on, devices that
 /// would wait on each other), when the programs cannot run on NCCL as they are.
 std::optional<NcclPlan> planNcclCalls(const std::map<int, ir::DeviceProgram> &programs, std::string *error);

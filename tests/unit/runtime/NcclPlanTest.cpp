@@ -189,3 +189,86 @@ TEST(NcclPlan, ReportsMessagesTheTwoSidesDisagreeOn) {
                        std::to_string(ir::expandedTag(3, ir::Phase::Forward, 0)) +
                        " there: NCCL matches messages by their order, not their tags");
 }
+
+namespace {
+
+bool reads(const ir::Instruction &in, int buffer) {
+  return std::find(in.inputs.begin(), in.inputs.end(), buffer) != in.inputs.end();
+}
+
+bool writes(const ir::Instruction &in, int buffer) {
+  return std::find(in.outputs.begin(), in.outputs.end(), buffer) != in.outputs.end();
+}
+
+bool waitsFor(const runtime::gpu::NcclStep &step, int other) {
+  return std::find(step.after.begin(), step.after.end(), other) != step.after.end();
+}
+
+} // namespace
+
+// The streams and events of a step (what the NCCL backend issues): a pipeline stage's receive
+// waits for nothing on its compute stream, the kernel that reads what it received waits for it,
+// and a send waits for the kernel that computed what it sends.
+TEST(NcclPlan, EventsOrderEachCallAfterWhatItNeeds) {
+  using runtime::gpu::NcclStreamKind;
+  const auto programs = compile("examples/gpt/plans/pipeline2.hspmd", "examples/gpt/plans/pipeline2.hspmd");
+  auto plan = runtime::gpu::planNcclCalls(programs, nullptr); // pointing into `programs`
+  ASSERT_TRUE(plan);
+  const auto &stage1 = plan->steps.at(1);
+  size_t recv = 0;
+  while (recv < stage1.size() && stage1[recv].stream.kind != NcclStreamKind::RecvFrom)
+    ++recv;
+  ASSERT_LT(recv, stage1.size());
+  EXPECT_EQ(stage1[recv].stream.peer, 0);
+  EXPECT_TRUE(stage1[recv].after.empty());
+  const int received = stage1[recv].instruction->outputs.at(0);
+  size_t reader = recv + 1;
+  while (reader < stage1.size() && !(stage1[reader].call < 0 && stage1[reader].microbatch == stage1[recv].microbatch &&
+                                     reads(*stage1[reader].instruction, received)))
+    ++reader;
+  ASSERT_LT(reader, stage1.size());
+  EXPECT_EQ(stage1[reader].stream.kind, NcclStreamKind::Compute);
+  EXPECT_TRUE(waitsFor(stage1[reader], static_cast<int>(recv)));
+
+  const auto &stage0 = plan->steps.at(0);
+  size_t send = 0;
+  while (send < stage0.size() && stage0[send].stream.kind != NcclStreamKind::SendTo)
+    ++send;
+  ASSERT_LT(send, stage0.size());
+  const int sent = stage0[send].instruction->inputs.at(0);
+  int writer = -1;
+  for (size_t i = 0; i < send; ++i)
+    if (stage0[i].microbatch == stage0[send].microbatch && writes(*stage0[i].instruction, sent))
+      writer = static_cast<int>(i);
+  ASSERT_GE(writer, 0);
+  EXPECT_EQ(stage0[static_cast<size_t>(writer)].stream.kind, NcclStreamKind::Compute);
+  EXPECT_TRUE(waitsFor(stage0[send], writer));
+}
+
+// Data parallelism: each gradient's all-reduce runs on the collective stream after the kernel
+// that computed the gradient, and the optimizer step after the all-reduce.
+TEST(NcclPlan, OptimizerStepsWaitForTheirGradientsAllReduce) {
+  using runtime::gpu::NcclStreamKind;
+  const auto programs = compile("examples/gpt/plans/docs_dp2.hspmd", "examples/gpt/plans/docs_dp2.hspmd");
+  auto plan = runtime::gpu::planNcclCalls(programs, nullptr); // pointing into `programs`
+  ASSERT_TRUE(plan);
+  const auto &steps = plan->steps.at(0);
+  int checked = 0;
+  for (size_t c = 0; c < steps.size(); ++c) {
+    if (steps[c].stream.kind != NcclStreamKind::Collectives)
+      continue;
+    const int reduced = steps[c].instruction->outputs.at(0);
+    for (size_t u = c + 1; u < steps.size(); ++u)
+      if (steps[u].call < 0 && steps[u].instruction->op == "adamw" && reads(*steps[u].instruction, reduced)) {
+        EXPECT_TRUE(waitsFor(steps[u], static_cast<int>(c))) << u;
+        ++checked;
+      }
+    bool afterItsKernel = false;
+    for (int a : steps[c].after)
+      afterItsKernel =
+          afterItsKernel || (steps[static_cast<size_t>(a)].stream.kind == NcclStreamKind::Compute &&
+                             writes(*steps[static_cast<size_t>(a)].instruction, steps[c].instruction->inputs.at(0)));
+    EXPECT_TRUE(afterItsKernel) << c;
+  }
+  EXPECT_GT(checked, 0);
+}
