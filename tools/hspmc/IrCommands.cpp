@@ -76,8 +76,11 @@ int runDumpProgram(const std::string &file, const std::vector<std::string> &plan
         text = ir::printProgram(it->second);
       else { // the NCCL calls of one step (docs/gpu.md)
         std::string error;
-        if (auto calls = runtime::gpu::planNcclCalls(result.programs[0], &error))
+        if (auto calls = runtime::gpu::planNcclCalls(result.programs[0], &error)) {
           text = runtime::gpu::printNcclCalls(*calls, device);
+          if (text.empty())
+            text = "device " + std::to_string(device) + " makes no NCCL calls\n";
+        }
         else
           diags.error(ir::Location{planFiles.empty() ? file : planFiles[0], 0, 0, 1},
                       "plan '" + build->plans[0].name + "' cannot run on NCCL: " + error);
