@@ -80,8 +80,7 @@ int runDumpProgram(const std::string &file, const std::vector<std::string> &plan
           text = runtime::gpu::printNcclCalls(*calls, device);
           if (text.empty())
             text = "device " + std::to_string(device) + " makes no NCCL calls\n";
-        }
-        else
+        } else
           diags.error(ir::Location{planFiles.empty() ? file : planFiles[0], 0, 0, 1},
                       "plan '" + build->plans[0].name + "' cannot run on NCCL: " + error);
       }
