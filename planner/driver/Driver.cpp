@@ -164,7 +164,7 @@ void lintBuild(DiagnosticEngine &diags, const std::function<std::optional<Build>
 }
 
 void lintFile(Compilation &compilation, const std::string &planFile, const std::string &modelFile,
-              const std::string &clusterFile, bool warnings, bool memory) {
+              const std::string &clusterFile, bool warnings, bool memory, passes::PipelineResult *training) {
   DiagnosticEngine &diags = compilation.diags();
   if (!modelFile.empty() && !compilation.load(modelFile))
     return;
@@ -198,17 +198,17 @@ void lintFile(Compilation &compilation, const std::string &planFile, const std::
         }
         return elaborateBuild(compilation, planFile, {planFile}, "");
       },
-      cluster ? &*cluster : nullptr, warnings, nullptr, memory);
+      cluster ? &*cluster : nullptr, warnings, training, memory);
 }
 
 bool checkPlan(Compilation &compilation, const std::string &file, const std::vector<std::string> &planFiles,
-               const std::string &clusterFile, bool memory) {
+               const std::string &clusterFile, bool memory, passes::PipelineResult *training) {
   const int before = compilation.diags().errorCount();
   if (planFiles.empty())
-    lintFile(compilation, file, "", clusterFile, false, memory);
+    lintFile(compilation, file, "", clusterFile, false, memory, training);
   else
     for (const std::string &plan : planFiles)
-      lintFile(compilation, plan, file, clusterFile, false, memory);
+      lintFile(compilation, plan, file, clusterFile, false, memory, planFiles.size() == 1 ? training : nullptr);
   return compilation.diags().errorCount() == before;
 }
 

@@ -39,17 +39,21 @@ void lintBuild(frontend::DiagnosticEngine &diags, const std::function<std::optio
 /// `hspmc lint`: loads `modelFile` (optional) and `planFile`, runs the passes and the lint
 /// checks, reporting everything to the compilation's diagnostics. `clusterFile` overrides the
 /// plan's cluster.
+/// `training`, when given, receives the training build's programs (compiled on the cluster's links).
 void lintFile(frontend::Compilation &compilation, const std::string &planFile, const std::string &modelFile,
-              const std::string &clusterFile, bool warnings = true, bool memory = true);
+              const std::string &clusterFile, bool warnings = true, bool memory = true,
+              passes::PipelineResult *training = nullptr);
 
 /// The gate every command that compiles a plan passes first (train, simulate, build,
 /// dump-program, dump-ir --after): lint's checks of the plan (its errors; its warnings are
 /// lint's to print), reported to the compilation's diagnostics. FILE and `planFiles` as
 /// elaborateBuild takes them; `clusterFile` overrides the plan's cluster. Without `memory`
 /// (the commands that only print programs, which is how one looks at a plan over memory), HS111
-/// does not stop it. Returns whether the plan passed.
+/// does not stop it. Returns whether the plan passed. With one plan, `training` (when given)
+/// receives the programs the check compiled for training, on the links of the cluster it
+/// checked against: `hspmc simulate` uses them instead of compiling them again.
 bool checkPlan(frontend::Compilation &compilation, const std::string &file, const std::vector<std::string> &planFiles,
-               const std::string &clusterFile = "", bool memory = true);
+               const std::string &clusterFile = "", bool memory = true, passes::PipelineResult *training = nullptr);
 
 /// The gate for a plan in memory (the planner's finalists): lint's checks of `spec` (errors
 /// only, memory aside: the planner weighs each finalist's memory plan itself) on `cluster`; the model `spec` names must

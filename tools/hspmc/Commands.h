@@ -36,6 +36,9 @@ struct TrainingBuild {
   std::optional<driver::Build> build;
   std::optional<passes::PipelineResult> result;
   bool checked = false; // the plan passed the gate (driver::checkPlan)
+  /// The training programs the gate compiled, on the links of the cluster it checked against
+  /// (FILE's plan's, or `clusterFile`): what compileOn takes instead of compiling them again.
+  passes::PipelineResult checkedPrograms;
 
   /// Elaborates, checks the plan, and unless `later`, compiles (later: the caller calls
   /// compile()). `clusterFile` overrides the plan's cluster in the checks.
@@ -44,7 +47,7 @@ struct TrainingBuild {
     build = driver::elaborateBuild(compilation, file, planFiles, "");
     if (build && build->plans.empty())
       diags.error(ir::Location{file, 0, 0, 1}, command + " needs a plan (--plan PLAN)");
-    checked = hasPlan() && driver::checkPlan(compilation, file, planFiles, clusterFile);
+    checked = hasPlan() && driver::checkPlan(compilation, file, planFiles, clusterFile, true, &checkedPrograms);
     if (checked && (command == "train" || command == "build"))
       checked = driver::checkTrainable(*build->graph,
                                        command == "train" ? "hspmc train" : "a program hspmc build writes", diags);

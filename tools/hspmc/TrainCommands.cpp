@@ -694,7 +694,11 @@ std::optional<planner::Cluster> TrainingBuild::simulationCluster(const std::stri
 }
 
 void TrainingBuild::compileOn(const planner::Cluster &cluster) {
-  compile(planner::linkModel(cluster));
+  // The gate checked against this cluster (the same file), so its programs are these.
+  if (checked && checkedPrograms.ok && !checkedPrograms.programs.empty())
+    result = std::move(checkedPrograms);
+  else
+    compile(planner::linkModel(cluster));
   if (!result || !result->ok)
     return;
   for (const auto &[device, program] : programs())
