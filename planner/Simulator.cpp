@@ -8,6 +8,7 @@
 #include <limits>
 #include <set>
 #include <stdexcept>
+#include <unordered_map>
 
 namespace hspmd::planner {
 
@@ -149,7 +150,16 @@ private:
   ByDevice<Streams> streams_;
   std::vector<double> coreFree_; // when each core is free (CostModel::cores)
   ByDevice<SimulatedDevice> stats_;
-  std::map<std::tuple<int, int, int64_t>, double> arrivals_; // (from, to, tag) -> time
+  // (from, to, tag) -> when the message arrives; hashed: a step of many micro-batches sends
+  // hundreds of thousands of messages.
+  struct ChannelHash {
+    size_t operator()(const std::tuple<int, int, int64_t> &k) const {
+      const uint64_t a =
+          (static_cast<uint64_t>(static_cast<uint32_t>(std::get<0>(k))) << 32) | static_cast<uint32_t>(std::get<1>(k));
+      return std::hash<uint64_t>()(a * 0x9e3779b97f4a7c15ull ^ static_cast<uint64_t>(std::get<2>(k)));
+    }
+  };
+  std::unordered_map<std::tuple<int, int, int64_t>, double, ChannelHash> arrivals_;
   std::vector<SimulatedEvent> events_;
 
   void record(int device, const std::string &name, bool communication, double start, double seconds) {
