@@ -112,7 +112,8 @@ void lintBuild(DiagnosticEngine &diags, const std::function<std::optional<Build>
   if (cluster)
     options.links.assign(build->plans.size(), planner::linkModel(*cluster));
   // The plan's own checks first, on the inference build's deduced graph: a plan they reject
-  // (the planner's finalists often are) gets no DevicePrograms, and no training build.
+  // (the planner's finalists often are) gets no training build. The inference build makes no
+  // DevicePrograms: the training build's include its forward passes.
   std::vector<passes::Problem> planProblems;
   bool planRejected = false, planChecked = false;
   passes::PipelineOptions inferenceOptions = options;
@@ -126,7 +127,9 @@ void lintBuild(DiagnosticEngine &diags, const std::function<std::optional<Build>
             planProblems.push_back(problem);
           },
           {}, planner::LintPart::AllButMemory);
-    return !planRejected;
+    // Passed or not, the inference build stops here: the training build below builds the
+    // programs that train (the forward passes among them) and runs the verifiers on them.
+    return false;
   };
   auto result = passes::runPipeline(*build->graph, build->plans, inferenceOptions, report);
   planRejected = planRejected || errors > 0;
