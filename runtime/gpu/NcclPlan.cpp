@@ -91,11 +91,16 @@ std::optional<NcclCall> asCollective(const std::vector<Member> &members, ir::Com
   return call;
 }
 
-// The bytes each member sends each other member when a collective runs as messages: every
-// receiver takes each part of its output once, from itself where it holds it, else from the
-// first member in group order that does (for reductions: once per partial sum).
-std::map<std::pair<int, int>, int64_t> messagesOf(const std::vector<Member> &members, bool reduction) {
-  std::map<std::pair<int, int>, int64_t> bytes; // (from, to)
+// What each member sends each other member when a collective runs as messages, as global
+// boxes and bytes: every receiver takes each part of its output once, from itself where it
+// holds it, else from the first member in group order that does (for reductions: once per
+// partial sum).
+struct Parts {
+  std::vector<ir::Box> boxes;
+  int64_t bytes = 0;
+};
+std::map<std::pair<int, int>, Parts> messagesOf(const std::vector<Member> &members, bool reduction) {
+  std::map<std::pair<int, int>, Parts> sent; // (from, to)
   for (const Member &receiver : members) {
     const ir::Buffer *out = receiver.output();
     if (!out)
@@ -116,15 +121,18 @@ std::map<std::pair<int, int>, int64_t> messagesOf(const std::vector<Member> &mem
       std::vector<ir::Box> &done = taken[reduction ? m->in->partial : 0];
       for (const ir::Box &d : done)
         parts = ir::subtractBox(parts, d);
-      int64_t elements = 0;
-      for (const ir::Box &part : parts)
-        elements += part.numElements();
-      if (m->device != receiver.device && elements > 0)
-        bytes[{m->device, receiver.device}] += elements * ir::dtypeBytes(input->dtype);
+      std::erase_if(parts, [](const ir::Box &part) { return part.empty(); });
+      if (m->device != receiver.device && !parts.empty()) {
+        Parts &message = sent[{m->device, receiver.device}];
+        for (const ir::Box &part : parts) {
+          message.boxes.push_back(part);
+          message.bytes += part.numElements() * ir::dtypeBytes(input->dtype);
+        }
+      }
       done.insert(done.end(), parts.begin(), parts.end());
     }
   }
-  return bytes;
+  return sent;
 }
 
 // A buffer's copy for one micro-batch: what events order calls and kernels by.
@@ -209,8 +217,8 @@ private:
   const std::map<int, ir::DeviceProgram> &programs_;
   std::map<int64_t, std::vector<Member>> collectives_; // by expanded tag, in device order
   std::map<std::vector<int>, int> communicatorOf_;
-  std::map<int64_t, std::map<std::pair<int, int>, int64_t>> messages_; // collectives as messages, by tag
-  std::map<std::pair<int, int>, std::vector<int64_t>> staged_;         // channel -> the sender's order of tags
+  std::map<int64_t, std::map<std::pair<int, int>, Parts>> messages_; // collectives as messages, by tag
+  std::map<std::pair<int, int>, std::vector<int64_t>> staged_;       // channel -> the sender's order of tags
 
   int communicator(const std::vector<int> &group) {
     auto [it, added] = communicatorOf_.emplace(group, static_cast<int>(plan.communicators.size()));
@@ -240,6 +248,7 @@ private:
       call.kind = in.kind == ir::InstrKind::Send ? NcclCallKind::Send : NcclCallKind::Recv;
       call.peer = in.peer;
       call.bytes = in.bytes;
+      call.boxes = in.slices;
       return {call};
     }
     if (in.kind == ir::InstrKind::Collective) {
@@ -257,11 +266,12 @@ private:
         cached->second = messagesOf(members, ir::isReduction(kind));
       std::vector<NcclCall> messages; // sends first, so that no receive waits behind them
       for (bool send : {true, false})
-        for (const auto &[pair, bytes] : cached->second)
+        for (const auto &[pair, parts] : cached->second)
           if ((send ? pair.first : pair.second) == device) {
             call.kind = send ? NcclCallKind::Send : NcclCallKind::Recv;
             call.peer = send ? pair.second : pair.first;
-            call.bytes = bytes;
+            call.bytes = parts.bytes;
+            call.boxes = parts.boxes;
             messages.push_back(call);
           }
       return messages;

@@ -42,10 +42,13 @@ enum class NcclCallKind { AllReduce, AllGather, ReduceScatter, Send, Recv };
 
 struct NcclCall {
   NcclCallKind kind = NcclCallKind::Send;
-  int communicator = -1;                        // collectives: an index into NcclPlan::communicators
-  int peer = -1;                                // messages: the other side of the channel
-  int64_t count = 0;                            // collectives: elements each member sends (all-gather) or holds
-  int64_t bytes = 0;                            // messages
+  int communicator = -1; // collectives: an index into NcclPlan::communicators
+  int peer = -1;         // messages: the other side of the channel
+  int64_t count = 0;     // collectives: elements each member sends (all-gather) or holds
+  int64_t bytes = 0;     // messages
+  /// Messages: the global regions moved, in order (packed one after another): a send's or
+  /// receive's slices, or the parts of its output a member takes from another.
+  std::vector<ir::Box> boxes;
   int64_t tag = 0;                              // the instruction's tag for its micro-batch and pass (ir::expandedTag)
   bool max = false;                             // all-reduce: the maximum instead of the sum
   bool staged = false;                          // a receive posted at the start of the step into a buffer of its own

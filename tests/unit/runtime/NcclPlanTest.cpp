@@ -272,3 +272,62 @@ TEST(NcclPlan, OptimizerStepsWaitForTheirGradientsAllReduce) {
   }
   EXPECT_GT(checked, 0);
 }
+
+// A collective that runs as messages moves each part of a member's output once: for the
+// uneven ZeRO gathers, what a device receives and what it holds itself tile its output
+// exactly; every message's boxes lie in the sender's input and the receiver's output, and its
+// bytes are theirs.
+TEST(NcclPlan, MessagesOfACollectiveTileEachOutputOnce) {
+  const auto programs =
+      compile("examples/gpt/plans/dp3_zero_chunked.hspmd", "examples/gpt/plans/dp3_zero_chunked.hspmd");
+  std::string error;
+  auto plan = runtime::gpu::planNcclCalls(programs, &error);
+  ASSERT_TRUE(plan) << error;
+  int gathers = 0;
+  for (const auto &[device, calls] : plan->calls) {
+    const ir::DeviceProgram &program = programs.at(device);
+    std::map<const ir::Instruction *, std::vector<ir::Box>> received;
+    for (const auto &call : calls) {
+      if (call.kind != NcclCallKind::Send && call.kind != NcclCallKind::Recv)
+        continue;
+      const ir::Instruction &in = *call.instruction;
+      if (in.kind != ir::InstrKind::Collective)
+        continue;
+      const ir::DeviceProgram &sender = programs.at(call.kind == NcclCallKind::Send ? device : call.peer);
+      const ir::DeviceProgram &receiver = programs.at(call.kind == NcclCallKind::Send ? call.peer : device);
+      auto memberOf = [&](const ir::DeviceProgram &p) -> const ir::Instruction & {
+        for (const ir::Instruction &i : p.body)
+          if (i.tag == in.tag && i.phase == in.phase && i.kind == ir::InstrKind::Collective)
+            return i;
+        ADD_FAILURE() << "no counterpart";
+        return in;
+      };
+      const ir::Box from = sender.buffers[static_cast<size_t>(memberOf(sender).inputs.at(0))].region();
+      const ir::Box to = receiver.buffers[static_cast<size_t>(memberOf(receiver).outputs.at(0))].region();
+      int64_t elements = 0;
+      for (const ir::Box &box : call.boxes) {
+        EXPECT_TRUE(ir::containsBox(from, box));
+        EXPECT_TRUE(ir::containsBox(to, box));
+        elements += box.numElements();
+      }
+      EXPECT_EQ(call.bytes, elements * 4);
+      if (call.kind == NcclCallKind::Recv)
+        received[&in].insert(received[&in].end(), call.boxes.begin(), call.boxes.end());
+    }
+    for (auto &[in, boxes] : received) {
+      if (ir::isReduction(in->collective().value()))
+        continue;
+      const ir::Box output = program.buffers[static_cast<size_t>(in->outputs.at(0))].region();
+      boxes.push_back(ir::intersectBox(output, program.buffers[static_cast<size_t>(in->inputs.at(0))].region()));
+      int64_t covered = 0;
+      for (size_t a = 0; a < boxes.size(); ++a) {
+        covered += boxes[a].numElements();
+        for (size_t b = a + 1; b < boxes.size(); ++b)
+          EXPECT_TRUE(ir::intersectBox(boxes[a], boxes[b]).empty());
+      }
+      EXPECT_EQ(covered, output.numElements()) << in->op;
+      ++gathers;
+    }
+  }
+  EXPECT_GT(gathers, 0);
+}
