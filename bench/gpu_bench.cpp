@@ -3,7 +3,9 @@
 // (runtime/gpu/GpuExecutor.h) against the CPU executor in the same run (tokens/s and their
 // ratio). Without a GPU it says so and exits 0.
 #include "Compiled.h"
+#include "planner/Cluster.h"
 #include "runtime/Data.h"
+#include "runtime/gpu/DeviceTypes.h"
 #include "runtime/gpu/GpuExecutor.h"
 
 #include <chrono>
@@ -79,6 +81,15 @@ int main() {
     std::printf("bench_gpu: skipped, no GPU (%s)\n", why.c_str());
     return 0;
   }
+  // Which device type of stdlib/devices.toml this GPU is (what a cluster file would call it).
+  std::vector<planner::ClusterError> errors;
+  std::vector<std::string> types;
+  if (const auto known = planner::loadDeviceTypes(HSPMD_SOURCE_DIR "/stdlib/devices.toml", errors))
+    for (const auto &[name, type] : *known)
+      types.push_back(name);
+  const std::string name = runtime::gpu::gpuName(0);
+  const auto type = runtime::gpu::deviceTypeOf(name, types);
+  std::printf("GPU 0: %s (device type %s)\n", name.c_str(), type ? type->c_str() : "unknown to stdlib/devices.toml");
   matrixProducts();
   for (const char *plan : {"examples/gpt/plans/single.hspmd", "examples/llama/plans/tiny_llama_single.hspmd"})
     training(std::string(HSPMD_SOURCE_DIR "/") + plan);

@@ -16,6 +16,10 @@ namespace hspmd::runtime::gpu {
 /// Whether this process can use a GPU; if not, why (no driver, no device), as CUDA says it.
 bool gpuAvailable(std::string *why);
 
+/// The name CUDA gives GPU `device` ("NVIDIA H100 80GB HBM3"); runtime/gpu/DeviceTypes.h maps
+/// it to a cluster file's device type.
+std::string gpuName(int device = 0);
+
 /// A CUDA stream with its cuBLAS handle: what kernels of one device run on, in order.
 class GpuStream {
 public:

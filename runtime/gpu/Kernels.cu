@@ -548,6 +548,12 @@ bool gpuAvailable(std::string *why) {
   return true;
 }
 
+std::string gpuName(int device) {
+  cudaDeviceProp properties{};
+  check(cudaGetDeviceProperties(&properties, device), "cudaGetDeviceProperties");
+  return properties.name;
+}
+
 GpuStream::GpuStream() {
   cudaStream_t stream = nullptr;
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");

@@ -1,5 +1,6 @@
 // Host-side arithmetic of the CUDA kernels (runtime/gpu/Launch.h), tested without a GPU:
 // launch shapes that cover every element and row, and numpy broadcasting as strides.
+#include "runtime/gpu/DeviceTypes.h"
 #include "runtime/gpu/Launch.h"
 
 #include <gtest/gtest.h>
@@ -60,4 +61,19 @@ TEST(GpuLaunch, ReductionsSplitKeptAndReducedDimensions) {
   EXPECT_EQ(r.reducedStride[0], 4);
   EXPECT_EQ(r.results, 8);
   EXPECT_EQ(r.terms, 3);
+}
+
+// The names CUDA gives data-center GPUs, mapped to stdlib/devices.toml's types.
+TEST(GpuDeviceTypes, CudaNamesMapToClusterTypes) {
+  const std::vector<std::string> types{"H100", "H800", "H20", "H200", "A100", "A800", "L40S", "cpu"};
+  EXPECT_EQ(deviceTypeOf("NVIDIA H100 80GB HBM3", types), "H100");
+  EXPECT_EQ(deviceTypeOf("NVIDIA A100-SXM4-80GB", types), "A100");
+  EXPECT_EQ(deviceTypeOf("NVIDIA A800 80GB PCIe", types), "A800");
+  EXPECT_EQ(deviceTypeOf("NVIDIA H200", types), "H200");
+  EXPECT_EQ(deviceTypeOf("NVIDIA H20", types), "H20");
+  EXPECT_EQ(deviceTypeOf("NVIDIA H800", types), "H800");
+  EXPECT_EQ(deviceTypeOf("NVIDIA L40S", types), "L40S");
+  EXPECT_EQ(deviceTypeOf("nvidia h100 nvl", types), "H100");
+  EXPECT_EQ(deviceTypeOf("NVIDIA GeForce RTX 4090", types), std::nullopt);
+  EXPECT_EQ(deviceTypeOf("NVIDIA H200", {"H20"}), std::nullopt);
 }
