@@ -63,6 +63,15 @@ bool attention(const std::string &op, const ir::AttrMap &attrs, In in, In out, c
 bool embeddingAndLoss(const std::string &op, const ir::AttrMap &attrs, In in, In out, const KernelContext &context);
 bool optimizer(const std::string &op, const ir::AttrMap &attrs, In in, In out, const KernelContext &context);
 
+/// The parts of a tensor along dimension `dim`, as unbind and split make them and concat
+/// joins them: each part's view (unbind's with the removed dimension back, as size 1) and
+/// where it starts along `dim`, in order. Given split parts [2, 3, 2] and [2, 3, 3] along 2:
+/// offsets 0 and 2. The CPU and GPU layout kernels both walk this.
+struct PartAlong {
+  TensorView view;
+  int64_t offset = 0;
+};
+std::vector<PartAlong> partsAlong(bool unbind, size_t dim, In parts);
 /// Row-major strides of a shape.
 std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape);
 /// Strides of `shape` broadcast (numpy rules, aligned at the right) to `to`: 0 where it repeats.

@@ -104,21 +104,12 @@ bool layoutKernel(const std::string &op, const ir::AttrMap &attrs, In in, In out
                 false, stream);
   } else if (op == "unbind" || op == "split") {
     const auto dim = static_cast<size_t>(ir::intAttr(attrs, "dim"));
-    int64_t offset = 0;
-    for (const TensorView &part : out) {
-      TensorView view = part;
-      if (op == "unbind") // the removed dimension, as size 1
-        view.shape.insert(view.shape.begin() + static_cast<long>(dim), 1);
-      along(in[0], view, dim, offset, false, stream);
-      offset += view.shape[dim];
-    }
+    for (const kernels::PartAlong &part : kernels::partsAlong(op == "unbind", dim, out))
+      along(in[0], part.view, dim, part.offset, false, stream);
   } else if (op == "concat") {
     const auto dim = static_cast<size_t>(ir::intAttr(attrs, "dim"));
-    int64_t offset = 0;
-    for (const TensorView &part : in) {
-      along(out[0], part, dim, offset, true, stream);
-      offset += part.shape[dim];
-    }
+    for (const kernels::PartAlong &part : kernels::partsAlong(false, dim, in))
+      along(out[0], part.view, dim, part.offset, true, stream);
   } else if (op == "slice") {
     const auto dim = static_cast<size_t>(ir::intAttr(attrs, "dim"));
     std::vector<int64_t> lo(in[0].shape.size(), 0), zero(lo);

@@ -121,6 +121,20 @@ void reduce(const std::string &op, const ir::AttrMap &attrs, const TensorView &x
 
 } // namespace
 
+std::vector<PartAlong> partsAlong(bool unbind, size_t dim, In parts) {
+  std::vector<PartAlong> walked;
+  int64_t offset = 0;
+  for (const TensorView &part : parts) {
+    TensorView view = part;
+    if (unbind) // the removed dimension, as size 1
+      view.shape.insert(view.shape.begin() + static_cast<long>(dim), 1);
+    expect(dim < view.shape.size(), unbind ? "unbind" : "split or concat", "dimension out of range");
+    walked.push_back({view, offset});
+    offset += view.shape[dim];
+  }
+  return walked;
+}
+
 bool layout(const std::string &op, const ir::AttrMap &attrs, In in, In out) {
   if (op == "reshape") {
     expect(in[0].numel() == out[0].numel(), op, "element counts differ");
@@ -130,21 +144,12 @@ bool layout(const std::string &op, const ir::AttrMap &attrs, In in, In out) {
     transpose(attrs, in[0], out[0]);
   } else if (op == "unbind" || op == "split") {
     const auto dim = static_cast<size_t>(ir::intAttr(attrs, "dim"));
-    int64_t offset = 0;
-    for (const TensorView &part : out) {
-      TensorView view = part;
-      if (op == "unbind") // the removed dimension, as size 1
-        view.shape.insert(view.shape.begin() + static_cast<long>(dim), 1);
-      along(in[0], view, dim, offset, false);
-      offset += view.shape[dim];
-    }
+    for (const PartAlong &part : partsAlong(op == "unbind", dim, out))
+      along(in[0], part.view, dim, part.offset, false);
   } else if (op == "concat") {
     const auto dim = static_cast<size_t>(ir::intAttr(attrs, "dim"));
-    int64_t offset = 0;
-    for (const TensorView &part : in) {
-      along(out[0], part, dim, offset, true);
-      offset += part.shape[dim];
-    }
+    for (const PartAlong &part : partsAlong(false, dim, in))
+      along(out[0], part.view, dim, part.offset, true);
   } else if (op == "slice" || op == "pad") {
     const auto dim = static_cast<size_t>(ir::intAttr(attrs, "dim"));
     if (op == "slice") {
