@@ -78,8 +78,8 @@ TEST(NcclPlan, EveryExamplePlanReplaysWithoutDeadlock) {
 // gradients meet in a split all-reduce, which for NCCL is an all-reduce); ZeRO reduces
 // them with ncclReduceScatter and gathers the parameters with ncclAllGather.
 TEST(NcclPlan, EvenCollectivesRunAsNcclsOwn) {
-  auto dp = runtime::gpu::planNcclCalls(
-      compile("examples/gpt/plans/docs_dp2.hspmd", "examples/gpt/plans/docs_dp2.hspmd"), nullptr);
+  const auto dpPrograms = compile("examples/gpt/plans/docs_dp2.hspmd", "examples/gpt/plans/docs_dp2.hspmd");
+  auto dp = runtime::gpu::planNcclCalls(dpPrograms, nullptr); // pointing into dpPrograms
   ASSERT_TRUE(dp);
   EXPECT_EQ(dp->communicators, (std::vector<std::vector<int>>{{0, 1}}));
   EXPECT_TRUE(dp->channels.empty());
@@ -87,8 +87,8 @@ TEST(NcclPlan, EvenCollectivesRunAsNcclsOwn) {
   EXPECT_EQ(kinds(*dp, 0).size(), 1u);
 
   std::string error;
-  auto zero = runtime::gpu::planNcclCalls(
-      compile("examples/gpt/plans/dp2_zero.hspmd", "examples/gpt/plans/dp2_zero.hspmd"), &error);
+  const auto zeroPrograms = compile("examples/gpt/plans/dp2_zero.hspmd", "examples/gpt/plans/dp2_zero.hspmd");
+  auto zero = runtime::gpu::planNcclCalls(zeroPrograms, &error); // pointing into zeroPrograms
   ASSERT_TRUE(zero) << error;
   auto count = kinds(*zero, 1);
   EXPECT_GT(count[NcclCallKind::ReduceScatter], 0);
@@ -100,8 +100,9 @@ TEST(NcclPlan, EvenCollectivesRunAsNcclsOwn) {
 // they move as messages between every pair of members.
 TEST(NcclPlan, UnevenCollectivesBecomeMessages) {
   std::string error;
-  auto plan = runtime::gpu::planNcclCalls(
-      compile("examples/gpt/plans/dp3_zero_chunked.hspmd", "examples/gpt/plans/dp3_zero_chunked.hspmd"), &error);
+  const auto planPrograms =
+      compile("examples/gpt/plans/dp3_zero_chunked.hspmd", "examples/gpt/plans/dp3_zero_chunked.hspmd");
+  auto plan = runtime::gpu::planNcclCalls(planPrograms, &error); // pointing into planPrograms
   ASSERT_TRUE(plan) << error;
   EXPECT_EQ(plan->channels, (std::set<std::pair<int, int>>{{0, 1}, {0, 2}, {1, 0}, {1, 2}, {2, 0}, {2, 1}}));
   auto count = kinds(*plan, 0);
@@ -111,8 +112,8 @@ TEST(NcclPlan, UnevenCollectivesBecomeMessages) {
 
 // A pipeline's stages talk over one channel per direction; the printed calls list them.
 TEST(NcclPlan, PipelineStagesTalkOverAChannelPerDirection) {
-  auto plan = runtime::gpu::planNcclCalls(
-      compile("examples/gpt/plans/pipeline2.hspmd", "examples/gpt/plans/pipeline2.hspmd"), nullptr);
+  const auto planPrograms = compile("examples/gpt/plans/pipeline2.hspmd", "examples/gpt/plans/pipeline2.hspmd");
+  auto plan = runtime::gpu::planNcclCalls(planPrograms, nullptr); // pointing into planPrograms
   ASSERT_TRUE(plan);
   EXPECT_EQ(plan->channels, (std::set<std::pair<int, int>>{{0, 1}, {1, 0}}));
   const std::string text = runtime::gpu::printNcclCalls(*plan, 0);
@@ -126,9 +127,9 @@ TEST(NcclPlan, PipelineStagesTalkOverAChannelPerDirection) {
 // device 0 sends them, so that channel's receives are staged in the sender's order.
 TEST(NcclPlan, OutOfOrderChannelsAreStaged) {
   std::string error;
-  auto plan = runtime::gpu::planNcclCalls(compile("examples/llama/plans/tiny_llama_hp_zero_heads.hspmd",
-                                                  "examples/llama/plans/tiny_llama_hp_zero_heads.hspmd"),
-                                          &error);
+  const auto planPrograms = compile("examples/llama/plans/tiny_llama_hp_zero_heads.hspmd",
+                                    "examples/llama/plans/tiny_llama_hp_zero_heads.hspmd");
+  auto plan = runtime::gpu::planNcclCalls(planPrograms, &error); // pointing into planPrograms
   ASSERT_TRUE(plan) << error;
   std::vector<int64_t> staged;
   for (const auto &call : plan->calls.at(2))
