@@ -15,7 +15,9 @@
 //     its size), then to partial sums, then to copies.
 //     Carrying partial sums through a linear op is charged the reduction its growth will
 //     cost later (when each device would hold more of the result than of the operand), and
-//     so, across groups, is a contraction split whose result outgrows the split operand; at
+//     so, across groups, is a contraction split whose result outgrows the split operand
+//     (except where the result becomes a parameter's gradient: it is accumulated over the
+//     micro-batches and reduced once a step, with the data-parallel copies' sync); at
 //     the hetero level a factor may also be split as the plan split another dimension of its
 //     size over the same groups (a gradient reduce-scattered to the cp shares, head-parallel
 //     attention's output moved to the sequence shares), and across pipelines (their own
@@ -61,6 +63,7 @@ public:
     std::vector<ir::Op *> order;
     for (const auto &op : graph_.ops())
       order.push_back(op.get());
+    findAccumulated(order);
     for (ir::Op *op : order)
       visit(*op);
     finish();
@@ -74,6 +77,7 @@ private:
   std::set<const ir::Op *> pending_;
   std::set<int> allDevices_;
   std::map<std::pair<const ir::Value *, std::string>, ir::Value *> reshardCache_;
+  std::set<const ir::Op *> accumulated_; // findAccumulated
   // (dimension size, device groups) -> unequal sizes the plan split such a dimension into
   std::map<std::pair<int64_t, std::vector<std::vector<int>>>, std::vector<int64_t>> heteroSplits_;
 
@@ -93,6 +97,26 @@ private:
       }
   }
   bool isFreeLeaf(const ir::Value *value) const { return !known(value) && plan_.flexible.count(value); }
+
+  // The ops that make a parameter's gradient: its producer, and the ops whose one use is a
+  // sum leading to it (a weight gradient x^T dy summed over the batch). Their results are
+  // accumulated over the micro-batches and reduced once a step with the gradient
+  // synchronisation the data-parallel copies need anyway, so a partial sum across groups is
+  // not charged a reduction per micro-batch (context parallelism would otherwise gather both
+  // operands over the whole sequence in every micro-batch and compute the same gradient in
+  // every group).
+  void findAccumulated(const std::vector<ir::Op *> &order) {
+    std::map<const ir::Value *, int> uses;
+    for (const ir::Op *op : order)
+      for (const ir::Value *operand : op->operands)
+        ++uses[operand];
+    for (const auto &[param, grad] : plan_.gradients)
+      for (const ir::Op *op = grad->def; op && accumulated_.insert(op).second;) {
+        if (op->kind != ir::OpKind::Sum || op->operands.size() != 1 || uses[op->operands[0]] != 1)
+          break;
+        op = op->operands[0]->def;
+      }
+  }
 
   void visit(ir::Op &op) {
     if (op.kind == ir::OpKind::Param || op.kind == ir::OpKind::Input || op.kind == ir::OpKind::Constant)
@@ -273,8 +297,9 @@ private:
       std::vector<OperandView> views;
       for (const Operand &operand : operands)
         views.push_back(operand.view);
-      auto list =
-          candidates(op, rule, m, bytes, static_cast<int>(cells.size()), true, growth(op, rule, views, cells), known);
+      const std::vector<double> grows =
+          accumulated_.count(&op) ? std::vector<double>(views.size(), 1.0) : growth(op, rule, views, cells);
+      auto list = candidates(op, rule, m, bytes, static_cast<int>(cells.size()), true, grows, known);
       // Cells in different pipelines run their micro-batches on their own schedules: an op
       // moves nothing between them when it can help it (only gradients meet, once a step).
       if (auto stages = plan_.stageOf.find(&op); stages != plan_.stageOf.end() && stages->second.size() > 1)

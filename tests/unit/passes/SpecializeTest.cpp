@@ -21,10 +21,11 @@ struct Programs : hspmd::testing::ExampleBuild {
 };
 
 std::unique_ptr<Programs> compile(const std::string &plan, bool train = false,
-                                  const std::function<void(ir::PlanSpec &)> &edit = {}) {
+                                  const std::function<void(ir::PlanSpec &)> &edit = {},
+                                  const std::string &model = "examples/gpt/tiny_gpt.hspmd") {
   auto p = std::make_unique<Programs>();
-  p->build = driver::elaborateBuild(p->compilation, "examples/gpt/tiny_gpt.hspmd",
-                                    {"examples/gpt/plans/" + plan + ".hspmd"}, "");
+  const std::string dir = model.substr(0, model.rfind('/') + 1);
+  p->build = driver::elaborateBuild(p->compilation, model, {dir + "plans/" + plan + ".hspmd"}, "");
   EXPECT_TRUE(p->build);
   if (edit)
     edit(p->build->plans[0]);
@@ -60,6 +61,27 @@ TEST(Specialize, EveryExamplePlanGivesVerifiedPrograms) {
       ASSERT_FALSE(p->result.programs.empty()) << plan;
       EXPECT_EQ(verify(p->result.programs[0]), std::vector<std::string>{}) << plan << (train ? " (train)" : "");
     }
+}
+
+// Under context parallelism with tensor parallelism inside each group, a weight's gradient
+// (x^T dy over the group's own positions) is a partial sum, accumulated over the micro-batches
+// and reduce-scattered once a step: the backward pass gathers nothing over the sequence.
+// (Charged a reduction per micro-batch, it was made by gathering x and dy over all 32
+// positions on every device, 22 gathers a micro-batch on device 0, and computing the same
+// gradient in both groups.)
+TEST(Specialize, ContextParallelWeightGradientsAreReducedOnceAStep) {
+  auto p = compile("tiny_llama_cp_tp2", true, {}, "examples/llama/tiny_llama.hspmd");
+  ASSERT_FALSE(p->result.programs.empty());
+  for (const auto &[device, program] : p->result.programs[0]) {
+    int backwardGathers = 0, updateReductions = 0;
+    for (const ir::Instruction &i : program.body) {
+      const auto kind = i.collective();
+      backwardGathers += i.phase == ir::Phase::Backward && kind == ir::CommKind::SplitAllGather;
+      updateReductions += i.phase == ir::Phase::Update && kind == ir::CommKind::SplitReduceScatter;
+    }
+    EXPECT_EQ(backwardGathers, 0) << "device " << device;
+    EXPECT_GT(updateReductions, 0) << "device " << device;
+  }
 }
 
 TEST(Specialize, ProgramsRoundTripThroughText) {
