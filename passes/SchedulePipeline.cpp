@@ -10,9 +10,14 @@ namespace hspmd::passes {
 
 std::map<int, ir::DeviceProgram> ProgramBuilder::schedulePipeline() {
   for (auto &[d, program] : programs_) {
-    std::stable_sort(program.body.begin(), program.body.end(), [](const ir::Instruction &a, const ir::Instruction &b) {
-      return ir::passOf(a.phase) < ir::passOf(b.phase);
-    });
+    // Stable, by pass: each instruction moved once (a sort moved each about log n times).
+    std::vector<ir::Instruction> body;
+    body.reserve(program.body.size());
+    for (ir::Phase pass : {ir::Phase::Forward, ir::Phase::Backward, ir::Phase::Update})
+      for (ir::Instruction &in : program.body)
+        if (ir::passOf(in.phase) == pass)
+          body.push_back(std::move(in));
+    program.body = std::move(body);
     stash(program);
   }
   return std::move(programs_);
