@@ -7,7 +7,7 @@ packages=(
   antlr4 libantlr4-runtime-dev
   libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libboost-graph-dev
   libgtest-dev libgmock-dev
-  libopenmpi-dev openmpi-bin libopenblas-dev coinor-libcbc-dev pkg-config
+  libopenmpi-dev openmpi-bin libopenblas-dev coinor-libcbc-dev pkg-config libjemalloc-dev
   python3-torch  # test-only: the PyTorch oracle of tests/torch
 )
 
