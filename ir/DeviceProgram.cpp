@@ -95,9 +95,13 @@ int maxInFlight(const std::vector<ScheduleSlot> &schedule) {
   return std::max(most, 1);
 }
 
+std::vector<ScheduleSlot> scheduleSlots(const DeviceProgram &program) {
+  return program.schedule.empty() ? std::vector<ScheduleSlot>{{Phase::Forward, 0}, {Phase::Backward, 0}}
+                                  : program.schedule;
+}
+
 std::vector<ScheduledInstruction> scheduledInstructions(const DeviceProgram &program) {
-  const auto slots = program.schedule.empty() ? std::vector<ScheduleSlot>{{Phase::Forward, 0}, {Phase::Backward, 0}}
-                                              : program.schedule;
+  const auto slots = scheduleSlots(program);
   std::map<Phase, size_t> perPass; // instructions per pass: the step's size, reserved
   for (const Instruction &in : program.body)
     ++perPass[passOf(in.phase)];

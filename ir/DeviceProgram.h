@@ -160,6 +160,9 @@ struct ScheduledInstruction {
   int microbatch = -1; // of a forward or backward pass; -1 in the update
 };
 std::vector<ScheduledInstruction> scheduledInstructions(const DeviceProgram &program);
+/// The passes a step runs before the update: the program's schedule, or one forward and one
+/// backward pass where it has none.
+std::vector<ScheduleSlot> scheduleSlots(const DeviceProgram &program);
 int64_t expandedTag(int64_t tag, Phase phase, int microbatch);
 
 /// How many micro-batches are between their forward and backward pass at once, at most.

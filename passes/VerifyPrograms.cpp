@@ -281,12 +281,24 @@ bool verifyPrograms(const std::map<int, ir::DeviceProgram> &programs, const Repo
 bool verifyScheduledStep(const std::map<int, ir::DeviceProgram> &programs, const ReportFn &report) {
   Streams streams;
   for (const auto &[device, program] : programs) {
-    const std::vector<ir::ScheduledInstruction> step = ir::scheduledInstructions(program);
+    // The step as ir::scheduledInstructions expands it, its communication only: each pass's
+    // communicating instructions are picked out once, then laid out per slot.
+    std::map<ir::Phase, std::vector<const ir::Instruction *>> byPass;
+    for (const ir::Instruction &in : program.body)
+      if (communicates(in))
+        byPass[ir::passOf(in.phase)].push_back(&in);
+    std::vector<ir::ScheduleSlot> slots = ir::scheduleSlots(program);
+    slots.push_back({ir::Phase::Update, 0});
+    size_t total = 0;
+    for (const ir::ScheduleSlot &slot : slots)
+      total += byPass[slot.phase].size();
     std::vector<Step> &stream = streams[device];
-    stream.reserve(step.size());
-    for (const ir::ScheduledInstruction &s : step)
-      if (communicates(*s.instruction))
-        stream.push_back({s.instruction, s.tag, s.tag});
+    stream.reserve(total);
+    for (const ir::ScheduleSlot &slot : slots)
+      for (const ir::Instruction *in : byPass[slot.phase]) {
+        const int64_t tag = ir::expandedTag(in->tag, in->phase, slot.microbatch);
+        stream.push_back({in, tag, tag});
+      }
   }
   return verifyStreams(streams, report);
 }
