@@ -28,7 +28,9 @@ std::map<int, ir::DeviceProgram> specialize(const ir::Graph &graph, const Lowere
 /// their source locations; returns whether all is well.
 bool verifyPrograms(const std::map<int, ir::DeviceProgram> &programs, const ReportFn &report);
 /// The same for the step the schedules run: every micro-batch's passes in schedule order,
-/// then the update (as ir::expandSchedule lays it out, without copying the programs).
+/// then the update (as ir::expandSchedule lays it out, without copying the programs). Where
+/// every device runs the same passes in the same order, one pass of each kind stands for all
+/// its micro-batches (their tags keep them apart; VerifyPrograms.cpp says why that suffices).
 bool verifyScheduledStep(const std::map<int, ir::DeviceProgram> &programs, const ReportFn &report);
 
 } // namespace hspmd::passes

@@ -278,8 +278,32 @@ bool verifyPrograms(const std::map<int, ir::DeviceProgram> &programs, const Repo
   return verifyStreams(streams, report);
 }
 
+// The passes whose streams stand for the whole step (update excluded). Where every device runs
+// the same passes in the same order (one stage: data, tensor, context or head parallelism), the
+// first pass of each kind stands for all: tags are distinct per micro-batch, so a pass's
+// messages and collectives match only within that pass, and once every device has finished
+// the passes before it, the pass runs as it would alone. Otherwise (pipelines) every slot.
+std::map<int, std::vector<ir::ScheduleSlot>> representativeSlots(const std::map<int, ir::DeviceProgram> &programs) {
+  std::map<int, std::vector<ir::ScheduleSlot>> slots;
+  bool same = true;
+  for (const auto &[device, program] : programs) {
+    slots[device] = ir::scheduleSlots(program);
+    same = same && slots[device] == slots.begin()->second;
+  }
+  if (same)
+    for (auto &[device, list] : slots) {
+      std::vector<ir::ScheduleSlot> once;
+      for (const ir::ScheduleSlot &slot : list)
+        if (std::none_of(once.begin(), once.end(), [&](const ir::ScheduleSlot &o) { return o.phase == slot.phase; }))
+          once.push_back(slot);
+      list = std::move(once);
+    }
+  return slots;
+}
+
 bool verifyScheduledStep(const std::map<int, ir::DeviceProgram> &programs, const ReportFn &report) {
   Streams streams;
+  std::map<int, std::vector<ir::ScheduleSlot>> representatives = representativeSlots(programs);
   for (const auto &[device, program] : programs) {
     // The step as ir::scheduledInstructions expands it, its communication only: each pass's
     // communicating instructions are picked out once, then laid out per slot.
@@ -287,7 +311,7 @@ bool verifyScheduledStep(const std::map<int, ir::DeviceProgram> &programs, const
     for (const ir::Instruction &in : program.body)
       if (communicates(in))
         byPass[ir::passOf(in.phase)].push_back(&in);
-    std::vector<ir::ScheduleSlot> slots = ir::scheduleSlots(program);
+    std::vector<ir::ScheduleSlot> &slots = representatives[device];
     slots.push_back({ir::Phase::Update, 0});
     size_t total = 0;
     for (const ir::ScheduleSlot &slot : slots)

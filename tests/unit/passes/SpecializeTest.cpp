@@ -562,6 +562,39 @@ TEST(Specialize, VerifierCatchesTensorParallelPairsOnDifferentSchedules) {
   EXPECT_EQ(problems[0].rfind("deadlock: device ", 0), 0u) << problems[0];
 }
 
+std::vector<std::string> verifyStep(const std::map<int, ir::DeviceProgram> &programs) {
+  std::vector<std::string> problems;
+  passes::verifyScheduledStep(programs, [&](const passes::Problem &p) { problems.push_back(p.message); });
+  return problems;
+}
+
+// One stage, every device on the same schedule: one pass of each kind stands for all the
+// micro-batches. A deadlock inside a pass is still found, and so is a device whose schedule
+// differs (then every slot is replayed).
+TEST(Specialize, ScheduledStepVerifierReplaysOnePassOfEachKindWhereSchedulesAgree) {
+  auto p = compile("tiny_llama_cp_tp2", true, {}, "examples/llama/tiny_llama.hspmd");
+  const auto programs = p->result.programs[0];
+  ASSERT_EQ(programs.at(1).microbatches, 2);
+  EXPECT_EQ(verifyStep(programs), std::vector<std::string>{});
+
+  auto swapped = programs; // device 1 runs two of its backward all-reduces in the other order
+  std::vector<size_t> allReduces;
+  for (size_t i = 0; i < swapped.at(1).body.size(); ++i)
+    if (swapped.at(1).body[i].phase == ir::Phase::Backward && swapped.at(1).body[i].op == "all-reduce")
+      allReduces.push_back(i);
+  ASSERT_GE(allReduces.size(), 2u);
+  std::swap(swapped.at(1).body[allReduces[0]], swapped.at(1).body[allReduces[1]]);
+  auto problems = verifyStep(swapped);
+  ASSERT_FALSE(problems.empty());
+  EXPECT_EQ(problems[0].rfind("deadlock: device ", 0), 0u) << problems[0];
+
+  auto reordered = programs; // device 1 runs its micro-batches' passes in the reverse order
+  std::reverse(reordered.at(1).schedule.begin(), reordered.at(1).schedule.end());
+  problems = verifyStep(reordered);
+  ASSERT_FALSE(problems.empty());
+  EXPECT_EQ(problems[0].rfind("deadlock: device ", 0), 0u) << problems[0];
+}
+
 TEST(Specialize, OptimizerStepUpdatesEveryParameterOnce) {
   // Without `zero`: every parameter a device holds gets one AdamW step, in place, after the
   // gradient synchronisation, reading the synchronised gradient and two moment buffers.
