@@ -174,6 +174,17 @@ SimulatedPlan compileFinalist(frontend::Compilation &compilation, const frontend
   return chunked;
 }
 
+// What compiling and simulating a finalist costs, about: the layers each device runs, times
+// the micro-batches it runs them for, over all devices (the scheduled step's size).
+double scheduledLayers(const ir::PlanSpec &spec) {
+  double total = 0;
+  for (const ir::PipelineSpec &pipeline : spec.pipelines)
+    for (const ir::StageSpec &stage : pipeline.stages)
+      total += static_cast<double>(stage.devices.size()) * static_cast<double>(pipeline.microbatches) *
+               std::max(1, stage.layerEnd - stage.layerBegin);
+  return total;
+}
+
 // Threads for the finalists: the machine's cores, at most 8 (a large finalist's compile holds
 // over a GiB).
 size_t finalistThreads() {
@@ -430,14 +441,35 @@ bool planModel(const PlanFiles &files, PlanOutcome &outcome, std::ostream &progr
   // decisions are taken in order, on the results before), but while it compiles, idle
   // workers start the next finalists the estimates would compile now; those the decisions
   // then leave out are cancelled.
+  // Of those, the ones likely to be compiled (estimated within kLikelyEstimate of the best of
+  // their list) go longest first (scheduledLayers), so that the one that takes longest does not
+  // start last and leave the other cores idle while it runs; then the rest in order.
   auto compile = [&](Work &w, std::vector<Work> *round, size_t i) {
     SimulatedCandidate &s = (*w.list)[w.at];
     workers.start(w.key, w.spec);
     for (;;) {
-      for (size_t j = i + 1; round && j < round->size() && workers.busy() < workers.size(); ++j) {
-        const Work &next = (*round)[j];
-        if (!workers.started(next.key) && order.skip((*next.list)[next.at].candidate).empty())
-          workers.start(next.key, next.spec);
+      while (round && workers.busy() < workers.size()) {
+        const Work *pick = nullptr;
+        bool pickLikely = false;
+        for (size_t j = i + 1; j < round->size(); ++j) {
+          const Work &next = (*round)[j];
+          const planner::Candidate &c = (*next.list)[next.at].candidate;
+          if (workers.started(next.key) || !order.skip(c).empty())
+            continue;
+          double bestOfList = c.seconds;
+          for (const Work &other : *round)
+            if (other.list == next.list)
+              bestOfList = std::min(bestOfList, (*other.list)[other.at].candidate.seconds);
+          const bool likely = c.seconds <= kLikelyEstimate * bestOfList;
+          if (!pick || (likely && !pickLikely) ||
+              (likely && pickLikely && scheduledLayers(next.spec) > scheduledLayers(pick->spec))) {
+            pick = &next;
+            pickLikely = likely;
+          }
+        }
+        if (!pick)
+          break;
+        workers.start(pick->key, pick->spec);
       }
       if (auto result = workers.waitForChange(w.key)) {
         s.simulated = std::move(*result);

@@ -32,6 +32,10 @@ inline constexpr double kUncompiledMemoryRatio = 1.4;
 /// shown less this fraction, is slower than the fastest simulated plan that fits.
 inline constexpr double kEstimateSlack = 0.1;
 
+/// A finalist estimated within this many times the best estimate of its list (planned or
+/// symmetric) is likely to be compiled: idle cores start such finalists longest first.
+inline constexpr double kLikelyEstimate = 1.25;
+
 /// A plan compiled for training and simulated for one step.
 struct SimulatedPlan {
   double seconds = 0;   // per step in the simulator (0: not simulated)
