@@ -430,6 +430,7 @@ bool planModel(const PlanFiles &files, PlanOutcome &outcome, std::ostream &progr
     size_t at;
     ir::PlanSpec spec;
     size_t key;
+    std::string kept; // --keep-finalists: its file
   };
   size_t keys = 0;
   std::vector<Work> overMemory; // left out by the memory estimate, for when nothing fits
@@ -473,7 +474,11 @@ bool planModel(const PlanFiles &files, PlanOutcome &outcome, std::ostream &progr
       }
       if (auto result = workers.waitForChange(w.key)) {
         s.simulated = std::move(*result);
-        s.candidate.chunked = s.simulated.chunked; // the plan written says so
+        s.candidate.chunked = s.simulated.chunked;  // the plan written says so
+        if (s.candidate.chunked && !w.kept.empty()) // and so does the finalist kept
+          std::ofstream(w.kept) << planner::planText(s.candidate, outcome.shape, request, name,
+                                                     relativeTo(files.model, w.kept),
+                                                     relativeTo(files.cluster, w.kept));
         break;
       }
     }
@@ -504,10 +509,11 @@ bool planModel(const PlanFiles &files, PlanOutcome &outcome, std::ostream &progr
           progress << prefix(&into) << s.candidate.strategy << ": the same plan as an earlier finalist" << std::endl;
           continue;
         }
-        // --keep-finalists DIR: each finalist is written there, as the plan would be.
+        // --keep-finalists DIR: each finalist is written there, as the plan would be (again
+        // once compiled, if it is compiled with `chunked`).
+        std::string kept;
         if (!files.finalistsDir.empty()) {
-          const std::string kept =
-              files.finalistsDir + "/" + name + "_" + std::to_string(++index) + "_" + kind + ".hspmd";
+          kept = files.finalistsDir + "/" + name + "_" + std::to_string(++index) + "_" + kind + ".hspmd";
           std::ofstream file(kept);
           file << planner::planText(s.candidate, outcome.shape, request, name, relativeTo(files.model, kept),
                                     relativeTo(files.cluster, kept));
@@ -517,7 +523,7 @@ bool planModel(const PlanFiles &files, PlanOutcome &outcome, std::ostream &progr
           }
         }
         into.push_back(s);
-        round.push_back(Work{&into, into.size() - 1, std::move(spec), keys++});
+        round.push_back(Work{&into, into.size() - 1, std::move(spec), keys++, kept});
       }
     // Those the estimate says fit first, fastest first: a fast plan that fits, simulated
     // early, is what lets the estimates rule the others out.

@@ -1135,10 +1135,12 @@ TEST(Cli, PlanChunksZeroStateItsReplicasDoNotDivide) {
 #ifdef HSPMD_SANITIZED
   GTEST_SKIP() << "a 32B plan's finalists take minutes under the sanitizers: the normal build runs it";
 #endif
-  const std::string out = "build/cli_plan_chunked.hspmd";
+  const std::string out = "build/cli_plan_chunked.hspmd", kept = "build/cli_plan_chunked_finalists";
+  std::filesystem::remove_all(kept);
+  std::filesystem::create_directories(kept);
   CliRun run = hspmc("plan examples/llama/llama32b.hspmd --cluster examples/clusters/h800x16_h20x32.toml --seq 4096 "
                      "--tokens 147456 -o " +
-                     out);
+                     out + " --keep-finalists " + kept);
   ASSERT_EQ(run.code, 0) << run.output;
   EXPECT_NE(run.output.find("  planned   pipelines per type: H800: 1 pipeline of 8 stages tp 2; H20: 4 pipelines of 1 "
                             "stage tp 8 (chunked zero state): estimated "),
@@ -1149,6 +1151,12 @@ TEST(Cli, PlanChunksZeroStateItsReplicasDoNotDivide) {
   CliRun lint = hspmc("lint " + out);
   EXPECT_EQ(lint.code, 0) << lint.output;
   EXPECT_NE(lint.output.find("lint: 0 errors"), std::string::npos) << lint.output;
+  // The finalist kept in the folder is the plan compiled: `chunked` too, so it lints clean.
+  const std::string finalist = kept + "/cli_plan_chunked_1_planned.hspmd";
+  EXPECT_NE(readText(finalist).find("H20: 4 pipelines of 1 stage tp 8"), std::string::npos) << readText(finalist);
+  EXPECT_NE(readText(finalist).find("\n  zero\n  chunked\n"), std::string::npos) << readText(finalist);
+  lint = hspmc("lint " + finalist);
+  EXPECT_EQ(lint.code, 0) << lint.output;
 }
 
 // When no finalist fits memory, the next best as many of each family are simulated too,
