@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <limits>
 
 namespace hspmd::passes {
 
@@ -81,20 +82,26 @@ bool ProgramBuilder::sameStage(int a, int b) const {
 // repeated: what a stage receives is its checkpoint.
 std::vector<bool> ProgramBuilder::recomputed(const ir::DeviceProgram &program, const std::set<int64_t> &keptTags,
                                              const Messages &keptMessages, const Messages &repeatedSends) {
-  std::set<int> received, needed;
+  // By buffer id: kept from the forward pass (received, or a layer's checkpoint); read later.
+  std::vector<char> received(program.buffers.size(), 0), needed(program.buffers.size(), 0);
+  auto mark = [](std::vector<char> &set, const std::vector<int> &buffers) {
+    for (int b : buffers)
+      set[static_cast<size_t>(b)] = 1;
+  };
   const int me = program.device;
   for (const ir::Instruction &in : program.body)
     if (in.phase == ir::Phase::Forward &&
         ((in.kind == ir::InstrKind::Recv && (!sameStage(in.peer, me) || keptMessages.count({in.peer, me, in.tag}))) ||
          (!in.group.empty() && keptTags.count(in.tag))))
-      received.insert(in.outputs.begin(), in.outputs.end());
+      mark(received, in.outputs);
   // Layer checkpoints: a forward instruction belongs to the highest layer of the stack
   // whose parameters it reads, directly or through its inputs; a buffer one layer writes
   // and a later layer reads is kept.
-  std::map<int, int> layerOf; // buffer -> layer of its writer (-1: before the stack)
+  constexpr int kNoLayer = std::numeric_limits<int>::min();   // not written yet, not a stack's parameter
+  std::vector<int> layerOf(program.buffers.size(), kNoLayer); // buffer -> layer of its writer (-1: before the stack)
   for (const ir::Buffer &b : program.buffers) {
     if (const auto position = ir::stackPosition(b.value); position && b.role == ir::BufferRole::Parameter)
-      layerOf[b.id] = static_cast<int>(position->layer);
+      layerOf[static_cast<size_t>(b.id)] = static_cast<int>(position->layer);
   }
   for (const ir::Instruction &in : program.body) {
     // What a device of the same stage sends belongs to the sender's layer, which this
@@ -104,27 +111,28 @@ std::vector<bool> ProgramBuilder::recomputed(const ir::DeviceProgram &program, c
       continue;
     int layer = -1;
     for (int b : in.inputs)
-      if (auto it = layerOf.find(b); it != layerOf.end())
-        layer = std::max(layer, it->second);
+      layer = std::max(layer, layerOf[static_cast<size_t>(b)]);
     for (int b : in.inputs)
-      if (auto it = layerOf.find(b); it != layerOf.end() && it->second < layer &&
-                                     program.buffers[static_cast<size_t>(b)].role == ir::BufferRole::Temporary)
-        received.insert(b);
+      if (const int writer = layerOf[static_cast<size_t>(b)];
+          writer != kNoLayer && writer < layer &&
+          program.buffers[static_cast<size_t>(b)].role == ir::BufferRole::Temporary)
+        received[static_cast<size_t>(b)] = 1;
     for (int b : in.outputs)
-      layerOf.emplace(b, layer);
+      if (layerOf[static_cast<size_t>(b)] == kNoLayer)
+        layerOf[static_cast<size_t>(b)] = layer;
   }
   // A kept buffer that a collective makes from other kept buffers (the reduced form of a
   // residual stream kept as partial sums) is made again instead: one form per layer is kept.
   for (const ir::Instruction &in : program.body)
     if (in.phase == ir::Phase::Forward && in.kind == ir::InstrKind::Collective && !in.inputs.empty() &&
         !keptTags.count(in.tag) &&
-        std::all_of(in.inputs.begin(), in.inputs.end(), [&](int b) { return received.count(b) > 0; }) &&
-        std::all_of(in.outputs.begin(), in.outputs.end(), [&](int b) { return received.count(b) > 0; }))
+        std::all_of(in.inputs.begin(), in.inputs.end(), [&](int b) { return received[static_cast<size_t>(b)]; }) &&
+        std::all_of(in.outputs.begin(), in.outputs.end(), [&](int b) { return received[static_cast<size_t>(b)]; }))
       for (int b : in.outputs)
-        received.erase(b);
+        received[static_cast<size_t>(b)] = 0;
   for (const ir::Instruction &in : program.body)
     if (in.phase == ir::Phase::Backward)
-      needed.insert(in.inputs.begin(), in.inputs.end());
+      mark(needed, in.inputs);
   std::vector<bool> keep(program.body.size(), false);
   for (size_t i = program.body.size(); i-- > 0;) {
     const ir::Instruction &in = program.body[i];
@@ -133,15 +141,15 @@ std::vector<bool> ProgramBuilder::recomputed(const ir::DeviceProgram &program, c
     if (in.kind == ir::InstrKind::Send) {
       if (repeatedSends.count({me, in.peer, in.tag})) {
         keep[i] = true;
-        needed.insert(in.inputs.begin(), in.inputs.end());
+        mark(needed, in.inputs);
       }
       continue;
     }
-    if (std::any_of(in.outputs.begin(), in.outputs.end(), [&](int b) { return received.count(b); }) ||
-        std::none_of(in.outputs.begin(), in.outputs.end(), [&](int b) { return needed.count(b); }))
+    if (std::any_of(in.outputs.begin(), in.outputs.end(), [&](int b) { return received[static_cast<size_t>(b)]; }) ||
+        std::none_of(in.outputs.begin(), in.outputs.end(), [&](int b) { return needed[static_cast<size_t>(b)]; }))
       continue;
     keep[i] = true;
-    needed.insert(in.inputs.begin(), in.inputs.end());
+    mark(needed, in.inputs);
   }
   return keep;
 }

@@ -29,20 +29,20 @@ void ProgramBuilder::stash(ir::DeviceProgram &program) {
   const int inFlight = ir::maxInFlight(program.schedule);
   if (inFlight <= 1)
     return;
-  std::set<int> forward; // written by a forward pass, or loaded per micro-batch
+  // By buffer id: written by a forward pass, or loaded per micro-batch; written at all.
+  std::vector<char> forward(program.buffers.size(), 0), written(program.buffers.size(), 0);
   for (const ir::Instruction &in : program.body)
-    if (in.phase == ir::Phase::Forward)
-      forward.insert(in.outputs.begin(), in.outputs.end());
-  std::set<int> written;
-  for (const ir::Instruction &in : program.body)
-    written.insert(in.outputs.begin(), in.outputs.end());
+    for (int b : in.outputs) {
+      written[static_cast<size_t>(b)] = 1;
+      forward[static_cast<size_t>(b)] |= in.phase == ir::Phase::Forward;
+    }
   for (int b : perMicrobatch_[program.device])
-    if (!written.count(b))
-      forward.insert(b);
+    if (!written[static_cast<size_t>(b)])
+      forward[static_cast<size_t>(b)] = 1;
   for (const ir::Instruction &in : program.body)
     if (in.phase == ir::Phase::Recompute || in.phase == ir::Phase::Backward)
       for (int b : in.inputs)
-        if (forward.count(b))
+        if (forward[static_cast<size_t>(b)])
           program.buffers[static_cast<size_t>(b)].slots = inFlight;
 }
 
