@@ -99,7 +99,8 @@ private:
   bool isFreeLeaf(const ir::Value *value) const { return !known(value) && plan_.flexible.count(value); }
 
   // The ops that make a parameter's gradient: its producer, and the ops whose one use is a
-  // sum leading to it (a weight gradient x^T dy summed over the batch). Their results are
+  // sum leading to it (a weight gradient x^T dy summed over the batch); ops of one result only
+  // (a norm's backward, which also makes the input's gradient, is not one). Their results are
   // accumulated over the micro-batches and reduced once a step with the gradient
   // synchronisation the data-parallel copies need anyway, so a partial sum across groups is
   // not charged a reduction per micro-batch (context parallelism would otherwise gather both
@@ -111,7 +112,7 @@ private:
       for (const ir::Value *operand : op->operands)
         ++uses[operand];
     for (const auto &[param, grad] : plan_.gradients)
-      for (const ir::Op *op = grad->def; op && accumulated_.insert(op).second;) {
+      for (const ir::Op *op = grad->def; op && op->results.size() == 1 && accumulated_.insert(op).second;) {
         if (op->kind != ir::OpKind::Sum || op->operands.size() != 1 || uses[op->operands[0]] != 1)
           break;
         op = op->operands[0]->def;
