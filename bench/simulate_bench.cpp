@@ -25,6 +25,7 @@
 #include "planner/Simulator.h"
 #include "planner/driver/Driver.h"
 #include "planner/driver/ModelInfo.h"
+#include "runtime/Fusion.h"
 #include "runtime/Run.h"
 
 #include <cblas.h>
@@ -158,9 +159,19 @@ struct KernelCalls {
   std::vector<std::vector<double>> measured;
 };
 
+// The instructions the executor folds into fused matmuls (runtime/Fusion.h), per device: the
+// simulator skips them as the executor does.
+std::map<int, std::vector<bool>> fusedAway(const Compiled &c) {
+  std::map<int, std::vector<bool>> skipped;
+  for (const auto &[device, program] : c.result.programs[0])
+    skipped[device] = runtime::fuseMatmuls(program).skipped;
+  return skipped;
+}
+
 KernelCalls kernelCalls(const Compiled &c, const planner::CostModel &model) {
   KernelCalls calls;
   planner::CostModel ideal = model;
+  ideal.skipInstruction = fusedAway(c);
   ideal.kernelEfficiency.clear();
   ideal.kernelOverhead.clear();
   for (const auto &e : planner::simulate(c.result.programs[0], ideal, true).events)
@@ -303,6 +314,7 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < plans.size(); ++i) {
     planner::CostModel shared = model;
     shared.cores = static_cast<int>(cores); // the devices' threads share the machine's cores
+    shared.skipInstruction = fusedAway(*compiled[i]);
     const char *traces = std::getenv("HSPMD_BENCH_TRACES");
     const planner::Simulation simulation = planner::simulate(compiled[i]->result.programs[0], shared, traces);
     if (traces) { // both traces of each plan, to compare device by device

@@ -61,6 +61,9 @@ struct CostModel {
   /// Micro-batch indices every device skips (their rows are padding only: runtime/Run.h,
   /// skipEmptyMicrobatches); none by default.
   std::vector<uint8_t> skipMicrobatch;
+  /// Per device, by body index: instructions that take no time and leave no event (the CPU
+  /// executor folds them into a fused matmul: runtime/Fusion.h; bench_simulate sets it).
+  std::map<int, std::vector<bool>> skipInstruction;
 };
 
 /// The cost model of a cluster file: its device types' bf16 peak, HBM bandwidth and links.

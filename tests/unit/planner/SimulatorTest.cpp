@@ -282,3 +282,19 @@ TEST(Simulator, ASleepingWaiterPaysTheWakeUp) {
         }
   }
 }
+
+// Instructions the executor folds into another (CostModel::skipInstruction) take no time and
+// leave no event: one forward pass of kernels of 10, 20 and 40 us without the second.
+TEST(Simulator, SkippedInstructionsTakeNoTime) {
+  ir::DeviceProgram p;
+  const int a = work(p, ir::Phase::Forward, 10);
+  const int b = work(p, ir::Phase::Forward, 20, a);
+  work(p, ir::Phase::Forward, 40, b);
+  planner::CostModel model = unitModel();
+  const std::map<int, ir::DeviceProgram> programs{{0, p}};
+  EXPECT_NEAR(planner::simulate(programs, model).stepSeconds, 70e-6, 1e-12);
+  model.skipInstruction[0] = {false, true, false};
+  const planner::Simulation skipped = planner::simulate(programs, model, true);
+  EXPECT_NEAR(skipped.stepSeconds, 50e-6, 1e-12);
+  EXPECT_EQ(skipped.events.size(), 2u);
+}
