@@ -68,11 +68,14 @@ public:
       original_[device] = &program;
       priced_[device].assign(program.body.size(), std::numeric_limits<double>::quiet_NaN());
       steps_[device] = ir::scheduledInstructions(program);
-      if (auto skipped = model_.skipInstruction.find(device); skipped != model_.skipInstruction.end())
-        std::erase_if(steps_[device], [&](const Step &s) {
-          const auto at = static_cast<size_t>(s.instruction - program.body.data());
-          return at < skipped->second.size() && skipped->second[at];
+      if (auto skipped = model_.skipInstruction.find(device); skipped != model_.skipInstruction.end()) {
+        const ir::Instruction *first = program.body.data();
+        const std::vector<bool> &skip = skipped->second;
+        std::erase_if(steps_[device], [first, &skip](const Step &s) {
+          const auto at = static_cast<size_t>(s.instruction - first);
+          return at < skip.size() && skip[at];
         });
+      }
       if (!model_.skipMicrobatch.empty()) // documents: micro-batches of padding only (runtime/Run.h)
         std::erase_if(steps_[device], [&](const Step &s) {
           return s.microbatch >= 0 && static_cast<size_t>(s.microbatch) < model_.skipMicrobatch.size() &&
