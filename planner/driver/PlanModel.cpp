@@ -30,6 +30,8 @@
 #include <set>
 #include <thread>
 
+#include <unistd.h>
+
 namespace hspmd::driver {
 
 namespace {
@@ -50,6 +52,22 @@ std::string firstError(const frontend::CollectingSink &sink) {
     if (d.severity == frontend::Severity::Error)
       return frontend::diagnosticHeader(d);
   return "failed";
+}
+
+// Why a file cannot be written at `path` ("" where it can): asked before the planning that
+// ends in writing it, so a mistyped -o fails at once rather than after the finalists.
+std::string unwritable(const std::string &path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(path, ec))
+    return "it is a directory";
+  const fs::path dir = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
+  if (!fs::is_directory(dir, ec))
+    return "the directory '" + dir.string() + "' does not exist";
+  const bool exists = fs::exists(path, ec);
+  if (::access(exists ? path.c_str() : dir.c_str(), W_OK) != 0)
+    return exists ? "it is not writable" : "the directory '" + dir.string() + "' is not writable";
+  return "";
 }
 
 // The plan's name: the stem of the file it is written to, as an identifier.
@@ -393,6 +411,17 @@ bool planModel(const PlanFiles &files, PlanOutcome &outcome, std::ostream &progr
     for (const auto &d : sink.diagnostics)
       errors << frontend::renderDiagnostic(d, &sources);
     return false;
+  }
+  if (const std::string why = unwritable(files.out); !why.empty()) {
+    errors << "hspmc plan: error: cannot write " << files.out << ": " << why << "\n";
+    return false;
+  }
+  if (!files.finalistsDir.empty()) {
+    const std::string why = unwritable(files.finalistsDir + "/finalist.hspmd");
+    if (!why.empty()) {
+      errors << "hspmc plan: error: --keep-finalists " << files.finalistsDir << ": " << why << "\n";
+      return false;
+    }
   }
   outcome.cluster = *cluster;
   planner::PlanRequest request;

@@ -1040,6 +1040,25 @@ TEST(Cli, PlanPrintsItsProgressOnStderr) {
   EXPECT_EQ(run.output.find("  planned   "), std::string::npos) << run.output;
 }
 
+// An -o that cannot be written fails before any planning, with
+// the reason: before, the finalists were compiled and simulated first.
+TEST(Cli, PlanChecksItsOutputsBeforePlanning) {
+  const std::string plan = "plan examples/gpt/tiny_gpt.hspmd --cluster examples/clusters/cpu_mixed4.toml --seq 64 "
+                           "--tokens 256 ";
+  CliRun run = hspmc(plan + "-o build/no_such_folder/out.hspmd");
+  EXPECT_EQ(run.code, 1);
+  EXPECT_EQ(run.output, "hspmc plan: error: cannot write build/no_such_folder/out.hspmd: the directory "
+                        "'build/no_such_folder' does not exist\n");
+  run = hspmc(plan + "-o build");
+  EXPECT_EQ(run.code, 1);
+  EXPECT_EQ(run.output, "hspmc plan: error: cannot write build: it is a directory\n");
+  // The folder's existence is checked by the command line's parser.
+  run = hspmc(plan + "-o build/cli_plan_outputs.hspmd --keep-finalists README.md");
+  EXPECT_EQ(run.code, 2);
+  EXPECT_EQ(run.output, "--keep-finalists: Directory is actually a file: README.md\nRun with --help for more "
+                        "information.\n");
+}
+
 // hspmc plan writes a plan that lints clean, trains, and in the simulator beats equal shares
 // on a mixed cluster (slow devices take fewer, earlier positions).
 TEST(Cli, PlanWritesAPlanThatLintsAndTrains) {
