@@ -8,10 +8,12 @@
 // (ThreadsWorld::kSpin) is measured with one thread computing ~300 us more. Each kernel name
 // gets a fixed cost per call and an efficiency against its roofline: the least-squares line
 // through its calls' measured times in traced runs of the single-device plan with its batch of
-// 8 in 1, 2, 4 and 8 micro-batches. The devices' threads share the machine's cores: the simulator hands each
-// kernel (and each collective's copying) the next free core, in time order, and with more
-// devices than cores every kernel takes longer by the measured oversubscription (CostModel::
-// cores, oversubscribed).
+// 8 in 1, 2, 4 and 8 micro-batches, fitted once per kernel thread count the plans run at (the
+// executor divides the cores among a process's devices). The devices' threads share the
+// machine's cores: the simulator hands each kernel as many free cores as it has threads (and
+// each collective's copying one per member), in time order, and with more devices than cores
+// every kernel takes longer by the measured oversubscription (CostModel::cores, kernelCores,
+// oversubscribed).
 // The calibration runs and every plan's steps are measured in `rounds` turns (`steps` steps
 // after a warm-up step each; the median and quartiles of all steps), so that the machine's
 // load, which changes, touches them alike. The bench prints each plan's ratio, and whether
@@ -38,6 +40,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <thread>
 
 extern "C" void openblas_set_num_threads(int);
@@ -57,9 +60,11 @@ std::unique_ptr<Compiled> compile(const std::string &plan) {
 }
 
 // Runs `c` for `steps` steps on the threads backend (with a Chrome trace of the first
-// runtime::kTracedSteps steps at `trace`, if given).
-runtime::RunResult train(const Compiled &c, int steps, const std::string &trace = "") {
+// runtime::kTracedSteps steps at `trace`, if given), its kernels on `kernelThreads` threads
+// (0: as hspmc train runs them).
+runtime::RunResult train(const Compiled &c, int steps, const std::string &trace = "", int kernelThreads = 0) {
   runtime::RunOptions run;
+  run.kernelThreads = kernelThreads;
   run.data = std::string(HSPMD_SOURCE_DIR) + "/examples/data/gpl-3.txt";
   run.steps = steps;
   run.trace = trace;
@@ -67,8 +72,8 @@ runtime::RunResult train(const Compiled &c, int steps, const std::string &trace 
 }
 
 // Seconds of each of `steps` steps (after a warm-up step).
-std::vector<double> measure(const Compiled &c, int steps) {
-  auto times = train(c, steps + 1).stepSeconds;
+std::vector<double> measure(const Compiled &c, int steps, int kernelThreads = 0) {
+  auto times = train(c, steps + 1, "", kernelThreads).stepSeconds;
   times.erase(times.begin()); // the warm-up step
   return times;
 }
@@ -183,10 +188,11 @@ KernelCalls kernelCalls(const Compiled &c, const planner::CostModel &model) {
   return calls;
 }
 
-// Adds each call's time in the traced steps after the first (allocating) one to `calls`.
-void traceKernels(const Compiled &c, KernelCalls &calls) {
+// Adds each call's time in the traced steps after the first (allocating) one to `calls`, the
+// kernels on `kernelThreads` threads.
+void traceKernels(const Compiled &c, KernelCalls &calls, int kernelThreads) {
   const std::string path = "/tmp/hspmd_bench_simulate_trace.json";
-  train(c, runtime::kTracedSteps, path);
+  train(c, runtime::kTracedSteps, path, kernelThreads);
   std::ifstream file(path);
   const nlohmann::json trace = nlohmann::json::parse(file);
   std::vector<std::pair<double, double>> spans; // start, seconds
@@ -224,28 +230,38 @@ int main(int argc, char **argv) {
   // in the machine's load touches it all alike. Each round:
   //  - measures the exchange latency (alpha);
   //  - traces the single-device plan with its batch of 8 in 1, 2, 4 and 8 micro-batches: each
-  //    kernel call's time in the 3 steps after the first;
+  //    kernel call's time in the 3 steps after the first, with the kernels on as many threads
+  //    as each plan's devices will have (the cores divided among them: all for one device,
+  //    one each on this machine for more);
   //  - measures oversubscription: the 8-micro-batch plan run as twice as many copies at once
-  //    as there are cores, against as many copies as cores (each copy one device thread);
+  //    as there are cores, against as many copies as cores (each copy one device thread, its
+  //    kernels on that thread);
   //  - measures the plans' steps.
   const std::vector<std::string> plans = {
       "single", "tp2", "dp2_tp2", "pipeline2", "hetero4", "dp2_zero", "pipeline2_recompute"};
   std::vector<std::unique_ptr<Compiled>> compiled;
   std::vector<std::vector<double>> times(plans.size());
-  for (const auto &plan : plans)
+  std::vector<int> kernelThreads; // each plan's, as runtime::runThreads sets them
+  for (const auto &plan : plans) {
     compiled.push_back(compile(plan));
+    kernelThreads.push_back(
+        std::max(1, static_cast<int>(cores) / static_cast<int>(compiled.back()->result.programs[0].size())));
+  }
+  const std::set<int> threadCounts(kernelThreads.begin(), kernelThreads.end());
   std::vector<std::unique_ptr<Compiled>> calibration;
-  std::vector<KernelCalls> traced;
+  std::map<int, std::vector<KernelCalls>> traced; // by kernel threads
   for (int microbatches : {1, 2, 4, 8}) {
     calibration.push_back(compile(microbatchedSingle(microbatches)));
-    traced.push_back(kernelCalls(*calibration.back(), model));
+    const KernelCalls calls = kernelCalls(*calibration.back(), model);
+    for (int t : threadCounts)
+      traced[t].push_back(calls);
   }
   const Compiled *microbatched = calibration.back().get();
   auto concurrentStep = [&](unsigned copies) {
     std::vector<double> medians(copies);
     std::vector<std::thread> threads;
     for (unsigned k = 0; k < copies; ++k)
-      threads.emplace_back([&, k] { medians[k] = quantile(measure(*microbatched, steps), 0.5); });
+      threads.emplace_back([&, k] { medians[k] = quantile(measure(*microbatched, steps, 1), 0.5); });
     for (auto &t : threads)
       t.join();
     return quantile(medians, 0.5);
@@ -255,8 +271,9 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "measuring: round %d of %d\n", round + 1, rounds);
     alphas.push_back(exchangeLatency({20, 20}));
     sleeps.push_back(exchangeLatency({80, 0})); // device 1 waits ~300 us
-    for (size_t i = 0; i < calibration.size(); ++i)
-      traceKernels(*calibration[i], traced[i]);
+    for (auto &[t, calls] : traced)
+      for (size_t i = 0; i < calibration.size(); ++i)
+        traceKernels(*calibration[i], calls[i], t);
     oversubscription.push_back(concurrentStep(2 * cores) / (2 * concurrentStep(cores)));
     for (size_t i = 0; i < plans.size(); ++i) {
       const auto some = measure(*compiled[i], steps);
@@ -264,33 +281,39 @@ int main(int argc, char **argv) {
     }
   }
 
-  // Per kernel name: a fixed cost per call and an efficiency against the roofline, the least-
-  // squares line through its calls' (roofline, median measured) seconds in the traced plans.
-  std::map<std::string, std::vector<std::pair<double, double>>> points;
-  for (const KernelCalls &calls : traced)
-    for (size_t i = 0; i < calls.names.size(); ++i)
-      points[calls.names[i]].push_back({calls.roofline[i], quantile(calls.measured[i], 0.5)});
-  for (const auto &[name, xy] : points) {
-    double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
-    for (const auto &[x, y] : xy) {
-      n += 1, sx += x, sy += y, sxx += x * x, sxy += x * y;
-    }
-    if (sy <= 0 || sx <= 0)
-      continue;
-    double efficiency = sx / sy, overhead = 0; // through the origin when the sizes do not vary
-    const double det = n * sxx - sx * sx;
-    if (det > 1e-12 * n * sxx) {
-      const double k = (n * sxy - sx * sy) / det, o = (sy - k * sx) / n;
-      if (o >= 0 && k > 0) {
-        overhead = o;
-        efficiency = 1 / k;
+  // Per kernel threads and kernel name: a fixed cost per call and an efficiency against the
+  // roofline, the least-squares line through its calls' (roofline, median measured) seconds in
+  // the traced plans.
+  std::map<int, planner::CostModel> models; // by kernel threads
+  for (const auto &[threads, tracedCalls] : traced) {
+    planner::CostModel &fitted = models[threads];
+    std::map<std::string, std::vector<std::pair<double, double>>> points;
+    for (const KernelCalls &calls : tracedCalls)
+      for (size_t i = 0; i < calls.names.size(); ++i)
+        points[calls.names[i]].push_back({calls.roofline[i], quantile(calls.measured[i], 0.5)});
+    for (const auto &[name, xy] : points) {
+      double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+      for (const auto &[x, y] : xy) {
+        n += 1, sx += x, sy += y, sxx += x * x, sxy += x * y;
       }
+      if (sy <= 0 || sx <= 0)
+        continue;
+      double efficiency = sx / sy, overhead = 0; // through the origin when the sizes do not vary
+      const double det = n * sxx - sx * sx;
+      if (det > 1e-12 * n * sxx) {
+        const double k = (n * sxy - sx * sy) / det, o = (sy - k * sx) / n;
+        if (o >= 0 && k > 0) {
+          overhead = o;
+          efficiency = 1 / k;
+        }
+      }
+      fitted.kernelEfficiency[name] = efficiency;
+      fitted.kernelOverhead[name] = overhead;
+      if (std::getenv("HSPMD_BENCH_VERBOSE"))
+        std::printf("  %d threads: %-20s %4.0f calls: roofline %8.3f ms, measured %8.3f ms: efficiency %.2f, %.1f us "
+                    "per call\n",
+                    threads, name.c_str(), n, sx * 1e3, sy * 1e3, efficiency, overhead * 1e6);
     }
-    model.kernelEfficiency[name] = efficiency;
-    model.kernelOverhead[name] = overhead;
-    if (std::getenv("HSPMD_BENCH_VERBOSE"))
-      std::printf("  %-20s %4.0f calls: roofline %8.3f ms, measured %8.3f ms: efficiency %.2f, %.1f us per call\n",
-                  name.c_str(), n, sx * 1e3, sy * 1e3, efficiency, overhead * 1e6);
   }
 
   model.links.alpha = quantile(alphas, 0.5);
@@ -313,7 +336,10 @@ int main(int argc, char **argv) {
   std::vector<std::pair<double, double>> quartiles;
   for (size_t i = 0; i < plans.size(); ++i) {
     planner::CostModel shared = model;
+    shared.kernelEfficiency = models.at(kernelThreads[i]).kernelEfficiency;
+    shared.kernelOverhead = models.at(kernelThreads[i]).kernelOverhead;
     shared.cores = static_cast<int>(cores); // the devices' threads share the machine's cores
+    shared.kernelCores = kernelThreads[i];
     shared.skipInstruction = fusedAway(*compiled[i]);
     const char *traces = std::getenv("HSPMD_BENCH_TRACES");
     const planner::Simulation simulation = planner::simulate(compiled[i]->result.programs[0], shared, traces);

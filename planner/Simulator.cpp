@@ -327,7 +327,8 @@ private:
     }
     default: {
       const double seconds = kernelSeconds(device, in, program);
-      const double start = onCores(std::max(stream(device, false), ready(device, in)), seconds);
+      const double start = onCores(std::max(stream(device, false), ready(device, in)), seconds,
+                                   static_cast<size_t>(std::max(1, model_.kernelCores)));
       record(device, in.op, false, start, seconds);
       stream(device, false) = start + seconds;
       done(device, in, start + seconds, start + seconds);

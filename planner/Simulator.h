@@ -46,6 +46,9 @@ struct CostModel {
   /// Devices share this many cores (0: each device has its own; the CPU threads backend
   /// runs more devices than cores): kernels, and without overlap collectives, wait for one.
   int cores = 0;
+  /// With `cores`: how many of them a kernel occupies (its threads: the CPU executor divides
+  /// the cores among the devices of a process).
+  int kernelCores = 1;
   /// With more devices than `cores`: how much longer every kernel takes (the operating
   /// system switching the devices' threads; measured by bench_simulate).
   double oversubscribed = 1.0;

@@ -458,7 +458,9 @@ RunResult train(World &world, const RunPlans &given, const ModelInfo &model, con
   // One pool of threads for the kernels, the matmuls included (runtime/kernels/Parallel.h):
   // the devices of the plan share the cores.
   openblas_set_num_threads(1);
-  kernels::setKernelThreads(std::max(1, kernels::processThreads() / std::max(1, static_cast<int>(devices.size()))));
+  kernels::setKernelThreads(options.kernelThreads > 0 ? options.kernelThreads
+                                                      : std::max(1, kernels::processThreads() /
+                                                                        std::max(1, static_cast<int>(devices.size()))));
 
   RunResult result;
   result.tokensPerStep = model.batch * model.seq;

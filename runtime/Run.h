@@ -80,6 +80,9 @@ struct RunOptions {
   /// (RunPlans::replanForSpeeds) and switch when the predicted gain over the steps left
   /// exceeds the switch's cost.
   bool stragglers = false;
+  /// Threads of each device's kernels; 0: the process's cores divided among its devices
+  /// (runtime/kernels/Parallel.h). bench_simulate calibrates kernels at a given count.
+  int kernelThreads = 0;
 };
 /// Whether `faults` kill a device (a `slow` event does not).
 bool killsDevices(const std::vector<Fault> &faults);

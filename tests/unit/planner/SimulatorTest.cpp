@@ -205,6 +205,25 @@ TEST(Simulator, DevicesShareAPoolOfCores) {
   }
 }
 
+// A kernel on several threads occupies as many cores (CostModel::kernelCores): two devices'
+// 10 us kernels on two cores run side by side at a core each (10 us), one after the other at
+// two cores each (20 us).
+TEST(Simulator, KernelsOccupyTheirThreadsCores) {
+  std::map<int, ir::DeviceProgram> programs;
+  for (int d = 0; d < 2; ++d) {
+    ir::DeviceProgram &p = programs[d];
+    p.device = d;
+    p.schedule = {{ir::Phase::Forward, 0}};
+    work(p, ir::Phase::Forward, 10);
+  }
+  auto model = unitModel();
+  model.cores = 2;
+  for (int kernelCores : {1, 2}) {
+    model.kernelCores = kernelCores;
+    EXPECT_NEAR(planner::simulate(programs, model).stepSeconds, kernelCores * 10e-6, 1e-12) << kernelCores;
+  }
+}
+
 // Waiting out a collective's latency takes no core: without overlap, on one shared core, two
 // pairs' exchanges of 0 bytes (alpha 10 us) run at once; a 10 us kernel on a fifth device
 // takes the core meanwhile: 10 us in all. Copying does take the core: with 10 us of bytes
