@@ -18,6 +18,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstdio>
+#include <cstring>
 #include <deque>
 #include <filesystem>
 #include <fstream>
@@ -30,6 +31,7 @@
 #include <set>
 #include <thread>
 
+#include <fcntl.h>
 #include <unistd.h>
 
 namespace hspmd::driver {
@@ -55,18 +57,33 @@ std::string firstError(const frontend::CollectingSink &sink) {
 }
 
 // Why a file cannot be written at `path` ("" where it can): asked before the planning that
-// ends in writing it, so a mistyped -o fails at once rather than after the finalists.
+// ends in writing it, so a mistyped -o fails at once rather than after the finalists. The
+// file is opened (and, where it did not exist, created and removed again): permissions alone
+// do not say it, for root or on a read-only or special file system.
 std::string unwritable(const std::string &path) {
   namespace fs = std::filesystem;
   std::error_code ec;
+  if (path.empty())
+    return "the path is empty";
   if (fs::is_directory(path, ec))
     return "it is a directory";
   const fs::path dir = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
   if (!fs::is_directory(dir, ec))
     return "the directory '" + dir.string() + "' does not exist";
-  const bool exists = fs::exists(path, ec);
-  if (::access(exists ? path.c_str() : dir.c_str(), W_OK) != 0)
-    return exists ? "it is not writable" : "the directory '" + dir.string() + "' is not writable";
+  if (fs::exists(path, ec)) {
+    if (!fs::is_regular_file(path, ec))
+      return "it is not a regular file";
+    const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+    if (fd < 0)
+      return std::string("it is not writable (") + std::strerror(errno) + ")";
+    ::close(fd);
+    return "";
+  }
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return "a file cannot be created in '" + dir.string() + "' (" + std::strerror(errno) + ")";
+  ::close(fd);
+  fs::remove(path, ec);
   return "";
 }
 

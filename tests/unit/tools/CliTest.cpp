@@ -1052,6 +1052,12 @@ TEST(Cli, PlanChecksItsOutputsBeforePlanning) {
   run = hspmc(plan + "-o build");
   EXPECT_EQ(run.code, 1);
   EXPECT_EQ(run.output, "hspmc plan: error: cannot write build: it is a directory\n");
+  run = hspmc(plan + "-o /dev/null");
+  EXPECT_EQ(run.code, 1);
+  EXPECT_EQ(run.output, "hspmc plan: error: cannot write /dev/null: it is not a regular file\n");
+  run = hspmc(plan + "-o ''");
+  EXPECT_EQ(run.code, 1);
+  EXPECT_EQ(run.output, "hspmc plan: error: cannot write : the path is empty\n");
   // The folder's existence is checked by the command line's parser.
   run = hspmc(plan + "-o build/cli_plan_outputs.hspmd --keep-finalists README.md");
   EXPECT_EQ(run.code, 2);
