@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <set>
 
@@ -74,6 +75,10 @@ void ParameterStore::save(const std::string &path) const {
   header["tensors"] = nlohmann::json::array();
   for (const auto &[name, t] : tensors)
     header["tensors"].push_back({{"name", name}, {"shape", t.shape}});
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
+    throw CheckpointError(path +
+                          ": not a regular file (a checkpoint is renamed onto its path, which would replace it)");
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::binary);

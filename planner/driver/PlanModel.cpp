@@ -31,9 +31,6 @@
 #include <set>
 #include <thread>
 
-#include <fcntl.h>
-#include <unistd.h>
-
 namespace hspmd::driver {
 
 namespace {
@@ -54,37 +51,6 @@ std::string firstError(const frontend::CollectingSink &sink) {
     if (d.severity == frontend::Severity::Error)
       return frontend::diagnosticHeader(d);
   return "failed";
-}
-
-// Why a file cannot be written at `path` ("" where it can): asked before the planning that
-// ends in writing it, so a mistyped -o fails at once rather than after the finalists. The
-// file is opened (and, where it did not exist, created and removed again): permissions alone
-// do not say it, for root or on a read-only or special file system.
-std::string unwritable(const std::string &path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (path.empty())
-    return "the path is empty";
-  if (fs::is_directory(path, ec))
-    return "it is a directory";
-  const fs::path dir = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
-  if (!fs::is_directory(dir, ec))
-    return "the directory '" + dir.string() + "' does not exist";
-  if (fs::exists(path, ec)) {
-    if (!fs::is_regular_file(path, ec))
-      return "it is not a regular file";
-    const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
-    if (fd < 0)
-      return std::string("it is not writable (") + std::strerror(errno) + ")";
-    ::close(fd);
-    return "";
-  }
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0)
-    return "a file cannot be created in '" + dir.string() + "' (" + std::strerror(errno) + ")";
-  ::close(fd);
-  fs::remove(path, ec);
-  return "";
 }
 
 // The plan's name: the stem of the file it is written to, as an identifier.
@@ -429,12 +395,17 @@ bool planModel(const PlanFiles &files, PlanOutcome &outcome, std::ostream &progr
       errors << frontend::renderDiagnostic(d, &sources);
     return false;
   }
-  if (const std::string why = unwritable(files.out); !why.empty()) {
+  std::error_code outError;
+  std::string why = unwritable(files.out);
+  if (why.empty() && std::filesystem::exists(files.out, outError) &&
+      !std::filesystem::is_regular_file(files.out, outError))
+    why = "it is not a regular file"; // the plan is read back to be linted
+  if (!why.empty()) {
     errors << "hspmc plan: error: cannot write " << files.out << ": " << why << "\n";
     return false;
   }
   if (!files.finalistsDir.empty()) {
-    const std::string why = unwritable(files.finalistsDir + "/finalist.hspmd");
+    why = unwritable(files.finalistsDir + "/finalist.hspmd");
     if (!why.empty()) {
       errors << "hspmc plan: error: --keep-finalists " << files.finalistsDir << ": " << why << "\n";
       return false;

@@ -18,6 +18,9 @@
 #include <fstream>
 #include <set>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 using namespace hspmd;
 
 namespace {
@@ -252,6 +255,26 @@ TEST(Training, BadInputFailsWithAClearError) {
         << e.what();
   }
   std::filesystem::remove(path);
+}
+
+// A checkpoint is written beside its path and renamed onto it: onto a path that is not a
+// regular file (as root, /dev/null) that would replace the file, so it is refused.
+TEST(Training, CheckpointIsNotRenamedOntoASpecialFile) {
+  const std::string fifo =
+      (std::filesystem::temp_directory_path() / ("hspmd_fifo_" + std::to_string(::getpid()))).string();
+  std::filesystem::remove(fifo);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  runtime::ParameterStore store;
+  store.model = "m";
+  try {
+    store.save(fifo);
+    ADD_FAILURE() << "saving onto a pipe must fail";
+  } catch (const runtime::CheckpointError &e) {
+    EXPECT_EQ(std::string(e.what()),
+              fifo + ": not a regular file (a checkpoint is renamed onto its path, which would replace it)");
+  }
+  EXPECT_TRUE(std::filesystem::is_fifo(fifo));
+  std::filesystem::remove(fifo);
 }
 
 // A checkpoint's header is checked whole against the file and the program before anything is

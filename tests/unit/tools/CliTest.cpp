@@ -17,6 +17,7 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <tuple>
 #include <unistd.h>
@@ -136,6 +137,28 @@ TEST(Cli, AFileWithModelAndPlanIsAPlanFile) {
   EXPECT_NE(program.output.find("device 1"), std::string::npos) << program.output;
 }
 
+// The files a run writes are checked before it trains (before: a run trained to its end and
+// then failed to write its checkpoint). A checkpoint is renamed onto its path, so a path that
+// is not a regular file is refused for --save (as root, --save /dev/null replaced /dev/null).
+TEST(Cli, TrainChecksItsOutputsBeforeTraining) {
+  const std::string train = "train examples/gpt/plans/single.hspmd --data examples/data/gpl-3.txt --steps 2 ";
+  CliRun run = hspmc(train + "--save build/no_such_folder/c.ckpt");
+  EXPECT_EQ(run.code, 1);
+  EXPECT_EQ(run.output, "hspmc train: error: cannot write build/no_such_folder/c.ckpt (--save): the directory "
+                        "'build/no_such_folder' does not exist\n");
+  run = hspmc(train + "--losses build");
+  EXPECT_EQ(run.code, 1);
+  EXPECT_EQ(run.output, "hspmc train: error: cannot write build (--losses): it is a directory\n");
+  const std::string fifo = "build/cli_train_fifo";
+  std::filesystem::remove(fifo);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  run = hspmc(train + "--save " + fifo);
+  EXPECT_EQ(run.code, 1);
+  EXPECT_EQ(run.output, "hspmc train: error: cannot write build/cli_train_fifo (--save): it is not a regular file, "
+                        "and a checkpoint replaces the file at its path\n");
+  EXPECT_TRUE(std::filesystem::is_fifo(fifo)); // still the pipe
+  std::filesystem::remove(fifo);
+}
 // Under mpirun, a world size other than the plan's device count is an error, not a hang.
 TEST(Cli, TrainOnMpiChecksTheWorldSize) {
   if (std::system("command -v mpirun > /dev/null") != 0)
