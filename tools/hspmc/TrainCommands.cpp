@@ -779,12 +779,50 @@ int runSimulate(const std::string &file, const std::vector<std::string> &planFil
   return replay.trace.empty() ? 0 : replayFaults(t, *cluster, sim.stepSeconds, tokens, replay);
 }
 
+// Why `dir` cannot take hspmc build's files `names` ("" where it can): it must be a directory
+// (it is created where it does not exist) that holds none of them, or one hspmc build wrote
+// before (its CMakeLists.txt says so). Before, `-o ""` and `-o .` wrote over the CMakeLists.txt
+// of the directory the user stood in.
+std::string outputDirProblem(const std::string &dir, const std::vector<std::string> &names) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (dir.empty())
+    return "the path is empty";
+  if (!fs::exists(dir, ec))
+    return "";
+  if (!fs::is_directory(dir, ec))
+    return "it is not a directory";
+  std::ifstream cmake(fs::path(dir) / "CMakeLists.txt");
+  std::string first;
+  if (cmake && std::getline(cmake, first) && first.rfind(codegen::kGeneratedMarker, 0) == 0)
+    return ""; // an earlier hspmc build's: its files are replaced
+  for (const std::string &name : names)
+    if (fs::exists(fs::path(dir) / name, ec))
+      return "it holds " + name +
+             ", which hspmc build did not write (it would be replaced): give a new or empty "
+             "directory";
+  return "";
+}
+
+// `text` as one word of a POSIX shell command line.
+std::string shellWord(const std::string &text) {
+  std::string quoted = "'";
+  for (char c : text)
+    quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
 // Compiles FILE under its plan for training and writes (and builds) the generated C++.
 int runBuild(const std::string &file, const std::vector<std::string> &planFiles, const std::string &target,
              const std::string &outDir, bool compile, const std::vector<std::string> &also) {
   if (target != "cpu") {
     std::cerr << "hspmc build: error: --target " << target
-              << " is not available yet (the CUDA kernels and NCCL backend are not written); use --target cpu\n";
+              << " is not available yet (CUDA code generation and the NCCL backend are not built: docs/gpu.md); use "
+                 "--target cpu\n";
+    return 1;
+  }
+  if (std::string why = outputDirProblem(outDir, {}); !why.empty()) {
+    std::cerr << "hspmc build: error: cannot write to " << outDir << ": " << why << "\n";
     return 1;
   }
   TrainingBuild t(file, planFiles, "build");
@@ -822,6 +860,15 @@ int runBuild(const std::string &file, const std::vector<std::string> &planFiles,
   }
   const auto files = codegen::generateCpu(plans, driver::modelInfo(*build->graph), name,
                                           codegen::Toolchain{HSPMD_SOURCE_DIR, HSPMD_BINARY_DIR});
+  {
+    std::vector<std::string> written = {"build.log", "build", name};
+    for (const auto &[path, text] : files)
+      written.push_back(path);
+    if (std::string why = outputDirProblem(outDir, written); !why.empty()) {
+      std::cerr << "hspmc build: error: cannot write to " << outDir << ": " << why << "\n";
+      return 1;
+    }
+  }
   std::error_code error;
   std::filesystem::create_directories(outDir, error);
   for (const auto &[path, text] : files) {
@@ -842,9 +889,9 @@ int runBuild(const std::string &file, const std::vector<std::string> &planFiles,
     return 0;
   const std::string log = (std::filesystem::path(outDir) / "build.log").string();
   const std::string buildDir = (std::filesystem::path(outDir) / "build").string();
-  const std::string command = "cmake -S '" + outDir + "' -B '" + buildDir +
-                              "' -G Ninja -DCMAKE_BUILD_TYPE=Release > '" + log + "' 2>&1 && cmake --build '" +
-                              buildDir + "' >> '" + log + "' 2>&1";
+  const std::string command = "cmake -S " + shellWord(outDir) + " -B " + shellWord(buildDir) +
+                              " -G Ninja -DCMAKE_BUILD_TYPE=Release > " + shellWord(log) + " 2>&1 && cmake --build " +
+                              shellWord(buildDir) + " >> " + shellWord(log) + " 2>&1";
   std::cout << "compiling (log: " << log << ")" << std::endl;
   if (std::system(command.c_str()) != 0) {
     std::cerr << "hspmc build: error: compiling the generated code failed; see " << log << "\n";

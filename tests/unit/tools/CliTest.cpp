@@ -975,6 +975,34 @@ TEST(Cli, BuildWritesTheGeneratedSources) {
       << cuda.output;
 }
 
+// hspmc build's output directory is checked before anything is written: an empty path and a
+// file are refused, and so is a directory holding a file it would replace that an earlier
+// hspmc build did not write (before, `-o ""` in a project's root replaced its CMakeLists.txt
+// and configured the generated project into the project's own build/). A directory it wrote
+// before is written again.
+TEST(Cli, BuildRefusesAnOutputDirectoryItDidNotWrite) {
+  const std::string build = "build examples/gpt/plans/single.hspmd --no-compile -o ";
+  CliRun run = hspmc(build + "''");
+  EXPECT_EQ(run.code, 1);
+  EXPECT_EQ(run.output, "hspmc build: error: cannot write to : the path is empty\n");
+  run = hspmc(build + "README.md");
+  EXPECT_EQ(run.code, 1);
+  EXPECT_EQ(run.output, "hspmc build: error: cannot write to README.md: it is not a directory\n");
+  const std::string project = "build/cli_build_project";
+  std::filesystem::remove_all(project);
+  std::filesystem::create_directories(project);
+  std::ofstream(project + "/CMakeLists.txt") << "project(mine)\n";
+  run = hspmc(build + project);
+  EXPECT_EQ(run.code, 1);
+  EXPECT_EQ(run.output, "hspmc build: error: cannot write to build/cli_build_project: it holds CMakeLists.txt, which "
+                        "hspmc build did not write (it would be replaced): give a new or empty directory\n");
+  EXPECT_EQ(readText(project + "/CMakeLists.txt"), "project(mine)\n");
+  std::filesystem::remove(project + "/CMakeLists.txt");
+  ASSERT_EQ(hspmc(build + project).code, 0);
+  run = hspmc(build + project);
+  EXPECT_EQ(run.code, 0) << run.output;
+}
+
 // hspmc simulate prints the step time, its own times and a line per device; --format json the
 // same data.
 TEST(Cli, SimulatePrintsTheStepAndEachDevice) {
