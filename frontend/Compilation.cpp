@@ -1,6 +1,7 @@
 // Compilation.cpp - loading files and their imports, the module table, model elaboration and `hspmc
 // check` (frontend/Compilation.h).
 #include "frontend/Compilation.h"
+#include "ir/Files.h"
 
 #include "frontend/ElaboratorImpl.h"
 #include "frontend/Parser.h"
@@ -54,6 +55,10 @@ const FileAst *Compilation::loadAt(const std::string &path, int depth) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
     diags_.error(ir::Location{path, 0, 0, 1}, "'" + path + "' is a directory, not a .hspmd file");
+    return nullptr;
+  }
+  if (std::string why = ir::notAFile(path); !why.empty()) {
+    diags_.error(ir::Location{path, 0, 0, 1}, "cannot read '" + path + "': " + why);
     return nullptr;
   }
   const std::string *text = sources_.load(path);

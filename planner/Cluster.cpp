@@ -1,6 +1,7 @@
 // Cluster.cpp - reading cluster files and device types with toml++, and their checks
 // (planner/Cluster.h).
 #include "planner/Cluster.h"
+#include "ir/Files.h"
 
 #include <algorithm>
 #include <cmath>
@@ -17,6 +18,10 @@ ir::Location where(const std::string &path, const toml::source_region &region) {
 }
 
 std::optional<toml::table> parseToml(const std::string &path, std::vector<ClusterError> &errors) {
+  if (std::string why = ir::notAFile(path); !why.empty()) {
+    errors.push_back({ir::Location{path, 0, 0, 1}, "cannot read '" + path + "': " + why});
+    return std::nullopt;
+  }
   if (!std::ifstream(path)) {
     errors.push_back({ir::Location{path, 0, 0, 1}, "cannot read '" + path + "'"});
     return std::nullopt;

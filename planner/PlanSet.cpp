@@ -1,5 +1,6 @@
 // PlanSet.cpp - reading and writing plan sets (planner/PlanSet.h).
 #include "planner/PlanSet.h"
+#include "ir/Files.h"
 
 #include <toml++/toml.h>
 
@@ -22,6 +23,10 @@ bool isPlanSet(const std::string &path) {
 }
 
 std::optional<PlanSet> readPlanSet(const std::string &path, std::vector<ClusterError> &errors) {
+  if (std::string why = ir::notAFile(path); !why.empty()) {
+    errors.push_back({ir::Location{path, 0, 0, 1}, "cannot read '" + path + "': " + why});
+    return std::nullopt;
+  }
   if (!std::ifstream(path)) {
     errors.push_back({ir::Location{path, 0, 0, 1}, "cannot read '" + path + "'"});
     return std::nullopt;
@@ -56,7 +61,7 @@ std::optional<PlanSet> readPlanSet(const std::string &path, std::vector<ClusterE
       errors.push_back({at(path, entry.source()), "plan '" + name->get() + "' is named twice"});
     else if (isPlanSet(file))
       errors.push_back({at(path, entry.source()), "a plan set names plans (.hspmd files), not plan sets"});
-    else if (!std::ifstream(file))
+    else if (!ir::notAFile(file).empty() || !std::ifstream(file))
       errors.push_back({at(path, entry.source()), "cannot read plan '" + file + "'"});
     set.plans.push_back(file);
   }

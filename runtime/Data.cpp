@@ -1,5 +1,6 @@
 // Data.cpp - training data: text and token files into batches (runtime/Data.h).
 #include "runtime/Data.h"
+#include "ir/Files.h"
 
 #include <nlohmann/json.hpp>
 
@@ -18,6 +19,8 @@ bool endsWith(const std::string &s, const std::string &suffix) {
 } // namespace
 
 std::string readDataFile(const std::string &path) {
+  if (std::string why = ir::notAFile(path); !why.empty())
+    throw DataError(path + ": " + why);
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw DataError(path + ": cannot open the data file");

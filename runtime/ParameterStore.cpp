@@ -1,6 +1,7 @@
 // ParameterStore.cpp - parameters and optimizer state as global tensors, initialization and
 // checkpoints (runtime/ParameterStore.h).
 #include "runtime/ParameterStore.h"
+#include "ir/Files.h"
 
 #include <nlohmann/json.hpp>
 
@@ -95,6 +96,8 @@ void ParameterStore::save(const std::string &path) const {
 }
 
 ParameterStore ParameterStore::load(const std::string &path, const std::string &model) {
+  if (std::string why = ir::notAFile(path); !why.empty())
+    throw CheckpointError(path + ": " + why);
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw CheckpointError(path + ": cannot open the checkpoint");

@@ -1,5 +1,6 @@
 // Run.cpp - the training loop over a World of communicators, for threads and MPI (runtime/Run.h).
 #include "runtime/Run.h"
+#include "ir/Files.h"
 
 #include "ir/KernelCost.h"
 #include "runtime/Documents.h"
@@ -303,6 +304,8 @@ FaultOption parseFaultOption(const std::string &option, const std::vector<int> &
 
 std::string readFaultTrace(const std::string &path, const std::vector<int> &devices, int64_t steps,
                            std::vector<Fault> &faults) {
+  if (std::string why = ir::notAFile(path); !why.empty())
+    return path + ": " + why;
   std::ifstream in(path);
   if (!in)
     return path + ": cannot read the fault trace";

@@ -1,6 +1,7 @@
 // PlanModel.cpp - `hspmc plan` end to end: the search, each finalist compiled in memory through the
 // gate and simulated, the plan written and linted (planner/driver/PlanModel.h).
 #include "planner/driver/PlanModel.h"
+#include "ir/Files.h"
 
 #include "planner/PlanSet.h"
 
@@ -649,6 +650,10 @@ bool planModel(const PlanFiles &files, PlanOutcome &outcome, std::ostream &progr
 
 bool readLengths(const std::string &path, int64_t longest, const std::string &longestName,
                  std::vector<int64_t> &lengths, std::ostream &errors) {
+  if (std::string why = ir::notAFile(path); !why.empty()) {
+    errors << path << ": error: " << why << "\n";
+    return false;
+  }
   std::ifstream in(path);
   if (!in) {
     errors << path << ": error: cannot read '" << path << "'\n";

@@ -1,4 +1,5 @@
 // CheckCommand.cpp - hspmc check: parse and elaborate models, plans, cluster and device files.
+#include "ir/Files.h"
 #include "tools/hspmc/Commands.h"
 
 #include "planner/Cluster.h"
@@ -14,6 +15,10 @@ namespace {
 
 void checkToml(const std::string &path, Compilation &compilation) {
   std::vector<planner::ClusterError> errors;
+  if (std::string why = ir::notAFile(path); !why.empty()) {
+    compilation.diags().error(ir::Location{path, 0, 0, 1}, "cannot read '" + path + "': " + why);
+    return;
+  }
   std::ifstream in(path);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (!in && text.empty()) {

@@ -137,6 +137,37 @@ TEST(Cli, AFileWithModelAndPlanIsAPlanFile) {
   EXPECT_NE(program.output.find("device 1"), std::string::npos) << program.output;
 }
 
+// An input that is not a file (a pipe here; /dev/zero alike) is refused where it is named,
+// before it is opened: before, opening a pipe waited for a writer and reading /dev/zero never
+// ended, so each of these hung. (Each run has a deadline, so that a regression fails.)
+TEST(Cli, InputsThatAreNotFilesAreRefused) {
+  const std::string fifo = "build/cli_input_fifo";
+  std::filesystem::remove(fifo);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::string why = ": it is not a regular file (a device or a pipe: inputs are read whole, from files)\n";
+  const std::string plan = "examples/gpt/plans/single.hspmd", data = " --data examples/data/gpl-3.txt";
+  auto run = [](const std::string &args) { return shell("timeout 60 " + std::string(HSPMC_PATH) + " " + args); };
+  CliRun r = run("lint " + fifo);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.output, fifo + ": error: cannot read '" + fifo + "'" + why + "lint: 1 error, 0 warnings\n");
+  r = run("lint " + plan + " --cluster " + fifo);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.output.find(fifo + ": error: cannot read '" + fifo + "'" + why), std::string::npos) << r.output;
+  for (const std::string &args : {"train " + plan + " --data " + fifo + " --steps 1",
+                                  "train " + plan + data + " --load " + fifo + " --steps 1",
+                                  "train " + plan + data + " --fault-trace " + fifo + " --steps 1"}) {
+    r = run(args);
+    EXPECT_EQ(r.code, 1) << args;
+    EXPECT_NE(r.output.find("hspmc train: error: " + fifo + why), std::string::npos) << args << "\n" << r.output;
+  }
+  r = run("plan examples/gpt/tiny_gpt.hspmd --cluster examples/clusters/cpu4.toml --seq 64 --tokens 256 -o "
+          "build/cli_input_plan.hspmd --length-distribution " +
+          fifo);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.output, fifo + ": error" + why);
+  std::filesystem::remove(fifo);
+}
+
 // The files a run writes are checked before it trains (before: a run trained to its end and
 // then failed to write its checkpoint). A checkpoint is renamed onto its path, so a path that
 // is not a regular file is refused for --save (as root, --save /dev/null replaced /dev/null).
