@@ -725,6 +725,11 @@ void TrainingBuild::compileOn(const planner::Cluster &cluster) {
 // Compiles FILE under its plan for training and simulates one step on the cluster.
 int runSimulate(const std::string &file, const std::vector<std::string> &planFiles, const std::string &clusterFile,
                 const std::string &tracePath, bool json, const FaultReplay &replay) {
+  if (!tracePath.empty())
+    if (std::string why = driver::unwritable(tracePath); !why.empty()) {
+      std::cerr << "hspmc simulate: error: cannot write " << tracePath << " (--trace): " << why << "\n";
+      return 1;
+    }
   const auto started = std::chrono::steady_clock::now();
   TrainingBuild t(file, planFiles, "simulate", true, clusterFile);
   const std::optional<planner::Cluster> cluster = t.simulationCluster(clusterFile);
@@ -774,7 +779,12 @@ int runSimulate(const std::string &file, const std::vector<std::string> &planFil
     std::map<int, std::vector<runtime::TraceEvent>> events;
     for (const auto &e : sim.events)
       events[e.device].push_back({e.name, e.communication, e.start, e.seconds});
-    runtime::writeTrace(tracePath, events);
+    try {
+      runtime::writeTrace(tracePath, events);
+    } catch (const runtime::RunError &e) { // checked above; the disk may still fill
+      std::cerr << "hspmc simulate: error: " << e.what() << "\n";
+      return 1;
+    }
   }
   return replay.trace.empty() ? 0 : replayFaults(t, *cluster, sim.stepSeconds, tokens, replay);
 }

@@ -32,7 +32,9 @@
 using namespace hspmd;
 using namespace hspmd::cli;
 
-int main(int argc, char **argv) {
+namespace {
+
+int run(int argc, char **argv) {
   CLI::App app{"hspmc - compiles hspmd models and HSPMD annotation plans", "hspmc"};
   // A number of seconds (or a rate) must be finite: CLI11's ranges let "nan" through.
   const CLI::Validator finiteSeconds(
@@ -344,4 +346,17 @@ int main(int argc, char **argv) {
   if (dump->parsed())
     return runDumpIr(dumpFile, dumpPlans, dumpModel, dumpAfter, timePasses, train);
   return 2;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  // Every error a user can cause is reported where it is found, with its location; an
+  // exception that reaches here is hspmc's own fault, and still ends with a message.
+  try {
+    return run(argc, argv);
+  } catch (const std::exception &e) {
+    std::cerr << "hspmc: internal error: " << e.what() << " (please report it)\n";
+    return 70; // EX_SOFTWARE
+  }
 }

@@ -153,9 +153,9 @@ TEST(Cli, InputsThatAreNotFilesAreRefused) {
   r = run("lint " + plan + " --cluster " + fifo);
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.output.find(fifo + ": error: cannot read '" + fifo + "'" + why), std::string::npos) << r.output;
-  for (const std::string &args : {"train " + plan + " --data " + fifo + " --steps 1",
-                                  "train " + plan + data + " --load " + fifo + " --steps 1",
-                                  "train " + plan + data + " --fault-trace " + fifo + " --steps 1"}) {
+  for (const std::string &args :
+       {"train " + plan + " --data " + fifo + " --steps 1", "train " + plan + data + " --load " + fifo + " --steps 1",
+        "train " + plan + data + " --fault-trace " + fifo + " --steps 1"}) {
     r = run(args);
     EXPECT_EQ(r.code, 1) << args;
     EXPECT_NE(r.output.find("hspmc train: error: " + fifo + why), std::string::npos) << args << "\n" << r.output;
@@ -1032,6 +1032,15 @@ TEST(Cli, BuildRefusesAnOutputDirectoryItDidNotWrite) {
   ASSERT_EQ(hspmc(build + project).code, 0);
   run = hspmc(build + project);
   EXPECT_EQ(run.code, 0) << run.output;
+}
+
+// hspmc simulate --trace checks its file before it compiles (before: an uncaught exception
+// after the simulation, and an abort).
+TEST(Cli, SimulateChecksItsTraceFile) {
+  CliRun run = hspmc("simulate examples/gpt/plans/single.hspmd --trace build/no_such_folder/t.json");
+  EXPECT_EQ(run.code, 1);
+  EXPECT_EQ(run.output, "hspmc simulate: error: cannot write build/no_such_folder/t.json (--trace): the directory "
+                        "'build/no_such_folder' does not exist\n");
 }
 
 // hspmc simulate prints the step time, its own times and a line per device; --format json the
