@@ -1,7 +1,12 @@
-// Files.cpp - what an input path is (ir/Files.h).
+// Files.cpp - what a path is (ir/Files.h).
 #include "ir/Files.h"
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 namespace hspmd::ir {
 
@@ -14,6 +19,35 @@ std::string notAFile(const std::string &path) {
   if (fs::is_directory(status))
     return "it is a directory";
   return "it is not a regular file (a device or a pipe: inputs are read whole, from files)";
+}
+
+std::string unwritable(const std::string &path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (path.empty())
+    return "the path is empty";
+  if (fs::is_directory(path, ec))
+    return "it is a directory";
+  const fs::path dir = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
+  if (!fs::is_directory(dir, ec))
+    return "the directory '" + dir.string() + "' does not exist";
+  if (fs::exists(path, ec)) {
+    if (!fs::is_regular_file(path, ec)) // a device or a pipe: opening one may block or act
+      return ::access(path.c_str(), W_OK) == 0 ? "" : "it is not writable";
+    const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+    if (fd < 0)
+      return std::string("it is not writable (") + std::strerror(errno) + ")";
+    ::close(fd);
+    return "";
+  }
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0 && errno == EEXIST)
+    return ""; // made meanwhile (another process of the run checking the same path)
+  if (fd < 0)
+    return "a file cannot be created in '" + dir.string() + "' (" + std::strerror(errno) + ")";
+  ::close(fd);
+  fs::remove(path, ec);
+  return "";
 }
 
 } // namespace hspmd::ir

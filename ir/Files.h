@@ -1,5 +1,6 @@
-// Files.h - what an input path is, asked before it is opened: every input of hspmd (a model, a
-// plan, a cluster, data, a checkpoint, a fault trace, lengths) is read whole, from a file.
+// Files.h - what a path is, asked before it is opened: every input of hspmd (a model, a plan, a
+// cluster, data, a checkpoint, a fault trace, lengths) is read whole, from a file; every output
+// is checked before the work that ends in writing it.
 #pragma once
 
 #include <string>
@@ -10,5 +11,12 @@ namespace hspmd::ir {
 /// file ..." for a device or a pipe (reading /dev/zero never ends; opening a pipe waits for a
 /// writer). "" where it can be, and where nothing is there: callers say that in their own words.
 std::string notAFile(const std::string &path);
+
+/// Why a file cannot be written at `path` ("" where it can): asked before the work that ends
+/// in writing it (hspmc plan's -o, hspmc train's --save, --losses, --trace), so that a mistyped
+/// path fails at once rather than after the planning or the training. The file is opened (and,
+/// where it did not exist, created and removed again): permissions alone do not say it, for
+/// root or on a read-only or special file system.
+std::string unwritable(const std::string &path);
 
 } // namespace hspmd::ir

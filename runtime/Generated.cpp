@@ -112,6 +112,8 @@ int main(int argc, char **argv, const ModelInfo &model, const std::vector<Plan> 
   if (!faultTrace.empty())
     if (std::string error = readFaultTrace(faultTrace, runPlans.devices(), run.steps, run.faults); !error.empty())
       return fail(error);
+  if (std::string problem = unwritableOutputs(run, losses); !problem.empty())
+    return fail(problem);
   for (const Fault &f : run.faults)
     if (f.phase == FaultPhase::Slow)
       return fail(faultTrace + ": 'slow' events need hspmc train (the generated code does not time its kernels)");

@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <mutex>
@@ -300,6 +301,22 @@ FaultOption parseFaultOption(const std::string &option, const std::vector<int> &
     out.error = what + "no device " + std::to_string(device) + " in the run (its devices: " + list + ")";
   }
   return out;
+}
+
+std::string unwritableOutputs(const RunOptions &run, const std::string &losses) {
+  for (const auto &[option, path] : {std::pair<const char *, const std::string *>{"--save", &run.save},
+                                     {"--losses", &losses},
+                                     {"--trace", &run.trace}})
+    if (!path->empty()) {
+      std::string why = ir::unwritable(*path);
+      std::error_code ec;
+      if (why.empty() && path == &run.save && std::filesystem::exists(*path, ec) &&
+          !std::filesystem::is_regular_file(*path, ec))
+        why = "it is not a regular file, and a checkpoint replaces the file at its path";
+      if (!why.empty())
+        return "cannot write " + *path + " (" + option + "): " + why;
+    }
+  return "";
 }
 
 std::string readFaultTrace(const std::string &path, const std::vector<int> &devices, int64_t steps,

@@ -84,6 +84,11 @@ struct RunOptions {
   /// (runtime/kernels/Parallel.h). bench_simulate calibrates kernels at a given count.
   int kernelThreads = 0;
 };
+/// The files a run writes (`run.save`, `run.trace`, and `losses` where not empty) checked
+/// before it trains rather than when it writes them: "cannot write PATH (--save): why", or "".
+/// A checkpoint is written beside its path and renamed onto it, so --save must name a regular
+/// file where something is there (as root, a rename onto /dev/null replaces it).
+std::string unwritableOutputs(const RunOptions &run, const std::string &losses);
 /// Whether `faults` kill a device (a `slow` event does not).
 bool killsDevices(const std::vector<Fault> &faults);
 

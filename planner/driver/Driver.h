@@ -62,13 +62,6 @@ bool checkPlan(frontend::Compilation &compilation, const std::string &file, cons
 bool checkSpec(frontend::Compilation &compilation, const ir::PlanSpec &spec, const planner::Cluster &cluster,
                passes::PipelineResult *training, const std::atomic<bool> *cancelled = nullptr);
 
-/// Why a file cannot be written at `path` ("" where it can): asked before the work that ends
-/// in writing it (hspmc plan's -o, hspmc train's --save, --losses, --trace), so that a mistyped
-/// path fails at once rather than after the planning or the training. The file is opened (and,
-/// where it did not exist, created and removed again): permissions alone do not say it, for
-/// root or on a read-only or special file system.
-std::string unwritable(const std::string &path);
-
 /// `hspmc explain-reshard`: the communication plan of one layout change, as text or JSON.
 /// Returns false (after printing to `error`) when an argument is malformed.
 bool explainReshard(const std::string &shape, const std::string &from, const std::string &to,

@@ -397,7 +397,7 @@ bool planModel(const PlanFiles &files, PlanOutcome &outcome, std::ostream &progr
     return false;
   }
   std::error_code outError;
-  std::string why = unwritable(files.out);
+  std::string why = ir::unwritable(files.out);
   if (why.empty() && std::filesystem::exists(files.out, outError) &&
       !std::filesystem::is_regular_file(files.out, outError))
     why = "it is not a regular file"; // the plan is read back to be linted
@@ -406,7 +406,7 @@ bool planModel(const PlanFiles &files, PlanOutcome &outcome, std::ostream &progr
     return false;
   }
   if (!files.finalistsDir.empty()) {
-    why = unwritable(files.finalistsDir + "/finalist.hspmd");
+    why = ir::unwritable(files.finalistsDir + "/finalist.hspmd");
     if (!why.empty()) {
       errors << "hspmc plan: error: --keep-finalists " << files.finalistsDir << ": " << why << "\n";
       return false;

@@ -4,7 +4,8 @@
 # built with `--also PLAN2` and both runs switch to PLAN2 before step STEP; with PLAN2 and
 # fail:STEP:DEVICE, device DEVICE dies at step STEP in both runs and they go on under PLAN2
 # (docs/elastic.md). With `documents`, both train on the data as documents
-# (docs/mixed-lengths.md).
+# (docs/mixed-lengths.md). Without either, the binary must also refuse a --save it cannot write
+# before it trains.
 # Usage: check_generated.sh HSPMC PLAN OUTDIR [PLAN2 STEP|fail:STEP:DEVICE|documents]
 set -euo pipefail
 hspmc=$1 plan=$2 out=$3 also=${4:-} step=${5:-}
@@ -28,6 +29,18 @@ fi
 "$hspmc" build "$plan" -o "$out" "${build[@]}"
 name=$(basename "$plan" .hspmd)
 binary=$(find "$out" -maxdepth 1 -type f -executable | head -1)
+# Its outputs are checked before it trains, as hspmc train checks them.
+if [ -z "$also" ] && [ ${#generated[@]} -eq 0 ]; then
+  if message=$("$binary" --data "$data" --steps 1 --save "$out/no_such_folder/c.ckpt" 2>&1); then
+    echo "the binary accepted --save into a folder that does not exist"
+    exit 1
+  fi
+  expected="$binary: error: cannot write $out/no_such_folder/c.ckpt (--save): the directory '$out/no_such_folder' does not exist"
+  if [ "$message" != "$expected" ]; then
+    printf 'got:      %s\nexpected: %s\n' "$message" "$expected"
+    exit 1
+  fi
+fi
 "$binary" --data "$data" --steps 10 --losses "$out/generated.json" "${generated[@]}" >/dev/null
 "$hspmc" train "$plan" --data "$data" --steps 10 --losses "$out/executor.json" "${executor[@]}" >/dev/null
 python3 - "$out/generated.json" "$out/executor.json" <<'PY'

@@ -1,5 +1,6 @@
 // TrainCommands.cpp - hspmc train, simulate and build: a plan compiled for training, then run
 // on this machine, simulated on its cluster, or written out as C++ and built.
+#include "ir/Files.h"
 #include "tools/hspmc/Commands.h"
 
 #include "codegen/Codegen.h"
@@ -296,21 +297,8 @@ int train(const std::string &file, const std::vector<std::string> &planFiles, ru
       return fail(error);
   if (run.saveEvery > 0 && run.save.empty())
     return fail("--save-every " + std::to_string(run.saveEvery) + " needs --save FILE (where to write the checkpoint)");
-  // The files the run writes, checked before it trains rather than when it writes them.
-  for (const auto &[option, path] : {std::pair<const char *, const std::string *>{"--save", &run.save},
-                                     {"--losses", &lossesPath},
-                                     {"--trace", &run.trace}})
-    if (!path->empty()) {
-      std::string why = driver::unwritable(*path);
-      std::error_code ec;
-      // A checkpoint is written beside its path and renamed onto it: a device file (root may
-      // rename onto /dev/null) would be replaced.
-      if (why.empty() && path == &run.save && std::filesystem::exists(*path, ec) &&
-          !std::filesystem::is_regular_file(*path, ec))
-        why = "it is not a regular file, and a checkpoint replaces the file at its path";
-      if (!why.empty())
-        return fail("cannot write " + *path + " (" + option + "): " + why);
-    }
+  if (std::string problem = runtime::unwritableOutputs(run, lossesPath); !problem.empty())
+    return fail(problem);
   const bool elastic = runtime::killsDevices(run.faults) || !runPlans.recoveries.empty();
   if (mpi && runtime::launcherRank() < 0) { // started without mpirun: it starts mpirun
     std::vector<std::string> command = arguments;
@@ -726,7 +714,7 @@ void TrainingBuild::compileOn(const planner::Cluster &cluster) {
 int runSimulate(const std::string &file, const std::vector<std::string> &planFiles, const std::string &clusterFile,
                 const std::string &tracePath, bool json, const FaultReplay &replay) {
   if (!tracePath.empty())
-    if (std::string why = driver::unwritable(tracePath); !why.empty()) {
+    if (std::string why = ir::unwritable(tracePath); !why.empty()) {
       std::cerr << "hspmc simulate: error: cannot write " << tracePath << " (--trace): " << why << "\n";
       return 1;
     }
