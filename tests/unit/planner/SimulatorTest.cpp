@@ -41,6 +41,18 @@ int work(ir::DeviceProgram &p, ir::Phase phase, int64_t microseconds, int input 
   return in.outputs[0];
 }
 
+// `devices` devices, each running one forward kernel of `microseconds`.
+std::map<int, ir::DeviceProgram> oneKernelEach(int devices, int64_t microseconds) {
+  std::map<int, ir::DeviceProgram> programs;
+  for (int d = 0; d < devices; ++d) {
+    ir::DeviceProgram &p = programs[d];
+    p.device = d;
+    p.schedule = {{ir::Phase::Forward, 0}};
+    work(p, ir::Phase::Forward, microseconds);
+  }
+  return programs;
+}
+
 // A collective of `group` reading `input` (a fresh buffer if -1) with `bytes` received by
 // each member; returns the buffer of `outElements` floats it writes.
 int collective(ir::DeviceProgram &p, const std::string &op, std::vector<int> group, int64_t tag, int64_t bytes,
@@ -189,13 +201,7 @@ TEST(Simulator, CommunicationOverlapsIndependentComputation) {
 // 10 us, whatever the factor.
 TEST(Simulator, DevicesShareAPoolOfCores) {
   for (int cores : {0, 2, 3}) {
-    std::map<int, ir::DeviceProgram> programs;
-    for (int d = 0; d < 3; ++d) {
-      ir::DeviceProgram &p = programs[d];
-      p.device = d;
-      p.schedule = {{ir::Phase::Forward, 0}};
-      work(p, ir::Phase::Forward, 10);
-    }
+    const auto programs = oneKernelEach(3, 10);
     auto model = unitModel();
     model.cores = cores;
     EXPECT_NEAR(planner::simulate(programs, model).stepSeconds, cores == 2 ? 20e-6 : 10e-6, 1e-12) << cores << " cores";
@@ -209,13 +215,7 @@ TEST(Simulator, DevicesShareAPoolOfCores) {
 // 10 us kernels on two cores run side by side at a core each (10 us), one after the other at
 // two cores each (20 us).
 TEST(Simulator, KernelsOccupyTheirThreadsCores) {
-  std::map<int, ir::DeviceProgram> programs;
-  for (int d = 0; d < 2; ++d) {
-    ir::DeviceProgram &p = programs[d];
-    p.device = d;
-    p.schedule = {{ir::Phase::Forward, 0}};
-    work(p, ir::Phase::Forward, 10);
-  }
+  const auto programs = oneKernelEach(2, 10);
   auto model = unitModel();
   model.cores = 2;
   for (int kernelCores : {1, 2}) {

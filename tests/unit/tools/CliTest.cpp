@@ -27,6 +27,13 @@ namespace {
 
 using namespace hspmd::testing;
 
+// Runs hspmc with `args`; it must exit with `code` and print exactly `output`.
+void expectRun(const std::string &args, int code, const std::string &output) {
+  const CliRun run = hspmc(args);
+  EXPECT_EQ(run.code, code) << args;
+  EXPECT_EQ(run.output, output) << args;
+}
+
 // Kills (SIGKILL) the process of MPI rank `rank` whose environment has HSPMD_KILL_MARK=`mark`
 // (/proc): its pid, or 0 where there is none.
 int killRank(const std::string &mark, int rank) {
@@ -173,20 +180,16 @@ TEST(Cli, InputsThatAreNotFilesAreRefused) {
 // is not a regular file is refused for --save (as root, --save /dev/null replaced /dev/null).
 TEST(Cli, TrainChecksItsOutputsBeforeTraining) {
   const std::string train = "train examples/gpt/plans/single.hspmd --data examples/data/gpl-3.txt --steps 2 ";
-  CliRun run = hspmc(train + "--save build/no_such_folder/c.ckpt");
-  EXPECT_EQ(run.code, 1);
-  EXPECT_EQ(run.output, "hspmc train: error: cannot write build/no_such_folder/c.ckpt (--save): the directory "
-                        "'build/no_such_folder' does not exist\n");
-  run = hspmc(train + "--losses build");
-  EXPECT_EQ(run.code, 1);
-  EXPECT_EQ(run.output, "hspmc train: error: cannot write build (--losses): it is a directory\n");
+  expectRun(train + "--save build/no_such_folder/c.ckpt", 1,
+            "hspmc train: error: cannot write build/no_such_folder/c.ckpt (--save): the directory "
+            "'build/no_such_folder' does not exist\n");
+  expectRun(train + "--losses build", 1, "hspmc train: error: cannot write build (--losses): it is a directory\n");
   const std::string fifo = "build/cli_train_fifo";
   std::filesystem::remove(fifo);
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
-  run = hspmc(train + "--save " + fifo);
-  EXPECT_EQ(run.code, 1);
-  EXPECT_EQ(run.output, "hspmc train: error: cannot write build/cli_train_fifo (--save): it is not a regular file, "
-                        "and a checkpoint replaces the file at its path\n");
+  expectRun(train + "--save " + fifo, 1,
+            "hspmc train: error: cannot write build/cli_train_fifo (--save): it is not a regular file, "
+            "and a checkpoint replaces the file at its path\n");
   EXPECT_TRUE(std::filesystem::is_fifo(fifo)); // still the pipe
   std::filesystem::remove(fifo);
 }
@@ -1013,34 +1016,28 @@ TEST(Cli, BuildWritesTheGeneratedSources) {
 // before is written again.
 TEST(Cli, BuildRefusesAnOutputDirectoryItDidNotWrite) {
   const std::string build = "build examples/gpt/plans/single.hspmd --no-compile -o ";
-  CliRun run = hspmc(build + "''");
-  EXPECT_EQ(run.code, 1);
-  EXPECT_EQ(run.output, "hspmc build: error: cannot write to : the path is empty\n");
-  run = hspmc(build + "README.md");
-  EXPECT_EQ(run.code, 1);
-  EXPECT_EQ(run.output, "hspmc build: error: cannot write to README.md: it is not a directory\n");
+  expectRun(build + "''", 1, "hspmc build: error: cannot write to : the path is empty\n");
+  expectRun(build + "README.md", 1, "hspmc build: error: cannot write to README.md: it is not a directory\n");
   const std::string project = "build/cli_build_project";
   std::filesystem::remove_all(project);
   std::filesystem::create_directories(project);
   std::ofstream(project + "/CMakeLists.txt") << "project(mine)\n";
-  run = hspmc(build + project);
-  EXPECT_EQ(run.code, 1);
-  EXPECT_EQ(run.output, "hspmc build: error: cannot write to build/cli_build_project: it holds CMakeLists.txt, which "
-                        "hspmc build did not write (it would be replaced): give a new or empty directory\n");
+  expectRun(build + project, 1,
+            "hspmc build: error: cannot write to build/cli_build_project: it holds CMakeLists.txt, which "
+            "hspmc build did not write (it would be replaced): give a new or empty directory\n");
   EXPECT_EQ(readText(project + "/CMakeLists.txt"), "project(mine)\n");
   std::filesystem::remove(project + "/CMakeLists.txt");
   ASSERT_EQ(hspmc(build + project).code, 0);
-  run = hspmc(build + project);
-  EXPECT_EQ(run.code, 0) << run.output;
+  const CliRun again = hspmc(build + project);
+  EXPECT_EQ(again.code, 0) << again.output;
 }
 
 // hspmc simulate --trace checks its file before it compiles (before: an uncaught exception
 // after the simulation, and an abort).
 TEST(Cli, SimulateChecksItsTraceFile) {
-  CliRun run = hspmc("simulate examples/gpt/plans/single.hspmd --trace build/no_such_folder/t.json");
-  EXPECT_EQ(run.code, 1);
-  EXPECT_EQ(run.output, "hspmc simulate: error: cannot write build/no_such_folder/t.json (--trace): the directory "
-                        "'build/no_such_folder' does not exist\n");
+  expectRun("simulate examples/gpt/plans/single.hspmd --trace build/no_such_folder/t.json", 1,
+            "hspmc simulate: error: cannot write build/no_such_folder/t.json (--trace): the directory "
+            "'build/no_such_folder' does not exist\n");
 }
 
 // hspmc simulate prints the step time, its own times and a line per device; --format json the
@@ -1136,24 +1133,15 @@ TEST(Cli, PlanPrintsItsProgressOnStderr) {
 TEST(Cli, PlanChecksItsOutputsBeforePlanning) {
   const std::string plan = "plan examples/gpt/tiny_gpt.hspmd --cluster examples/clusters/cpu_mixed4.toml --seq 64 "
                            "--tokens 256 ";
-  CliRun run = hspmc(plan + "-o build/no_such_folder/out.hspmd");
-  EXPECT_EQ(run.code, 1);
-  EXPECT_EQ(run.output, "hspmc plan: error: cannot write build/no_such_folder/out.hspmd: the directory "
-                        "'build/no_such_folder' does not exist\n");
-  run = hspmc(plan + "-o build");
-  EXPECT_EQ(run.code, 1);
-  EXPECT_EQ(run.output, "hspmc plan: error: cannot write build: it is a directory\n");
-  run = hspmc(plan + "-o /dev/null");
-  EXPECT_EQ(run.code, 1);
-  EXPECT_EQ(run.output, "hspmc plan: error: cannot write /dev/null: it is not a regular file\n");
-  run = hspmc(plan + "-o ''");
-  EXPECT_EQ(run.code, 1);
-  EXPECT_EQ(run.output, "hspmc plan: error: cannot write : the path is empty\n");
+  expectRun(plan + "-o build/no_such_folder/out.hspmd", 1,
+            "hspmc plan: error: cannot write build/no_such_folder/out.hspmd: the directory "
+            "'build/no_such_folder' does not exist\n");
+  expectRun(plan + "-o build", 1, "hspmc plan: error: cannot write build: it is a directory\n");
+  expectRun(plan + "-o /dev/null", 1, "hspmc plan: error: cannot write /dev/null: it is not a regular file\n");
+  expectRun(plan + "-o ''", 1, "hspmc plan: error: cannot write : the path is empty\n");
   // The folder's existence is checked by the command line's parser.
-  run = hspmc(plan + "-o build/cli_plan_outputs.hspmd --keep-finalists README.md");
-  EXPECT_EQ(run.code, 2);
-  EXPECT_EQ(run.output, "--keep-finalists: Directory is actually a file: README.md\nRun with --help for more "
-                        "information.\n");
+  expectRun(plan + "-o build/cli_plan_outputs.hspmd --keep-finalists README.md", 2,
+            "--keep-finalists: Directory is actually a file: README.md\nRun with --help for more information.\n");
 }
 
 // hspmc plan writes a plan that lints clean, trains, and in the simulator beats equal shares
