@@ -37,6 +37,17 @@ std::optional<toml::table> parseToml(const std::string &path, std::vector<Cluste
   }
 }
 
+// A rate or a size of a cluster file (GB/s, TFLOP/s, GiB): finite and within these bounds, so
+// that a typo of many digits (1e-300 GB/s) is an error rather than steps of 1e300 seconds.
+constexpr double kLeastQuantity = 1e-6, kMostQuantity = 1e7;
+
+// "" where `value` is such a quantity, else the error for `key`.
+std::string quantityError(const char *key, std::optional<double> value) {
+  if (value && std::isfinite(*value) && *value >= kLeastQuantity && *value <= kMostQuantity)
+    return "";
+  return std::string("'") + key + "' must be a number from 0.000001 to 10000000";
+}
+
 bool readNumber(const std::string &path, const toml::table &table, const char *key, double &out,
                 std::vector<ClusterError> &errors, const toml::source_region &owner) {
   const toml::node *node = table.get(key);
@@ -45,8 +56,8 @@ bool readNumber(const std::string &path, const toml::table &table, const char *k
     return false;
   }
   auto value = node->value<double>();
-  if (!value || !std::isfinite(*value) || *value <= 0) {
-    errors.push_back({where(path, node->source()), std::string("'") + key + "' must be a positive number"});
+  if (std::string error = quantityError(key, value); !error.empty()) {
+    errors.push_back({where(path, node->source()), error});
     return false;
   }
   out = *value;
@@ -212,8 +223,8 @@ std::optional<Cluster> loadCluster(const std::string &path, const std::string &d
     node.devices = static_cast<int>(*devices);
     if (const toml::node *uplink = table->get("network_gbps")) {
       auto value = uplink->value<double>();
-      if (!value || !std::isfinite(*value) || *value <= 0) {
-        errors.push_back({where(path, uplink->source()), "'network_gbps' must be a positive number"});
+      if (std::string error = quantityError("network_gbps", value); !error.empty()) {
+        errors.push_back({where(path, uplink->source()), error});
         return std::nullopt;
       }
       node.networkGBps = *value;

@@ -80,7 +80,8 @@ TEST(Cluster, InlineTypesAndErrorsWithLocations) {
   EXPECT_EQ(errors[0].message, "missing key 'intra_node_gbps'");
 }
 
-// Numbers must be finite and positive (TOML has nan and inf); a key the format does not know is
+// Numbers must be finite and within 1e-6 to 1e7 (TOML has nan and inf; a rate of 1e-300
+// GB/s made steps of 1e300 seconds); a key the format does not know is
 // an error naming the nearest known key, where a typo would otherwise be ignored.
 TEST(Cluster, NotANumberAndUnknownKeysAreErrors) {
   struct Case {
@@ -90,13 +91,16 @@ TEST(Cluster, NotANumberAndUnknownKeysAreErrors) {
   };
   const std::string node = "[[nodes]]\ntype = \"H100\"\ndevices = 2\n";
   const std::vector<Case> cases = {
-      {"inter_node_gbps = nan\n" + node, 1, "'inter_node_gbps' must be a positive number"},
-      {"inter_node_gbps = inf\n" + node, 1, "'inter_node_gbps' must be a positive number"},
+      {"inter_node_gbps = nan\n" + node, 1, "'inter_node_gbps' must be a number from 0.000001 to 10000000"},
+      {"inter_node_gbps = inf\n" + node, 1, "'inter_node_gbps' must be a number from 0.000001 to 10000000"},
+      {"inter_node_gbps = 1e-300\n" + node, 1, "'inter_node_gbps' must be a number from 0.000001 to 10000000"},
+      {"inter_node_gbps = 10.0\n[[nodes]]\ntype = \"H100\"\ndevices = 2\nnetwork_gbps = 1e300\n", 5,
+       "'network_gbps' must be a number from 0.000001 to 10000000"},
       {"inter_node_gbps = 10.0\n[[nodes]]\ntype = \"H100\"\ndevices = 2\nnetwork_gbps = -inf\n", 5,
-       "'network_gbps' must be a positive number"},
+       "'network_gbps' must be a number from 0.000001 to 10000000"},
       {"inter_node_gbps = 10.0\n[[nodes]]\ntype = \"X\"\ndevices = 2\n[types.X]\nbf16_tflops = nan\n"
        "memory_gib = 2.0\nhbm_gbps = 3.0\nintra_node_gbps = 4.0\n",
-       6, "'bf16_tflops' must be a positive number"},
+       6, "'bf16_tflops' must be a number from 0.000001 to 10000000"},
       {"inter_node_gbps = 10.0\n[[nodes]]\ntype = \"H100\"\ndevcies = 8\n", 4,
        "unknown key 'devcies' in a node; did you mean 'devices'?"},
       {"inter_nod_gbps = 10.0\n" + node, 1,
