@@ -186,8 +186,10 @@ void pipelineCandidates(const Context &cx, std::vector<Candidate> &planned, std:
                                               c.layerSeconds +
                                           c.fixedSeconds);
         }
+        // Pipelines beyond the batch's sequences get none (the batch program leaves them out).
+        const double working = static_cast<double>(std::min(k, B));
         const double perPipeline = static_cast<double>(std::max<int64_t>(1, B / k));
-        o.rate = static_cast<double>(k) * perPipeline / ((perPipeline + static_cast<double>(o.p) - 1) * slowest);
+        o.rate = working * perPipeline / ((perPipeline + static_cast<double>(o.p) - 1) * slowest);
         options[type].push_back(o);
       }
       auto &list = options[type];
@@ -215,7 +217,8 @@ void pipelineCandidates(const Context &cx, std::vector<Candidate> &planned, std:
     bool ok = true;
     std::vector<PipelinePlan> pipelines;
     BatchInputs in;
-    std::string strategy;
+    std::string type;
+    Option option;
   };
   std::map<std::tuple<size_t, size_t, bool, int>, TypePipelines> built;
   auto typePipelines = [&](size_t i, size_t option, bool recompute, int total) -> const TypePipelines & {
@@ -225,8 +228,8 @@ void pipelineCandidates(const Context &cx, std::vector<Candidate> &planned, std:
     TypePipelines b;
     const Option &o = options[usable[i]][option];
     const auto &groups = groupsOf.at({usable[i], o.t});
-    b.strategy = usable[i] + ": " + std::to_string(o.k) + (o.k == 1 ? " pipeline of " : " pipelines of ") +
-                 std::to_string(o.p) + (o.p == 1 ? " stage" : " stages") + " tp " + std::to_string(o.t);
+    b.type = usable[i];
+    b.option = o;
     for (int64_t j = 0; j < o.k && b.ok; ++j) {
       PipelinePlan pipeline{usable[i] + std::to_string(j), 1, 1, {}};
       for (int64_t s = 0; s < o.p; ++s)
@@ -264,18 +267,29 @@ void pipelineCandidates(const Context &cx, std::vector<Candidate> &planned, std:
         in.tau.insert(in.tau.end(), part->in.tau.begin(), part->in.tau.end());
         in.after.insert(in.after.end(), part->in.after.begin(), part->in.after.end());
         in.most.insert(in.most.end(), part->in.most.begin(), part->in.most.end());
-        strategy += (strategy.empty() ? "" : "; ") + part->strategy;
       }
       const BatchSplit split = splitBatch(B, in.stages, in.tau, in.after, in.most);
       if (!split.feasible)
         continue;
       size_t at = 0;
-      for (const TypePipelines *part : parts)
+      for (const TypePipelines *part : parts) {
+        int64_t used = 0;
         for (const PipelinePlan &pipeline : part->pipelines)
           if (const int64_t sequences = split.sequences[at++]; sequences > 0) {
             c.pipelines.push_back(pipeline);
             c.pipelines.back().sequences = c.pipelines.back().microbatches = sequences;
+            ++used;
           }
+        // What the plan runs: pipelines the batch leaves without sequences are not in it.
+        const Option &o = part->option;
+        strategy += (strategy.empty() ? "" : "; ") + part->type + ": ";
+        if (used == 0)
+          strategy += "none";
+        else
+          strategy += (used < o.k ? std::to_string(used) + " of " : std::string()) + std::to_string(o.k) +
+                      (o.k == 1 ? " pipeline of " : " pipelines of ") + std::to_string(o.p) +
+                      (o.p == 1 ? " stage" : " stages") + " tp " + std::to_string(o.t);
+      }
       c.family = "pipelines per type";
       c.strategy = "pipelines per type: " + strategy;
       if (finish(c, cx, planned))

@@ -1,20 +1,17 @@
 // ClusterTest.cpp - cluster files: device types, nodes and links, and their errors.
 #include "planner/Cluster.h"
 
+#include "TestSupport.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 
 using namespace hspmd::planner;
+using hspmd::testing::writeTemp;
 
 namespace {
-
-std::string writeTemp(const std::string &name, const std::string &text) {
-  auto path = std::filesystem::temp_directory_path() / name;
-  std::ofstream(path) << text;
-  return path.string();
-}
 
 TEST(Cluster, ExampleClustersLoad) {
   std::vector<ClusterError> errors;

@@ -3,6 +3,8 @@
 
 #include "frontend/Compilation.h"
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -31,5 +33,12 @@ struct Compiled {
     return out;
   }
 };
+
+/// Writes `text` to a file `name` in the temporary directory; returns its path.
+inline std::string writeTemp(const std::string &name, const std::string &text) {
+  auto path = std::filesystem::temp_directory_path() / name;
+  std::ofstream(path) << text;
+  return path.string();
+}
 
 } // namespace hspmd::testing

@@ -254,6 +254,31 @@ TEST(Search, ProposesWholePlansOnAMixedCluster) {
   EXPECT_LT(result.planned.front().seconds, result.symmetric.front().seconds);
 }
 
+// A cluster far larger than the batch: 4 sequences on 512 CPU devices. Pipelines the batch
+// leaves without sequences are not in the plan, and the strategy says how many run ("4 of 128
+// pipelines"); each type's options are ranked by the pipelines that work (before, 128
+// pipelines of one stage counted as 32 times the throughput of 4 and crowded out the options
+// of more stages).
+TEST(Search, MorePipelinesThanSequencesRunOnlyThoseWithSequences) {
+  const std::string cluster = hspmd::testing::writeTemp(
+      "hspmd_cpu512.toml", "name = \"cpu512\"\ninter_node_gbps = 5.0\n[[nodes]]\ntype = \"cpu\"\ndevices = "
+                           "512\n");
+  const auto [shape, result] = exampleSearch("examples/gpt/tiny_gpt.hspmd", cluster, 64, 256, 20);
+  int perType = 0;
+  bool severalStages = false;
+  for (const Candidate &c : result.planned) {
+    if (c.family != "pipelines per type")
+      continue;
+    ++perType;
+    EXPECT_LE(c.pipelines.size(), 4u) << c.strategy;
+    const std::string prefix = "pipelines per type: cpu: " + std::to_string(c.pipelines.size()) + " of ";
+    EXPECT_EQ(c.strategy.rfind(prefix, 0), 0u) << c.strategy;
+    severalStages = severalStages || c.pipelines.front().stages.size() > 1;
+  }
+  EXPECT_GT(perType, 0);
+  EXPECT_TRUE(severalStages);
+}
+
 TEST(Search, HeadSplitsAreCbcOptimalAndABadSplitIsRefinedByCbc) {
   // LLaMA-2-7B at 32K positions on 8 H100 + 8 A100: every head-parallel candidate's head
   // split, after refinement, is CBC's proven optimum of the head program. Then the same
