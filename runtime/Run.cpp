@@ -461,6 +461,11 @@ RunResult train(World &world, const RunPlans &given, const ModelInfo &model, con
   if (!plans.buckets.empty() && !options.documents)
     throw RunError("a plan set trains on documents: add --documents (docs/mixed-lengths.md)");
   if (options.documents) {
+    if (store.step + options.steps > kMostDocumentSteps)
+      throw RunError("--documents lays out the documents of every step from the first before the run starts: at "
+                     "most " +
+                     std::to_string(kMostDocumentSteps) + " steps in all (this run ends at step " +
+                     std::to_string(store.step + options.steps) + ")");
     documents = Documents::load(options.data, model.vocab, options.documentOptions.eod);
     std::vector<DocumentShape> shapes;
     for (const RunPlans::Bucket &bucket : plans.buckets)

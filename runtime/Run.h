@@ -92,6 +92,12 @@ std::string unwritableOutputs(const RunOptions &run, const std::string &losses);
 /// Whether `faults` kill a device (a `slow` event does not).
 bool killsDevices(const std::vector<Fault> &faults);
 
+/// --documents lays out every step's documents before the run (its bucket switches are planned
+/// from them): a step's layout takes some hundred bytes, so a run (from step 1, its checkpoint's
+/// steps included) has at most this many steps. (Before, --steps 1000000000 took 6.5 GB in 20 s
+/// and went on.)
+constexpr int64_t kMostDocumentSteps = 1'000'000;
+
 /// --trace records the first steps only (a step is many events).
 constexpr int64_t kTracedSteps = 4;
 

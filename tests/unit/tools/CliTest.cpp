@@ -175,6 +175,19 @@ TEST(Cli, InputsThatAreNotFilesAreRefused) {
   std::filesystem::remove(fifo);
 }
 
+// --documents lays out every step before the run: a run longer than kMostDocumentSteps is an
+// error at once (before, --steps 1000000000 took 6.5 GB in 20 s and went on until memory ran
+// out).
+TEST(Cli, TrainOnDocumentsBoundsTheStepsItLaysOut) {
+  const CliRun run = hspmc("train examples/gpt/plans/docs_medium.hspmd --data examples/data/gpl-3.txt --documents "
+                           "--steps 1000001");
+  EXPECT_EQ(run.code, 1);
+  const std::string error = "\nhspmc train: error: --documents lays out the documents of every step from the first "
+                            "before the run starts: at most 1000000 steps in all (this run ends at step 1000001)\n";
+  ASSERT_GE(run.output.size(), error.size()) << run.output;
+  EXPECT_EQ(run.output.substr(run.output.size() - error.size()), error) << run.output;
+}
+
 // The files a run writes are checked before it trains (before: a run trained to its end and
 // then failed to write its checkpoint). A checkpoint is renamed onto its path, so a path that
 // is not a regular file is refused for --save (as root, --save /dev/null replaced /dev/null).
