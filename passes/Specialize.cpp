@@ -85,7 +85,7 @@ void ProgramBuilder::assignStage(ir::DeviceProgram &program) {
 }
 
 void ProgramBuilder::remember(int device, const ir::Value *value, int id) {
-  buffers_[{device, value}] = id;
+  buffers_[bufferKey(device, value)] = id;
   byValue_[value][device] = id;
 }
 
@@ -104,9 +104,8 @@ const std::vector<int64_t> &ProgramBuilder::concrete(const ir::Value &v) const {
 // The buffer of `value` on `device` (its local piece under `layout`).
 int ProgramBuilder::buffer(int device, const ir::Value *value, const ir::Annotation &layout,
                            const std::string &suffix) {
-  auto key = std::make_pair(device, value);
   if (suffix.empty())
-    if (auto it = buffers_.find(key); it != buffers_.end())
+    if (auto it = buffers_.find(bufferKey(device, value)); it != buffers_.end())
       return it->second;
   ir::DeviceProgram &program = programs_[device];
   ir::Buffer b;
@@ -207,7 +206,7 @@ void ProgramBuilder::emit(const ir::Op &op) {
   if (op.kind == ir::OpKind::Reshard) {
     if (ir::intAttr(op.attrs, "plan", -1) != plan_.index) {
       for (int d : out->devices()) // another plan's reshard: the same buffer
-        if (auto it = buffers_.find({d, op.operands[0]}); it != buffers_.end())
+        if (auto it = buffers_.find(bufferKey(d, op.operands[0])); it != buffers_.end())
           remember(d, op.result(), it->second);
       return;
     }
@@ -312,7 +311,7 @@ void ProgramBuilder::reportLoss() {
   if (!layout)
     return;
   for (int d : layout->devices()) {
-    auto it = buffers_.find({d, loss});
+    auto it = buffers_.find(bufferKey(d, loss));
     auto pieces = ir::ownedRegion(*layout, concrete(*loss), d);
     if (it != buffers_.end() && !pieces.empty() && pieces[0].replica == 0)
       programs_[d].lossBuffer = it->second;
@@ -327,7 +326,7 @@ void ProgramBuilder::accumulate(const ir::Value *grad) {
   if (!layout)
     return;
   for (int d : layout->devices()) {
-    auto it = buffers_.find({d, grad});
+    auto it = buffers_.find(bufferKey(d, grad));
     if (programs_[d].microbatches <= 1 || it == buffers_.end())
       continue;
     const int partial = it->second;
