@@ -122,6 +122,13 @@ const ModuleDecl *Compilation::findModule(const std::string &name) const {
   return it == modules_.end() ? nullptr : it->second;
 }
 
+std::vector<std::string> Compilation::moduleNames() const {
+  std::vector<std::string> names;
+  for (const auto &[name, module] : modules_)
+    names.push_back(name);
+  return names;
+}
+
 std::unique_ptr<ir::Graph> Compilation::elaborate(const ModuleDecl &model, const std::vector<Arg> &overrides,
                                                   const std::map<std::string, int64_t> &bindings,
                                                   const Location &instantiatedAt) {

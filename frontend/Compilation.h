@@ -35,6 +35,8 @@ public:
   const FileAst *loadText(const std::string &name, std::string text);
 
   const ModuleDecl *findModule(const std::string &name) const;
+  /// The names of every module and model loaded so far.
+  std::vector<std::string> moduleNames() const;
 
   /// Elaborates a model. `overrides` replace parameter defaults (a plan's `for GPT(...)`);
   /// `bindings` give values to symbolic dimensions. An error in another file than

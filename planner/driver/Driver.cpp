@@ -8,13 +8,7 @@
 #include "planner/Lint.h"
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
-
-#include <fcntl.h>
 #include <set>
-#include <unistd.h>
 
 namespace hspmd::driver {
 
@@ -177,11 +171,19 @@ void lintFile(Compilation &compilation, const std::string &planFile, const std::
   DiagnosticEngine &diags = compilation.diags();
   if (!modelFile.empty() && !compilation.load(modelFile))
     return;
+  const std::vector<std::string> fromModelFile = compilation.moduleNames(); // before the plan's imports
   const frontend::FileAst *ast = compilation.load(planFile);
   if (!ast)
     return;
   if (ast->plans.empty()) {
     diags.error(ir::Location{planFile, 0, 0, 1}, "'" + planFile + "' holds no plan");
+    return;
+  }
+  // --model names the file of the plan's model: one that does not define it would be ignored.
+  if (const frontend::PlanDecl &plan = *ast->plans.back();
+      !modelFile.empty() && std::find(fromModelFile.begin(), fromModelFile.end(), plan.model) == fromModelFile.end()) {
+    diags.error(plan.modelLoc, "plan '" + plan.name + "' is for model '" + plan.model + "', which --model " +
+                                   modelFile + " does not define");
     return;
   }
   std::optional<Build> build = elaborateBuild(compilation, planFile, {planFile}, "");

@@ -1478,6 +1478,12 @@ TEST(Cli, LintExitCodes) {
   CliRun other = hspmc("lint --cluster examples/clusters/h100x4_a100x4.toml examples/gpt/plans/tp2.hspmd");
   EXPECT_EQ(other.code, 0) << other.output;
   EXPECT_EQ(hspmc("lint no/such/plan.hspmd").code, 1);
+  // --model must define the plan's model (before, the plan's own import won silently).
+  expectRun("lint examples/gpt/plans/single.hspmd --model examples/llama/tiny_llama.hspmd", 1,
+            "examples/gpt/plans/single.hspmd:4:17: error: plan 'single' is for model 'TinyGPT', which --model "
+            "examples/llama/tiny_llama.hspmd does not define\n  plan single for TinyGPT {\n                  "
+            "^~~~~~~\nlint: 1 error, 0 warnings\n");
+  EXPECT_EQ(hspmc("lint examples/gpt/plans/single.hspmd --model examples/gpt/tiny_gpt.hspmd").code, 0);
 }
 
 TEST(Cli, ExplainReshard) {
