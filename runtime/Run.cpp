@@ -18,6 +18,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -454,6 +455,12 @@ RunResult train(World &world, const RunPlans &given, const ModelInfo &model, con
   const std::string fingerprint = ParameterStore::fingerprint(model.name, model.params);
   ParameterStore store = options.load.empty() ? ParameterStore::initial(fingerprint, model.params, options.seed)
                                               : ParameterStore::load(options.load, fingerprint);
+  // Step numbers are int64: the run's last must be one (a checkpoint's step plus --steps
+  // overflowed, and the progress line counted to a negative step).
+  if (options.steps > std::numeric_limits<int64_t>::max() - store.step)
+    throw RunError("--steps " + std::to_string(options.steps) + " after the checkpoint's step " +
+                   std::to_string(store.step) + " passes the largest step number (" +
+                   std::to_string(std::numeric_limits<int64_t>::max()) + ")");
   // The data: a token stream cut into sequences, or documents laid into each step's batch.
   std::optional<Dataset> stream;
   std::optional<Documents> documents;
@@ -461,7 +468,7 @@ RunResult train(World &world, const RunPlans &given, const ModelInfo &model, con
   if (!plans.buckets.empty() && !options.documents)
     throw RunError("a plan set trains on documents: add --documents (docs/mixed-lengths.md)");
   if (options.documents) {
-    if (store.step + options.steps > kMostDocumentSteps)
+    if (options.steps > kMostDocumentSteps - store.step)
       throw RunError("--documents lays out the documents of every step from the first before the run starts: at "
                      "most " +
                      std::to_string(kMostDocumentSteps) + " steps in all (this run ends at step " +

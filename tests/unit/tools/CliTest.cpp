@@ -188,6 +188,19 @@ TEST(Cli, TrainOnDocumentsBoundsTheStepsItLaysOut) {
   EXPECT_EQ(run.output.substr(run.output.size() - error.size()), error) << run.output;
 }
 
+// A checkpoint's step plus --steps must stay an int64 step number (before, it overflowed: the
+// progress line read "step 2/-9223372036854775808").
+TEST(Cli, TrainStepNumbersStayWithinInt64) {
+  const std::string train = "train examples/gpt/plans/single.hspmd --data examples/data/gpl-3.txt ";
+  ASSERT_EQ(hspmc(train + "--steps 1 --save build/cli_int64_steps.ckpt").code, 0);
+  const CliRun run = hspmc(train + "--steps 9223372036854775807 --load build/cli_int64_steps.ckpt");
+  EXPECT_EQ(run.code, 1);
+  const std::string error = "hspmc train: error: --steps 9223372036854775807 after the checkpoint's step 1 passes "
+                            "the largest step number (9223372036854775807)\n";
+  ASSERT_GE(run.output.size(), error.size()) << run.output;
+  EXPECT_EQ(run.output.substr(run.output.size() - error.size()), error) << run.output;
+}
+
 // The files a run writes are checked before it trains (before: a run trained to its end and
 // then failed to write its checkpoint). A checkpoint is renamed onto its path, so a path that
 // is not a regular file is refused for --save (as root, --save /dev/null replaced /dev/null).
