@@ -1,10 +1,10 @@
 // Compilation.cpp - loading files and their imports, the module table, model elaboration and `hspmc
 // check` (frontend/Compilation.h).
 #include "frontend/Compilation.h"
-#include "ir/Files.h"
 
 #include "frontend/ElaboratorImpl.h"
 #include "frontend/Parser.h"
+#include "ir/Files.h"
 
 #include <cstdlib>
 #include <filesystem>

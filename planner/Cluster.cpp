@@ -1,6 +1,7 @@
 // Cluster.cpp - reading cluster files and device types with toml++, and their checks
 // (planner/Cluster.h).
 #include "planner/Cluster.h"
+
 #include "ir/Files.h"
 
 #include <algorithm>

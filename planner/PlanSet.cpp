@@ -1,5 +1,6 @@
 // PlanSet.cpp - reading and writing plan sets (planner/PlanSet.h).
 #include "planner/PlanSet.h"
+
 #include "ir/Files.h"
 
 #include <toml++/toml.h>

@@ -1,5 +1,6 @@
 // Data.cpp - training data: text and token files into batches (runtime/Data.h).
 #include "runtime/Data.h"
+
 #include "ir/Files.h"
 
 #include <nlohmann/json.hpp>

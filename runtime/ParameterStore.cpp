@@ -1,6 +1,7 @@
 // ParameterStore.cpp - parameters and optimizer state as global tensors, initialization and
 // checkpoints (runtime/ParameterStore.h).
 #include "runtime/ParameterStore.h"
+
 #include "ir/Files.h"
 
 #include <nlohmann/json.hpp>

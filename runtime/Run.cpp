@@ -1,7 +1,7 @@
 // Run.cpp - the training loop over a World of communicators, for threads and MPI (runtime/Run.h).
 #include "runtime/Run.h"
-#include "ir/Files.h"
 
+#include "ir/Files.h"
 #include "ir/KernelCost.h"
 #include "runtime/Documents.h"
 

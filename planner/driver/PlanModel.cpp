@@ -1,8 +1,8 @@
 // PlanModel.cpp - `hspmc plan` end to end: the search, each finalist compiled in memory through the
 // gate and simulated, the plan written and linted (planner/driver/PlanModel.h).
 #include "planner/driver/PlanModel.h"
-#include "ir/Files.h"
 
+#include "ir/Files.h"
 #include "planner/PlanSet.h"
 
 #include "frontend/Parser.h"
@@ -19,7 +19,6 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstdio>
-#include <cstring>
 #include <deque>
 #include <filesystem>
 #include <fstream>

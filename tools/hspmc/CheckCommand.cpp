@@ -1,7 +1,7 @@
 // CheckCommand.cpp - hspmc check: parse and elaborate models, plans, cluster and device files.
-#include "ir/Files.h"
 #include "tools/hspmc/Commands.h"
 
+#include "ir/Files.h"
 #include "planner/Cluster.h"
 #include "planner/PlanSet.h"
 

@@ -1,9 +1,9 @@
 // TrainCommands.cpp - hspmc train, simulate and build: a plan compiled for training, then run
 // on this machine, simulated on its cluster, or written out as C++ and built.
-#include "ir/Files.h"
 #include "tools/hspmc/Commands.h"
 
 #include "codegen/Codegen.h"
+#include "ir/Files.h"
 #include "planner/Estimates.h"
 #include "planner/PlanSet.h"
 #include "planner/Simulator.h"
