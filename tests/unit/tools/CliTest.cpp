@@ -34,6 +34,15 @@ void expectRun(const std::string &args, int code, const std::string &output) {
   EXPECT_EQ(run.output, output) << args;
 }
 
+// Runs hspmc with `args`; it must exit with `code`, its output ending with `last` (after the
+// progress lines it printed first).
+void expectRunEndingWith(const std::string &args, int code, const std::string &last) {
+  const CliRun run = hspmc(args);
+  EXPECT_EQ(run.code, code) << args;
+  ASSERT_GE(run.output.size(), last.size()) << run.output;
+  EXPECT_EQ(run.output.substr(run.output.size() - last.size()), last) << run.output;
+}
+
 // Kills (SIGKILL) the process of MPI rank `rank` whose environment has HSPMD_KILL_MARK=`mark`
 // (/proc): its pid, or 0 where there is none.
 int killRank(const std::string &mark, int rank) {
@@ -179,13 +188,11 @@ TEST(Cli, InputsThatAreNotFilesAreRefused) {
 // error at once (before, --steps 1000000000 took 6.5 GB in 20 s and went on until memory ran
 // out).
 TEST(Cli, TrainOnDocumentsBoundsTheStepsItLaysOut) {
-  const CliRun run = hspmc("train examples/gpt/plans/docs_medium.hspmd --data examples/data/gpl-3.txt --documents "
-                           "--steps 1000001");
-  EXPECT_EQ(run.code, 1);
-  const std::string error = "\nhspmc train: error: --documents lays out the documents of every step from the first "
-                            "before the run starts: at most 1000000 steps in all (this run ends at step 1000001)\n";
-  ASSERT_GE(run.output.size(), error.size()) << run.output;
-  EXPECT_EQ(run.output.substr(run.output.size() - error.size()), error) << run.output;
+  expectRunEndingWith("train examples/gpt/plans/docs_medium.hspmd --data examples/data/gpl-3.txt --documents "
+                      "--steps 1000001",
+                      1,
+                      "\nhspmc train: error: --documents lays out the documents of every step from the first "
+                      "before the run starts: at most 1000000 steps in all (this run ends at step 1000001)\n");
 }
 
 // A checkpoint's step plus --steps must stay an int64 step number (before, it overflowed: the
@@ -193,12 +200,9 @@ TEST(Cli, TrainOnDocumentsBoundsTheStepsItLaysOut) {
 TEST(Cli, TrainStepNumbersStayWithinInt64) {
   const std::string train = "train examples/gpt/plans/single.hspmd --data examples/data/gpl-3.txt ";
   ASSERT_EQ(hspmc(train + "--steps 1 --save build/cli_int64_steps.ckpt").code, 0);
-  const CliRun run = hspmc(train + "--steps 9223372036854775807 --load build/cli_int64_steps.ckpt");
-  EXPECT_EQ(run.code, 1);
-  const std::string error = "hspmc train: error: --steps 9223372036854775807 after the checkpoint's step 1 passes "
-                            "the largest step number (9223372036854775807)\n";
-  ASSERT_GE(run.output.size(), error.size()) << run.output;
-  EXPECT_EQ(run.output.substr(run.output.size() - error.size()), error) << run.output;
+  expectRunEndingWith(train + "--steps 9223372036854775807 --load build/cli_int64_steps.ckpt", 1,
+                      "hspmc train: error: --steps 9223372036854775807 after the checkpoint's step 1 passes the "
+                      "largest step number (9223372036854775807)\n");
 }
 
 // The files a run writes are checked before it trains (before: a run trained to its end and
