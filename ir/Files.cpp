@@ -31,14 +31,18 @@ std::string unwritable(const std::string &path) {
   const fs::path dir = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
   if (!fs::is_directory(dir, ec))
     return "the directory '" + dir.string() + "' does not exist";
-  if (fs::exists(path, ec)) {
-    if (!fs::is_regular_file(path, ec)) // a device or a pipe: opening one may block or act
+  // One look at the path: another process of an MPI run may create and remove its probe of
+  // the same path meanwhile.
+  if (const fs::file_status status = fs::status(path, ec); fs::exists(status)) {
+    if (!fs::is_regular_file(status)) // a device or a pipe: opening one may block or act
       return ::access(path.c_str(), W_OK) == 0 ? "" : "it is not writable";
     const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
-    if (fd < 0)
+    if (fd >= 0) {
+      ::close(fd);
+      return "";
+    }
+    if (errno != ENOENT) // (ENOENT: such a probe, gone meanwhile)
       return std::string("it is not writable (") + std::strerror(errno) + ")";
-    ::close(fd);
-    return "";
   }
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0 && errno == EEXIST)
