@@ -2,6 +2,8 @@
 // (frontend/Diagnostics.h).
 #include "frontend/Diagnostics.h"
 
+#include <algorithm>
+
 namespace hspmd::frontend {
 
 std::string_view severityName(Severity severity) {
@@ -24,6 +26,10 @@ std::string diagnosticHeader(const Diagnostic &diagnostic) {
          (diagnostic.code.empty() ? "" : " [" + diagnostic.code + "]");
 }
 
+// A source line longer than this is shown as a window of it around the column, "..." marking
+// what is cut: a minified or generated file's line can be hundreds of kilobytes.
+constexpr size_t kExcerptWidth = 120;
+
 static void renderOne(std::string &out, const Diagnostic &diagnostic, const SourceManager *sources) {
   out += diagnosticHeader(diagnostic) + "\n";
   if (!sources || !diagnostic.loc.isKnown())
@@ -31,12 +37,26 @@ static void renderOne(std::string &out, const Diagnostic &diagnostic, const Sour
   auto line = sources->line(diagnostic.loc.file, diagnostic.loc.line);
   if (!line)
     return;
-  out += "  " + std::string(*line) + "\n  ";
-  // Keep tabs so the caret lines up under tab-indented source.
-  for (uint32_t i = 1; i < diagnostic.loc.col && i - 1 < line->size(); ++i)
-    out += (*line)[i - 1] == '\t' ? '\t' : ' ';
+  const size_t col = std::min<size_t>(diagnostic.loc.col == 0 ? 0 : diagnostic.loc.col - 1, line->size());
+  size_t begin = 0, end = line->size();
+  if (end > kExcerptWidth) {
+    begin = col > kExcerptWidth / 3 ? col - kExcerptWidth / 3 : 0;
+    end = std::min(line->size(), begin + kExcerptWidth);
+  }
+  const std::string before = begin > 0 ? "..." : "";
+  out += "  " + before;
+  // Control characters (a terminal's escape sequences) are shown as '?'; tabs are kept so the
+  // caret lines up under tab-indented source.
+  for (size_t i = begin; i < end; ++i) {
+    const unsigned char c = static_cast<unsigned char>((*line)[i]);
+    out += c == '\t' || (c >= 0x20 && c != 0x7f) ? static_cast<char>(c) : '?';
+  }
+  out += (end < line->size() ? "...\n  " : "\n  ") + std::string(before.size(), ' ');
+  for (size_t i = begin; i < col; ++i)
+    out += (*line)[i] == '\t' ? '\t' : ' ';
   out += '^';
-  for (uint32_t i = 1; i < diagnostic.loc.length; ++i)
+  const size_t underline = std::min<size_t>(diagnostic.loc.length, end > col ? end - col : 1);
+  for (size_t i = 1; i < underline; ++i)
     out += '~';
   out += "\n";
 }

@@ -33,6 +33,26 @@ TEST(Diagnostics, TabsKeepTheCaretAligned) {
   EXPECT_EQ(renderDiagnostic(diagnostic, &sources), "m.hspmd:1:10: warning: unused\n  \tlet x = y\n  \t        ^\n");
 }
 
+TEST(Diagnostics, LongLinesAreShownAsAWindowAroundTheColumn) {
+  SourceManager sources;
+  sources.addBuffer("m.hspmd", std::string(1000, 'a') + "BAD" + std::string(1000, 'b') + "\n");
+  Diagnostic diagnostic{Severity::Error, {"m.hspmd", 1, 1001, 3}, "bad", {}};
+  EXPECT_EQ(renderDiagnostic(diagnostic, &sources), "m.hspmd:1:1001: error: bad\n  ..." + std::string(40, 'a') + "BAD" +
+                                                        std::string(77, 'b') + "...\n     " + std::string(40, ' ') +
+                                                        "^~~\n");
+  // Near the start of the line: no "..." before it.
+  Diagnostic early{Severity::Error, {"m.hspmd", 1, 2, 1}, "bad", {}};
+  EXPECT_EQ(renderDiagnostic(early, &sources), "m.hspmd:1:2: error: bad\n  " + std::string(120, 'a') + "...\n   ^\n");
+}
+
+TEST(Diagnostics, ControlCharactersInTheSourceAreNotPrinted) {
+  SourceManager sources;
+  sources.addBuffer("m.hspmd", "let x = \x1b[2J y\n");
+  Diagnostic diagnostic{Severity::Error, {"m.hspmd", 1, 14, 1}, "unknown name 'y'", {}};
+  EXPECT_EQ(renderDiagnostic(diagnostic, &sources),
+            "m.hspmd:1:14: error: unknown name 'y'\n  let x = ?[2J y\n               ^\n");
+}
+
 TEST(Diagnostics, LocationsWithoutSourceStillPrint) {
   Diagnostic fileOnly{Severity::Error, {"x.toml", 0, 0, 1}, "cannot read 'x.toml'", {}};
   EXPECT_EQ(renderDiagnostic(fileOnly, nullptr), "x.toml: error: cannot read 'x.toml'\n");
