@@ -121,10 +121,11 @@ int ProgramBuilder::buffer(int device, const ir::Value *value, const ir::Annotat
   }
   if (isBatchDependent(*value))
     perMicrobatch_[device].insert(b.id);
-  program.buffers.push_back(b);
+  const int id = b.id;
+  program.buffers.push_back(std::move(b));
   if (suffix.empty())
-    remember(device, value, b.id);
-  return b.id;
+    remember(device, value, id);
+  return id;
 }
 
 void ProgramBuilder::findBatchDims(const ir::Op &op) {
