@@ -109,11 +109,12 @@ double memcpyBandwidth() {
 }
 
 // Seconds from the later arrival at an exchange of 4 bytes between two device threads to the
-// later departure (median of 500), device d computing for `sgemms[d]` 64^3 sgemms (about 4 us
-// each) between exchanges as it would between kernels. With equal work neither waits long
+// later departure, each of 500 exchanges, device d computing for `sgemms[d]` 64^3 sgemms (about
+// 4 us each) between exchanges as it would between kernels. With equal work neither waits long
 // enough to sleep (alpha); when one arrives much earlier it sleeps and is woken (alpha plus
-// the wake-up, CostModel::wakeup).
-double exchangeLatency(std::array<int, 2> sgemms) {
+// the wake-up, CostModel::wakeup). The times are bimodal: a round where both threads keep
+// their cores exchanges in about 4 us, one where the scheduler moves a thread in about 50.
+std::vector<double> exchangeLatency(std::array<int, 2> sgemms) {
   runtime::ThreadsWorld world({0, 1});
   const int rounds = 500;
   std::vector<std::array<Clock::time_point, 2>> arrive(rounds), leave(rounds);
@@ -139,7 +140,19 @@ double exchangeLatency(std::array<int, 2> sgemms) {
     seconds.push_back(
         std::chrono::duration<double>(std::max(leave[i][0], leave[i][1]) - std::max(arrive[i][0], arrive[i][1]))
             .count());
-  return quantile(seconds, 0.5);
+  return seconds;
+}
+
+// The mean of `samples` between their 1st and 99th percentiles: the expected time of a
+// bimodal quantity (a median jumps between the modes from run to run), without the rare
+// preemption of milliseconds.
+double trimmedMean(std::vector<double> samples) {
+  std::sort(samples.begin(), samples.end());
+  const size_t cut = samples.size() / 100;
+  double sum = 0;
+  for (size_t i = cut; i < samples.size() - cut; ++i)
+    sum += samples[i];
+  return sum / static_cast<double>(samples.size() - 2 * cut);
 }
 
 // The single-device plan with its batch of 8 in `microbatches` micro-batches (written next to
@@ -266,11 +279,16 @@ int main(int argc, char **argv) {
       t.join();
     return quantile(medians, 0.5);
   };
-  std::vector<double> oversubscription, alphas, sleeps;
+  std::vector<double> oversubscription, alphas, sleeps; // the exchanges of every round
+  std::vector<double> alphaRounds, sleepRounds;          // each round's median
   for (int round = 0; round < rounds; ++round) {
     std::fprintf(stderr, "measuring: round %d of %d\n", round + 1, rounds);
-    alphas.push_back(exchangeLatency({20, 20}));
-    sleeps.push_back(exchangeLatency({80, 0})); // device 1 waits ~300 us
+    for (auto [samples, medians, sgemms] : {std::tuple{&alphas, &alphaRounds, std::array<int, 2>{20, 20}},
+                                            std::tuple{&sleeps, &sleepRounds, std::array<int, 2>{80, 0}}}) {
+      const std::vector<double> some = exchangeLatency(sgemms); // {80, 0}: device 1 waits ~300 us
+      medians->push_back(quantile(some, 0.5));
+      samples->insert(samples->end(), some.begin(), some.end());
+    }
     for (auto &[t, calls] : traced)
       for (size_t i = 0; i < calibration.size(); ++i)
         traceKernels(*calibration[i], calls[i], t);
@@ -316,17 +334,18 @@ int main(int argc, char **argv) {
     }
   }
 
-  model.links.alpha = quantile(alphas, 0.5);
+  model.links.alpha = trimmedMean(alphas);
   std::printf("calibration: an empty exchange between two device threads that arrive together takes %.1f us (alpha; "
-              "median of %d "
-              "rounds, %.1f - %.1f)\n",
-              model.links.alpha * 1e6, rounds, quantile(alphas, 0) * 1e6, quantile(alphas, 1) * 1e6);
+              "trimmed mean of %zu in %d rounds, round medians %.1f - %.1f)\n",
+              model.links.alpha * 1e6, alphas.size(), rounds, quantile(alphaRounds, 0) * 1e6,
+              quantile(alphaRounds, 1) * 1e6);
   model.spin = std::chrono::duration<double>(runtime::ThreadsWorld::kSpin).count();
-  model.wakeup = std::max(0.0, quantile(sleeps, 0.5) - model.links.alpha);
+  const double slept = trimmedMean(sleeps);
+  model.wakeup = std::max(0.0, slept - model.links.alpha);
   std::printf("calibration: a device thread that waited longer than %.0f us (polling) sleeps: the exchange then takes "
-              "%.1f us (median of %d rounds, %.1f - %.1f), a wake-up of %.1f us more\n",
-              model.spin * 1e6, quantile(sleeps, 0.5) * 1e6, rounds, quantile(sleeps, 0) * 1e6,
-              quantile(sleeps, 1) * 1e6, model.wakeup * 1e6);
+              "%.1f us (trimmed mean of %zu in %d rounds, round medians %.1f - %.1f), a wake-up of %.1f us more\n",
+              model.spin * 1e6, slept * 1e6, sleeps.size(), rounds, quantile(sleepRounds, 0) * 1e6,
+              quantile(sleepRounds, 1) * 1e6, model.wakeup * 1e6);
   model.oversubscribed = quantile(oversubscription, 0.5);
   std::printf("calibration: with twice as many device threads as cores, kernels take %.3fx as long "
               "(median of %d rounds, %.3f - %.3f)\n",
