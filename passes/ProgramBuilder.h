@@ -102,7 +102,7 @@ private:
   // A reshard op: the steps resolve-communication chose for it (planned here only when its
   // shape was not bound then).
   void reshard(const ir::Op &op);
-  CommPlan planFor(const ir::Annotation &from, const ir::Value *to, const ir::Annotation &toLayout);
+  const CommPlan &planFor(const ir::Annotation &from, const ir::Value *to, const ir::Annotation &toLayout);
   // One device of each replica group of the model's output reports its part of the loss.
   void reportLoss();
   // With several micro-batches, each backward pass adds its part of a parameter's gradient

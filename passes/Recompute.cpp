@@ -169,10 +169,10 @@ void ProgramBuilder::addRecompute(ir::DeviceProgram &program, const std::vector<
         ir::Buffer copy = program.buffers[static_cast<size_t>(b)];
         copy.id = static_cast<int>(program.buffers.size());
         copy.value += ".recompute";
-        program.buffers.push_back(copy);
         if (perMicrobatch_[program.device].count(b))
           perMicrobatch_[program.device].insert(copy.id);
         fresh[b] = copy.id;
+        program.buffers.push_back(std::move(copy));
       }
       b = fresh.at(b);
     }

@@ -294,12 +294,12 @@ void ProgramBuilder::vocabParallel(const ir::Op &op, int d, ir::Instruction &in)
 void ProgramBuilder::reshard(const ir::Op &op) {
   const ir::Annotation &from = *annotationOf(op.operands[0]), &to = *annotationOf(op.result());
   auto resolved = plan_.communication.find(&op);
-  const CommPlan comm = resolved != plan_.communication.end() ? resolved->second : planFor(from, op.result(), to);
+  const CommPlan &comm = resolved != plan_.communication.end() ? resolved->second : planFor(from, op.result(), to);
   lowerSteps(
       comm, byValue_[op.operands[0]], op.result(), [&](size_t s) { return ir::tags::reshardStep(op.id, s); }, op.loc);
 }
 
-CommPlan ProgramBuilder::planFor(const ir::Annotation &from, const ir::Value *to, const ir::Annotation &toLayout) {
+const CommPlan &ProgramBuilder::planFor(const ir::Annotation &from, const ir::Value *to, const ir::Annotation &toLayout) {
   return reshardPlans_.plan(concrete(*to), ir::dtypeBytes(to->type.dtype), from, toLayout);
 }
 
