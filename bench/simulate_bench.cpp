@@ -280,7 +280,7 @@ int main(int argc, char **argv) {
     return quantile(medians, 0.5);
   };
   std::vector<double> oversubscription, alphas, sleeps; // the exchanges of every round
-  std::vector<double> alphaRounds, sleepRounds;          // each round's median
+  std::vector<double> alphaRounds, sleepRounds;         // each round's median
   for (int round = 0; round < rounds; ++round) {
     std::fprintf(stderr, "measuring: round %d of %d\n", round + 1, rounds);
     for (auto [samples, medians, sgemms] : {std::tuple{&alphas, &alphaRounds, std::array<int, 2>{20, 20}},

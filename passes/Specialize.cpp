@@ -299,7 +299,8 @@ void ProgramBuilder::reshard(const ir::Op &op) {
       comm, byValue_[op.operands[0]], op.result(), [&](size_t s) { return ir::tags::reshardStep(op.id, s); }, op.loc);
 }
 
-const CommPlan &ProgramBuilder::planFor(const ir::Annotation &from, const ir::Value *to, const ir::Annotation &toLayout) {
+const CommPlan &ProgramBuilder::planFor(const ir::Annotation &from, const ir::Value *to,
+                                        const ir::Annotation &toLayout) {
   return reshardPlans_.plan(concrete(*to), ir::dtypeBytes(to->type.dtype), from, toLayout);
 }
 

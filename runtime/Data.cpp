@@ -91,13 +91,14 @@ Dataset Dataset::load(const std::string &path, int64_t vocab) {
     if (tokens[i] < 0 || tokens[i] >= vocab)
       throw DataError(path + ": token " + std::to_string(tokens[i]) + " at position " + std::to_string(i) +
                       " is outside the model's vocabulary of " + std::to_string(vocab));
-  return Dataset(std::move(tokens));
+  return Dataset(std::move(tokens), path);
 }
 
 Batch Dataset::batchFor(int64_t step, int64_t batch, int64_t seq) const {
   const int64_t usable = size() - seq; // the starts that leave room for the last target
   if (usable <= 0)
-    throw DataError("the data has " + std::to_string(size()) + " tokens; a sequence needs " + std::to_string(seq + 1));
+    throw DataError((source_.empty() ? "" : source_ + ": ") + "the data has " + std::to_string(size()) +
+                    " tokens; a sequence needs " + std::to_string(seq + 1));
   Batch out{batch, seq, {}, {}, 0, {}, {}};
   auto &tokens = out.inputs["tokens"];
   auto &targets = out.inputs["targets"];

@@ -63,8 +63,10 @@ public:
   int64_t size() const { return static_cast<int64_t>(tokens_.size()); }
 
 private:
-  explicit Dataset(std::vector<int32_t> tokens) : tokens_(std::move(tokens)) {}
+  explicit Dataset(std::vector<int32_t> tokens, std::string source = "")
+      : tokens_(std::move(tokens)), source_(std::move(source)) {}
   std::vector<int32_t> tokens_;
+  std::string source_; // the file, for errors ("" for fromTokens)
 };
 
 } // namespace hspmd::runtime

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <memory>
 
 namespace hspmd::runtime::generated {
@@ -25,14 +26,16 @@ int main(int argc, char **argv, const ModelInfo &model, const std::vector<Plan> 
   app.add_option("--data", run.data, "Training data: text (bytes), .bin/.u32.bin tokens or .jsonl")->required();
   DocumentFlags documents;
   addDocumentFlags(app, documents);
-  app.add_option("--steps", run.steps, "Optimizer steps")->check(CLI::NonNegativeNumber);
+  app.add_option("--steps", run.steps, "Optimizer steps")
+      ->check(CLI::Range(int64_t{0}, std::numeric_limits<int64_t>::max()));
   app.add_option("--seed", run.seed, "Seed of the initial parameters");
   app.add_option("--save", run.save, "Write a checkpoint (plan-independent) at the end");
   app.add_option("--load", run.load, "Start from a checkpoint (saved under any plan)");
   app.add_option("--trace", run.trace, "Write a Chrome trace (one track per device)");
   app.add_option("--losses", losses, "Write the per-step losses as JSON");
   app.add_option("--backend", backend, "threads or mpi (under mpirun -np N)")->check(CLI::IsMember({"threads", "mpi"}));
-  app.add_option("--timeout", timeout, "Seconds a device waits for a peer before failing")->check(CLI::PositiveNumber);
+  app.add_option("--timeout", timeout, "Seconds a device waits for a peer before failing")
+      ->check(CLI::Range(int64_t{1}, int64_t{86400}));
   std::string names;
   for (const Plan &p : plans)
     names += (names.empty() ? "'" : ", '") + p.name + "'";

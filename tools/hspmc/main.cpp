@@ -24,6 +24,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <limits>
 
 #ifndef HSPMD_VERSION
 #define HSPMD_VERSION "0.0.0"
@@ -86,7 +87,7 @@ int run(int argc, char **argv) {
   runtime::DocumentFlags trainDocuments;
   runtime::addDocumentFlags(*trainCommand, trainDocuments);
   trainCommand->add_option("--steps", trainRun.steps, "Optimizer steps (0: with --save, the initial parameters)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(int64_t{0}, std::numeric_limits<int64_t>::max()));
   trainCommand->add_option("--losses", trainLosses, "Write the per-step losses and the optimizer as JSON");
   trainCommand->add_option("--backend", trainBackend, "threads (every device a thread) or mpi (under mpirun -np N)")
       ->check(CLI::IsMember({"threads", "mpi"}));

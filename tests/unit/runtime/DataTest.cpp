@@ -74,7 +74,7 @@ TEST(Data, MissingAndTooShortFilesAreErrors) {
     data.batchFor(0, 1, 4);
     ADD_FAILURE() << "2 tokens cannot make a sequence of 4";
   } catch (const DataError &e) {
-    EXPECT_EQ(std::string(e.what()), "the data has 2 tokens; a sequence needs 5");
+    EXPECT_EQ(std::string(e.what()), tiny + ": the data has 2 tokens; a sequence needs 5");
   }
   std::filesystem::remove(tiny);
 }

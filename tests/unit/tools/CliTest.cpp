@@ -1433,6 +1433,10 @@ TEST(Cli, UsageErrorsExitTwo) {
   EXPECT_EQ(tokens.code, 2);
   EXPECT_EQ(tokens.output.substr(0, tokens.output.find('\n')),
             "--tokens: Value 4294967296 not in range 1 to 134217728");
+  CliRun steps = hspmc("train examples/gpt/plans/single.hspmd --data examples/data/gpl-3.txt --steps -1");
+  EXPECT_EQ(steps.code, 2);
+  EXPECT_EQ(steps.output.substr(0, steps.output.find('\n')),
+            "--steps: Value -1 not in range 0 to 9223372036854775807"); // not 309 digits of the largest double
   // hspmc plan takes the model, not a plan file (it was planned at the plan's own bindings).
   CliRun planFile = hspmc("plan examples/gpt/plans/tp2.hspmd --cluster examples/clusters/cpu4.toml --seq 64 "
                           "--tokens 512 -o build/x.hspmd");
