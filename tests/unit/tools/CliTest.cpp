@@ -633,6 +633,7 @@ size_t occurrences(const std::string &text, const std::string &what) {
   return count;
 }
 TEST(Cli, AStragglerIsPlannedAround) {
+  HSPMD_SKIP_IF_HEAVY_RUNS_ARE_OFF();
   const std::string args = docsCommand("elastic.md", "elastic-stragglers");
   ASSERT_FALSE(args.empty());
   CliRun run = hspmc(args + " --losses build/cli_straggler_a.json");
@@ -828,6 +829,7 @@ TEST(Cli, DeathsThatCannotBeSurvivedAreClearErrors) {
 // notice its silence (heartbeats), agree and go on as on threads, with the same losses.
 // hspmc starts mpirun itself (--backend mpi outside mpirun) and exits with the run's status.
 TEST(Cli, AnMpiRunGoesOnAfterAProcessDies) {
+  HSPMD_SKIP_IF_HEAVY_RUNS_ARE_OFF();
   if (std::system("command -v mpirun > /dev/null") != 0)
     GTEST_SKIP() << "no mpirun";
   for (const ElasticCase &c : elasticCases()) {
@@ -1095,6 +1097,7 @@ TEST(Cli, SimulatePrintsTheStepAndEachDevice) {
 // inputs across its two pipelines, per micro-batch: 14 micro-batches against 4, a collective
 // only one pipeline called.)
 TEST(Cli, EveryClusterScaleExamplePlanSimulates) {
+  HSPMD_SKIP_IF_HEAVY_RUNS_ARE_OFF();
   for (const auto &entry : std::filesystem::directory_iterator("examples/llama/plans")) {
     const std::string name = entry.path().filename().string();
     if (name.rfind("llama", 0) != 0)
@@ -1299,6 +1302,7 @@ TEST(Cli, PlanChunksZeroStateItsReplicasDoNotDivide) {
 // of the first five fits 80 GiB; of the next five, context parallelism over all 16 devices as
 // 4 groups of tp 4 does, and is written.
 TEST(Cli, PlanWidensTheFinalistsWhenNoneFits) {
+  HSPMD_SKIP_IF_HEAVY_RUNS_ARE_OFF();
   const std::string out = "build/cli_plan_144k.hspmd";
   CliRun run = hspmc("plan examples/llama/llama2_13b.hspmd --cluster examples/clusters/h100x8_a100x8.toml "
                      "--seq 147456 --tokens 147456 --finalists 1 -o " +
