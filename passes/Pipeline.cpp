@@ -24,6 +24,7 @@
 #include "passes/Autodiff.h"
 #include "passes/DeduceAnnotations.h"
 #include "passes/LowerPlan.h"
+#include "passes/Parallel.h"
 #include "passes/PlanMemory.h"
 #include "passes/ProgramBuilder.h"
 #include "passes/ResolveCommunication.h"
@@ -102,7 +103,7 @@ bool verify(State &s) {
 
 bool specializeDevices(State &s) {
   for (size_t i = 0; i < s.result.plans.size(); ++i) {
-    s.builders.push_back(std::make_unique<ProgramBuilder>(s.graph, s.result.plans[i], s.links[i]));
+    s.builders.push_back(std::make_unique<ProgramBuilder>(s.graph, s.result.plans[i], s.links[i], s.options.threads));
     s.builders.back()->specialize();
   }
   return !s.failed;
@@ -128,9 +129,11 @@ bool schedulePipeline(State &s) {
 }
 
 bool planArenas(State &s) {
+  std::vector<ir::DeviceProgram *> all;
   for (auto &programs : s.result.programs)
     for (auto &[device, program] : programs)
-      planMemory(program);
+      all.push_back(&program);
+  parallelFor(all.size(), s.options.threads, [&](size_t i) { planMemory(*all[i]); });
   return !s.failed;
 }
 

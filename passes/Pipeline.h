@@ -27,6 +27,10 @@ struct PipelineOptions {
   /// Once set (by another thread), the pipeline stops before its next pass, reporting nothing
   /// (the result is not ok): the planner's compiles of finalists it no longer needs.
   const std::atomic<bool> *cancelled = nullptr;
+  /// Threads for the program passes' per-device work (recompute, schedule-pipeline,
+  /// plan-memory): 0 the machine's cores, 1 the calling thread only (the planner, which
+  /// compiles several finalists at once).
+  int threads = 0;
 };
 
 struct PipelineResult {

@@ -30,8 +30,10 @@ namespace hspmd::passes {
 
 class ProgramBuilder {
 public:
-  ProgramBuilder(const ir::Graph &graph, const LoweredPlan &plan, const LinkModel &links)
-      : graph_(graph), plan_(plan), links_(links), reshardPlans_(links_) {}
+  /// `threads`: for the per-device work of recompute and schedule-pipeline
+  /// (PipelineOptions::threads).
+  ProgramBuilder(const ir::Graph &graph, const LoweredPlan &plan, const LinkModel &links, int threads = 1)
+      : graph_(graph), plan_(plan), links_(links), threads_(threads), reshardPlans_(links_) {}
 
   /// The specialize pass.
   void specialize();
@@ -49,6 +51,7 @@ private:
   const ir::Graph &graph_;
   const LoweredPlan &plan_;
   const LinkModel &links_;
+  const int threads_;
   ReshardPlans reshardPlans_; // planFor's answers, by question
   std::map<int, ir::DeviceProgram> programs_;
   // (device, value) -> buffer id, by bufferKey: hashed, since it holds every value of every
@@ -135,7 +138,11 @@ private:
   // SchedulePipeline.cpp
   // Values a forward pass produces (or loads: the inputs) and a later backward pass of the
   // same micro-batch reads get one copy per micro-batch in flight on the device.
-  void stash(ir::DeviceProgram &program);
+  // `perMicrobatch`: the device's batch-dependent buffers.
+  static void stash(ir::DeviceProgram &program, const std::set<int> &perMicrobatch);
+  // The per-device parts of recompute and schedule-pipeline on up to threads_ threads, each
+  // device's program (and its perMicrobatch_ set, which exists for each device) by one of them.
+  void forEachProgram(const std::function<void(ir::DeviceProgram &)> &work);
 };
 
 } // namespace hspmd::passes

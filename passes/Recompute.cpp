@@ -20,21 +20,27 @@ namespace hspmd::passes {
 // not repeat (it needs none of its result) is repeated by none, its result kept from the
 // forward pass instead. A message is received again only if its sender recomputes too.
 void ProgramBuilder::addRecomputation() {
-  std::set<int64_t> keptTags; // collectives whose results are kept on every member
-  Messages keptMessages;      // messages inside a stage whose data the receiver keeps
-  Messages repeatedSends;     // messages inside a stage the sender sends again
-  std::map<int, std::vector<bool>> again;
+  std::set<int64_t> keptTags;             // collectives whose results are kept on every member
+  Messages keptMessages;                  // messages inside a stage whose data the receiver keeps
+  Messages repeatedSends;                 // messages inside a stage the sender sends again
+  std::map<int, std::vector<bool>> again; // recomputing device -> which instructions it repeats
+  for (const auto &[d, program] : programs_)
+    if (recompute_.count(d))
+      again[d]; // created here, filled by the threads below
   for (int round = 0;; ++round) {
+    // Each device's choice, given what the others agreed so far, on threads of their own.
+    forEachProgram([&](ir::DeviceProgram &program) {
+      if (auto it = again.find(program.device); it != again.end())
+        it->second = recomputed(program, keptTags, keptMessages, repeatedSends);
+    });
     // (collective tag, group) -> devices repeating it; groups of one op (the tensor-parallel
     // groups of a layer) share its tag
     std::map<std::pair<int64_t, std::vector<int>>, std::set<int>> repeaters;
     Messages repeatedRecvs;
-    for (auto &[d, program] : programs_) {
-      if (!recompute_.count(d))
-        continue;
-      again[d] = recomputed(program, keptTags, keptMessages, repeatedSends);
+    for (const auto &[d, keep] : again) {
+      const ir::DeviceProgram &program = programs_.at(d);
       for (size_t i = 0; i < program.body.size(); ++i) {
-        if (!again[d][i])
+        if (!keep[i])
           continue;
         const ir::Instruction &in = program.body[i];
         if (!in.group.empty())
@@ -65,9 +71,10 @@ void ProgramBuilder::addRecomputation() {
     if (!changed)
       break;
   }
-  for (auto &[d, program] : programs_)
-    if (recompute_.count(d))
-      addRecompute(program, again[d]);
+  forEachProgram([&](ir::DeviceProgram &program) {
+    if (auto it = again.find(program.device); it != again.end())
+      addRecompute(program, it->second);
+  });
 }
 
 bool ProgramBuilder::sameStage(int a, int b) const {
@@ -169,8 +176,8 @@ void ProgramBuilder::addRecompute(ir::DeviceProgram &program, const std::vector<
         ir::Buffer copy = program.buffers[static_cast<size_t>(b)];
         copy.id = static_cast<int>(program.buffers.size());
         copy.value += ".recompute";
-        if (perMicrobatch_[program.device].count(b))
-          perMicrobatch_[program.device].insert(copy.id);
+        if (std::set<int> &batched = perMicrobatch_.at(program.device); batched.count(b))
+          batched.insert(copy.id);
         fresh[b] = copy.id;
         program.buffers.push_back(std::move(copy));
       }

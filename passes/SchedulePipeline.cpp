@@ -2,6 +2,7 @@
 // order (forward, backward with its recomputation, update; ir::expandSchedule repeats the
 // first two per micro-batch in the 1F1B or GPipe order the specialize pass chose), and a copy
 // per micro-batch in flight of each value a backward pass reads from its forward pass.
+#include "passes/Parallel.h"
 #include "passes/ProgramBuilder.h"
 
 #include <algorithm>
@@ -9,7 +10,7 @@
 namespace hspmd::passes {
 
 std::map<int, ir::DeviceProgram> ProgramBuilder::schedulePipeline() {
-  for (auto &[d, program] : programs_) {
+  forEachProgram([&](ir::DeviceProgram &program) {
     // Stable, by pass: each instruction moved once (a sort moved each about log n times).
     std::vector<ir::Instruction> body;
     body.reserve(program.body.size());
@@ -18,14 +19,23 @@ std::map<int, ir::DeviceProgram> ProgramBuilder::schedulePipeline() {
         if (ir::passOf(in.phase) == pass)
           body.push_back(std::move(in));
     program.body = std::move(body);
-    stash(program);
-  }
+    stash(program, perMicrobatch_.at(program.device));
+  });
   return std::move(programs_);
+}
+
+void ProgramBuilder::forEachProgram(const std::function<void(ir::DeviceProgram &)> &work) {
+  std::vector<ir::DeviceProgram *> programs;
+  for (auto &[device, program] : programs_) {
+    perMicrobatch_[device]; // created here, so that the threads only look it up
+    programs.push_back(&program);
+  }
+  parallelFor(programs.size(), threads_, [&](size_t i) { work(*programs[i]); });
 }
 
 // Values a forward pass produces (or loads: the inputs) and a later backward pass of the
 // same micro-batch reads get one copy per micro-batch in flight on the device.
-void ProgramBuilder::stash(ir::DeviceProgram &program) {
+void ProgramBuilder::stash(ir::DeviceProgram &program, const std::set<int> &perMicrobatch) {
   const int inFlight = ir::maxInFlight(program.schedule);
   if (inFlight <= 1)
     return;
@@ -36,7 +46,7 @@ void ProgramBuilder::stash(ir::DeviceProgram &program) {
       written[static_cast<size_t>(b)] = 1;
       forward[static_cast<size_t>(b)] |= in.phase == ir::Phase::Forward;
     }
-  for (int b : perMicrobatch_[program.device])
+  for (int b : perMicrobatch)
     if (!written[static_cast<size_t>(b)])
       forward[static_cast<size_t>(b)] = 1;
   for (const ir::Instruction &in : program.body)

@@ -92,7 +92,7 @@ void reportProblem(DiagnosticEngine &diags, const passes::Problem &problem) {
 
 void lintBuild(DiagnosticEngine &diags, const std::function<std::optional<Build>()> &make,
                const planner::Cluster *cluster, bool warnings, passes::PipelineResult *training, bool memory,
-               const std::atomic<bool> *cancelled) {
+               const std::atomic<bool> *cancelled, int threads) {
   std::optional<Build> build = make();
   if (!build)
     return;
@@ -109,6 +109,7 @@ void lintBuild(DiagnosticEngine &diags, const std::function<std::optional<Build>
   };
   passes::PipelineOptions options;
   options.cancelled = cancelled;
+  options.threads = threads;
   if (cluster)
     options.links.assign(build->plans.size(), planner::linkModel(*cluster));
   // The plan's own checks first, on the inference build's deduced graph: a plan they reject
@@ -236,7 +237,8 @@ bool checkSpec(Compilation &compilation, const ir::PlanSpec &spec, const planner
         build.plans.push_back(spec);
         return build;
       },
-      &cluster, false, training, /*memory=*/false, cancelled);
+      &cluster, false, training, /*memory=*/false, cancelled,
+      /*threads=*/1); // the planner compiles its finalists in parallel already
   return compilation.diags().errorCount() == before;
 }
 

@@ -31,10 +31,10 @@ void reportProblem(frontend::DiagnosticEngine &diags, const passes::Problem &pro
 /// passes' problems, the cross-device verifier's on the training programs, and the plan checks
 /// of planner/Lint.h (against `cluster` when given). `training`, when given, receives the
 /// training build's programs. Without `memory`, HS111 (a device over its memory) is left to the
-/// caller.
+/// caller. `threads`: PipelineOptions::threads.
 void lintBuild(frontend::DiagnosticEngine &diags, const std::function<std::optional<Build>()> &make,
                const planner::Cluster *cluster, bool warnings, passes::PipelineResult *training = nullptr,
-               bool memory = true, const std::atomic<bool> *cancelled = nullptr);
+               bool memory = true, const std::atomic<bool> *cancelled = nullptr, int threads = 0);
 
 /// `hspmc lint`: loads `modelFile` (optional) and `planFile`, runs the passes and the lint
 /// checks, reporting everything to the compilation's diagnostics. `clusterFile` overrides the

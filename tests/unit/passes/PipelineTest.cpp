@@ -4,14 +4,17 @@
 #include "ir/Tags.h"
 #include "passes/DeduceAnnotations.h"
 #include "passes/LowerPlan.h"
+#include "passes/Parallel.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <stdexcept>
 #include <tuple>
 
 using namespace hspmd;
@@ -46,6 +49,49 @@ TEST(Pipeline, DeductionIsIdempotent) {
                 : lowered->reshards[0].value + " to " + ir::printAnnotation(lowered->reshards[0].to));
     EXPECT_EQ(ir::printGraph(graph), once) << plan;
   }
+}
+
+// The program passes' per-device work on several threads (PipelineOptions::threads) gives the
+// programs one thread gives, byte for byte: plans with recomputation (its rounds of agreement
+// between devices), pipelines with micro-batches in flight (stash) and heterogeneous devices.
+TEST(Pipeline, ProgramsDoNotDependOnTheThreadsThatBuildThem) {
+  for (const char *plan : {"pipeline2_recompute", "hetero4", "dp2_zero", "cp_asym"}) {
+    std::vector<std::string> printed;
+    for (const int threads : {1, 4}) {
+      auto b = buildExample("examples/gpt/tiny_gpt.hspmd", {std::string("examples/gpt/plans/") + plan + ".hspmd"});
+      ASSERT_TRUE(b->build);
+      passes::PipelineOptions options;
+      options.train = true;
+      options.threads = threads;
+      auto result = passes::runPipeline(*b->build->graph, b->build->plans, options, failOnError());
+      ASSERT_TRUE(result.ok) << plan;
+      std::string text;
+      for (const auto &[device, program] : result.programs[0])
+        text += ir::printProgram(program);
+      printed.push_back(text);
+    }
+    EXPECT_GT(printed[0].size(), 1000u) << plan;
+    EXPECT_EQ(printed[0], printed[1]) << plan;
+  }
+}
+
+TEST(Pipeline, ParallelForCallsEachIndexOnceAndRethrows) {
+  for (const int threads : {0, 1, 3, 64}) {
+    std::vector<std::atomic<int>> calls(1000);
+    passes::parallelFor(calls.size(), threads, [&](size_t i) { ++calls[i]; });
+    EXPECT_TRUE(std::all_of(calls.begin(), calls.end(), [](const std::atomic<int> &c) { return c == 1; }))
+        << threads << " threads";
+    std::atomic<int> done{0};
+    EXPECT_THROW(passes::parallelFor(100, threads,
+                                     [&](size_t i) {
+                                       ++done;
+                                       if (i == 17)
+                                         throw std::runtime_error("17");
+                                     }),
+                 std::runtime_error);
+    EXPECT_EQ(done, 100) << "the other calls still run";
+  }
+  passes::parallelFor(0, 4, [](size_t) { ADD_FAILURE() << "no index to call"; });
 }
 
 // checkPlans (lint's plan checks in a gate) sees every value's deduced annotation before any
