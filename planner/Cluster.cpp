@@ -41,6 +41,9 @@ std::optional<toml::table> parseToml(const std::string &path, std::vector<Cluste
 // A rate or a size of a cluster file (GB/s, TFLOP/s, GiB): finite and within these bounds, so
 // that a typo of many digits (1e-300 GB/s) is an error rather than steps of 1e300 seconds.
 constexpr double kLeastQuantity = 1e-6, kMostQuantity = 1e7;
+// The most devices a cluster has in all: planning a cluster of a million devices takes about
+// 9 s and 2 GB (docs/language.md); a file of more nodes is refused rather than run out of memory.
+constexpr int64_t kMostDevices = int64_t{1} << 20;
 
 // "" where `value` is such a quantity, else the error for `key`.
 std::string quantityError(const char *key, std::optional<double> value) {
@@ -222,6 +225,12 @@ std::optional<Cluster> loadCluster(const std::string &path, const std::string &d
       return std::nullopt;
     }
     node.devices = static_cast<int>(*devices);
+    if (static_cast<int64_t>(cluster.devices.size()) + node.devices > kMostDevices) {
+      errors.push_back(
+          {where(path, count->source()),
+           "this node takes the cluster past " + std::to_string(kMostDevices) + " devices, the most a cluster has"});
+      return std::nullopt;
+    }
     if (const toml::node *uplink = table->get("network_gbps")) {
       auto value = uplink->value<double>();
       if (std::string error = quantityError("network_gbps", value); !error.empty()) {

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <queue>
 
 namespace hspmd::planner {
 
@@ -186,12 +187,22 @@ BatchSplit splitBatch(int64_t sequences, const std::vector<int> &stages, const s
     split.sequences.push_back(sequences > 0 ? capacity(i, T) : 0);
     total += split.sequences.back();
   }
+  // The surplus comes off the pipeline that finishes last (the first of them on a tie), one
+  // sequence at a time: a heap by finishing time (a scan of every pipeline per sequence was
+  // quadratic, minutes of `hspmc plan` at 65536 devices, whose capacity far exceeds a batch).
+  auto later = [&](size_t a, size_t b) { // whether b comes off before a
+    const double ta = time(a, split.sequences[a]), tb = time(b, split.sequences[b]);
+    return ta < tb || (ta == tb && a > b);
+  };
+  std::priority_queue<size_t, std::vector<size_t>, decltype(later)> last(later);
+  for (size_t i = 0; i < n && total > sequences; ++i)
+    if (split.sequences[i] > 0)
+      last.push(i);
   for (; total > sequences; --total) {
-    size_t worst = n;
-    for (size_t i = 0; i < n; ++i)
-      if (split.sequences[i] > 0 && (worst == n || time(i, split.sequences[i]) > time(worst, split.sequences[worst])))
-        worst = i;
-    --split.sequences[worst];
+    const size_t worst = last.top();
+    last.pop();
+    if (--split.sequences[worst] > 0)
+      last.push(worst);
   }
   for (size_t i = 0; i < n; ++i)
     split.seconds = std::max(split.seconds, time(i, split.sequences[i]));

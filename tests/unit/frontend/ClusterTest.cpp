@@ -50,6 +50,16 @@ TEST(Cluster, InlineTypesAndErrorsWithLocations) {
   EXPECT_EQ(errors[0].loc.line, 4u);
   EXPECT_EQ(errors[0].message, "a node needs 'devices', a count between 1 and 4096");
 
+  std::string huge = "inter_node_gbps = 10.0\n";
+  for (int node = 0; node < 257; ++node) // 257 x 4096 devices: one node more than 2^20 devices
+    huge += "[[nodes]]\ntype = \"H100\"\ndevices = 4096\n";
+  auto tooMany = writeTemp("hspmd_too_many.toml", huge);
+  errors.clear();
+  EXPECT_FALSE(loadCluster(tooMany, "stdlib/devices.toml", errors));
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].loc.line, 2u + 3u * 256u + 2u); // the devices of the 257th node
+  EXPECT_EQ(errors[0].message, "this node takes the cluster past 1048576 devices, the most a cluster has");
+
   auto collectives = writeTemp("hspmd_collectives.toml", "inter_node_gbps = 10.0\ncollectives = \"tree\"\n"
                                                          "[[nodes]]\ntype = \"H100\"\ndevices = 2\n");
   errors.clear();

@@ -1,10 +1,15 @@
 // The cluster topology: widest paths through node switches and the network.
 #include "planner/Topology.h"
 
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/dijkstra_shortest_paths.hpp>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <limits>
 
 using namespace hspmd::planner;
 
@@ -44,4 +49,42 @@ intra_node_gbps = 100.0
   EXPECT_DOUBLE_EQ(topology.bandwidth(0, 2), 10.0);  // node 1's uplink is the narrowest
   EXPECT_DOUBLE_EQ(topology.bandwidth(3, 1), 10.0);
   EXPECT_DOUBLE_EQ(topology.bandwidth(0, 9), 0.0); // not in the cluster
+}
+
+// The oracle: the cluster's links as a Boost graph (devices, a switch per node, the network)
+// and Dijkstra's widest paths from every device (a path's value its narrowest link, wider
+// better), against Topology's answer for every pair of devices of every example cluster.
+TEST(Topology, EveryPairMatchesTheWidestPathsOfTheLinkGraph) {
+  int clusters = 0;
+  for (const auto &entry : std::filesystem::directory_iterator("examples/clusters")) {
+    std::vector<ClusterError> errors;
+    auto cluster = loadCluster(entry.path().string(), "stdlib/devices.toml", errors);
+    ASSERT_TRUE(cluster) << entry.path() << ": " << (errors.empty() ? "" : errors[0].message);
+    ++clusters;
+    using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS, boost::no_property,
+                                        boost::property<boost::edge_weight_t, double>>;
+    const size_t devices = cluster->devices.size(), nodes = cluster->nodes.size();
+    Graph graph(devices + nodes + 1); // the devices, a switch per node, the network
+    for (const Device &device : cluster->devices)
+      boost::add_edge(static_cast<size_t>(device.id), devices + static_cast<size_t>(device.node),
+                      cluster->typeOf(device.id).intraNodeGBps, graph);
+    for (size_t n = 0; n < nodes; ++n)
+      boost::add_edge(devices + n, devices + nodes,
+                      cluster->nodes[n].networkGBps > 0 ? cluster->nodes[n].networkGBps : cluster->interNodeGBps,
+                      graph);
+    const Topology topology(*cluster);
+    std::vector<double> width(boost::num_vertices(graph));
+    for (size_t a = 0; a < devices; ++a) {
+      boost::dijkstra_shortest_paths(graph, a,
+                                     boost::distance_map(width.data())
+                                         .distance_compare(std::greater<double>())
+                                         .distance_combine([](double x, double y) { return std::min(x, y); })
+                                         .distance_inf(0.0)
+                                         .distance_zero(std::numeric_limits<double>::infinity()));
+      for (size_t b = 0; b < devices; ++b)
+        ASSERT_DOUBLE_EQ(topology.bandwidth(static_cast<int>(a), static_cast<int>(b)), width[b])
+            << entry.path() << ": devices " << a << " and " << b;
+    }
+  }
+  EXPECT_GE(clusters, 8);
 }

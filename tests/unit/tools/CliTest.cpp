@@ -1318,6 +1318,25 @@ TEST(Cli, PlanWidensTheFinalistsWhenNoneFits) {
   EXPECT_NE(run.output.find("; no symmetric plan fits\n"), std::string::npos) << run.output;
 }
 
+// A cluster of 8192 nodes (65536 devices): the topology kept a table of every two devices'
+// widest path (34 GB here: the run was killed for memory) and the batch split took from the
+// pipelines finishing last by scanning all of them per sequence (minutes). Under a deadline,
+// so that a regression fails rather than hangs.
+TEST(Cli, PlanScalesToClustersOfManyNodes) {
+  std::string cluster = "name = \"many\"\ninter_node_gbps = 50.0\n";
+  for (int node = 0; node < 8192; ++node)
+    cluster += node % 2 ? "[[nodes]]\ntype = \"H100\"\ndevices = 8\n" : "[[nodes]]\ntype = \"A100\"\ndevices = 8\n";
+  std::ofstream("build/cli_many_nodes.toml") << cluster;
+  const CliRun run =
+      shell("timeout 120 " + std::string(HSPMC_PATH) +
+            " plan examples/gpt/tiny_gpt.hspmd --cluster build/cli_many_nodes.toml --seq 64 --tokens 512 "
+            "-o build/cli_many_nodes.hspmd");
+  ASSERT_EQ(run.code, 0) << run.output;
+  EXPECT_NE(run.output.find("\nwrote build/cli_many_nodes.hspmd: pipelines per type: "), std::string::npos)
+      << run.output;
+  EXPECT_EQ(hspmc("lint build/cli_many_nodes.hspmd").code, 0);
+}
+
 // A plan is named after its file; a file named like a word of the language (-o plan.hspmd)
 // gets a name that is not one, and the plan lints clean (it did not: "unexpected 'plan'").
 TEST(Cli, APlanFileNamedLikeAKeywordGetsAName) {
