@@ -229,7 +229,7 @@ void ProgramBuilder::addRecompute(ir::DeviceProgram &program, const std::vector<
         if (auto it = needBy.find(b); it != needBy.end())
           deadline[j] = it->second;
   // Recomputed instructions in program order within each deadline (a stable counting sort:
-  // looking up every deadline for every position was quadratic, a fifth of a 32B compile).
+  // looking up every deadline for every position was quadratic: 16 ms of a 32B x 48 compile).
   std::vector<size_t> placed(n + 2, 0); // deadline + 1 -> how many go before it, then where they start
   for (size_t due : deadline)
     ++placed[due + 1];

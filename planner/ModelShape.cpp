@@ -31,8 +31,10 @@ ModelShape modelShape(const ir::Graph &graph, std::string &error) {
       shape.stack = position->stack;
       const int64_t index = position->layer;
       shape.layers = std::max(shape.layers, index + 1);
-      if (index == 0)
+      if (index == 0) {
         shape.layerParams += n;
+        ++shape.layerTensors;
+      }
       stackUse = std::min(stackUse, use);
       continue;
     }
@@ -40,6 +42,7 @@ ModelShape modelShape(const ir::Graph &graph, std::string &error) {
     otherUse[name] = std::min(otherUse.count(name) ? otherUse[name] : use, use);
     shape.paramsOf[name].push_back(p->name);
     shape.otherParams += n;
+    ++shape.otherTensors;
     if (p->type.rank() == 2)
       largestOther = std::max(largestOther, n);
   }
