@@ -117,6 +117,8 @@ TypeResult inferEmbedding(const std::vector<TensorType> &in) {
 
 TypeResult inferReshape(const TensorType &x, const AttrMap &attrs) {
   Shape shape = listAttr(attrs, "shape");
+  if (TensorType{x.dtype, shape}.numElements().overflowed())
+    return fail("cannot reshape " + x.str() + " to " + shapeStr(shape) + ": it has more elements than an int64 counts");
   if (x.numElements() != TensorType{x.dtype, shape}.numElements())
     return fail("cannot reshape " + x.str() + " (" + x.numElements().str() + " elements) to " + shapeStr(shape) + " (" +
                 TensorType{x.dtype, shape}.numElements().str() + " elements)");

@@ -246,6 +246,17 @@ model M(d: int = 8) {
 }
 """, [(3, 12, "error", "reshape: cannot reshape f32[B, S, 8] (8*B*S elements) to [B, S, 3] (3*B*S elements)")])
 
+# A target whose element count overflows int64 (the message printed "-8 elements").
+case("shape_reshape_overflow", """
+model M(d: int = 8) {
+  fn forward(x: f32[2, d]) -> f32[2, d] {
+    let y = reshape(x, [9223372036854775807, 8])
+    return x
+  }
+}
+""", [(3, 13, "error", "reshape: cannot reshape f32[2, 8] to [9223372036854775807, 8]: it has more elements than an int64 "
+       "counts")])
+
 case("shape_layer_signature", """
 import "nn"
 model M(d: int = 8) {
