@@ -44,8 +44,9 @@ struct ModelShape {
   /// The parameters of each name in `first` and `last`, in the graph's order ("norm.weight").
   std::map<std::string, std::vector<std::string>> paramsOf;
   double layerParams = 0, otherParams = 0;
-  /// Parameter tensors of one layer and outside the stack: each is a collective of its own
-  /// in the gradient sync (and under zero two), each paying the ring's latency.
+  /// Parameter tensors of one layer and outside the stack: each is synchronised by collectives
+  /// of its own (an all-reduce, or under zero a reduce-scatter and an all-gather: as many ring
+  /// rounds), each round paying the link's latency.
   double layerTensors = 0, otherTensors = 0;
   double headFlopsPerToken = 0;     // forward FLOPs of the output projection per token
   double attentionFlopsPerPair = 0; // forward FLOPs of one layer per (query, key) pair
