@@ -1,6 +1,7 @@
 // Generated.cpp - the helpers generated programs call (runtime/Generated.h).
 #include "runtime/Generated.h"
 
+#include "runtime/CliNumbers.h"
 #include "runtime/DocumentsCli.h"
 #include "runtime/MpiRun.h"
 
@@ -11,7 +12,6 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
-#include <limits>
 #include <memory>
 
 namespace hspmd::runtime::generated {
@@ -26,8 +26,7 @@ int main(int argc, char **argv, const ModelInfo &model, const std::vector<Plan> 
   app.add_option("--data", run.data, "Training data: text (bytes), .bin/.u32.bin tokens or .jsonl")->required();
   DocumentFlags documents;
   addDocumentFlags(app, documents);
-  app.add_option("--steps", run.steps, "Optimizer steps")
-      ->check(CLI::Range(int64_t{0}, std::numeric_limits<int64_t>::max()));
+  app.add_option("--steps", run.steps, "Optimizer steps")->check(int64AtLeast(0));
   app.add_option("--seed", run.seed, "Seed of the initial parameters");
   app.add_option("--save", run.save, "Write a checkpoint (plan-independent) at the end");
   app.add_option("--load", run.load, "Start from a checkpoint (saved under any plan)");

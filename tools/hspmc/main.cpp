@@ -17,6 +17,7 @@
 // body is in its own file (tools/hspmc/Commands.h); this file only declares the options.
 #include "passes/Pipeline.h"
 #include "planner/PlanSet.h"
+#include "runtime/CliNumbers.h"
 #include "runtime/DocumentsCli.h"
 #include "tools/hspmc/Commands.h"
 
@@ -24,7 +25,6 @@
 
 #include <chrono>
 #include <cmath>
-#include <limits>
 
 #ifndef HSPMD_VERSION
 #define HSPMD_VERSION "0.0.0"
@@ -87,7 +87,7 @@ int run(int argc, char **argv) {
   runtime::DocumentFlags trainDocuments;
   runtime::addDocumentFlags(*trainCommand, trainDocuments);
   trainCommand->add_option("--steps", trainRun.steps, "Optimizer steps (0: with --save, the initial parameters)")
-      ->check(CLI::Range(int64_t{0}, std::numeric_limits<int64_t>::max()));
+      ->check(runtime::int64AtLeast(0));
   trainCommand->add_option("--losses", trainLosses, "Write the per-step losses and the optimizer as JSON");
   trainCommand->add_option("--backend", trainBackend, "threads (every device a thread) or mpi (under mpirun -np N)")
       ->check(CLI::IsMember({"threads", "mpi"}));

@@ -1483,6 +1483,15 @@ TEST(Cli, UsageErrorsExitTwo) {
   EXPECT_EQ(steps.code, 2);
   EXPECT_EQ(steps.output.substr(0, steps.output.find('\n')),
             "--steps: Value -1 not in range 0 to 9223372036854775807"); // not 309 digits of the largest double
+  // One past int64: refused, not run as 9223372036854775807 steps (CLI11 saturates).
+  CliRun past =
+      hspmc("train examples/gpt/plans/single.hspmd --data examples/data/gpl-3.txt --steps 9223372036854775808");
+  EXPECT_EQ(past.code, 2);
+  EXPECT_EQ(past.output.substr(0, past.output.find('\n')),
+            "--steps: Value 9223372036854775808 not in range 0 to 9223372036854775807");
+  CliRun words = hspmc("train examples/gpt/plans/single.hspmd --data examples/data/gpl-3.txt --steps 0x10");
+  EXPECT_EQ(words.code, 2);
+  EXPECT_EQ(words.output.substr(0, words.output.find('\n')), "--steps: Value 0x10 is not a whole number");
   // hspmc plan takes the model, not a plan file (it was planned at the plan's own bindings).
   CliRun planFile = hspmc("plan examples/gpt/plans/tp2.hspmd --cluster examples/clusters/cpu4.toml --seq 64 "
                           "--tokens 512 -o build/x.hspmd");

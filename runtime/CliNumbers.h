@@ -1,0 +1,33 @@
+// CliNumbers.h - whole-number options of hspmc and the generated binaries that may go up to
+// int64's largest (--steps): CLI11 turns a larger number into the largest silently (--steps
+// 99999999999999999999 ran as 9223372036854775807 steps), so the text is checked before it
+// is converted.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <charconv>
+#include <cstdint>
+#include <limits>
+#include <string>
+
+namespace hspmd::runtime {
+
+/// A whole number from `least` to 9223372036854775807; the message is CLI11's Range's.
+inline CLI::Validator int64AtLeast(int64_t least) {
+  const std::string range = std::to_string(least) + " to " + std::to_string(std::numeric_limits<int64_t>::max());
+  return CLI::Validator(
+      [range, least](std::string &text) -> std::string {
+        int64_t value = 0;
+        const char *begin = text.data(), *end = begin + text.size();
+        if (text.size() > 1 && text[0] == '+' && text[1] != '-')
+          ++begin; // +3, as CLI11 takes it
+        const auto [at, error] = std::from_chars(begin, end, value);
+        if (error == std::errc::invalid_argument || at != end)
+          return "Value " + text + " is not a whole number";
+        return error == std::errc() && value >= least ? "" : "Value " + text + " not in range " + range;
+      },
+      "INT in [" + range + "]");
+}
+
+} // namespace hspmd::runtime
