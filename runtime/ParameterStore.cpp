@@ -4,6 +4,7 @@
 
 #include "ir/Files.h"
 
+#include <boost/crc.hpp>
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -20,6 +21,14 @@ uint64_t splitmix(uint64_t &state) {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
   return z ^ (z >> 31);
+}
+
+// Each tensor's data carries its CRC-32 in the header: a damaged file is an error, not a
+// run that silently trains on from wrong values.
+uint32_t crc32(const std::vector<float> &data) {
+  boost::crc_32_type crc;
+  crc.process_bytes(data.data(), data.size() * sizeof(float));
+  return crc.checksum();
 }
 
 uint64_t hashName(const std::string &name) {
@@ -76,7 +85,7 @@ void ParameterStore::save(const std::string &path) const {
   header["step"] = step;
   header["tensors"] = nlohmann::json::array();
   for (const auto &[name, t] : tensors)
-    header["tensors"].push_back({{"name", name}, {"shape", t.shape}});
+    header["tensors"].push_back({{"name", name}, {"shape", t.shape}, {"crc32", crc32(t.data)}});
   std::error_code ec;
   if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
     throw CheckpointError(path +
@@ -127,7 +136,12 @@ ParameterStore ParameterStore::load(const std::string &path, const std::string &
   const nlohmann::json &tensors = header["tensors"];
   if (!tensors.is_array())
     throw CheckpointError(path + ": the checkpoint's header has no list of tensors");
-  std::vector<std::pair<std::string, std::vector<int64_t>>> entries;
+  struct Entry {
+    std::string name;
+    std::vector<int64_t> shape;
+    uint32_t crc32;
+  };
+  std::vector<Entry> entries;
   std::set<std::string> names;
   for (const auto &entry : tensors) {
     if (!entry.is_object() || !entry["name"].is_string() || !entry["shape"].is_array())
@@ -135,6 +149,8 @@ ParameterStore ParameterStore::load(const std::string &path, const std::string &
     const std::string name = entry["name"].get<std::string>();
     if (!names.insert(name).second)
       throw CheckpointError(path + ": tensor '" + name + "' is in the checkpoint twice");
+    if (!entry["crc32"].is_number_unsigned() || entry["crc32"].get<uint64_t>() > 0xffffffffu)
+      throw CheckpointError(path + ": tensor '" + name + "' has no crc32 (its data's CRC-32) in the header");
     std::vector<int64_t> shape;
     int64_t bytes = 4;
     for (const auto &size : entry["shape"]) {
@@ -144,11 +160,11 @@ ParameterStore ParameterStore::load(const std::string &path, const std::string &
                               "' has a shape no tensor can have: " + entry["shape"].dump().substr(0, 80));
       shape.push_back(size.get<int64_t>());
     }
-    entries.emplace_back(name, std::move(shape));
+    entries.push_back({name, std::move(shape), entry["crc32"].get<uint32_t>()});
   }
   // The data must be exactly what the header lists (checked before anything is allocated).
   int64_t listed = 0;
-  for (const auto &[name, shape] : entries) {
+  for (const auto &[name, shape, crc] : entries) {
     int64_t bytes = 4;
     for (int64_t d : shape)
       bytes *= d;
@@ -162,7 +178,7 @@ ParameterStore ParameterStore::load(const std::string &path, const std::string &
   if (held != listed)
     throw CheckpointError(path + ": the checkpoint's header lists " + std::to_string(listed) +
                           " bytes of tensors, the file holds " + std::to_string(held));
-  for (auto &[name, shape] : entries) {
+  for (auto &[name, shape, crc] : entries) {
     GlobalTensor t{shape, {}};
     int64_t n = 1;
     for (int64_t d : t.shape)
@@ -171,6 +187,8 @@ ParameterStore ParameterStore::load(const std::string &path, const std::string &
     in.read(reinterpret_cast<char *>(t.data.data()), static_cast<std::streamsize>(n * 4));
     if (!in)
       throw CheckpointError(path + ": the checkpoint ends inside tensor '" + name + "'");
+    if (crc32(t.data) != crc)
+      throw CheckpointError(path + ": tensor '" + name + "' is damaged: its data's CRC-32 is not the header's");
     store.tensors[name] = std::move(t);
   }
   return store;

@@ -279,8 +279,9 @@ TEST(Training, CheckpointIsNotRenamedOntoASpecialFile) {
 
 // A checkpoint's header is checked whole against the file and the program before anything is
 // loaded: a negative step (it crashed), a tensor listed twice (it loaded), a missing optimizer
-// state (it silently restarted the optimizer), a shape no tensor can have (std::bad_alloc) and
-// data that is not what the header lists are each an error naming the file and what is wrong.
+// state (it silently restarted the optimizer), a shape no tensor can have (std::bad_alloc),
+// data that is not what the header lists and data that is not what was saved (a flipped bit
+// trained on) are each an error naming the file and what is wrong.
 TEST(Training, CheckpointHeadersAreChecked) {
   auto single = compile("examples/gpt/plans/single.hspmd");
   ASSERT_TRUE(single->result.ok);
@@ -365,6 +366,18 @@ TEST(Training, CheckpointHeadersAreChecked) {
     total += static_cast<int64_t>(bytes.size());
   EXPECT_EQ(loadWith(header, shorter), "the checkpoint's header lists " + std::to_string(total) +
                                            " bytes of tensors, the file holds " + std::to_string(total - 1));
+  // One bit of the data flipped: the tensor's CRC-32 no longer matches (it trained on).
+  std::vector<std::string> flipped = data;
+  flipped[state][flipped[state].size() / 2] ^= 0x01;
+  EXPECT_EQ(loadWith(header, flipped), "tensor '" + stateName + "' is damaged: its data's CRC-32 is not the header's");
+  h = header;
+  h["tensors"][0].erase("crc32");
+  EXPECT_EQ(loadWith(h, data), "tensor '" + header["tensors"][0]["name"].get<std::string>() +
+                                   "' has no crc32 (its data's CRC-32) in the header");
+  h = header;
+  h["tensors"][0]["crc32"] = int64_t{1} << 32;
+  EXPECT_EQ(loadWith(h, data), "tensor '" + header["tensors"][0]["name"].get<std::string>() +
+                                   "' has no crc32 (its data's CRC-32) in the header");
   std::filesystem::remove(path);
 }
 
