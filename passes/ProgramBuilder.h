@@ -30,7 +30,7 @@ namespace hspmd::passes {
 
 class ProgramBuilder {
 public:
-  /// `threads`: for the per-device work of recompute and schedule-pipeline
+  /// `threads`: for the per-device work of specialize, recompute and schedule-pipeline
   /// (PipelineOptions::threads).
   ProgramBuilder(const ir::Graph &graph, const LoweredPlan &plan, const LinkModel &links, int threads = 1)
       : graph_(graph), plan_(plan), links_(links), threads_(threads), reshardPlans_(links_) {}
@@ -77,6 +77,14 @@ private:
   std::map<const ir::Value *, std::vector<bool>> batchDims_;
 
   // Specialize.cpp
+  // The devices this builder emits for, by device id (empty: all): specialize splits the
+  // devices over parts, each a builder of its own on a thread of its own.
+  std::vector<char> mine_;
+  bool mine(int d) const {
+    return mine_.empty() || (static_cast<size_t>(d) < mine_.size() && mine_[static_cast<size_t>(d)]);
+  }
+  void prepare();
+  void emitAll();
   // Gradient synchronisation runs once per step, after every micro-batch; the backward ops
   // and the reshards of their results run in backward slots; everything else in forward ones.
   ir::Phase phaseOf(const ir::Op &op) const;

@@ -4,14 +4,56 @@
 #include "passes/Specialize.h"
 
 #include "ir/Tags.h"
+#include "passes/Parallel.h"
 #include "passes/ProgramBuilder.h"
 #include "passes/ShardingRules.h"
 
 #include <algorithm>
+#include <memory>
 
 namespace hspmd::passes {
 
 void ProgramBuilder::specialize() {
+  prepare();
+  std::vector<int> devices;
+  for (const auto &[d, program] : programs_)
+    devices.push_back(d);
+  const size_t parts = std::min(workerCount(threads_), devices.size());
+  if (parts <= 1) {
+    emitAll();
+    return;
+  }
+  // Each part walks every op but emits only its devices' instructions (devices round-robin,
+  // so that each part gets devices of every stage); a device's program and buffers depend on
+  // nothing another device's emission does, so the programs are those one walk builds.
+  std::vector<std::unique_ptr<ProgramBuilder>> builders;
+  for (size_t t = 0; t < parts; ++t) {
+    builders.push_back(std::make_unique<ProgramBuilder>(graph_, plan_, links_, 1));
+    builders.back()->mine_.assign(static_cast<size_t>(devices.back()) + 1, 0);
+  }
+  for (size_t i = 0; i < devices.size(); ++i)
+    builders[i % parts]->mine_[static_cast<size_t>(devices[i])] = 1;
+  parallelFor(parts, static_cast<int>(parts), [&](size_t t) {
+    builders[t]->prepare();
+    builders[t]->emitAll();
+  });
+  for (size_t i = 0; i < devices.size(); ++i) {
+    ProgramBuilder &part = *builders[i % parts];
+    const int d = devices[i];
+    programs_[d] = std::move(part.programs_.at(d));
+    if (auto it = part.perMicrobatch_.find(d); it != part.perMicrobatch_.end())
+      perMicrobatch_[d] = std::move(it->second);
+  }
+  for (const auto &part : builders) {
+    buffers_.insert(part->buffers_.begin(), part->buffers_.end());
+    for (const auto &[value, byDevice] : part->byValue_)
+      byValue_[value].insert(byDevice.begin(), byDevice.end());
+  }
+}
+
+// What every part of specialize needs before it emits: the devices' programs with their
+// stages and schedules, the gradients, and which dimensions grow with the batch.
+void ProgramBuilder::prepare() {
   for (const auto &op : graph_.ops())
     for (const ir::Value *result : op->results)
       if (const auto &a = result->annotations.at(plan_.index))
@@ -28,6 +70,10 @@ void ProgramBuilder::specialize() {
     gradientValues_.insert(grad);
   for (const auto &op : graph_.ops())
     findBatchDims(*op);
+}
+
+// Each op on each of this part's devices, in graph order, then who reports the loss.
+void ProgramBuilder::emitAll() {
   for (const auto &op : graph_.ops()) {
     phase_ = phaseOf(*op);
     emit(*op);
@@ -200,8 +246,9 @@ void ProgramBuilder::emit(const ir::Op &op) {
     return;
   if (op.kind == ir::OpKind::Param || op.kind == ir::OpKind::Input) {
     for (int d : out->devices())
-      programs_[d].buffers[static_cast<size_t>(buffer(d, op.result(), *out))].role =
-          op.kind == ir::OpKind::Param ? ir::BufferRole::Parameter : ir::BufferRole::Input;
+      if (mine(d))
+        programs_[d].buffers[static_cast<size_t>(buffer(d, op.result(), *out))].role =
+            op.kind == ir::OpKind::Param ? ir::BufferRole::Parameter : ir::BufferRole::Input;
     return;
   }
   if (op.kind == ir::OpKind::Reshard) {
@@ -215,6 +262,8 @@ void ProgramBuilder::emit(const ir::Op &op) {
     return;
   }
   for (int d : out->devices()) {
+    if (!mine(d))
+      continue;
     ir::Instruction in;
     in.kind = ir::InstrKind::Kernel;
     in.op = std::string(ir::opInfo(op.kind).name);
@@ -313,6 +362,8 @@ void ProgramBuilder::reportLoss() {
   if (!layout)
     return;
   for (int d : layout->devices()) {
+    if (!mine(d))
+      continue;
     auto it = buffers_.find(bufferKey(d, loss));
     auto pieces = ir::ownedRegion(*layout, concrete(*loss), d);
     if (it != buffers_.end() && !pieces.empty() && pieces[0].replica == 0)
@@ -328,6 +379,8 @@ void ProgramBuilder::accumulate(const ir::Value *grad) {
   if (!layout)
     return;
   for (int d : layout->devices()) {
+    if (!mine(d))
+      continue;
     auto it = buffers_.find(bufferKey(d, grad));
     if (programs_[d].microbatches <= 1 || it == buffers_.end())
       continue;
@@ -364,7 +417,8 @@ void ProgramBuilder::lowerSteps(const CommPlan &comm, std::map<int, int> source,
                             step.kind == CommKind::SplitAllGather;
     std::set<int> involved;
     for (int d : step.to.devices())
-      involved.insert(d);
+      if (mine(d))
+        involved.insert(d);
     std::map<int, int> target;
     for (int d : involved)
       target[d] = buffer(d, to, step.to, suffix);
@@ -407,7 +461,7 @@ void ProgramBuilder::lowerSteps(const CommPlan &comm, std::map<int, int> source,
       programs_[d].body.push_back(std::move(zero));
     }
     for (const LocalCopy &copy : step.local)
-      if (source.count(copy.device) && target.count(copy.device) && !members.count(copy.device)) {
+      if (mine(copy.device) && source.count(copy.device) && target.count(copy.device) && !members.count(copy.device)) {
         ir::Instruction in;
         in.kind = ir::InstrKind::Copy;
         in.op = copy.add ? "copy-add" : "copy";
@@ -421,6 +475,8 @@ void ProgramBuilder::lowerSteps(const CommPlan &comm, std::map<int, int> source,
     if (collective) {
       for (const auto &group : step.groups)
         for (int d : group) {
+          if (!mine(d))
+            continue;
           ir::Instruction in;
           in.kind = ir::InstrKind::Collective;
           in.op = std::string(commKindName(step.kind));
@@ -445,6 +501,8 @@ void ProgramBuilder::lowerSteps(const CommPlan &comm, std::map<int, int> source,
       // increasing order: one grouped call per device and step.
       auto message = [&](const Message &m, bool sending) {
         const int device = sending ? m.from : m.to;
+        if (!mine(device))
+          return;
         ir::Instruction in;
         in.kind = sending ? ir::InstrKind::Send : ir::InstrKind::Recv;
         in.op = sending ? "send" : m.add ? "recv-add" : "recv";

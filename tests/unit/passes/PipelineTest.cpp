@@ -52,12 +52,13 @@ TEST(Pipeline, DeductionIsIdempotent) {
 }
 
 // The program passes' per-device work on several threads (PipelineOptions::threads) gives the
-// programs one thread gives, byte for byte: plans with recomputation (its rounds of agreement
+// programs one thread gives, byte for byte: specialize's devices split over 3 or 4 parts (each
+// part's reshards emitted only on its side), plans with recomputation (its rounds of agreement
 // between devices), pipelines with micro-batches in flight (stash) and heterogeneous devices.
 TEST(Pipeline, ProgramsDoNotDependOnTheThreadsThatBuildThem) {
   for (const char *plan : {"pipeline2_recompute", "hetero4", "dp2_zero", "cp_asym"}) {
     std::vector<std::string> printed;
-    for (const int threads : {1, 4}) {
+    for (const int threads : {1, 3, 4}) {
       auto b = buildExample("examples/gpt/tiny_gpt.hspmd", {std::string("examples/gpt/plans/") + plan + ".hspmd"});
       ASSERT_TRUE(b->build);
       passes::PipelineOptions options;
@@ -72,6 +73,7 @@ TEST(Pipeline, ProgramsDoNotDependOnTheThreadsThatBuildThem) {
     }
     EXPECT_GT(printed[0].size(), 1000u) << plan;
     EXPECT_EQ(printed[0], printed[1]) << plan;
+    EXPECT_EQ(printed[0], printed[2]) << plan;
   }
 }
 
