@@ -7,6 +7,7 @@
 #include <boost/crc.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -189,6 +190,11 @@ ParameterStore ParameterStore::load(const std::string &path, const std::string &
       throw CheckpointError(path + ": the checkpoint ends inside tensor '" + name + "'");
     if (crc32(t.data) != crc)
       throw CheckpointError(path + ": tensor '" + name + "' is damaged: its data's CRC-32 is not the header's");
+    if (auto bad = std::find_if(t.data.begin(), t.data.end(), [](float x) { return !std::isfinite(x); });
+        bad != t.data.end())
+      throw CheckpointError(path + ": tensor '" + name + "' holds " + (std::isnan(*bad) ? "NaN" : "an infinity") +
+                            " at element " + std::to_string(bad - t.data.begin()) +
+                            " (saved from a run that diverged?); training from it would give NaN losses");
     store.tensors[name] = std::move(t);
   }
   return store;

@@ -10,12 +10,15 @@
 #include "runtime/Run.h"
 #include "runtime/Switch.h"
 
+#include <boost/crc.hpp>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <set>
 
 #include <sys/stat.h>
@@ -370,6 +373,17 @@ TEST(Training, CheckpointHeadersAreChecked) {
   std::vector<std::string> flipped = data;
   flipped[state][flipped[state].size() / 2] ^= 0x01;
   EXPECT_EQ(loadWith(header, flipped), "tensor '" + stateName + "' is damaged: its data's CRC-32 is not the header's");
+  // A NaN with a matching CRC-32 (a run that diverged, saved): an error, not NaN losses.
+  std::vector<std::string> diverged = data;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::memcpy(diverged[state].data() + 8, &nan, sizeof nan);
+  h = header;
+  boost::crc_32_type crc;
+  crc.process_bytes(diverged[state].data(), diverged[state].size());
+  h["tensors"][state]["crc32"] = crc.checksum();
+  EXPECT_EQ(loadWith(h, diverged), "tensor '" + stateName +
+                                       "' holds NaN at element 2 (saved from a run that diverged?); training from "
+                                       "it would give NaN losses");
   h = header;
   h["tensors"][0].erase("crc32");
   EXPECT_EQ(loadWith(h, data), "tensor '" + header["tensors"][0]["name"].get<std::string>() +
