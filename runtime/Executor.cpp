@@ -17,6 +17,12 @@ namespace hspmd::runtime {
 
 namespace {
 
+// Every instruction run as the program says.
+Fusion unfused(const ir::DeviceProgram &program) {
+  return Fusion{std::vector<bool>(program.body.size(), false),
+                std::vector<std::optional<FusedMatmul>>(program.body.size()), 0};
+}
+
 // The step is part of every tag, so a step's messages and collectives never meet the next's.
 int64_t stepTag(int64_t tag, int64_t step) {
   return ir::tags::ofStep(tag, step);
@@ -32,11 +38,32 @@ DeviceExecutor::DeviceExecutor(const ir::DeviceProgram &program, Communicator &c
   base_ = arena_.data() + (64 - reinterpret_cast<uintptr_t>(arena_.data()) % 64) % 64;
   // HSPMD_FUSION=0 runs every instruction as the program says (to compare).
   const char *fuse = std::getenv("HSPMD_FUSION");
-  fusion_ = fuse && std::string(fuse) == "0" ? Fusion{std::vector<bool>(program.body.size(), false),
-                                                      std::vector<std::optional<FusedMatmul>>(program.body.size()), 0}
-                                             : fuseMatmuls(program);
+  fusion_ = fuse && std::string(fuse) == "0" ? unfused(program) : fuseMatmuls(program);
   for (const ir::Instruction &in : program.body)
     byPhase_[static_cast<size_t>(ir::passOf(in.phase))].push_back(&in);
+}
+
+void DeviceExecutor::offloadTo(std::unique_ptr<Offload> offload) {
+  if (std::string why = offloadProblem(program_); !why.empty())
+    throw KernelError(why);
+  offload_ = std::move(offload);
+  fusion_ = unfused(program_);
+  hostStale_ = false;
+  deviceStale_ = true; // the whole arena goes up before the first kernel
+}
+
+void DeviceExecutor::hostCurrent() const {
+  if (offload_ && hostStale_) {
+    offload_->download(0, base_, program_.peakBytes);
+    hostStale_ = false;
+  }
+}
+
+void DeviceExecutor::deviceCurrent() {
+  if (offload_ && deviceStale_) {
+    offload_->upload(0, base_, program_.peakBytes);
+    deviceStale_ = false;
+  }
 }
 
 char *DeviceExecutor::address(int buffer, int microbatch) const {
@@ -45,6 +72,8 @@ char *DeviceExecutor::address(int buffer, int microbatch) const {
 }
 
 void DeviceExecutor::load(const ParameterStore &store) {
+  hostCurrent();
+  deviceStale_ = offload_ != nullptr;
   for (const ir::Buffer &b : program_.buffers) {
     if (b.role != ir::BufferRole::Parameter && b.role != ir::BufferRole::State)
       continue;
@@ -82,6 +111,7 @@ bool isState(const ir::Buffer &b) {
 } // namespace
 
 std::vector<char> DeviceExecutor::packState() const {
+  hostCurrent();
   std::vector<char> packed(sizeof stepNumber_);
   std::memcpy(packed.data(), &stepNumber_, sizeof stepNumber_);
   for (const ir::Buffer &b : program_.buffers)
@@ -199,6 +229,9 @@ std::string sameStateLayout(const ir::DeviceProgram &a, const ir::DeviceProgram 
 }
 
 void DeviceExecutor::copyStateFrom(const DeviceExecutor &other, bool parametersOnly) {
+  other.hostCurrent();
+  hostCurrent();
+  deviceStale_ = offload_ != nullptr;
   for (const ir::Buffer &b : program_.buffers) {
     if (!isState(b) || (parametersOnly && b.role != ir::BufferRole::Parameter))
       continue;
@@ -212,6 +245,9 @@ void DeviceExecutor::copyStateFrom(const DeviceExecutor &other, bool parametersO
 }
 
 void DeviceExecutor::addGradientsFrom(const DeviceExecutor &other) {
+  other.hostCurrent();
+  hostCurrent();
+  deviceStale_ = offload_ != nullptr;
   for (const ir::Buffer &b : program_.buffers) {
     if (b.role != ir::BufferRole::Parameter)
       continue;
@@ -251,9 +287,13 @@ double DeviceExecutor::forwardBackward(const Batch &batch, int64_t step) {
   } current{batch_ = &batch};
   running_ = step;
   changed_ = false;
+  deviceCurrent();
   for (const ir::Buffer &b : program_.buffers)
-    if (b.zeroed)
+    if (b.zeroed) {
       std::memset(address(b.id, 0), 0, static_cast<size_t>(b.arenaBytes()));
+      if (offload_)
+        offload_->zero(b.offset, b.arenaBytes());
+    }
   double loss = 0;
   for (const ir::ScheduleSlot &slot : program_.schedule) {
     if (static_cast<size_t>(slot.microbatch) < batch.skipMicrobatch.size() && batch.skipMicrobatch[slot.microbatch])
@@ -266,9 +306,17 @@ double DeviceExecutor::forwardBackward(const Batch &batch, int64_t step) {
     }
     if (slot.phase == ir::Phase::Forward) {
       loadInputs(batch, slot.microbatch);
+      if (offload_) // the micro-batch's inputs go up
+        for (const ir::Buffer &b : program_.buffers)
+          if (b.role == ir::BufferRole::Input)
+            offload_->upload(address(b.id, slot.microbatch) - base_, address(b.id, slot.microbatch), b.bytes());
       run(ir::Phase::Forward, slot.microbatch);
-      if (program_.lossBuffer >= 0)
-        loss += *reinterpret_cast<const float *>(address(program_.lossBuffer, slot.microbatch));
+      if (program_.lossBuffer >= 0) {
+        char *at = address(program_.lossBuffer, slot.microbatch);
+        if (offload_)
+          offload_->download(at - base_, at, sizeof(float));
+        loss += *reinterpret_cast<const float *>(at);
+      }
     } else {
       run(ir::Phase::Backward, slot.microbatch); // recomputation included
     }
@@ -296,6 +344,8 @@ void DeviceExecutor::update() {
       timed(*instructions[i], 0);
   }
   exchanged_ = 0;
+  if (offload_)
+    offload_->synchronize(); // a kernel that failed fails its step
   stepNumber_ = running_;
 }
 
@@ -344,6 +394,13 @@ void DeviceExecutor::execute(const ir::Instruction &in, int microbatch) {
     const ir::Buffer &b = program_.buffers[static_cast<size_t>(buffer)];
     return TensorView{address(buffer, microbatch), b.dtype, b.shape};
   };
+  if (offload_) { // offloadTo let only kernels and copies through
+    changed_ = changed_ || in.phase == ir::Phase::Update;
+    deviceCurrent();
+    offload_->execute(in, microbatch, kernelContext(in, microbatch));
+    hostStale_ = true;
+    return;
+  }
   switch (in.kind) {
   case ir::InstrKind::Kernel: {
     changed_ = changed_ || in.phase == ir::Phase::Update; // an update kernel writes the state
@@ -362,28 +419,12 @@ void DeviceExecutor::execute(const ir::Instruction &in, int microbatch) {
         std::memcpy(view(f.out).f32(), out, static_cast<size_t>(f.M * f.N) * 4);
       return;
     }
-    std::vector<TensorView> inputs, outputs;
-    for (int b : in.inputs)
-      inputs.push_back(view(b));
-    for (int b : in.outputs)
-      outputs.push_back(view(b));
-    runKernel(in.op, in.attrs, inputs, outputs, kernelContext(in, microbatch));
+    runInArena(program_, base_, in, microbatch, kernelContext(in, microbatch));
     return;
   }
-  case ir::InstrKind::Copy: {
-    if (in.op == "zero") {
-      std::memset(address(in.outputs[0], microbatch), 0,
-                  static_cast<size_t>(program_.buffers[static_cast<size_t>(in.outputs[0])].bytes()));
-      return;
-    }
-    const ir::Buffer &from = program_.buffers[static_cast<size_t>(in.inputs[0])];
-    const ir::Buffer &to = program_.buffers[static_cast<size_t>(in.outputs[0])];
-    for (const ir::Box &box : in.slices)
-      copyBox(ir::dtypeBytes(from.dtype), address(from.id, microbatch), from.shape, minus(box.lo, from.origin),
-              address(to.id, microbatch), to.shape, minus(box.lo, to.origin), minus(box.hi, box.lo),
-              in.op == "copy-add");
+  case ir::InstrKind::Copy:
+    runInArena(program_, base_, in, microbatch, KernelContext{});
     return;
-  }
   case ir::InstrKind::Send: {
     const ir::Buffer &from = program_.buffers[static_cast<size_t>(in.inputs.at(0))];
     const int element = ir::dtypeBytes(from.dtype);

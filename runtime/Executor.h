@@ -9,10 +9,12 @@
 #include "runtime/Data.h"
 #include "runtime/Fusion.h"
 #include "runtime/Kernels.h"
+#include "runtime/Offload.h"
 #include "runtime/ParameterStore.h"
 
 #include <array>
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -56,6 +58,11 @@ class DeviceExecutor {
 public:
   DeviceExecutor(const ir::DeviceProgram &program, Communicator &communicator);
 
+  /// Runs every kernel and copy in `offload`'s memory (a GPU's: runtime/gpu/GpuOffload.h),
+  /// this executor's arena the host's staging area (runtime/Offload.h). Throws KernelError
+  /// for a program that communicates (offloadProblem). Matmuls are not fused there.
+  void offloadTo(std::unique_ptr<Offload> offload);
+
   /// Runs the phases with generated functions instead of walking the program's body.
   void setPhases(const PhaseFunctions &phases) { phases_ = phases; }
   /// Runs instruction `index` of the body for `microbatch` (timed and traced): what
@@ -72,7 +79,12 @@ public:
   /// The program it runs, and where buffer `buffer` (its first slot) lies in the arena: what a
   /// plan switch (runtime/Switch.h) copies state out of and into.
   const ir::DeviceProgram &program() const { return program_; }
-  char *bufferData(int buffer) const { return address(buffer, 0); }
+  /// (Offloaded: the host's copy, brought up to date, and taken as written.)
+  char *bufferData(int buffer) const {
+    hostCurrent();
+    deviceStale_ = offload_ != nullptr;
+    return address(buffer, 0);
+  }
   /// The optimizer steps taken so far (a plan switch carries the count over; load() reads it).
   void setStepsTaken(int64_t steps) { stepNumber_ = running_ = steps; }
 
@@ -161,6 +173,14 @@ private:
   bool measureCpu_ = false;
   double kernelCpu_ = 0;
   PhaseFunctions phases_{};
+  std::unique_ptr<Offload> offload_;
+  mutable bool hostStale_ = false;   // the offload wrote the arena since the host last copied it
+  mutable bool deviceStale_ = false; // the host wrote its arena since the offload last had it
+
+  /// Offloaded: the host arena as the offload's (a download where the offload wrote since),
+  /// or the offload's as the host's (an upload where the host wrote since).
+  void hostCurrent() const;
+  void deviceCurrent();
 
   char *address(int buffer, int microbatch) const;
   /// The global batch row of row 0 of `buffer` (batch-major) in `microbatch`.

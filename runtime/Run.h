@@ -80,6 +80,9 @@ struct RunOptions {
   /// (RunPlans::replanForSpeeds) and switch when the predicted gain over the steps left
   /// exceeds the switch's cost.
   bool stragglers = false;
+  /// Where each device's kernels run (a GPU: hspmc build --target cuda); empty: in the
+  /// executor's arena, on the CPU (runtime/Offload.h).
+  OffloadFactory offload;
   /// Threads of each device's kernels; 0: the process's cores divided among its devices
   /// (runtime/kernels/Parallel.h). bench_simulate calibrates kernels at a given count.
   int kernelThreads = 0;

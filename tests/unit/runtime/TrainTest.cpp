@@ -476,3 +476,96 @@ TEST(Fusion, FoldsTransposesAndBatchSumsIntoMatmuls) {
   for (size_t i = 0; i < fused.size(); ++i)
     EXPECT_NEAR(fused[i], unfused[i], 1e-6 * std::abs(unfused[i])) << "step " << i + 1;
 }
+
+// An offloaded executor (runtime/Offload.h) keeps its arena as the host's staging area and
+// runs every kernel and copy in the offload's memory. Through the offload of the tests (a
+// second host arena) a run computes what the executor computes alone, bit for bit (fusion off
+// in both), on the single-device plans, with micro-batches and recomputation, from a
+// checkpoint and into one; and each step moves only its inputs up and its losses down.
+// The offload of the tests, counting the bytes it is given and gives back.
+struct CountingOffload : runtime::HostOffload {
+  int64_t &up, &down;
+  CountingOffload(const ir::DeviceProgram &p, int64_t &uploaded, int64_t &downloaded)
+      : HostOffload(p), up(uploaded), down(downloaded) {}
+  void upload(int64_t offset, const char *from, int64_t bytes) override {
+    up += bytes;
+    HostOffload::upload(offset, from, bytes);
+  }
+  void download(int64_t offset, char *to, int64_t bytes) override {
+    down += bytes;
+    HostOffload::download(offset, to, bytes);
+  }
+};
+
+TEST(Offload, RunsWhatTheExecutorRunsAndMovesOnlyWhatTheHostTouches) {
+  const auto dir = std::filesystem::temp_directory_path();
+  const std::string accumulating = (dir / ("hspmd_offload_mb_" + std::to_string(::getpid()) + ".hspmd")).string();
+  std::ofstream(accumulating) << "import \"" << std::filesystem::absolute("examples/gpt/tiny_gpt.hspmd").string()
+                              << "\"\nplan mb for TinyGPT {\n  cluster \""
+                              << std::filesystem::absolute("examples/clusters/cpu4.toml").string()
+                              << "\"\n  bind B = 8, S = 64\n  recompute\n  pipeline main share 1 microbatches 4 {\n"
+                                 "    stage devices [0] layers blocks with wte, lnf\n  }\n}\n";
+  setenv("HSPMD_FUSION", "0", 1);
+  for (const std::string plan :
+       {"examples/gpt/plans/single.hspmd", "examples/llama/plans/tiny_llama_single.hspmd", accumulating.c_str()}) {
+    auto c = compile(plan);
+    ASSERT_TRUE(c->result.ok) << plan;
+    const ir::DeviceProgram &program = c->result.programs.at(0).at(0);
+    int made = 0;
+    int64_t uploaded = 0, downloaded = 0;
+    runtime::RunOptions options;
+    options.steps = 4;
+    options.seed = 5;
+    const std::string alone = (dir / ("hspmd_offload_a_" + std::to_string(::getpid()))).string();
+    const std::string offloaded = (dir / ("hspmd_offload_b_" + std::to_string(::getpid()))).string();
+    options.save = alone;
+    const auto want = train(*c, options);
+    options.offload = [&](const ir::DeviceProgram &p) {
+      ++made;
+      return std::make_unique<CountingOffload>(p, uploaded, downloaded);
+    };
+    options.save = offloaded;
+    const auto got = train(*c, options);
+    EXPECT_EQ(got, want) << plan;
+    const std::string model = runtime::ParameterStore::fingerprint(c->model.name, c->model.params);
+    const auto a = runtime::ParameterStore::load(alone, model), o = runtime::ParameterStore::load(offloaded, model);
+    EXPECT_EQ(a.step, o.step) << plan;
+    ASSERT_EQ(a.tensors.size(), o.tensors.size()) << plan;
+    for (const auto &[name, tensor] : a.tensors)
+      EXPECT_EQ(o.tensors.at(name).data, tensor.data) << plan << ": " << name;
+    // The arena up once; then each micro-batch's inputs up and its loss down; the arena down
+    // once, for the checkpoint.
+    ASSERT_EQ(made, 1) << plan;
+    int64_t inputs = 0;
+    for (const ir::Buffer &b : program.buffers)
+      inputs += b.role == ir::BufferRole::Input ? b.bytes() : 0;
+    EXPECT_EQ(uploaded, program.peakBytes + options.steps * program.microbatches * inputs) << plan;
+    EXPECT_EQ(downloaded, options.steps * program.microbatches * 4 + program.peakBytes) << plan;
+    // On from the checkpoint: the state goes up again, and the steps after it are the same.
+    options.load = alone;
+    options.save.clear();
+    options.steps = 2;
+    const auto again = train(*c, options);
+    options.offload = nullptr;
+    EXPECT_EQ(again, train(*c, options)) << plan;
+    std::filesystem::remove(alone);
+    std::filesystem::remove(offloaded);
+  }
+  unsetenv("HSPMD_FUSION");
+  std::filesystem::remove(accumulating);
+}
+
+TEST(Offload, RefusesAProgramThatCommunicates) {
+  auto tp2 = compile("examples/gpt/plans/tp2.hspmd");
+  ASSERT_TRUE(tp2->result.ok);
+  runtime::RunOptions options;
+  options.steps = 1;
+  options.offload = [](const ir::DeviceProgram &p) { return std::make_unique<runtime::HostOffload>(p); };
+  try {
+    train(*tp2, options);
+    ADD_FAILURE() << "a program that communicates cannot be offloaded yet";
+  } catch (const runtime::RunError &e) {
+    EXPECT_EQ(std::string(e.what()), "device 0's program communicates (all-reduce): on GPUs that needs the NCCL "
+                                     "backend, which is not built yet (docs/gpu.md); a plan of one device runs there");
+  }
+}

@@ -1,0 +1,69 @@
+// Offload.h - where a device's kernels run when not in the executor's own memory: a GPU
+// (runtime/gpu/GpuOffload.h), or, to test the executor's side of it on any machine, a second
+// arena in host memory (HostOffload).
+//
+// An offloaded DeviceExecutor keeps its host arena as the staging area of everything the host
+// does (parameters loaded, each micro-batch's inputs, the loss read, state packed for a
+// checkpoint or moved by a plan switch) and the offload holds the same arena (the memory
+// plan's offsets, one allocation) where every kernel and copy of the program runs. The
+// executor copies between the two only what the host touches: a micro-batch's inputs up, its
+// loss down, the whole arena down before the host reads state and up after it wrote some.
+//
+// Programs that communicate are not offloaded yet (on GPUs that is the NCCL backend's part,
+// docs/gpu.md): DeviceExecutor::offloadTo refuses them with a KernelError.
+#pragma once
+
+#include "ir/DeviceProgram.h"
+#include "runtime/Kernels.h"
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+namespace hspmd::runtime {
+
+class Offload {
+public:
+  virtual ~Offload() = default;
+  /// `bytes` at arena offset `offset`: from the host into the offload's memory, back, or set
+  /// to zero. Copies to and from the host have finished when they return.
+  virtual void upload(int64_t offset, const char *from, int64_t bytes) = 0;
+  virtual void download(int64_t offset, char *to, int64_t bytes) = 0;
+  virtual void zero(int64_t offset, int64_t bytes) = 0;
+  /// Runs kernel or copy instruction `in` of the program for `microbatch` (buffers of several
+  /// slots: slot microbatch % slots) in the offload's memory; `context` is the host's.
+  virtual void execute(const ir::Instruction &in, int microbatch, const KernelContext &context) = 0;
+  /// Waits until everything started has finished (throws KernelError when something failed).
+  virtual void synchronize() = 0;
+};
+
+/// Makes a device's offload for its program (RunOptions::offload).
+using OffloadFactory = std::function<std::unique_ptr<Offload>(const ir::DeviceProgram &)>;
+
+/// Why `program` cannot be offloaded ("" when it can): it sends, receives or joins a collective.
+std::string offloadProblem(const ir::DeviceProgram &program);
+
+/// Runs kernel or copy `in` (without fusion) on buffers at `base` + the memory plan's offsets:
+/// what the executor does in its own arena, and HostOffload in its second one.
+void runInArena(const ir::DeviceProgram &program, char *base, const ir::Instruction &in, int microbatch,
+                const KernelContext &context);
+
+/// The offload of the tests: a second arena in host memory, the CPU kernels on it. A run
+/// through it computes what the executor computes alone (with HSPMD_FUSION=0, bit for bit),
+/// so every copy the executor makes to and from an offload is checked without a GPU.
+class HostOffload : public Offload {
+public:
+  explicit HostOffload(const ir::DeviceProgram &program);
+  void upload(int64_t offset, const char *from, int64_t bytes) override;
+  void download(int64_t offset, char *to, int64_t bytes) override;
+  void zero(int64_t offset, int64_t bytes) override;
+  void execute(const ir::Instruction &in, int microbatch, const KernelContext &context) override;
+  void synchronize() override {}
+
+private:
+  const ir::DeviceProgram &program_;
+  std::vector<char> arena_;
+  char *base_;
+};
+
+} // namespace hspmd::runtime
