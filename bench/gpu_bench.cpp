@@ -1,12 +1,12 @@
 // bench_gpu - the GPU half, measured on a GPU (scripts/gpu-check.sh runs it): cuBLAS fp32
 // matrix products (TFLOP/s), and training steps of the single-device example plans on the GPU
-// (runtime/gpu/GpuExecutor.h) against the CPU executor in the same run (tokens/s and their
-// ratio). Without a GPU it says so and exits 0.
+// (runtime/gpu/GpuOffload.h, what hspmc build --target cuda runs) against the CPU executor in
+// the same run (tokens/s and their ratio). Without a GPU it says so and exits 0.
 #include "Compiled.h"
 #include "planner/Cluster.h"
 #include "runtime/Data.h"
 #include "runtime/gpu/DeviceTypes.h"
-#include "runtime/gpu/GpuExecutor.h"
+#include "runtime/gpu/GpuOffload.h"
 
 #include <chrono>
 #include <cstdio>
@@ -52,7 +52,8 @@ void training(const std::string &path) {
   const runtime::Dataset data = runtime::Dataset::load(HSPMD_SOURCE_DIR "/examples/data/gpl-3.txt", model.vocab);
   runtime::ThreadsWorld world({0});
   runtime::DeviceExecutor cpu(program, world.communicator(0));
-  runtime::gpu::GpuExecutor gpu(program);
+  runtime::DeviceExecutor gpu(program, world.communicator(0));
+  gpu.offloadTo(runtime::gpu::gpuOffload(program));
   cpu.load(store);
   gpu.load(store);
   const int warm = 2, steps = 10;

@@ -1,11 +1,13 @@
-// Codegen.h - C++ for the CPU from DevicePrograms (hspmc build --target cpu).
+// Codegen.h - C++ from DevicePrograms (hspmc build --target cpu|cuda).
 //
 // Each device becomes one source file: a function that builds its program from constants
 // (buffers with their shapes, regions and static arena offsets; instructions with their
 // attributes, groups, peers, tags and slices) and one function per phase with one call per
 // instruction, in order, into the runtime (DeviceExecutor::instruction). main.cpp holds the
 // model's parameters and batch and calls runtime::generated::main. The binary shares every
-// kernel and collective with `hspmc train`, so both give bitwise-identical losses.
+// kernel and collective with `hspmc train`, so both give bitwise-identical losses. For CUDA
+// the same sources run every kernel and copy on GPU 0 (runtime/gpu/GpuOffload.h): the
+// binary links the CUDA kernels of runtime/gpu/ and the CUDA runtime and cuBLAS.
 #pragma once
 
 #include "ir/DeviceProgram.h"
@@ -27,11 +29,16 @@ struct Toolchain {
   std::string sourceDir, binaryDir;
 };
 
+/// What the binary runs its kernels on: the CPU, or one GPU (single-device plans, until the
+/// NCCL backend: runtime::offloadProblem says why a plan cannot).
+enum class Target { Cpu, Cuda };
+
 /// File name -> contents: device_N.cpp for each device, main.cpp and CMakeLists.txt (which
 /// builds the binary `binaryName`).
-std::map<std::string, std::string> generateCpu(const std::map<int, ir::DeviceProgram> &programs,
-                                               const runtime::ModelInfo &model, const ir::PlanSpec &plan,
-                                               const std::string &binaryName, const Toolchain &toolchain);
+std::map<std::string, std::string> generate(const std::map<int, ir::DeviceProgram> &programs,
+                                            const runtime::ModelInfo &model, const ir::PlanSpec &plan,
+                                            const std::string &binaryName, const Toolchain &toolchain,
+                                            Target target = Target::Cpu);
 
 /// A plan of a binary that can switch plans: its programs and its spec.
 struct PlanToBuild {
@@ -41,7 +48,8 @@ struct PlanToBuild {
 /// One binary for several plans of one model: it starts under plans[0], and its `--switch
 /// STEP:NAME` switches to the plan named NAME (runtime/Switch.h). The devices of plan k > 0
 /// are planK_device_N.cpp.
-std::map<std::string, std::string> generateCpu(const std::vector<PlanToBuild> &plans, const runtime::ModelInfo &model,
-                                               const std::string &binaryName, const Toolchain &toolchain);
+std::map<std::string, std::string> generate(const std::vector<PlanToBuild> &plans, const runtime::ModelInfo &model,
+                                            const std::string &binaryName, const Toolchain &toolchain,
+                                            Target target = Target::Cpu);
 
 } // namespace hspmd::codegen

@@ -128,18 +128,6 @@ public:
   void measureCpu() { measureCpu_ = true; }
   double kernelCpuSeconds() const { return kernelCpu_; }
 
-  /// For a backend that runs the program's kernels in other memory (runtime/gpu/GpuExecutor.h)
-  /// and keeps this executor for the host's side: the batch and optimizer step the kernels see
-  /// from now on (null: none), the inputs of micro-batch `microbatch` put into this executor's
-  /// arena, the context an instruction's kernel runs with, and an update counted as taken.
-  void beginPasses(const Batch *batch, int64_t step) {
-    batch_ = batch;
-    running_ = step;
-  }
-  void loadInputs(const Batch &batch, int microbatch);
-  KernelContext kernelContext(const ir::Instruction &in, int microbatch) const;
-  void finishUpdate() { stepNumber_ = running_; }
-
   const DeviceTimes &times() const { return times_; }
   /// Records every instruction from now on, with times since `origin`.
   void trace(std::chrono::steady_clock::time_point origin) {
@@ -183,6 +171,10 @@ private:
   void deviceCurrent();
 
   char *address(int buffer, int microbatch) const;
+  /// The inputs of micro-batch `microbatch` put into the arena, and the context an
+  /// instruction's kernel runs with.
+  void loadInputs(const Batch &batch, int microbatch);
+  KernelContext kernelContext(const ir::Instruction &in, int microbatch) const;
   /// The global batch row of row 0 of `buffer` (batch-major) in `microbatch`.
   int64_t batchRow(int buffer, int microbatch) const;
   void run(ir::Phase phase, int microbatch);

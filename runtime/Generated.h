@@ -58,7 +58,9 @@ struct Plan {
 /// The generated binary's main: parses --steps, --data, --seed, --trace, --save, --load,
 /// --losses, --backend, --timeout and --switch STEP:NAME (a plan built into the binary) and
 /// runs the devices (threads, or one per process under mpirun with --backend mpi), starting
-/// under plans[0].
-int main(int argc, char **argv, const ModelInfo &model, const std::vector<Plan> &plans);
+/// under plans[0]. With `offload` (hspmc build --target cuda: runtime::gpu::gpuOffload) every
+/// device's kernels run there.
+int main(int argc, char **argv, const ModelInfo &model, const std::vector<Plan> &plans,
+         const OffloadFactory &offload = {});
 
 } // namespace hspmd::runtime::generated

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # On a machine with a GPU (docs/gpu.md): builds the CUDA targets, runs the `gpu` tests (every
 # GPU kernel against the CPU's, op by op; the single-device example plans trained 20 steps on
-# the GPU against the CPU executor) and bench_gpu, and writes what they print to
+# the GPU against the CPU executor), the binaries hspmc build --target cuda makes of them
+# against hspmc train, and bench_gpu, and writes what they print to
 # gpu-check.txt (or $1). Aimed at under 8 minutes on one GPU; each part has its own time limit.
 # One GPU cannot run the NCCL backend's multi-GPU plans: that backend is not built yet.
 set -uo pipefail
@@ -19,10 +20,16 @@ echo "== setup"
 scripts/setup.sh || echo "setup: failed (no network here?); building with what is installed"
 echo "== build (CUDA targets)"
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null || { echo "configure failed"; exit 1; }
-timeout 300 cmake --build build-gpu -j "$(nproc)" --target gpu_tests bench_gpu || { echo "build failed"; exit 1; }
+timeout 300 cmake --build build-gpu -j "$(nproc)" --target gpu_tests bench_gpu hspmc || { echo "build failed"; exit 1; }
 echo "== gpu tests"
 timeout 120 build-gpu/tests/gpu_tests
 tests=$?
+echo "== hspmc build --target cuda: the generated binaries against hspmc train"
+for plan in examples/gpt/plans/single.hspmd examples/llama/plans/tiny_llama_single.hspmd; do
+  timeout 120 tests/codegen/check_cuda.sh build-gpu/tools/hspmc/hspmc "$plan" "build-gpu/generated/cuda_$(basename "$plan" .hspmd)"
+  code=$?
+  [ $code = 0 ] || tests=1
+done
 echo "== bench_gpu"
 timeout 120 build-gpu/bench/bench_gpu
 bench=$?

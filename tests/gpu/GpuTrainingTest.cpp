@@ -1,15 +1,19 @@
-// Single-device example plans trained on the GPU (runtime/gpu/GpuExecutor.h) against the CPU
-// executor, 20 steps from the same parameters and data: losses within 1e-5 relative (label
-// `gpu`; skipped with the reason where there is no GPU).
+// Single-device example plans trained on the GPU (runtime/gpu/GpuOffload.h: the run hspmc
+// build --target cuda makes) against the CPU executor, 20 steps from the same parameters and
+// data: losses within 1e-5 relative, and the checkpoints they write within 1e-4 (label `gpu`;
+// skipped with the reason where there is no GPU).
 #include "../unit/support/ExampleBuild.h"
 #include "passes/Pipeline.h"
 #include "planner/driver/ModelInfo.h"
-#include "runtime/Data.h"
-#include "runtime/gpu/GpuExecutor.h"
+#include "runtime/Run.h"
+#include "runtime/gpu/GpuOffload.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
+
+#include <unistd.h>
 
 using namespace hspmd;
 
@@ -27,20 +31,35 @@ TEST(GpuTraining, SingleDevicePlansMatchTheCpuExecutor) {
         ADD_FAILURE() << p.message;
     });
     ASSERT_TRUE(result.ok) << plan;
-    const ir::DeviceProgram &program = result.programs[0].at(0);
     const runtime::ModelInfo model = driver::modelInfo(*b->build->graph);
-    const runtime::ParameterStore store = runtime::ParameterStore::initial(
-        runtime::ParameterStore::fingerprint(model.name, model.params), model.params, 1);
-    const runtime::Dataset data = runtime::Dataset::load("examples/data/gpl-3.txt", model.vocab);
-    runtime::ThreadsWorld world({0});
-    runtime::DeviceExecutor cpu(program, world.communicator(0));
-    runtime::gpu::GpuExecutor gpu(program);
-    cpu.load(store);
-    gpu.load(store);
-    for (int64_t step = 1; step <= 20; ++step) {
-      const runtime::Batch batch = data.batchFor(step - 1, model.batch, model.seq);
-      const double want = cpu.step(batch, step), got = gpu.step(batch, step);
-      EXPECT_NEAR(got, want, 1e-5 * std::fabs(want)) << plan << " step " << step;
+    const auto dir = std::filesystem::temp_directory_path();
+    const std::string onCpu = (dir / ("hspmd_gpu_cpu_" + std::to_string(::getpid()))).string();
+    const std::string onGpu = (dir / ("hspmd_gpu_gpu_" + std::to_string(::getpid()))).string();
+    runtime::RunOptions run;
+    run.data = "examples/data/gpl-3.txt";
+    run.steps = 20;
+    run.save = onCpu;
+    const std::vector<double> want = runtime::runThreads(result.programs[0], model, run).losses;
+    run.offload = runtime::gpu::gpuOffload;
+    run.save = onGpu;
+    const std::vector<double> got = runtime::runThreads(result.programs[0], model, run).losses;
+    ASSERT_EQ(got.size(), want.size()) << plan;
+    for (size_t i = 0; i < want.size(); ++i)
+      EXPECT_NEAR(got[i], want[i], 1e-5 * std::fabs(want[i])) << plan << " step " << i + 1;
+    const std::string fingerprint = runtime::ParameterStore::fingerprint(model.name, model.params);
+    const auto cpu = runtime::ParameterStore::load(onCpu, fingerprint);
+    const auto gpu = runtime::ParameterStore::load(onGpu, fingerprint);
+    EXPECT_EQ(gpu.step, cpu.step) << plan;
+    for (const auto &[name, tensor] : cpu.tensors) {
+      const std::vector<float> &mine = gpu.tensors.at(name).data;
+      ASSERT_EQ(mine.size(), tensor.data.size()) << plan << " " << name;
+      double worst = 0;
+      for (size_t i = 0; i < mine.size(); ++i)
+        worst =
+            std::max(worst, std::fabs(double{mine[i]} - tensor.data[i]) / (std::fabs(double{tensor.data[i]}) + 1e-3));
+      EXPECT_LT(worst, 1e-4) << plan << " " << name;
     }
+    std::filesystem::remove(onCpu);
+    std::filesystem::remove(onGpu);
   }
 }

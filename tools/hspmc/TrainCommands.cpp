@@ -813,12 +813,14 @@ std::string shellWord(const std::string &text) {
 // Compiles FILE under its plan for training and writes (and builds) the generated C++.
 int runBuild(const std::string &file, const std::vector<std::string> &planFiles, const std::string &target,
              const std::string &outDir, bool compile, const std::vector<std::string> &also) {
-  if (target != "cpu") {
-    std::cerr << "hspmc build: error: --target " << target
-              << " is not available yet (CUDA code generation and the NCCL backend are not built: docs/gpu.md); use "
-                 "--target cpu\n";
+#ifndef HSPMD_HAVE_CUDA
+  if (target == "cuda") {
+    std::cerr << "hspmc build: error: --target cuda: this hspmc was built without the CUDA toolkit (CMake found no "
+                 "nvcc; docs/gpu.md says what it needs)\n";
     return 1;
   }
+#endif
+  const codegen::Target kind = target == "cuda" ? codegen::Target::Cuda : codegen::Target::Cpu;
   if (std::string why = outputDirProblem(outDir, {}); !why.empty()) {
     std::cerr << "hspmc build: error: cannot write to " << outDir << ": " << why << "\n";
     return 1;
@@ -856,8 +858,15 @@ int runBuild(const std::string &file, const std::vector<std::string> &planFiles,
       all.plans.push_back(plan.programs);
     devices = all.devices().size();
   }
-  const auto files = codegen::generateCpu(plans, driver::modelInfo(*build->graph), name,
-                                          codegen::Toolchain{HSPMD_SOURCE_DIR, HSPMD_BINARY_DIR});
+  if (kind == codegen::Target::Cuda)
+    for (const auto &plan : plans)
+      for (const auto &[device, program] : *plan.programs)
+        if (std::string why = runtime::offloadProblem(program); !why.empty()) {
+          std::cerr << "hspmc build: error: --target cuda: plan '" << plan.plan->name << "': " << why << "\n";
+          return 1;
+        }
+  const auto files = codegen::generate(plans, driver::modelInfo(*build->graph), name,
+                                       codegen::Toolchain{HSPMD_SOURCE_DIR, HSPMD_BINARY_DIR}, kind);
   {
     std::vector<std::string> written = {"build.log", "build", name};
     for (const auto &[path, text] : files)

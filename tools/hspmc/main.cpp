@@ -214,7 +214,8 @@ int run(int argc, char **argv) {
   bool buildNoCompile = false;
   buildCommand->add_option("file", buildFile, "The plan (or model) file")->required();
   buildCommand->add_option("--plan", buildPlans, "A plan file, when FILE is the model");
-  buildCommand->add_option("--target", buildTarget, "cpu (cuda: not yet)");
+  buildCommand->add_option("--target", buildTarget, "cpu, or cuda: one GPU, for plans of one device (docs/gpu.md)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
   buildCommand->add_option("-o,--output", buildOut, "The directory for the sources and the binary")->required();
   buildCommand->add_flag("--no-compile", buildNoCompile, "Write the sources and build files only");
   std::vector<std::string> buildAlso;

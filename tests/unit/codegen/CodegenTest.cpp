@@ -38,8 +38,8 @@ TEST(Codegen, EveryInstructionIsEmittedAndCalledOnceFromItsPass) {
   });
   ASSERT_TRUE(result.ok);
   const auto &programs = result.programs[0];
-  const auto files = codegen::generateCpu(programs, driver::modelInfo(*b->build->graph), b->build->plans[0], "p",
-                                          codegen::Toolchain{"/src", "/bin"});
+  const auto files = codegen::generate(programs, driver::modelInfo(*b->build->graph), b->build->plans[0], "p",
+                                       codegen::Toolchain{"/src", "/bin"});
   std::set<std::string> names;
   for (const auto &[name, text] : files)
     names.insert(name);

@@ -1023,8 +1023,9 @@ TEST(Cli, ExplainSwitchCountsTheState) {
             "TinyGPT under plan 'single'\n");
 }
 
-// hspmc build writes one source per device, main.cpp and the build file; --target cuda is
-// not available yet and says so.
+// hspmc build writes one source per device, main.cpp and the build file; --target cuda the
+// same sources with the kernels on a GPU (tests/codegen/check_cuda.sh builds and runs them),
+// for plans of one device until the NCCL backend.
 TEST(Cli, BuildWritesTheGeneratedSources) {
   const std::string out = "build/cli_build_test";
   CliRun run = hspmc("build examples/gpt/plans/pipeline2.hspmd -o " + out + " --no-compile");
@@ -1035,10 +1036,28 @@ TEST(Cli, BuildWritesTheGeneratedSources) {
   EXPECT_NE(text.find("ir::DeviceProgram device_1_program() {"), std::string::npos);
   EXPECT_NE(text.find("void device_1_backward(runtime::DeviceExecutor &x, int mb) {"), std::string::npos);
   EXPECT_NE(text.find("x.instruction("), std::string::npos);
-  CliRun cuda = hspmc("build examples/gpt/plans/single.hspmd -o " + out + " --target cuda");
-  EXPECT_EQ(cuda.code, 1);
-  EXPECT_NE(cuda.output.find("hspmc build: error: --target cuda is not available yet"), std::string::npos)
-      << cuda.output;
+  EXPECT_EQ(readText(out + "/main.cpp").find("gpu"), std::string::npos);
+  const std::string cuda = "build/cli_build_cuda";
+#ifdef HSPMD_HAVE_CUDA
+  expectRun("build examples/gpt/plans/single.hspmd --no-compile --target cuda -o " + cuda, 0,
+            "wrote 3 files to " + cuda + " (1 device programs)\n");
+  const std::string main = readText(cuda + "/main.cpp");
+  EXPECT_NE(main.find("#include \"runtime/gpu/GpuOffload.h\""), std::string::npos) << main;
+  EXPECT_NE(main.find("return runtime::generated::main(argc, argv, model, plans, runtime::gpu::gpuOffload);"),
+            std::string::npos)
+      << main;
+  EXPECT_NE(readText(cuda + "/CMakeLists.txt").find("/runtime/gpu/libhspmd_gpu.a"), std::string::npos);
+  expectRun("build examples/gpt/plans/tp2.hspmd --no-compile --target cuda -o " + cuda, 1,
+            "hspmc build: error: --target cuda: plan 'tp2': device 0's program communicates (all-reduce): on GPUs "
+            "that needs the NCCL backend, which is not built yet (docs/gpu.md); a plan of one device runs there\n");
+#else
+  expectRun("build examples/gpt/plans/single.hspmd --no-compile --target cuda -o " + cuda, 1,
+            "hspmc build: error: --target cuda: this hspmc was built without the CUDA toolkit (CMake found no nvcc; "
+            "docs/gpu.md says what it needs)\n");
+#endif
+  CliRun tpu = hspmc("build examples/gpt/plans/single.hspmd --no-compile --target tpu -o " + cuda);
+  EXPECT_EQ(tpu.code, 2);
+  EXPECT_NE(tpu.output.find("--target: tpu not in {cpu,cuda}"), std::string::npos) << tpu.output;
 }
 
 // hspmc build's output directory is checked before anything is written: an empty path and a

@@ -1,0 +1,37 @@
+// GpuOffload.h - a device's program on a GPU (runtime/Offload.h): the program's arena as one
+// GPU allocation (the memory plan's offsets), every kernel and copy through runtime/gpu/'s
+// CUDA kernels on one stream, in the order the executor runs them; the executor's arena is
+// the host's staging area (parameters in, each micro-batch's inputs up, its loss down, the
+// state down for a checkpoint).
+//
+// Single-device programs only, for now: a program that sends, receives or joins a collective
+// needs the NCCL backend (docs/gpu.md), and DeviceExecutor::offloadTo says so.
+#pragma once
+
+#include "runtime/Offload.h"
+#include "runtime/gpu/GpuKernels.h"
+
+namespace hspmd::runtime::gpu {
+
+class GpuOffload : public Offload {
+public:
+  /// Throws KernelError when no GPU can be used (CUDA's reason).
+  explicit GpuOffload(const ir::DeviceProgram &program);
+  void upload(int64_t offset, const char *from, int64_t bytes) override;
+  void download(int64_t offset, char *to, int64_t bytes) override;
+  void zero(int64_t offset, int64_t bytes) override;
+  void execute(const ir::Instruction &in, int microbatch, const KernelContext &context) override;
+  void synchronize() override { stream_.synchronize(); }
+
+private:
+  const ir::DeviceProgram &program_;
+  GpuStream stream_;
+  DeviceBuffer arena_;
+
+  char *onGpu(int buffer, int microbatch) const;
+};
+
+/// RunOptions::offload for a run on GPU 0 (hspmc build --target cuda).
+std::unique_ptr<Offload> gpuOffload(const ir::DeviceProgram &program);
+
+} // namespace hspmd::runtime::gpu
