@@ -6,8 +6,8 @@
 // instruction, in order, into the runtime (DeviceExecutor::instruction). main.cpp holds the
 // model's parameters and batch and calls runtime::generated::main. The binary shares every
 // kernel and collective with `hspmc train`, so both give bitwise-identical losses. For CUDA
-// the same sources run every kernel and copy on GPU 0 (runtime/gpu/GpuOffload.h): the
-// binary links the CUDA kernels of runtime/gpu/ and the CUDA runtime and cuBLAS.
+// the same sources run every kernel and copy on a GPU (runtime/gpu/GpuOffload.h): the binary
+// links the CUDA kernels of runtime/gpu/ and the CUDA runtime and cuBLAS.
 #pragma once
 
 #include "ir/DeviceProgram.h"
@@ -29,8 +29,8 @@ struct Toolchain {
   std::string sourceDir, binaryDir;
 };
 
-/// What the binary runs its kernels on: the CPU, or one GPU (single-device plans, until the
-/// NCCL backend: runtime::offloadProblem says why a plan cannot).
+/// What the binary runs its kernels on: the CPU, or the machine's GPUs (runtime/gpu/GpuOffload.h;
+/// communication through the host until the NCCL backend).
 enum class Target { Cpu, Cuda };
 
 /// File name -> contents: device_N.cpp for each device, main.cpp and CMakeLists.txt (which

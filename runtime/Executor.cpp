@@ -44,8 +44,6 @@ DeviceExecutor::DeviceExecutor(const ir::DeviceProgram &program, Communicator &c
 }
 
 void DeviceExecutor::offloadTo(std::unique_ptr<Offload> offload) {
-  if (std::string why = offloadProblem(program_); !why.empty())
-    throw KernelError(why);
   offload_ = std::move(offload);
   fusion_ = unfused(program_);
   hostStale_ = false;
@@ -389,18 +387,42 @@ void DeviceExecutor::timed(const ir::Instruction &in, int microbatch) {
 }
 
 void DeviceExecutor::execute(const ir::Instruction &in, int microbatch) {
+  if (!offload_) {
+    executeHere(in, microbatch);
+    return;
+  }
+  changed_ = changed_ || in.phase == ir::Phase::Update;
+  deviceCurrent();
+  if ((in.kind == ir::InstrKind::Kernel && in.group.empty()) || in.kind == ir::InstrKind::Copy) {
+    offload_->execute(in, microbatch, kernelContext(in, microbatch));
+    hostStale_ = true;
+    return;
+  }
+  // Communication runs on the host, through the communicator: the buffers it reads (and
+  // writes: a receive may add) come down, those it wrote go back up.
+  auto stage = [&](int buffer, bool up) {
+    char *at = address(buffer, microbatch);
+    const int64_t bytes = program_.buffers[static_cast<size_t>(buffer)].bytes();
+    if (up)
+      offload_->upload(at - base_, at, bytes);
+    else
+      offload_->download(at - base_, at, bytes);
+  };
+  for (int b : in.inputs)
+    stage(b, false);
+  for (int b : in.outputs)
+    stage(b, false);
+  executeHere(in, microbatch);
+  for (int b : in.outputs)
+    stage(b, true);
+}
+
+void DeviceExecutor::executeHere(const ir::Instruction &in, int microbatch) {
   const int64_t tag = stepTag(ir::expandedTag(in.tag, in.phase, microbatch), running_) + tagOffset_;
   auto view = [&](int buffer) {
     const ir::Buffer &b = program_.buffers[static_cast<size_t>(buffer)];
     return TensorView{address(buffer, microbatch), b.dtype, b.shape};
   };
-  if (offload_) { // offloadTo let only kernels and copies through
-    changed_ = changed_ || in.phase == ir::Phase::Update;
-    deviceCurrent();
-    offload_->execute(in, microbatch, kernelContext(in, microbatch));
-    hostStale_ = true;
-    return;
-  }
   switch (in.kind) {
   case ir::InstrKind::Kernel: {
     changed_ = changed_ || in.phase == ir::Phase::Update; // an update kernel writes the state

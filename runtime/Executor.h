@@ -59,8 +59,8 @@ public:
   DeviceExecutor(const ir::DeviceProgram &program, Communicator &communicator);
 
   /// Runs every kernel and copy in `offload`'s memory (a GPU's: runtime/gpu/GpuOffload.h),
-  /// this executor's arena the host's staging area (runtime/Offload.h). Throws KernelError
-  /// for a program that communicates (offloadProblem). Matmuls are not fused there.
+  /// this executor's arena the host's staging area (runtime/Offload.h); communication runs on
+  /// the host, its buffers staged down and up. Matmuls are not fused there.
   void offloadTo(std::unique_ptr<Offload> offload);
 
   /// Runs the phases with generated functions instead of walking the program's body.
@@ -180,6 +180,8 @@ private:
   void run(ir::Phase phase, int microbatch);
   void timed(const ir::Instruction &in, int microbatch);
   void execute(const ir::Instruction &in, int microbatch);
+  /// Runs `in` in this executor's arena (execute: there, or in the offload's).
+  void executeHere(const ir::Instruction &in, int microbatch);
   void collective(const ir::Instruction &in, int microbatch, int64_t tag);
   void vocabParallelCrossEntropy(const ir::Instruction &in, int microbatch, int64_t tag);
 };

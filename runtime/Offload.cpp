@@ -9,16 +9,6 @@
 
 namespace hspmd::runtime {
 
-std::string offloadProblem(const ir::DeviceProgram &program) {
-  for (const ir::Instruction &in : program.body)
-    if (in.kind == ir::InstrKind::Send || in.kind == ir::InstrKind::Recv || in.kind == ir::InstrKind::Collective ||
-        !in.group.empty())
-      return "device " + std::to_string(program.device) + "'s program communicates (" + in.op +
-             "): on GPUs that needs the NCCL backend, which is not built yet (docs/gpu.md); a plan of one device "
-             "runs there";
-  return "";
-}
-
 void runInArena(const ir::DeviceProgram &program, char *base, const ir::Instruction &in, int microbatch,
                 const KernelContext &context) {
   auto address = [&](int buffer) {

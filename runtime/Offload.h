@@ -7,10 +7,10 @@
 // checkpoint or moved by a plan switch) and the offload holds the same arena (the memory
 // plan's offsets, one allocation) where every kernel and copy of the program runs. The
 // executor copies between the two only what the host touches: a micro-batch's inputs up, its
-// loss down, the whole arena down before the host reads state and up after it wrote some.
-//
-// Programs that communicate are not offloaded yet (on GPUs that is the NCCL backend's part,
-// docs/gpu.md): DeviceExecutor::offloadTo refuses them with a KernelError.
+// loss down, the whole arena down before the host reads state and up after it wrote some,
+// and the buffers of each send, receive and collective, which run on the host through the
+// communicator (threads or MPI), down before it and up after it. (On GPUs the NCCL backend
+// is to keep communication on the GPU: docs/gpu.md.)
 #pragma once
 
 #include "ir/DeviceProgram.h"
@@ -39,9 +39,6 @@ public:
 
 /// Makes a device's offload for its program (RunOptions::offload).
 using OffloadFactory = std::function<std::unique_ptr<Offload>(const ir::DeviceProgram &)>;
-
-/// Why `program` cannot be offloaded ("" when it can): it sends, receives or joins a collective.
-std::string offloadProblem(const ir::DeviceProgram &program);
 
 /// Runs kernel or copy `in` (without fusion) on buffers at `base` + the memory plan's offsets:
 /// what the executor does in its own arena, and HostOffload in its second one.

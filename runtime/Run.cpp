@@ -452,11 +452,6 @@ RunResult train(World &world, const RunPlans &given, const ModelInfo &model, con
   const std::vector<int> &devices = world.devices();
   const std::vector<int> local = world.localDevices();
   const std::vector<int> planDevices = plans.devices(); // the world may hold more (MPI's spare processes)
-  if (options.offload)
-    for (const auto *programs : plans.plans)
-      for (const auto &[id, program] : *programs)
-        if (std::string why = offloadProblem(program); !why.empty())
-          throw RunError(why);
   const std::string fingerprint = ParameterStore::fingerprint(model.name, model.params);
   ParameterStore store = options.load.empty() ? ParameterStore::initial(fingerprint, model.params, options.seed)
                                               : ParameterStore::load(options.load, fingerprint);

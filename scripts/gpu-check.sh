@@ -25,7 +25,7 @@ echo "== gpu tests"
 timeout 120 build-gpu/tests/gpu_tests
 tests=$?
 echo "== hspmc build --target cuda: the generated binaries against hspmc train"
-for plan in examples/gpt/plans/single.hspmd examples/llama/plans/tiny_llama_single.hspmd; do
+for plan in examples/gpt/plans/single.hspmd examples/llama/plans/tiny_llama_single.hspmd examples/gpt/plans/tp2.hspmd; do
   timeout 120 tests/codegen/check_cuda.sh build-gpu/tools/hspmc/hspmc "$plan" "build-gpu/generated/cuda_$(basename "$plan" .hspmd)"
   code=$?
   [ $code = 0 ] || tests=1

@@ -16,6 +16,12 @@ namespace hspmd::runtime::gpu {
 /// Whether this process can use a GPU; if not, why (no driver, no device), as CUDA says it.
 bool gpuAvailable(std::string *why);
 
+/// The GPUs this process sees; 0 where it cannot use any.
+int gpuCount();
+/// Makes GPU `ordinal` the calling thread's (cudaSetDevice): what its next allocations,
+/// streams and kernels use. Throws KernelError with CUDA's message.
+void useGpu(int ordinal);
+
 /// The name CUDA gives GPU `device` ("NVIDIA H100 80GB HBM3"); runtime/gpu/DeviceTypes.h maps
 /// it to a cluster file's device type.
 std::string gpuName(int device = 0);

@@ -2,10 +2,11 @@
 // GPU allocation (the memory plan's offsets), every kernel and copy through runtime/gpu/'s
 // CUDA kernels on one stream, in the order the executor runs them; the executor's arena is
 // the host's staging area (parameters in, each micro-batch's inputs up, its loss down, the
-// state down for a checkpoint).
+// state down for a checkpoint, the buffers of each send, receive and collective down and up:
+// communication goes through the host's communicator until the NCCL backend, docs/gpu.md).
 //
-// Single-device programs only, for now: a program that sends, receives or joins a collective
-// needs the NCCL backend (docs/gpu.md), and DeviceExecutor::offloadTo says so.
+// Which GPU: under mpirun the process's local rank (OMPI_COMM_WORLD_LOCAL_RANK), else the
+// device's number, modulo the GPUs the process sees; devices of one process may share one.
 #pragma once
 
 #include "runtime/Offload.h"
@@ -21,17 +22,18 @@ public:
   void download(int64_t offset, char *to, int64_t bytes) override;
   void zero(int64_t offset, int64_t bytes) override;
   void execute(const ir::Instruction &in, int microbatch, const KernelContext &context) override;
-  void synchronize() override { stream_.synchronize(); }
+  void synchronize() override;
 
 private:
   const ir::DeviceProgram &program_;
+  int gpu_; // the GPU's ordinal, made the calling thread's before each call
   GpuStream stream_;
   DeviceBuffer arena_;
 
   char *onGpu(int buffer, int microbatch) const;
 };
 
-/// RunOptions::offload for a run on GPU 0 (hspmc build --target cuda).
+/// RunOptions::offload for a run on the machine's GPUs (hspmc build --target cuda).
 std::unique_ptr<Offload> gpuOffload(const ir::DeviceProgram &program);
 
 } // namespace hspmd::runtime::gpu

@@ -548,6 +548,15 @@ bool gpuAvailable(std::string *why) {
   return true;
 }
 
+int gpuCount() {
+  int count = 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
+}
+
+void useGpu(int ordinal) {
+  check(cudaSetDevice(ordinal), "cudaSetDevice");
+}
+
 std::string gpuName(int device) {
   cudaDeviceProp properties{};
   check(cudaGetDeviceProperties(&properties, device), "cudaGetDeviceProperties");

@@ -1,7 +1,8 @@
-// Single-device example plans trained on the GPU (runtime/gpu/GpuOffload.h: the run hspmc
-// build --target cuda makes) against the CPU executor, 20 steps from the same parameters and
-// data: losses within 1e-5 relative, and the checkpoints they write within 1e-4 (label `gpu`;
-// skipped with the reason where there is no GPU).
+// Example plans trained on the GPU (runtime/gpu/GpuOffload.h: the run hspmc build --target
+// cuda makes; the devices of a plan of several share the GPU, their communication through the
+// host) against the CPU executor, 20 steps from the same parameters and data: losses within
+// 1e-5 relative, and the checkpoints they write within 1e-4 (label `gpu`; skipped with the
+// reason where there is no GPU).
 #include "../unit/support/ExampleBuild.h"
 #include "passes/Pipeline.h"
 #include "planner/driver/ModelInfo.h"
@@ -17,11 +18,13 @@
 
 using namespace hspmd;
 
-TEST(GpuTraining, SingleDevicePlansMatchTheCpuExecutor) {
+TEST(GpuTraining, PlansMatchTheCpuExecutor) {
   std::string why;
   if (!runtime::gpu::gpuAvailable(&why))
     GTEST_SKIP() << "no GPU here (" << why << "): scripts/gpu-check.sh runs this on a GPU";
-  for (const char *plan : {"examples/gpt/plans/single.hspmd", "examples/llama/plans/tiny_llama_single.hspmd"}) {
+  for (const char *plan : {"examples/gpt/plans/single.hspmd", "examples/llama/plans/tiny_llama_single.hspmd",
+                           "examples/gpt/plans/tp2.hspmd", "examples/gpt/plans/pipeline2.hspmd",
+                           "examples/llama/plans/tiny_llama_cp_asym.hspmd"}) {
     auto b = hspmd::testing::buildExample(plan, {plan});
     ASSERT_TRUE(b->build) << plan;
     passes::PipelineOptions options;

@@ -858,13 +858,6 @@ int runBuild(const std::string &file, const std::vector<std::string> &planFiles,
       all.plans.push_back(plan.programs);
     devices = all.devices().size();
   }
-  if (kind == codegen::Target::Cuda)
-    for (const auto &plan : plans)
-      for (const auto &[device, program] : *plan.programs)
-        if (std::string why = runtime::offloadProblem(program); !why.empty()) {
-          std::cerr << "hspmc build: error: --target cuda: plan '" << plan.plan->name << "': " << why << "\n";
-          return 1;
-        }
   const auto files = codegen::generate(plans, driver::modelInfo(*build->graph), name,
                                        codegen::Toolchain{HSPMD_SOURCE_DIR, HSPMD_BINARY_DIR}, kind);
   {
