@@ -4,18 +4,13 @@
 # the GPU against the CPU executor), the binaries hspmc build --target cuda makes of them
 # against hspmc train, and bench_gpu, and writes what they print to
 # gpu-check.txt (or $1). Aimed at under 8 minutes on one GPU; each part has its own time limit.
-# One GPU cannot run the NCCL backend's multi-GPU plans: that backend is not built yet.
+# Plans of several GPUs under mpirun: scripts/gpu-check-multi.sh, on a machine that has them.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-gpu-check.txt}
 exec > >(tee "$out") 2>&1
 start=$(date +%s)
-echo "== gpu-check on $(hostname), $(date -u +%FT%TZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
-if command -v nvidia-smi > /dev/null; then
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-else
-  echo "nvidia-smi: not found"
-fi
+. scripts/gpu-header.sh gpu-check
 echo "== setup"
 scripts/setup.sh || echo "setup: failed (no network here?); building with what is installed"
 echo "== build (CUDA targets)"

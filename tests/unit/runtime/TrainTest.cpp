@@ -575,3 +575,38 @@ TEST(Offload, StagesCommunicationThroughTheHost) {
   }
   unsetenv("HSPMD_FUSION");
 }
+
+// Plans that change during a run, offloaded: a switch moves the state out of the old
+// executors' host copies (brought down from the offload) into the new ones (taken up before
+// their first kernel), and a run that loses a device goes on under a recovery plan. Both give
+// the losses they give without an offload, bit for bit (fusion off in both).
+TEST(Offload, SwitchesAndRecoversAsTheExecutorDoes) {
+  auto zero = compile("examples/gpt/plans/dp2_zero.hspmd");
+  auto hetero = compile("examples/gpt/plans/hetero4.hspmd");
+  auto pipeline = compile("examples/gpt/plans/pipeline2_recompute.hspmd");
+  ASSERT_TRUE(zero->result.ok && hetero->result.ok && pipeline->result.ok);
+  setenv("HSPMD_FUSION", "0", 1);
+  const runtime::StateSwitch transfer = runtime::planSwitch(zero->result.programs.at(0), hetero->result.programs.at(0));
+  auto run = [&](bool offloaded) {
+    runtime::RunOptions options;
+    options.data = kData;
+    options.steps = 6;
+    if (offloaded)
+      options.offload = [](const ir::DeviceProgram &p) { return std::make_unique<runtime::HostOffload>(p); };
+    runtime::RunPlans switching{{&zero->result.programs.at(0), &hetero->result.programs.at(0)}, {}, {}, {}};
+    switching.switches.push_back(runtime::PlanSwitch{3, 1, &transfer, "switched"});
+    const auto switched = runtime::runThreads(switching, zero->model, options).losses;
+    runtime::RunPlans recovering{{&hetero->result.programs.at(0), &pipeline->result.programs.at(0)}, {}, {}, {}};
+    recovering.recoveries = {1};
+    options.faults = {runtime::Fault{4, 3, runtime::FaultPhase::Backward}};
+    const auto recovered = runtime::runThreads(recovering, hetero->model, options).losses;
+    return std::make_pair(switched, recovered);
+  };
+  const auto [switched, recovered] = run(true);
+  const auto [wantSwitched, wantRecovered] = run(false);
+  EXPECT_EQ(switched, wantSwitched);
+  EXPECT_EQ(recovered, wantRecovered);
+  EXPECT_EQ(switched.size(), 6u);
+  EXPECT_EQ(recovered.size(), 6u);
+  unsetenv("HSPMD_FUSION");
+}

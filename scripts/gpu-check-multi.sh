@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# On a machine with several GPUs (docs/gpu.md): every example plan the PyTorch checks use is
+# built with `hspmc build --target cuda`, trained 10 steps under mpirun (one process per
+# device, each on its local rank's GPU; more devices than GPUs share them), and its losses are
+# compared with `hspmc train` (the CPU executor): within 1e-5 relative. Writes what it prints
+# to gpu-check-multi.txt (or $1). Communication goes through the host until the NCCL backend.
+#
+# HSPMD_TARGET=cpu runs the same loop with CPU binaries (the losses then agree bit for bit):
+# a dry run of this script on any machine. HSPMD_PLANS="gpt/plans/tp2 ..." checks those only;
+# HSPMD_BUILD names a build directory that has hspmc (default build-gpu, configured if not).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-gpu-check-multi.txt}
+target=${HSPMD_TARGET:-cuda}
+exec > >(tee "$out") 2>&1
+start=$(date +%s)
+. scripts/gpu-header.sh "gpu-check-multi (--target $target)"
+build=${HSPMD_BUILD:-build-gpu}
+if [ ! -x "$build/tools/hspmc/hspmc" ]; then
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null || { echo "configure failed"; exit 1; }
+  timeout 600 cmake --build "$build" -j "$(nproc)" --target hspmc || { echo "build failed"; exit 1; }
+fi
+hspmc=$build/tools/hspmc/hspmc
+root=()
+[ "$(id -u)" = 0 ] && root=(--allow-run-as-root)
+data=examples/data/gpl-3.txt
+plans=${HSPMD_PLANS:-"gpt/plans/single gpt/plans/tp2 gpt/plans/dp2_tp2 gpt/plans/pipeline2 gpt/plans/pipeline2_recompute
+  gpt/plans/hetero4 gpt/plans/hetero4_tied gpt/plans/cp_asym gpt/plans/hp_asym gpt/plans/hp_tp2 gpt/plans/dp2_zero
+  llama/plans/tiny_llama_single llama/plans/tiny_llama_dp2_tp2 llama/plans/tiny_llama_pipeline2
+  llama/plans/tiny_llama_hetero4 llama/plans/tiny_llama_cp_asym llama/plans/tiny_llama_cp_tp2 llama/plans/tiny_llama_hp_asym
+  llama/plans/tiny_llama_dp2_zero llama/plans/tiny_llama_dp2_tp2_zero llama/plans/tiny_llama_hp_zero_heads
+  gpt/plans/dp4_zero_replicas llama/plans/tiny_llama_pipelines_zero_replicas gpt/plans/dp3_zero_chunked"}
+passed=0 failed=0
+for plan in $plans; do
+  file=examples/$plan.hspmd dir=$build/generated/multi_$(basename "$plan")
+  rm -rf "$dir"
+  if ! written=$("$hspmc" build "$file" --target "$target" -o "$dir" 2>&1); then
+    echo "FAIL $plan: hspmc build: $written"
+    failed=$((failed + 1))
+    continue
+  fi
+  devices=$(printf '%s\n' "$written" | sed -n 's/.*(\([0-9]*\) device programs).*/\1/p')
+  binary=$dir/$(sed -n 's/^plan \([A-Za-z0-9_]*\) .*/\1/p' "$file" | head -1)
+  if ! ran=$(timeout 300 mpirun "${root[@]}" --oversubscribe -np "$devices" "$binary" --backend mpi --data "$data" \
+    --steps 10 --losses "$dir/gpu.json" 2>&1); then
+    why=$(printf '%s\n' "$ran" | grep -m1 'error:' || printf '%s\n' "$ran" | tail -3)
+    echo "FAIL $plan ($devices processes): $why"
+    failed=$((failed + 1))
+    continue
+  fi
+  "$hspmc" train "$file" --data "$data" --steps 10 --losses "$dir/cpu.json" > /dev/null
+  if verdict=$(python3 - "$dir/gpu.json" "$dir/cpu.json" <<'PY'
+import json, sys
+a, b = (json.load(open(p))["losses"] for p in sys.argv[1:3])
+worst = max(abs(x - y) / abs(y) for x, y in zip(a, b)) if len(a) == len(b) == 10 else float("inf")
+print(f"largest difference {worst:.1e} relative over 10 steps")
+sys.exit(0 if worst <= 1e-5 else 1)
+PY
+  ); then
+    echo "ok   $plan ($devices processes): $verdict"
+    passed=$((passed + 1))
+  else
+    echo "FAIL $plan ($devices processes): $verdict"
+    failed=$((failed + 1))
+  fi
+done
+echo "== gpu-check-multi finished in $(($(date +%s) - start)) s: $passed plans match the CPU executor, $failed do not"
+[ "$failed" = 0 ]
