@@ -2,6 +2,11 @@
 // matrix products (TFLOP/s), and training steps of the single-device example plans on the GPU
 // (runtime/gpu/GpuOffload.h, what hspmc build --target cuda runs) against the CPU executor in
 // the same run (tokens/s and their ratio). Without a GPU it says so and exits 0.
+//
+// bench_gpu --mfu: the GPT of 1.2B parameters of bench/plans/gpt1b.hspmd (sequence 2048) on
+// the GPU: tokens/s, model FLOP/s and their share of the GPU's dense bf16 peak
+// (stdlib/devices.toml), the MFU. The kernels are fp32 until bf16 lands, so the share
+// is of a peak they cannot reach; it is the number to improve.
 #include "Compiled.h"
 #include "planner/Cluster.h"
 #include "runtime/Data.h"
@@ -10,6 +15,8 @@
 
 #include <chrono>
 #include <cstdio>
+#include <optional>
+#include <string>
 
 using namespace hspmd;
 using Clock = std::chrono::steady_clock;
@@ -74,9 +81,48 @@ void training(const std::string &path) {
               tokens / gpuSeconds, tokens / cpuSeconds, cpuSeconds / gpuSeconds, warm + steps, gpuLoss, cpuLoss);
 }
 
+// The 1.2B GPT: its step's model FLOPs per token (the matmuls of forward and backward, 6 x
+// the weights' multiply-adds, plus attention's 12 x layers x S x d, as bench/
+// train_vs_pytorch.py counts them), for the shape bench/plans/gpt1b.hspmd declares.
+void modelFlopUtilisation(const std::optional<double> &peakTflops) {
+  const double d = 2048, layers = 24, ffn = 8192, vocab = 256, seq = 2048;
+  const double flopsPerToken = 6 * (layers * (4 * d * d + 2 * d * ffn) + d * vocab) + 12 * layers * seq * d;
+  auto start = Clock::now();
+  auto compiled = bench::compilePlan(HSPMD_SOURCE_DIR "/bench/plans/gpt1b.hspmd");
+  const ir::DeviceProgram &program = compiled->programs().at(0);
+  const runtime::ModelInfo &model = compiled->model;
+  std::printf("gpt1b: compiled in %.2f s (arena %.1f GiB)\n", since(start),
+              static_cast<double>(program.peakBytes) / (1 << 30));
+  start = Clock::now();
+  const runtime::ParameterStore store =
+      runtime::ParameterStore::initial(runtime::ParameterStore::fingerprint(model.name, model.params), model.params, 1);
+  const runtime::Dataset data = runtime::Dataset::load(HSPMD_SOURCE_DIR "/examples/data/gpl-3.txt", model.vocab);
+  runtime::ThreadsWorld world({0});
+  runtime::DeviceExecutor gpu(program, world.communicator(0));
+  gpu.offloadTo(runtime::gpu::gpuOffload(program));
+  gpu.load(store);
+  std::printf("gpt1b: parameters made and loaded in %.1f s\n", since(start));
+  const int warm = 1, steps = 3;
+  double seconds = 0, loss = 0;
+  for (int64_t step = 1; step <= warm + steps; ++step) {
+    const runtime::Batch batch = data.batchFor(step - 1, model.batch, model.seq);
+    start = Clock::now();
+    loss = gpu.step(batch, step); // ends with the stream synchronised
+    if (step > warm)
+      seconds += since(start);
+  }
+  const double tokens = static_cast<double>(model.batch * model.seq) * steps;
+  const double tflops = tokens * flopsPerToken / seconds / 1e12;
+  std::printf("gpt1b (1.2B parameters, 4 x 2048 tokens a step, fp32): %.0f tokens/s, %.1f model TFLOP/s",
+              tokens / seconds, tflops);
+  if (peakTflops)
+    std::printf(", MFU %.1f%% of the %.0f TFLOP/s dense bf16 peak", 100 * tflops / *peakTflops, *peakTflops);
+  std::printf("; loss after %d steps %.4f\n", warm + steps, loss);
+}
+
 } // namespace
 
-int main() {
+int main(int argc, char **argv) {
   std::string why;
   if (!runtime::gpu::gpuAvailable(&why)) {
     std::printf("bench_gpu: skipped, no GPU (%s)\n", why.c_str());
@@ -85,12 +131,20 @@ int main() {
   // Which device type of stdlib/devices.toml this GPU is (what a cluster file would call it).
   std::vector<planner::ClusterError> errors;
   std::vector<std::string> types;
-  if (const auto known = planner::loadDeviceTypes(HSPMD_SOURCE_DIR "/stdlib/devices.toml", errors))
+  const auto known = planner::loadDeviceTypes(HSPMD_SOURCE_DIR "/stdlib/devices.toml", errors);
+  if (known)
     for (const auto &[name, type] : *known)
       types.push_back(name);
   const std::string name = runtime::gpu::gpuName(0);
   const auto type = runtime::gpu::deviceTypeOf(name, types);
   std::printf("GPU 0: %s (device type %s)\n", name.c_str(), type ? type->c_str() : "unknown to stdlib/devices.toml");
+  if (argc > 1 && std::string(argv[1]) == "--mfu") {
+    std::optional<double> peak;
+    if (type)
+      peak = known->at(*type).bf16Tflops;
+    modelFlopUtilisation(peak);
+    return 0;
+  }
   matrixProducts();
   for (const char *plan : {"examples/gpt/plans/single.hspmd", "examples/llama/plans/tiny_llama_single.hspmd"})
     training(std::string(HSPMD_SOURCE_DIR "/") + plan);

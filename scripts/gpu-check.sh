@@ -28,5 +28,7 @@ done
 echo "== bench_gpu"
 timeout 120 build-gpu/bench/bench_gpu
 bench=$?
+echo "== bench_gpu --mfu (a GPT of 1.2B parameters, sequence 2048)"
+timeout 240 build-gpu/bench/bench_gpu --mfu || bench=1
 echo "== gpu-check finished in $(( $(date +%s) - start )) s: tests exit $tests, bench exit $bench"
 exit $(( tests || bench ))

@@ -1645,3 +1645,21 @@ TEST(Cli, DumpIrAfterAPass) {
 }
 
 } // namespace
+
+// The benchmarks' plans (bench/plans, the 1.2B GPT of bench_gpu --mfu among them) lint
+// without an error too; a file of models only says it holds no plan.
+TEST(Cli, EveryBenchPlanLintsClean) {
+  CliRun list = shell("ls bench/plans/*.hspmd bench/plans/*/*.hspmd");
+  std::istringstream plans(list.output);
+  std::string path;
+  int checked = 0;
+  while (std::getline(plans, path)) {
+    if (readText(path).find("\nplan ") == std::string::npos)
+      continue;
+    CliRun lint = hspmc("lint " + path);
+    EXPECT_EQ(lint.code, 0) << path << "\n" << lint.output;
+    EXPECT_NE(lint.output.find("lint: 0 errors"), std::string::npos) << path << "\n" << lint.output;
+    ++checked;
+  }
+  EXPECT_GE(checked, 16);
+}
