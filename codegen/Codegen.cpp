@@ -159,7 +159,8 @@ std::map<std::string, std::string> generate(const std::map<int, ir::DeviceProgra
 }
 
 std::map<std::string, std::string> generate(const std::vector<PlanToBuild> &plans, const runtime::ModelInfo &model,
-                                            const std::string &binaryName, const Toolchain &toolchain, Target target) {
+                                            const std::string &binaryName, const Toolchain &toolchain, Target target,
+                                            const std::vector<std::string> &gpuTypes) {
   const bool cuda = target == Target::Cuda;
   std::map<std::string, std::string> files;
   std::ostringstream main;
@@ -204,9 +205,17 @@ std::map<std::string, std::string> generate(const std::vector<PlanToBuild> &plan
       main << "  plans[" << k << "].devices[" << device << "] = {" << name << "_program, {" << name << "_forward, "
            << name << "_recompute, " << name << "_backward, " << name << "_update}};\n";
     }
+    for (const auto &[device, type] : plans[k].deviceTypes)
+      main << "  plans[" << k << "].deviceTypes[" << device << "] = " << quote(type) << ";\n";
   }
-  main << "  return runtime::generated::main(argc, argv, model, plans" << (cuda ? ", runtime::gpu::gpuOffload" : "")
-       << ");\n}\n";
+  if (cuda) {
+    main << "  const std::vector<std::string> gpuTypes = {";
+    for (size_t i = 0; i < gpuTypes.size(); ++i)
+      main << (i ? ", " : "") << quote(gpuTypes[i]);
+    main << "};\n  return runtime::generated::main(argc, argv, model, plans, runtime::gpu::gpuOffload, gpuTypes);\n}\n";
+  } else {
+    main << "  return runtime::generated::main(argc, argv, model, plans);\n}\n";
+  }
   files["main.cpp"] = main.str();
 
   std::ostringstream cmake;

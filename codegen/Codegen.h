@@ -44,12 +44,16 @@ std::map<std::string, std::string> generate(const std::map<int, ir::DeviceProgra
 struct PlanToBuild {
   const std::map<int, ir::DeviceProgram> *programs = nullptr;
   const ir::PlanSpec *plan = nullptr;
+  /// (--target cuda) the device types its cluster gives its devices: a process whose GPU is
+  /// of another type says so when it starts (runtime/gpu/DeviceTypes.h).
+  std::map<int, std::string> deviceTypes = {};
 };
 /// One binary for several plans of one model: it starts under plans[0], and its `--switch
 /// STEP:NAME` switches to the plan named NAME (runtime/Switch.h). The devices of plan k > 0
 /// are planK_device_N.cpp.
+/// `gpuTypes`: the GPU types of the plans' clusters, which a GPU's CUDA name is matched to.
 std::map<std::string, std::string> generate(const std::vector<PlanToBuild> &plans, const runtime::ModelInfo &model,
                                             const std::string &binaryName, const Toolchain &toolchain,
-                                            Target target = Target::Cpu);
+                                            Target target = Target::Cpu, const std::vector<std::string> &gpuTypes = {});
 
 } // namespace hspmd::codegen

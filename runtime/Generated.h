@@ -53,14 +53,17 @@ struct Plan {
   std::string name, optimizer;
   std::map<std::string, double> optimizerArgs;
   std::map<int, Device> devices;
+  /// The device types its cluster gives its devices (--target cuda).
+  std::map<int, std::string> deviceTypes;
 };
 
 /// The generated binary's main: parses --steps, --data, --seed, --trace, --save, --load,
 /// --losses, --backend, --timeout and --switch STEP:NAME (a plan built into the binary) and
 /// runs the devices (threads, or one per process under mpirun with --backend mpi), starting
 /// under plans[0]. With `offload` (hspmc build --target cuda: runtime::gpu::gpuOffload) every
-/// device's kernels run there.
+/// device's kernels run there, and a device whose GPU is not of the type its plan gives it
+/// (one of `gpuTypes`, the GPU types of the plans' clusters) says so on stderr.
 int main(int argc, char **argv, const ModelInfo &model, const std::vector<Plan> &plans,
-         const OffloadFactory &offload = {});
+         const OffloadFactory &offload = {}, const std::vector<std::string> &gpuTypes = {});
 
 } // namespace hspmd::runtime::generated

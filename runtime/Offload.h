@@ -18,6 +18,7 @@
 
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace hspmd::runtime {
@@ -35,6 +36,8 @@ public:
   virtual void execute(const ir::Instruction &in, int microbatch, const KernelContext &context) = 0;
   /// Waits until everything started has finished (throws KernelError when something failed).
   virtual void synchronize() = 0;
+  /// What runs the kernels, as its maker names it (a GPU's CUDA name); "" for the host.
+  virtual std::string name() const { return ""; }
 };
 
 /// Makes a device's offload for its program (RunOptions::offload).

@@ -39,4 +39,21 @@ inline std::optional<std::string> deviceTypeOf(const std::string &gpuName, const
   return std::nullopt;
 }
 
+/// What device `device`'s process says when the GPU it runs on, called `gpuName`, is not the
+/// type `planned` its plan's cluster gives it: the plan's layers, shares and memory were
+/// chosen for that type. "" when it is, or when `planned` is not one of the GPU types `types`
+/// (a plan made for CPU threads, run on a GPU).
+inline std::string gpuTypeMismatch(int device, const std::string &gpuName, const std::string &planned,
+                                   const std::vector<std::string> &types) {
+  if (std::find(types.begin(), types.end(), planned) == types.end())
+    return "";
+  const std::optional<std::string> actual = deviceTypeOf(gpuName, types);
+  if (actual == planned)
+    return "";
+  const bool an = std::string("AEFHILMNORSX").find(planned[0]) != std::string::npos; // "an H100", as spoken
+  return "device " + std::to_string(device) + " runs on '" + gpuName + "' (" +
+         (actual ? *actual : std::string("not a type of the plan's cluster")) + "), but the plan was made for " +
+         (an ? "an " : "a ") + planned + " there: its layers, shares and memory are for that";
+}
+
 } // namespace hspmd::runtime::gpu

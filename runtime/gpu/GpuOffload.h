@@ -23,6 +23,7 @@ public:
   void zero(int64_t offset, int64_t bytes) override;
   void execute(const ir::Instruction &in, int microbatch, const KernelContext &context) override;
   void synchronize() override;
+  std::string name() const override { return gpuName(gpu_); }
 
 private:
   const ir::DeviceProgram &program_;

@@ -858,8 +858,27 @@ int runBuild(const std::string &file, const std::vector<std::string> &planFiles,
       all.plans.push_back(plan.programs);
     devices = all.devices().size();
   }
+  // For GPUs: each device's type by its plan's cluster, and the GPU types (devices.toml's and
+  // the clusters' own, not "cpu": CPU threads posing as devices) a GPU's name is matched to.
+  std::set<std::string> gpuTypes;
+  if (kind == codegen::Target::Cuda)
+    for (codegen::PlanToBuild &plan : plans) {
+      std::vector<planner::ClusterError> errors;
+      if (plan.plan->clusterPath.empty())
+        continue;
+      if (auto cluster =
+              planner::loadCluster(plan.plan->clusterPath, t.compilation.stdlibDir() + "/devices.toml", errors)) {
+        for (const planner::Device &device : cluster->devices)
+          if (plan.programs->count(device.id))
+            plan.deviceTypes[device.id] = device.type;
+        for (const auto &[type, properties] : cluster->types)
+          if (type != "cpu")
+            gpuTypes.insert(type);
+      }
+    }
   const auto files = codegen::generate(plans, driver::modelInfo(*build->graph), name,
-                                       codegen::Toolchain{HSPMD_SOURCE_DIR, HSPMD_BINARY_DIR}, kind);
+                                       codegen::Toolchain{HSPMD_SOURCE_DIR, HSPMD_BINARY_DIR}, kind,
+                                       std::vector<std::string>(gpuTypes.begin(), gpuTypes.end()));
   {
     std::vector<std::string> written = {"build.log", "build", name};
     for (const auto &[path, text] : files)

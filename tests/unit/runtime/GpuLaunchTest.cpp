@@ -77,3 +77,17 @@ TEST(GpuDeviceTypes, CudaNamesMapToClusterTypes) {
   EXPECT_EQ(deviceTypeOf("NVIDIA GeForce RTX 4090", types), std::nullopt);
   EXPECT_EQ(deviceTypeOf("NVIDIA H200", {"H20"}), std::nullopt);
 }
+
+// A process whose GPU is not the type its plan was made for says so; a plan made for CPU
+// threads (or a type that is not a GPU's) run on a GPU says nothing.
+TEST(GpuDeviceTypes, AGpuOfAnotherTypeThanPlannedIsNamed) {
+  const std::vector<std::string> gpus{"H100", "H800", "H20", "H200", "A100", "A800", "L40S"};
+  EXPECT_EQ(gpuTypeMismatch(3, "NVIDIA H100 80GB HBM3", "H100", gpus), "");
+  EXPECT_EQ(gpuTypeMismatch(3, "NVIDIA A100-SXM4-80GB", "H100", gpus),
+            "device 3 runs on 'NVIDIA A100-SXM4-80GB' (A100), but the plan was made for an H100 there: its layers, "
+            "shares and memory are for that");
+  EXPECT_EQ(gpuTypeMismatch(0, "NVIDIA GeForce RTX 4090", "A100", gpus),
+            "device 0 runs on 'NVIDIA GeForce RTX 4090' (not a type of the plan's cluster), but the plan was made for "
+            "an A100 there: its layers, shares and memory are for that");
+  EXPECT_EQ(gpuTypeMismatch(1, "NVIDIA H200", "cpu", gpus), "");
+}

@@ -1042,9 +1042,19 @@ TEST(Cli, BuildWritesTheGeneratedSources) {
             "wrote 3 files to " + cuda + " (1 device programs)\n");
   const std::string main = readText(cuda + "/main.cpp");
   EXPECT_NE(main.find("#include \"runtime/gpu/GpuOffload.h\""), std::string::npos) << main;
-  EXPECT_NE(main.find("return runtime::generated::main(argc, argv, model, plans, runtime::gpu::gpuOffload);"),
+  EXPECT_NE(main.find("return runtime::generated::main(argc, argv, model, plans, runtime::gpu::gpuOffload, gpuTypes);"),
             std::string::npos)
       << main;
+  // Each device's type by the plan's cluster, which its process checks its GPU against; the
+  // GPU types exclude the CPU threads' "cpu".
+  expectRun("build examples/llama/plans/llama2_7b_hetero16.hspmd --no-compile --target cuda -o " + cuda, 0,
+            "wrote 18 files to " + cuda + " (16 device programs)\n");
+  const std::string hetero = readText(cuda + "/main.cpp");
+  EXPECT_NE(hetero.find("  plans[0].deviceTypes[7] = \"H100\";\n  plans[0].deviceTypes[8] = \"A100\";\n"),
+            std::string::npos);
+  EXPECT_NE(hetero.find("  const std::vector<std::string> gpuTypes = {\"A100\", \"A800\", \"H100\", \"H20\", \"H200\", "
+                        "\"H800\", \"L40S\"};\n"),
+            std::string::npos);
   EXPECT_NE(readText(cuda + "/CMakeLists.txt").find("/runtime/gpu/libhspmd_gpu.a"), std::string::npos);
   expectRun("build examples/gpt/plans/tp2.hspmd --no-compile --target cuda -o " + cuda, 0,
             "wrote 4 files to " + cuda + " (2 device programs)\n");
