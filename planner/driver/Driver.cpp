@@ -6,6 +6,7 @@
 #include "planner/Cluster.h"
 #include "planner/Estimates.h"
 #include "planner/Lint.h"
+#include "planner/PlanSet.h"
 
 #include <algorithm>
 #include <set>
@@ -15,9 +16,27 @@ namespace hspmd::driver {
 using frontend::Compilation;
 using frontend::DiagnosticEngine;
 
+namespace {
+
+// A plan set is TOML, not the language: said as such (an error) rather than as its first
+// character, where a command takes one plan.
+bool isPlanSetHere(DiagnosticEngine &diags, const std::string &path) {
+  if (!planner::isPlanSet(path))
+    return false;
+  diags.error(ir::Location{path, 0, 0, 1}, "'" + path +
+                                               "' is a plan set, not a plan: hspmc train and hspmc simulate "
+                                               "--documents take plan sets; here give one of the plans it lists");
+  return true;
+}
+
+} // namespace
+
 std::optional<Build> elaborateBuild(Compilation &compilation, const std::string &file,
                                     const std::vector<std::string> &planFiles, const std::string &modelName) {
   DiagnosticEngine &diags = compilation.diags();
+  for (const std::string &path : planFiles.empty() ? std::vector<std::string>{file} : planFiles)
+    if (isPlanSetHere(diags, path))
+      return std::nullopt;
   const frontend::FileAst *ast = compilation.load(file);
   if (!ast)
     return std::nullopt;
@@ -173,6 +192,8 @@ void lintFile(Compilation &compilation, const std::string &planFile, const std::
   if (!modelFile.empty() && !compilation.load(modelFile))
     return;
   const std::vector<std::string> fromModelFile = compilation.moduleNames(); // before the plan's imports
+  if (isPlanSetHere(diags, planFile))
+    return;
   const frontend::FileAst *ast = compilation.load(planFile);
   if (!ast)
     return;

@@ -1673,3 +1673,17 @@ TEST(Cli, EveryBenchPlanLintsClean) {
   }
   EXPECT_GE(checked, 16);
 }
+
+// A plan set where a command takes one plan is named as such (it was a parse error at its
+// first character, '#'), the same from every command that compiles a plan.
+TEST(Cli, APlanSetWhereAPlanIsExpectedIsNamedAsSuch) {
+  const std::string set = "examples/llama/plans/tiny_llama_docs.planset.toml";
+  const std::string error = set + ": error: '" + set +
+                            "' is a plan set, not a plan: hspmc train and hspmc simulate --documents take plan "
+                            "sets; here give one of the plans it lists\n";
+  expectRun("lint " + set, 1, error + "lint: 1 error, 0 warnings\n");
+  for (const std::string &command :
+       {"dump-program --device 0 " + set, "dump-ir " + set, "explain-switch examples/gpt/plans/single.hspmd " + set,
+        "build --no-compile -o build/cli_build_set " + set})
+    expectRun(command, 1, error);
+}
