@@ -18,14 +18,17 @@ using frontend::DiagnosticEngine;
 
 namespace {
 
-// A plan set is TOML, not the language: said as such (an error) rather than as its first
-// character, where a command takes one plan.
-bool isPlanSetHere(DiagnosticEngine &diags, const std::string &path) {
-  if (!planner::isPlanSet(path))
+// A plan set or a cluster file is TOML, not the language: said as such (an error) rather than
+// as its first character, where a command takes one plan.
+bool notAPlanHere(DiagnosticEngine &diags, const std::string &path) {
+  const bool set = planner::isPlanSet(path);
+  if (!set && !(path.size() > 5 && path.compare(path.size() - 5, 5, ".toml") == 0))
     return false;
-  diags.error(ir::Location{path, 0, 0, 1}, "'" + path +
-                                               "' is a plan set, not a plan: hspmc train and hspmc simulate "
-                                               "--documents take plan sets; here give one of the plans it lists");
+  diags.error(ir::Location{path, 0, 0, 1},
+              "'" + path + "' is " +
+                  (set ? "a plan set, not a plan: hspmc train and hspmc simulate --documents take plan sets; here "
+                         "give one of the plans it lists"
+                       : "TOML (a cluster file?), not a plan (.hspmd)"));
   return true;
 }
 
@@ -35,7 +38,7 @@ std::optional<Build> elaborateBuild(Compilation &compilation, const std::string 
                                     const std::vector<std::string> &planFiles, const std::string &modelName) {
   DiagnosticEngine &diags = compilation.diags();
   for (const std::string &path : planFiles.empty() ? std::vector<std::string>{file} : planFiles)
-    if (isPlanSetHere(diags, path))
+    if (notAPlanHere(diags, path))
       return std::nullopt;
   const frontend::FileAst *ast = compilation.load(file);
   if (!ast)
@@ -192,7 +195,7 @@ void lintFile(Compilation &compilation, const std::string &planFile, const std::
   if (!modelFile.empty() && !compilation.load(modelFile))
     return;
   const std::vector<std::string> fromModelFile = compilation.moduleNames(); // before the plan's imports
-  if (isPlanSetHere(diags, planFile))
+  if (notAPlanHere(diags, planFile))
     return;
   const frontend::FileAst *ast = compilation.load(planFile);
   if (!ast)

@@ -1674,8 +1674,8 @@ TEST(Cli, EveryBenchPlanLintsClean) {
   EXPECT_GE(checked, 16);
 }
 
-// A plan set where a command takes one plan is named as such (it was a parse error at its
-// first character, '#'), the same from every command that compiles a plan.
+// A plan set (or a cluster file) where a command takes one plan is named as such (it was a
+// parse error at its first character, '#'), the same from every command that compiles a plan.
 TEST(Cli, APlanSetWhereAPlanIsExpectedIsNamedAsSuch) {
   const std::string set = "examples/llama/plans/tiny_llama_docs.planset.toml";
   const std::string error = set + ": error: '" + set +
@@ -1686,4 +1686,7 @@ TEST(Cli, APlanSetWhereAPlanIsExpectedIsNamedAsSuch) {
        {"dump-program --device 0 " + set, "dump-ir " + set, "explain-switch examples/gpt/plans/single.hspmd " + set,
         "build --no-compile -o build/cli_build_set " + set})
     expectRun(command, 1, error);
+  expectRun("lint examples/clusters/cpu4.toml", 1,
+            "examples/clusters/cpu4.toml: error: 'examples/clusters/cpu4.toml' is TOML (a cluster file?), not a plan "
+            "(.hspmd)\nlint: 1 error, 0 warnings\n");
 }
