@@ -226,7 +226,13 @@ std::optional<AnnotationError> checkAnnotation(const Annotation &annotation) {
   using Part = AnnotationError::Part;
   if (annotation.subgroups.empty())
     return error(Part::Whole, 0, 0, "an annotation needs at least one device group");
-  std::map<int, int> seen; // device -> subgroup where first listed
+  // device -> the subgroup where it is first listed (-1: not yet); one allocation, since the
+  // deduction checks every candidate annotation it builds
+  int largest = -1;
+  for (const auto &local : annotation.subgroups)
+    for (int device : local.devices)
+      largest = std::max(largest, device);
+  std::vector<int> seen(static_cast<size_t>(largest + 1), -1);
   for (size_t g = 0; g < annotation.subgroups.size(); ++g) {
     const auto &local = annotation.subgroups[g];
     const int sg = static_cast<int>(g);
@@ -236,11 +242,12 @@ std::optional<AnnotationError> checkAnnotation(const Annotation &annotation) {
       const int device = local.devices[i];
       if (device < 0)
         return error(Part::Device, sg, static_cast<int>(i), "device ids must not be negative");
-      auto [it, inserted] = seen.emplace(device, sg);
-      if (!inserted)
+      int &first = seen[static_cast<size_t>(device)];
+      if (first >= 0)
         return error(Part::Device, sg, static_cast<int>(i),
                      "device " + std::to_string(device) + " is listed twice" +
-                         (it->second == sg ? std::string(" in one device group") : " (subgroups must be disjoint)"));
+                         (first == sg ? std::string(" in one device group") : " (subgroups must be disjoint)"));
+      first = sg;
     }
     if (local.axes.empty())
       return error(Part::Subgroup, sg, 0, "a device group needs at least one mesh axis");

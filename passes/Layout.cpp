@@ -160,14 +160,17 @@ std::optional<ir::Annotation> buildAnnotation(const OpShardingRule &rule, const 
                                               int operandIndex, const ir::Value &value, const std::vector<Cell> &cells,
                                               const Meaning &hetero, const std::vector<std::vector<Meaning>> &axes) {
   ir::Annotation annotation;
+  // What is left of each dimension's factors before any split; each subgroup starts from it
+  // (assigned into one copy: the deduction builds many candidates).
+  const Remaining whole(rule, dims, operandIndex);
+  Remaining remaining = whole;
   int heteroDim = -1, heteroPos = -1;
   if (cells.size() > 1) {
     if (hetero.kind == Kind::Partial) {
       annotation.hetero.kind = ir::HeteroKind::Partial;
     } else if (hetero.kind == Kind::Split) {
       auto [d, k] = Remaining::find(dims, hetero.factor);
-      Remaining remaining(rule, dims, operandIndex);
-      if (d < 0 || remaining.majorPosition(d) != k)
+      if (d < 0 || whole.majorPosition(d) != k)
         return std::nullopt;
       auto minor = minorProduct(rule, dims[d], k);
       if (!minor)
@@ -186,7 +189,7 @@ std::optional<ir::Annotation> buildAnnotation(const OpShardingRule &rule, const 
   for (size_t g = 0; g < cells.size(); ++g) {
     ir::LocalAnnotation local;
     local.devices = cells[g].devices;
-    Remaining remaining(rule, dims, operandIndex);
+    remaining.sizes = whole.sizes;
     if (heteroDim >= 0) {
       auto [num, den] = operandIndex >= 0 ? rule.scaleOf(operandIndex, heteroDim) : std::pair<int64_t, int64_t>{1, 1};
       remaining.sizes[heteroDim][heteroPos] = hetero.sizes.empty() || hetero.ratio ? -1 : hetero.sizes[g] * num / den;
@@ -212,7 +215,7 @@ std::optional<ir::Annotation> buildAnnotation(const OpShardingRule &rule, const 
         return std::nullopt;
       }
     }
-    annotation.subgroups.push_back(local);
+    annotation.subgroups.push_back(std::move(local));
   }
   std::vector<int64_t> shape;
   for (const auto &dim : value.type.shape)
