@@ -4,12 +4,20 @@
 #include "ir/Tags.h"
 #include "passes/ProgramBuilder.h"
 
+#include <utility>
+
 namespace hspmd::passes {
 
 void ProgramBuilder::addOptimizerStep() {
   phase_ = ir::Phase::Update;
+  // The steps are emitted into empty bodies, kept apart in updates_ (ProgramBuilder.h).
+  std::map<int, std::vector<ir::Instruction>> bodies;
+  for (auto &[device, program] : programs_)
+    bodies[device] = std::exchange(program.body, {});
   for (const auto &[param, grad] : plan_.gradients)
     optimizerStep(*param, *grad);
+  for (auto &[device, program] : programs_)
+    updates_[device] = std::exchange(program.body, std::move(bodies[device]));
 }
 
 // After the gradients are synchronised, each device holding a parameter (or, under `zero`,

@@ -44,8 +44,8 @@ public:
   /// The schedule-pipeline pass: the programs are then complete, and handed over.
   std::map<int, ir::DeviceProgram> schedulePipeline();
 
-  /// The programs so far (for --after).
-  const std::map<int, ir::DeviceProgram> &programs() const { return programs_; }
+  /// The programs so far (for --after), the optimizer's instructions after each body's.
+  std::map<int, ir::DeviceProgram> programs() const;
 
 private:
   const ir::Graph &graph_;
@@ -54,6 +54,10 @@ private:
   const int threads_;
   ReshardPlans reshardPlans_; // planFor's answers, by question
   std::map<int, ir::DeviceProgram> programs_;
+  // optimizer-step's instructions, per device, to follow its body: schedule-pipeline joins
+  // them as it orders the body anyway (appended, each body of thousands of instructions was
+  // moved once more into a new allocation twice its size: a third of the pass).
+  std::map<int, std::vector<ir::Instruction>> updates_;
   // (device, value) -> buffer id, by bufferKey: hashed, since it holds every value of every
   // device (half a million entries at 32B x 48 devices, where a tree's lookups were 4% of the
   // compilation).

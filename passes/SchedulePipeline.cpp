@@ -10,18 +10,33 @@
 namespace hspmd::passes {
 
 std::map<int, ir::DeviceProgram> ProgramBuilder::schedulePipeline() {
+  for (auto &[device, program] : programs_)
+    updates_[device]; // created here, so that the threads only look it up
   forEachProgram([&](ir::DeviceProgram &program) {
-    // Stable, by pass: each instruction moved once (a sort moved each about log n times).
+    // Stable, by pass: each instruction moved once (a sort moved each about log n times); the
+    // optimizer's instructions after the body's (they are all of the update pass).
+    std::vector<ir::Instruction> &updates = updates_.at(program.device);
     std::vector<ir::Instruction> body;
-    body.reserve(program.body.size());
+    body.reserve(program.body.size() + updates.size());
     for (ir::Phase pass : {ir::Phase::Forward, ir::Phase::Backward, ir::Phase::Update})
       for (ir::Instruction &in : program.body)
         if (ir::passOf(in.phase) == pass)
           body.push_back(std::move(in));
+    for (ir::Instruction &in : updates)
+      body.push_back(std::move(in));
+    updates = {};
     program.body = std::move(body);
     stash(program, perMicrobatch_.at(program.device));
   });
   return std::move(programs_);
+}
+
+std::map<int, ir::DeviceProgram> ProgramBuilder::programs() const {
+  std::map<int, ir::DeviceProgram> programs = programs_;
+  for (auto &[device, program] : programs)
+    if (auto updates = updates_.find(device); updates != updates_.end())
+      program.body.insert(program.body.end(), updates->second.begin(), updates->second.end());
+  return programs;
 }
 
 void ProgramBuilder::forEachProgram(const std::function<void(ir::DeviceProgram &)> &work) {
