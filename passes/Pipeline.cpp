@@ -140,15 +140,24 @@ bool planArenas(State &s) {
 bool verifyDevicePrograms(State &s) {
   bool ok = true;
   for (const auto &programs : s.result.programs) {
-    // One pass over each instruction, then the step as the schedule runs it: every
+    // One pass over each instruction, and the step as the schedule runs it: every
     // micro-batch's forward and backward passes in 1F1B (or GPipe) order, then the update.
-    if (!verifyPrograms(programs, s.report)) {
-      ok = false;
-      continue;
-    }
+    // The two on two threads, their problems kept; the step's reported only where each
+    // instruction passed (a mismatched instruction would be reported again in every slot).
     if (s.options.cancelled && s.options.cancelled->load())
       return false; // the expanded step is the long part
-    ok = verifyScheduledStep(programs, s.report) && ok;
+    std::vector<Problem> found[2];
+    bool passed[2] = {true, true};
+    parallelFor(2, s.options.threads, [&](size_t i) {
+      const ReportFn keep = [&found, i](const Problem &problem) { found[i].push_back(problem); };
+      passed[i] = i == 0 ? verifyPrograms(programs, keep) : verifyScheduledStep(programs, keep);
+    });
+    for (const Problem &problem : found[0])
+      s.report(problem);
+    if (passed[0])
+      for (const Problem &problem : found[1])
+        s.report(problem);
+    ok = ok && passed[0] && passed[1];
   }
   return ok && !s.failed;
 }
