@@ -15,7 +15,7 @@ echo "== setup"
 scripts/setup.sh || echo "setup: failed (no network here?); building with what is installed"
 echo "== build (CUDA targets)"
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null || { echo "configure failed"; exit 1; }
-timeout 300 cmake --build build-gpu -j "$(nproc)" --target gpu_tests bench_gpu hspmc || { echo "build failed"; exit 1; }
+timeout 300 cmake --build build-gpu -j "$(nproc)" --target gpu_tests bench_gpu hspmc cli_tests || { echo "build failed"; exit 1; }
 echo "== gpu tests"
 timeout 120 build-gpu/tests/gpu_tests
 tests=$?
@@ -25,6 +25,8 @@ for plan in examples/gpt/plans/single.hspmd examples/llama/plans/tiny_llama_sing
   code=$?
   [ $code = 0 ] || tests=1
 done
+echo "== hspmc train --device gpu against the CPU (cli_tests Cli.TrainOnTheGpuOrSayWhyNot: tp2, its two devices on the GPU)"
+(cd build-gpu && timeout 120 ctest --output-on-failure -R 'Cli.TrainOnTheGpuOrSayWhyNot') || tests=1
 echo "== bench_gpu"
 timeout 120 build-gpu/bench/bench_gpu
 bench=$?

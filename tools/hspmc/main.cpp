@@ -20,6 +20,9 @@
 #include "runtime/CliNumbers.h"
 #include "runtime/DocumentsCli.h"
 #include "tools/hspmc/Commands.h"
+#ifdef HSPMD_HAVE_CUDA
+#include "runtime/gpu/GpuOffload.h"
+#endif
 
 #include <CLI/CLI.hpp>
 
@@ -91,6 +94,11 @@ int run(int argc, char **argv) {
   trainCommand->add_option("--losses", trainLosses, "Write the per-step losses and the optimizer as JSON");
   trainCommand->add_option("--backend", trainBackend, "threads (every device a thread) or mpi (under mpirun -np N)")
       ->check(CLI::IsMember({"threads", "mpi"}));
+  std::string trainDevice = "cpu";
+  trainCommand
+      ->add_option("--device", trainDevice,
+                   "cpu, or gpu: every device's kernels on a GPU, communication through the host (docs/gpu.md)")
+      ->check(CLI::IsMember({"cpu", "gpu"}));
   trainCommand->add_option("--seed", trainRun.seed, "Seed of the initial parameters");
   trainCommand->add_option("--save", trainRun.save, "Write a checkpoint (plan-independent) at the end");
   trainCommand
@@ -333,6 +341,20 @@ int run(int argc, char **argv) {
     trainRun.timeout = std::chrono::seconds(trainTimeout);
     trainRun.heartbeat = std::chrono::milliseconds(std::llround(trainHeartbeat * 1000));
     trainDocuments.applyTo(trainRun);
+    if (trainDevice == "gpu") {
+#ifdef HSPMD_HAVE_CUDA
+      std::string why;
+      if (!runtime::gpu::gpuAvailable(&why)) {
+        std::cerr << "hspmc train: error: --device gpu: no GPU to run on (" << why << ")\n";
+        return 1;
+      }
+      trainRun.offload = runtime::gpu::gpuOffload;
+#else
+      std::cerr << "hspmc train: error: --device gpu: this hspmc was built without the CUDA toolkit (CMake found no "
+                   "nvcc; docs/gpu.md says what it needs)\n";
+      return 1;
+#endif
+    }
     if (trainRun.documentOptions.perMicroBatch && !planner::isPlanSet(trainFile)) {
       std::cerr << "hspmc train: error: --granularity micro-batch runs the plans of a plan set within a step: FILE "
                    "must be a plan set (docs/mixed-lengths.md)\n";

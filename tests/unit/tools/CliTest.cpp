@@ -1690,3 +1690,32 @@ TEST(Cli, APlanSetWhereAPlanIsExpectedIsNamedAsSuch) {
             "examples/clusters/cpu4.toml: error: 'examples/clusters/cpu4.toml' is TOML (a cluster file?), not a plan "
             "(.hspmd)\nlint: 1 error, 0 warnings\n");
 }
+
+// hspmc train --device gpu: every device's kernels on a GPU (runtime/gpu/GpuOffload.h). Where
+// there is none, it says so before training (CUDA's reason), exit 1; on a GPU the losses are
+// the CPU run's within 1e-5. An hspmc without CUDA says so.
+TEST(Cli, TrainOnTheGpuOrSayWhyNot) {
+  const std::string train = "train examples/gpt/plans/tp2.hspmd --data examples/data/gpl-3.txt --steps 3 --losses ";
+  CliRun gpu = hspmc(train + "build/cli_gpu_losses.json --device gpu");
+#ifdef HSPMD_HAVE_CUDA
+  if (gpu.code != 0) {
+    EXPECT_EQ(gpu.code, 1) << gpu.output;
+    EXPECT_EQ(gpu.output.rfind("hspmc train: error: --device gpu: no GPU to run on (CUDA: ", 0), 0u) << gpu.output;
+    EXPECT_EQ(std::count(gpu.output.begin(), gpu.output.end(), '\n'), 1) << gpu.output;
+    return;
+  }
+  CliRun cpu = hspmc(train + "build/cli_cpu_losses.json");
+  ASSERT_EQ(cpu.code, 0) << cpu.output;
+  const auto losses = [](const std::string &path) {
+    return nlohmann::json::parse(readText(path))["losses"].get<std::vector<double>>();
+  };
+  const std::vector<double> want = losses("build/cli_cpu_losses.json"), got = losses("build/cli_gpu_losses.json");
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i)
+    EXPECT_NEAR(got[i], want[i], 1e-5 * std::abs(want[i])) << "step " << i + 1;
+#else
+  EXPECT_EQ(gpu.code, 1);
+  EXPECT_EQ(gpu.output, "hspmc train: error: --device gpu: this hspmc was built without the CUDA toolkit (CMake found "
+                        "no nvcc; docs/gpu.md says what it needs)\n");
+#endif
+}
