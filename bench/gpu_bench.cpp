@@ -60,7 +60,7 @@ void training(const std::string &path) {
   runtime::ThreadsWorld world({0});
   runtime::DeviceExecutor cpu(program, world.communicator(0));
   runtime::DeviceExecutor gpu(program, world.communicator(0));
-  gpu.offloadTo(runtime::gpu::gpuOffload(program));
+  gpu.offloadTo(std::make_unique<runtime::gpu::GpuOffload>(program));
   cpu.load(store);
   gpu.load(store);
   const int warm = 2, steps = 10;
@@ -99,7 +99,7 @@ void modelFlopUtilisation(const std::optional<double> &peakTflops) {
   const runtime::Dataset data = runtime::Dataset::load(HSPMD_SOURCE_DIR "/examples/data/gpl-3.txt", model.vocab);
   runtime::ThreadsWorld world({0});
   runtime::DeviceExecutor gpu(program, world.communicator(0));
-  gpu.offloadTo(runtime::gpu::gpuOffload(program));
+  gpu.offloadTo(std::make_unique<runtime::gpu::GpuOffload>(program));
   gpu.load(store);
   std::printf("gpt1b: parameters made and loaded in %.1f s\n", since(start));
   const int warm = 1, steps = 3;

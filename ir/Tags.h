@@ -50,6 +50,8 @@ constexpr int64_t kReport = -2;
 constexpr int64_t kCheckpoint = -3;    // each device's state to the first, for --save-every
 constexpr int64_t kComputeTimes = -4;  // each device's kernel time in a step, to all (--stragglers)
 constexpr int64_t kStragglerVote = -5; // the first device's decision on a straggler, to all
+constexpr int64_t kNcclChannel = -6;   // a channel's messages of the NCCL backend on the host (runtime/gpu/NcclRun.h)
+constexpr int64_t kNcclUniqueId = -7; // an NCCL communicator's unique id, from its first member (runtime/gpu/GpuNccl.h)
 /// The state transfer of the run's k-th plan switch (runtime/Switch.h).
 inline int64_t planSwitch(int64_t k) {
   return -16 - k;

@@ -286,6 +286,8 @@ double DeviceExecutor::forwardBackward(const Batch &batch, int64_t step) {
   running_ = step;
   changed_ = false;
   deviceCurrent();
+  if (offload_)
+    offload_->beginStep(batch.skipMicrobatch);
   for (const ir::Buffer &b : program_.buffers)
     if (b.zeroed) {
       std::memset(address(b.id, 0), 0, static_cast<size_t>(b.arenaBytes()));
@@ -398,6 +400,11 @@ void DeviceExecutor::execute(const ir::Instruction &in, int microbatch) {
     hostStale_ = true;
     return;
   }
+  if (offload_->communicates() && in.kind != ir::InstrKind::Kernel) { // the NCCL backend
+    offload_->communicate(in, microbatch, tagOf(in, microbatch));
+    hostStale_ = true;
+    return;
+  }
   // Communication runs on the host, through the communicator: the buffers it reads (and
   // writes: a receive may add) come down, those it wrote go back up.
   auto stage = [&](int buffer, bool up) {
@@ -417,8 +424,12 @@ void DeviceExecutor::execute(const ir::Instruction &in, int microbatch) {
     stage(b, true);
 }
 
+int64_t DeviceExecutor::tagOf(const ir::Instruction &in, int microbatch) const {
+  return stepTag(ir::expandedTag(in.tag, in.phase, microbatch), running_) + tagOffset_;
+}
+
 void DeviceExecutor::executeHere(const ir::Instruction &in, int microbatch) {
-  const int64_t tag = stepTag(ir::expandedTag(in.tag, in.phase, microbatch), running_) + tagOffset_;
+  const int64_t tag = tagOf(in, microbatch);
   auto view = [&](int buffer) {
     const ir::Buffer &b = program_.buffers[static_cast<size_t>(buffer)];
     return TensorView{address(buffer, microbatch), b.dtype, b.shape};

@@ -182,6 +182,8 @@ private:
   void execute(const ir::Instruction &in, int microbatch);
   /// Runs `in` in this executor's arena (execute: there, or in the offload's).
   void executeHere(const ir::Instruction &in, int microbatch);
+  /// The communicator's tag of `in` for `microbatch` in the running step.
+  int64_t tagOf(const ir::Instruction &in, int microbatch) const;
   void collective(const ir::Instruction &in, int microbatch, int64_t tag);
   void vocabParallelCrossEntropy(const ir::Instruction &in, int microbatch, int64_t tag);
 };

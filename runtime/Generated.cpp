@@ -133,7 +133,10 @@ int main(int argc, char **argv, const ModelInfo &model, const std::vector<Plan> 
   }
   if (offload) // no GPU: said before the run starts
     try {
-      offload(programs[0].begin()->second);
+      { // (a world of its one device, for the site's communicator)
+        ThreadsWorld probe({programs[0].begin()->first});
+        offload(OffloadSite{programs[0].begin()->second, programs[0], probe.communicator(programs[0].begin()->first)});
+      }
     } catch (const std::exception &e) {
       return fail(e.what());
     }
@@ -146,8 +149,9 @@ int main(int argc, char **argv, const ModelInfo &model, const std::vector<Plan> 
   std::mutex said;
   std::set<std::pair<int, size_t>> told;
   if (offload)
-    run.offload = [&](const ir::DeviceProgram &program) {
-      std::unique_ptr<Offload> made = offload(program);
+    run.offload = [&](const OffloadSite &site) {
+      const ir::DeviceProgram &program = site.program;
+      std::unique_ptr<Offload> made = offload(site);
       for (size_t k = 0; k < plans.size(); ++k)
         if (auto mine = programs[k].find(program.device); mine != programs[k].end() && &mine->second == &program)
           if (auto type = plans[k].deviceTypes.find(program.device); type != plans[k].deviceTypes.end()) {

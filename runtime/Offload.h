@@ -9,19 +9,22 @@
 // executor copies between the two only what the host touches: a micro-batch's inputs up, its
 // loss down, the whole arena down before the host reads state and up after it wrote some,
 // and the buffers of each send, receive and collective, which run on the host through the
-// communicator (threads or MPI), down before it and up after it. (On GPUs the NCCL backend
-// is to keep communication on the GPU: docs/gpu.md.)
+// communicator (threads or MPI), down before it and up after it, unless the offload
+// communicates itself, in its own memory (the NCCL backend, runtime/gpu/NcclRun.h).
 #pragma once
 
 #include "ir/DeviceProgram.h"
 #include "runtime/Kernels.h"
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace hspmd::runtime {
+
+class Communicator;
 
 class Offload {
 public:
@@ -38,10 +41,32 @@ public:
   virtual void synchronize() = 0;
   /// What runs the kernels, as its maker names it (a GPU's CUDA name); "" for the host.
   virtual std::string name() const { return ""; }
+  /// The offload's memory: the arena's base there (a GPU's address on a GPU).
+  virtual char *memory() = 0;
+  /// A step begins (`skipped`: its micro-batches that no device runs, padding only).
+  virtual void beginStep(const std::vector<unsigned char> &skipped) { (void)skipped; }
+  /// Whether the offload carries out the program's sends, receives and collectives itself,
+  /// in its own memory (communicate); otherwise the executor runs them on the host.
+  virtual bool communicates() const { return false; }
+  /// Runs send, receive or collective `in` for `microbatch` (only where communicates());
+  /// `tag` is the one the executor gives the communicator for it.
+  virtual void communicate(const ir::Instruction &in, int microbatch, int64_t tag) {
+    (void)microbatch;
+    (void)tag;
+    throw KernelError("instruction '" + in.op + "' communicates, and this offload does not");
+  }
+};
+
+/// Where a device's offload is made: its program, the programs of every device of the plan
+/// (the same map for each of them) and its communicator.
+struct OffloadSite {
+  const ir::DeviceProgram &program;
+  const std::map<int, ir::DeviceProgram> &plan;
+  Communicator &comm;
 };
 
 /// Makes a device's offload for its program (RunOptions::offload).
-using OffloadFactory = std::function<std::unique_ptr<Offload>(const ir::DeviceProgram &)>;
+using OffloadFactory = std::function<std::unique_ptr<Offload>(const OffloadSite &)>;
 
 /// Runs kernel or copy `in` (without fusion) on buffers at `base` + the memory plan's offsets:
 /// what the executor does in its own arena, and HostOffload in its second one.
@@ -59,6 +84,7 @@ public:
   void zero(int64_t offset, int64_t bytes) override;
   void execute(const ir::Instruction &in, int microbatch, const KernelContext &context) override;
   void synchronize() override {}
+  char *memory() override { return base_; }
 
 private:
   const ir::DeviceProgram &program_;

@@ -3,7 +3,9 @@
 # built with `hspmc build --target cuda`, trained 10 steps under mpirun (one process per
 # device, each on its local rank's GPU; more devices than GPUs share them), and its losses are
 # compared with `hspmc train` (the CPU executor): within 1e-5 relative. Writes what it prints
-# to gpu-check-multi.txt (or $1). Communication goes through the host until the NCCL backend.
+# to gpu-check-multi.txt (or $1). Their communication goes through the host. Then, where the
+# machine has a GPU per device, the NCCL backend: `mpirun -np N hspmc train PLAN --backend
+# nccl` (kernels and communication on the GPUs) against the same CPU losses.
 #
 # HSPMD_TARGET=cpu runs the same loop with CPU binaries (the losses then agree bit for bit):
 # a dry run of this script on any machine. HSPMD_PLANS="gpt/plans/tp2 ..." checks those only;
@@ -30,7 +32,18 @@ plans=${HSPMD_PLANS:-"gpt/plans/single gpt/plans/tp2 gpt/plans/dp2_tp2 gpt/plans
   llama/plans/tiny_llama_hetero4 llama/plans/tiny_llama_cp_asym llama/plans/tiny_llama_cp_tp2 llama/plans/tiny_llama_hp_asym
   llama/plans/tiny_llama_dp2_zero llama/plans/tiny_llama_dp2_tp2_zero llama/plans/tiny_llama_hp_zero_heads
   gpt/plans/dp4_zero_replicas llama/plans/tiny_llama_pipelines_zero_replicas gpt/plans/dp3_zero_chunked"}
-passed=0 failed=0
+gpus=$(nvidia-smi -L 2> /dev/null | grep -c '^GPU' || true)
+# The largest relative difference of two loss files' 10 steps; fails beyond 1e-5.
+compare() {
+  python3 - "$1" "$2" <<'PY'
+import json, sys
+a, b = (json.load(open(p))["losses"] for p in sys.argv[1:3])
+worst = max(abs(x - y) / abs(y) for x, y in zip(a, b)) if len(a) == len(b) == 10 else float("inf")
+print(f"largest difference {worst:.1e} relative over 10 steps")
+sys.exit(0 if worst <= 1e-5 else 1)
+PY
+}
+passed=0 failed=0 ncclPassed=0 ncclFailed=0 ncclSkipped=0
 for plan in $plans; do
   file=examples/$plan.hspmd dir=$build/generated/multi_$(basename "$plan")
   rm -rf "$dir"
@@ -49,20 +62,31 @@ for plan in $plans; do
     continue
   fi
   "$hspmc" train "$file" --data "$data" --steps 10 --losses "$dir/cpu.json" > /dev/null
-  if verdict=$(python3 - "$dir/gpu.json" "$dir/cpu.json" <<'PY'
-import json, sys
-a, b = (json.load(open(p))["losses"] for p in sys.argv[1:3])
-worst = max(abs(x - y) / abs(y) for x, y in zip(a, b)) if len(a) == len(b) == 10 else float("inf")
-print(f"largest difference {worst:.1e} relative over 10 steps")
-sys.exit(0 if worst <= 1e-5 else 1)
-PY
-  ); then
+  if verdict=$(compare "$dir/gpu.json" "$dir/cpu.json"); then
     echo "ok   $plan ($devices processes): $verdict"
     passed=$((passed + 1))
   else
     echo "FAIL $plan ($devices processes): $verdict"
     failed=$((failed + 1))
   fi
+  [ "$target" = cuda ] || continue
+  if [ "$devices" -gt "$gpus" ]; then # NCCL: no two devices of a communicator on one GPU
+    echo "skip $plan on NCCL: $devices devices, $gpus GPUs"
+    ncclSkipped=$((ncclSkipped + 1))
+    continue
+  fi
+  if ! ran=$(timeout 300 mpirun "${root[@]}" -np "$devices" "$hspmc" train "$file" --backend nccl --data "$data" \
+    --steps 10 --losses "$dir/nccl.json" 2>&1); then
+    echo "FAIL $plan on NCCL ($devices GPUs): $(printf '%s\n' "$ran" | grep -m1 'error:' || printf '%s\n' "$ran" | tail -3)"
+    ncclFailed=$((ncclFailed + 1))
+  elif verdict=$(compare "$dir/nccl.json" "$dir/cpu.json"); then
+    echo "ok   $plan on NCCL ($devices GPUs): $verdict"
+    ncclPassed=$((ncclPassed + 1))
+  else
+    echo "FAIL $plan on NCCL ($devices GPUs): $verdict"
+    ncclFailed=$((ncclFailed + 1))
+  fi
 done
 echo "== gpu-check-multi finished in $(($(date +%s) - start)) s: $passed plans match the CPU executor, $failed do not"
-[ "$failed" = 0 ]
+[ "$target" = cuda ] && echo "== NCCL backend: $ncclPassed plans match, $ncclFailed do not, $ncclSkipped need more GPUs"
+[ "$failed" = 0 ] && [ "$ncclFailed" = 0 ]

@@ -79,8 +79,8 @@ void GpuOffload::execute(const ir::Instruction &in, int microbatch, const Kernel
             stream_);
 }
 
-std::unique_ptr<Offload> gpuOffload(const ir::DeviceProgram &program) {
-  return std::make_unique<GpuOffload>(program);
+std::unique_ptr<Offload> gpuOffload(const OffloadSite &site) {
+  return std::make_unique<GpuOffload>(site.program);
 }
 
 } // namespace hspmd::runtime::gpu

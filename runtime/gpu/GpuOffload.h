@@ -24,6 +24,10 @@ public:
   void execute(const ir::Instruction &in, int microbatch, const KernelContext &context) override;
   void synchronize() override;
   std::string name() const override { return gpuName(gpu_); }
+  char *memory() override { return static_cast<char *>(arena_.data()); }
+  /// The stream its kernels run on, and its GPU (the NCCL backend's, runtime/gpu/GpuNccl.h).
+  GpuStream &stream() { return stream_; }
+  int gpu() const { return gpu_; }
 
 private:
   const ir::DeviceProgram &program_;
@@ -35,6 +39,6 @@ private:
 };
 
 /// RunOptions::offload for a run on the machine's GPUs (hspmc build --target cuda).
-std::unique_ptr<Offload> gpuOffload(const ir::DeviceProgram &program);
+std::unique_ptr<Offload> gpuOffload(const OffloadSite &site);
 
 } // namespace hspmd::runtime::gpu

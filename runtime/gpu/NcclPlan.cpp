@@ -217,8 +217,10 @@ private:
   const std::map<int, ir::DeviceProgram> &programs_;
   std::map<int64_t, std::vector<Member>> collectives_; // by expanded tag, in device order
   std::map<std::vector<int>, int> communicatorOf_;
-  std::map<int64_t, std::map<std::pair<int, int>, Parts>> messages_; // collectives as messages, by tag
-  std::map<std::pair<int, int>, std::vector<int64_t>> staged_;       // channel -> the sender's order of tags
+  // Collectives as messages, by tag and group (groups apart may share a tag: the same op's
+  // collective in each pair of a head-parallel split, say).
+  std::map<std::pair<int64_t, std::vector<int>>, std::map<std::pair<int, int>, Parts>> messages_;
+  std::map<std::pair<int, int>, std::vector<int64_t>> staged_; // channel -> the sender's order of tags
 
   int communicator(const std::vector<int> &group) {
     auto [it, added] = communicatorOf_.emplace(group, static_cast<int>(plan.communicators.size()));
@@ -261,7 +263,7 @@ private:
           c->instruction = &in;
           return {*c};
         }
-      auto [cached, added] = messages_.try_emplace(s.tag);
+      auto [cached, added] = messages_.try_emplace({s.tag, in.group});
       if (added) // the same for every member
         cached->second = messagesOf(members, ir::isReduction(kind));
       std::vector<NcclCall> messages; // sends first, so that no receive waits behind them

@@ -18,6 +18,11 @@
 
 namespace hspmd::cli {
 
+/// Why an hspmc without CUDA cannot run or build for GPUs (hspmc train --device gpu, hspmc
+/// build --target cuda).
+inline constexpr const char *kWithoutCuda =
+    "this hspmc was built without the CUDA toolkit (CMake found no nvcc; docs/gpu.md says what it needs)";
+
 using frontend::CollectingSink;
 using frontend::Compilation;
 using frontend::DiagnosticEngine;

@@ -815,8 +815,7 @@ int runBuild(const std::string &file, const std::vector<std::string> &planFiles,
              const std::string &outDir, bool compile, const std::vector<std::string> &also) {
 #ifndef HSPMD_HAVE_CUDA
   if (target == "cuda") {
-    std::cerr << "hspmc build: error: --target cuda: this hspmc was built without the CUDA toolkit (CMake found no "
-                 "nvcc; docs/gpu.md says what it needs)\n";
+    std::cerr << "hspmc build: error: --target cuda: " << kWithoutCuda << "\n";
     return 1;
   }
 #endif

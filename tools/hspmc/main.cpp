@@ -23,6 +23,9 @@
 #ifdef HSPMD_HAVE_CUDA
 #include "runtime/gpu/GpuOffload.h"
 #endif
+#ifdef HSPMD_HAVE_NCCL
+#include "runtime/gpu/GpuNccl.h"
+#endif
 
 #include <CLI/CLI.hpp>
 
@@ -92,8 +95,11 @@ int run(int argc, char **argv) {
   trainCommand->add_option("--steps", trainRun.steps, "Optimizer steps (0: with --save, the initial parameters)")
       ->check(runtime::int64AtLeast(0));
   trainCommand->add_option("--losses", trainLosses, "Write the per-step losses and the optimizer as JSON");
-  trainCommand->add_option("--backend", trainBackend, "threads (every device a thread) or mpi (under mpirun -np N)")
-      ->check(CLI::IsMember({"threads", "mpi"}));
+  trainCommand
+      ->add_option("--backend", trainBackend,
+                   "threads (every device a thread), mpi (under mpirun -np N) or nccl (under mpirun -np N, a GPU each: "
+                   "kernels and communication on the GPUs, docs/gpu.md)")
+      ->check(CLI::IsMember({"threads", "mpi", "nccl"}));
   std::string trainDevice = "cpu";
   trainCommand
       ->add_option("--device", trainDevice,
@@ -341,19 +347,32 @@ int run(int argc, char **argv) {
     trainRun.timeout = std::chrono::seconds(trainTimeout);
     trainRun.heartbeat = std::chrono::milliseconds(std::llround(trainHeartbeat * 1000));
     trainDocuments.applyTo(trainRun);
-    if (trainDevice == "gpu") {
+    const bool nccl = trainBackend == "nccl";
+    if (trainDevice == "gpu" || nccl) {
+      const std::string flag = nccl ? "--backend nccl" : "--device gpu";
 #ifdef HSPMD_HAVE_CUDA
       std::string why;
       if (!runtime::gpu::gpuAvailable(&why)) {
-        std::cerr << "hspmc train: error: --device gpu: no GPU to run on (" << why << ")\n";
+        std::cerr << "hspmc train: error: " << flag << ": no GPU to run on (" << why << ")\n";
         return 1;
       }
       trainRun.offload = runtime::gpu::gpuOffload;
+#ifdef HSPMD_HAVE_NCCL
+      if (nccl)
+        trainRun.offload = runtime::gpu::gpuNcclOffload;
 #else
-      std::cerr << "hspmc train: error: --device gpu: this hspmc was built without the CUDA toolkit (CMake found no "
-                   "nvcc; docs/gpu.md says what it needs)\n";
+      if (nccl) {
+        std::cerr << "hspmc train: error: --backend nccl: this hspmc was built without NCCL (CMake found no nccl.h "
+                     "and libnccl with the CUDA toolkit; docs/gpu.md says what it needs)\n";
+        return 1;
+      }
+#endif
+#else
+      std::cerr << "hspmc train: error: " << flag << ": " << kWithoutCuda << "\n";
       return 1;
 #endif
+      if (nccl)
+        trainBackend = "mpi"; // the host's messages (NCCL's unique ids, the losses) on MPI
     }
     if (trainRun.documentOptions.perMicroBatch && !planner::isPlanSet(trainFile)) {
       std::cerr << "hspmc train: error: --granularity micro-batch runs the plans of a plan set within a step: FILE "

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <set>
 
 using namespace hspmd;
 using runtime::gpu::NcclCallKind;
@@ -141,6 +142,25 @@ TEST(NcclPlan, OutOfOrderChannelsAreStaged) {
       sent.push_back(call.tag);
   EXPECT_FALSE(staged.empty());
   EXPECT_EQ(staged, sent);
+}
+
+// Collectives of different groups may share a tag: in hp_tp2 each head group's pair [0, 2]
+// and [1, 3] reduce-scatters one gradient with the same op's tag, and each pair exchanges its
+// own messages (once, the second pair got the first's, which left it none: its devices
+// summed only their own part; the training on the plan's calls found it).
+TEST(NcclPlan, GroupsThatShareATagEachGetTheirMessages) {
+  const auto programs = compile("examples/gpt/plans/hp_tp2.hspmd", "examples/gpt/plans/hp_tp2.hspmd");
+  auto plan = runtime::gpu::planNcclCalls(programs, nullptr); // pointing into `programs`
+  ASSERT_TRUE(plan);
+  const int64_t tag = 38144 * 2048; // the backward reduce-scatter of op 596, micro-batch 0
+  for (const auto &[device, peer] : std::vector<std::pair<int, int>>{{0, 2}, {2, 0}, {1, 3}, {3, 1}}) {
+    std::set<std::pair<NcclCallKind, int>> calls;
+    for (const auto &call : plan->calls.at(device))
+      if (call.tag == tag)
+        calls.insert({call.kind, call.peer});
+    EXPECT_EQ(calls, (std::set<std::pair<NcclCallKind, int>>{{NcclCallKind::Send, peer}, {NcclCallKind::Recv, peer}}))
+        << "device " << device;
+  }
 }
 
 // Buffered sends let device 0 send a, overwrite a and join the all-reduce; on NCCL the

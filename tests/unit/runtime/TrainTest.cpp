@@ -9,6 +9,7 @@
 #include "runtime/ParameterStore.h"
 #include "runtime/Run.h"
 #include "runtime/Switch.h"
+#include "runtime/gpu/NcclRun.h"
 
 #include <boost/crc.hpp>
 #include <gtest/gtest.h>
@@ -520,9 +521,9 @@ TEST(Offload, RunsWhatTheExecutorRunsAndMovesOnlyWhatTheHostTouches) {
     const std::string offloaded = (dir / ("hspmd_offload_b_" + std::to_string(::getpid()))).string();
     options.save = alone;
     const auto want = train(*c, options);
-    options.offload = [&](const ir::DeviceProgram &p) {
+    options.offload = [&](const runtime::OffloadSite &site) {
       ++made;
-      return std::make_unique<CountingOffload>(p, uploaded, downloaded);
+      return std::make_unique<CountingOffload>(site.program, uploaded, downloaded);
     };
     options.save = offloaded;
     const auto got = train(*c, options);
@@ -570,9 +571,53 @@ TEST(Offload, StagesCommunicationThroughTheHost) {
     runtime::RunOptions options;
     options.steps = 3;
     const auto want = train(*c, options);
-    options.offload = [](const ir::DeviceProgram &p) { return std::make_unique<runtime::HostOffload>(p); };
+    options.offload = [](const runtime::OffloadSite &site) {
+      return std::make_unique<runtime::HostOffload>(site.program);
+    };
     EXPECT_EQ(train(*c, options), want) << plan;
   }
+  unsetenv("HSPMD_FUSION");
+}
+
+// The NCCL backend on the host, counting the calls each device made.
+struct CountedNccl : runtime::gpu::NcclOffload {
+  std::atomic<int64_t> &total;
+  CountedNccl(const runtime::OffloadSite &site, const std::shared_ptr<const runtime::gpu::NcclPlan> &plan,
+              std::atomic<int64_t> &calls)
+      : NcclOffload(std::make_unique<runtime::HostOffload>(site.program), plan, site.program,
+                    std::make_unique<runtime::gpu::HostNccl>(plan, site.comm)),
+        total(calls) {}
+  ~CountedNccl() override { total += callsMade(); }
+};
+
+// The NCCL backend (runtime/gpu/NcclRun.h) run through on the host: each device's sends,
+// receives and collectives are its plan's NCCL calls in its offload's memory (NCCL's own
+// collectives, messages over a channel per pair matched by their order, staged receives,
+// collectives as messages), and training gives the executor's losses bit for bit (fusion off).
+// Every example plan that trains on more than one device.
+TEST(NcclBackend, EveryPlanTrainsAsTheExecutorOnItsNcclCalls) {
+  setenv("HSPMD_FUSION", "0", 1);
+  int plans = 0;
+  for (const char *dir : {"examples/gpt/plans", "examples/llama/plans"})
+    for (const auto &entry : std::filesystem::directory_iterator(dir)) {
+      const std::string plan = entry.path().string();
+      if (entry.path().extension() != ".hspmd" || entry.path().filename().string().starts_with("llama"))
+        continue; // (LLaMA 7B to 32B: too large to train here)
+      auto c = compile(plan);
+      if (!c->result.ok || c->result.programs.size() != 1 || c->result.programs[0].size() < 2)
+        continue;
+      runtime::RunOptions options;
+      options.steps = 2;
+      const auto want = train(*c, options);
+      std::atomic<int64_t> calls{0};
+      options.offload = [&](const runtime::OffloadSite &site) {
+        return std::make_unique<CountedNccl>(site, runtime::gpu::ncclPlanOf(site.plan), calls);
+      };
+      EXPECT_EQ(train(*c, options), want) << plan;
+      EXPECT_GT(calls, 0) << plan; // the communication was NCCL calls
+      ++plans;
+    }
+  EXPECT_GE(plans, 33); // every one there is (2026-12-04)
   unsetenv("HSPMD_FUSION");
 }
 
@@ -587,12 +632,11 @@ TEST(Offload, SwitchesAndRecoversAsTheExecutorDoes) {
   ASSERT_TRUE(zero->result.ok && hetero->result.ok && pipeline->result.ok);
   setenv("HSPMD_FUSION", "0", 1);
   const runtime::StateSwitch transfer = runtime::planSwitch(zero->result.programs.at(0), hetero->result.programs.at(0));
-  auto run = [&](bool offloaded) {
+  auto run = [&](const runtime::OffloadFactory &offload) {
     runtime::RunOptions options;
     options.data = kData;
     options.steps = 6;
-    if (offloaded)
-      options.offload = [](const ir::DeviceProgram &p) { return std::make_unique<runtime::HostOffload>(p); };
+    options.offload = offload;
     runtime::RunPlans switching{{&zero->result.programs.at(0), &hetero->result.programs.at(0)}, {}, {}, {}};
     switching.switches.push_back(runtime::PlanSwitch{3, 1, &transfer, "switched"});
     const auto switched = runtime::runThreads(switching, zero->model, options).losses;
@@ -602,11 +646,17 @@ TEST(Offload, SwitchesAndRecoversAsTheExecutorDoes) {
     const auto recovered = runtime::runThreads(recovering, hetero->model, options).losses;
     return std::make_pair(switched, recovered);
   };
-  const auto [switched, recovered] = run(true);
-  const auto [wantSwitched, wantRecovered] = run(false);
-  EXPECT_EQ(switched, wantSwitched);
-  EXPECT_EQ(recovered, wantRecovered);
-  EXPECT_EQ(switched.size(), 6u);
-  EXPECT_EQ(recovered.size(), 6u);
+  const auto [wantSwitched, wantRecovered] = run({});
+  // offloaded, communication on the host; and on the NCCL backend's calls (each plan its own)
+  for (const runtime::OffloadFactory &offload : {runtime::OffloadFactory([](const runtime::OffloadSite &site) {
+                                                   return std::make_unique<runtime::HostOffload>(site.program);
+                                                 }),
+                                                 runtime::OffloadFactory(runtime::gpu::hostNcclOffload)}) {
+    const auto [switched, recovered] = run(offload);
+    EXPECT_EQ(switched, wantSwitched);
+    EXPECT_EQ(recovered, wantRecovered);
+    EXPECT_EQ(switched.size(), 6u);
+    EXPECT_EQ(recovered.size(), 6u);
+  }
   unsetenv("HSPMD_FUSION");
 }

@@ -1697,11 +1697,16 @@ TEST(Cli, APlanSetWhereAPlanIsExpectedIsNamedAsSuch) {
 TEST(Cli, TrainOnTheGpuOrSayWhyNot) {
   const std::string train = "train examples/gpt/plans/tp2.hspmd --data examples/data/gpl-3.txt --steps 3 --losses ";
   CliRun gpu = hspmc(train + "build/cli_gpu_losses.json --device gpu");
+  // the NCCL backend (under mpirun on a machine of GPUs: scripts/gpu-check-multi.sh) is refused alike
+  CliRun nccl = hspmc(train + "build/cli_nccl_losses.json --backend nccl");
 #ifdef HSPMD_HAVE_CUDA
   if (gpu.code != 0) {
-    EXPECT_EQ(gpu.code, 1) << gpu.output;
-    EXPECT_EQ(gpu.output.rfind("hspmc train: error: --device gpu: no GPU to run on (CUDA: ", 0), 0u) << gpu.output;
-    EXPECT_EQ(std::count(gpu.output.begin(), gpu.output.end(), '\n'), 1) << gpu.output;
+    for (const auto &[run, flag] : {std::pair{&gpu, "--device gpu"}, std::pair{&nccl, "--backend nccl"}}) {
+      EXPECT_EQ(run->code, 1) << run->output;
+      EXPECT_EQ(run->output.rfind("hspmc train: error: " + std::string(flag) + ": no GPU to run on (CUDA: ", 0), 0u)
+          << run->output;
+      EXPECT_EQ(std::count(run->output.begin(), run->output.end(), '\n'), 1) << run->output;
+    }
     return;
   }
   CliRun cpu = hspmc(train + "build/cli_cpu_losses.json");
@@ -1717,5 +1722,8 @@ TEST(Cli, TrainOnTheGpuOrSayWhyNot) {
   EXPECT_EQ(gpu.code, 1);
   EXPECT_EQ(gpu.output, "hspmc train: error: --device gpu: this hspmc was built without the CUDA toolkit (CMake found "
                         "no nvcc; docs/gpu.md says what it needs)\n");
+  EXPECT_EQ(nccl.code, 1);
+  EXPECT_EQ(nccl.output, "hspmc train: error: --backend nccl: this hspmc was built without the CUDA toolkit (CMake "
+                         "found no nvcc; docs/gpu.md says what it needs)\n");
 #endif
 }

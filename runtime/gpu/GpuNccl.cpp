@@ -1,0 +1,226 @@
+// GpuNccl.cpp - a device's NCCL calls on its GPU (runtime/gpu/GpuNccl.h).
+#include "runtime/gpu/GpuNccl.h"
+
+#include "ir/Tags.h"
+#include "runtime/gpu/GpuOffload.h"
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace hspmd::runtime::gpu {
+
+namespace {
+
+void check(ncclResult_t status, const char *what) {
+  if (status != ncclSuccess)
+    throw CommError(std::string(what) + ": " + ncclGetErrorString(status));
+}
+
+void check(cudaError_t status, const char *what) {
+  if (status != cudaSuccess)
+    throw CommError(std::string(what) + ": " + cudaGetErrorString(status));
+}
+
+cudaStream_t streamOf(void *stream) {
+  return static_cast<cudaStream_t>(stream);
+}
+
+ncclComm_t commOf(void *comm) {
+  return static_cast<ncclComm_t>(comm);
+}
+
+// One communicator of `members` (this device among them), its unique id made by the first and
+// sent to the others through the run's communicator.
+void *communicatorOf(const std::vector<int> &members, int device, Communicator &comm) {
+  ncclUniqueId id{};
+  if (members.front() == device) {
+    check(ncclGetUniqueId(&id), "ncclGetUniqueId");
+    for (size_t m = 1; m < members.size(); ++m) {
+      std::vector<char> message(sizeof id);
+      std::memcpy(message.data(), &id, sizeof id);
+      comm.send(members[m], ir::tags::kNcclUniqueId, std::move(message));
+    }
+  } else {
+    const std::vector<char> message = comm.recv(members.front(), ir::tags::kNcclUniqueId);
+    if (message.size() != sizeof id)
+      throw CommError("device " + std::to_string(device) + " got an NCCL unique id of " +
+                      std::to_string(message.size()) + " bytes from device " + std::to_string(members.front()));
+    std::memcpy(&id, message.data(), sizeof id);
+  }
+  const auto rank = static_cast<int>(std::find(members.begin(), members.end(), device) - members.begin());
+  ncclComm_t made = nullptr;
+  check(ncclCommInitRank(&made, static_cast<int>(members.size()), id, rank), "ncclCommInitRank");
+  return made;
+}
+
+} // namespace
+
+GpuNccl::Lane GpuNccl::makeLane() {
+  Lane lane;
+  cudaStream_t stream = nullptr;
+  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  lane.stream = stream;
+  cudaEvent_t event = nullptr;
+  check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreate");
+  lane.event = event;
+  return lane;
+}
+
+void GpuNccl::follow(Lane &waiter, Lane &on) {
+  check(cudaEventRecord(static_cast<cudaEvent_t>(on.event), streamOf(on.stream)), "cudaEventRecord");
+  check(cudaStreamWaitEvent(streamOf(waiter.stream), static_cast<cudaEvent_t>(on.event), 0), "cudaStreamWaitEvent");
+}
+
+// Every communicator of the plan this device is a member of, groups then channels, in the
+// plan's order: the same order on every device.
+GpuNccl::GpuNccl(std::shared_ptr<const NcclPlan> plan, Communicator &comm, int gpu, GpuStream &compute)
+    : plan_(std::move(plan)), device_(comm.device()), gpu_(gpu), compute_(compute) {
+  useGpu(gpu_);
+  computeLane_.stream = compute_.stream();
+  cudaEvent_t event = nullptr;
+  check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreate");
+  computeLane_.event = event;
+  collectives_ = makeLane();
+  for (size_t c = 0; c < plan_->communicators.size(); ++c) {
+    const std::vector<int> &members = plan_->communicators[c];
+    if (std::find(members.begin(), members.end(), device_) != members.end())
+      groups_[static_cast<int>(c)] = communicatorOf(members, device_, comm);
+  }
+  for (const auto &[sender, receiver] : plan_->channels)
+    if (sender == device_ || receiver == device_) {
+      channels_[{sender, receiver}] = communicatorOf({sender, receiver}, device_, comm);
+      channelLanes_[{sender, receiver}] = makeLane();
+    }
+}
+
+GpuNccl::~GpuNccl() {
+  useGpu(gpu_);
+  cudaDeviceSynchronize();
+  for (auto &[index, comm] : groups_)
+    ncclCommDestroy(commOf(comm));
+  for (auto &[pair, comm] : channels_)
+    ncclCommDestroy(commOf(comm));
+  for (auto &[pair, lane] : channelLanes_) {
+    cudaEventDestroy(static_cast<cudaEvent_t>(lane.event));
+    cudaStreamDestroy(streamOf(lane.stream));
+  }
+  for (auto &[data, event] : received_)
+    cudaEventDestroy(static_cast<cudaEvent_t>(event));
+  cudaEventDestroy(static_cast<cudaEvent_t>(collectives_.event));
+  cudaStreamDestroy(streamOf(collectives_.stream));
+  cudaEventDestroy(static_cast<cudaEvent_t>(computeLane_.event));
+}
+
+void GpuNccl::allReduce(int communicator, const char *in, char *out, int64_t count, int64_t /*tag*/) {
+  useGpu(gpu_);
+  follow(collectives_, computeLane_);
+  check(ncclAllReduce(in, out, static_cast<size_t>(count), ncclFloat, ncclSum, commOf(groups_.at(communicator)),
+                      streamOf(collectives_.stream)),
+        "ncclAllReduce");
+  follow(computeLane_, collectives_);
+}
+
+void GpuNccl::allGather(int communicator, const char *in, char *out, int64_t bytes, int64_t /*tag*/) {
+  useGpu(gpu_);
+  follow(collectives_, computeLane_);
+  check(ncclAllGather(in, out, static_cast<size_t>(bytes), ncclInt8, commOf(groups_.at(communicator)),
+                      streamOf(collectives_.stream)),
+        "ncclAllGather");
+  follow(computeLane_, collectives_);
+}
+
+void GpuNccl::reduceScatter(int communicator, const char *in, char *out, int64_t count, int64_t /*tag*/) {
+  useGpu(gpu_);
+  follow(collectives_, computeLane_);
+  check(ncclReduceScatter(in, out, static_cast<size_t>(count), ncclFloat, ncclSum, commOf(groups_.at(communicator)),
+                          streamOf(collectives_.stream)),
+        "ncclReduceScatter");
+  follow(computeLane_, collectives_);
+}
+
+// A send waits for the kernels that packed its message; nothing waits for it until the step
+// ends (its buffer is its call's own).
+void GpuNccl::send(int peer, const char *data, int64_t bytes, int64_t /*tag*/) {
+  useGpu(gpu_);
+  Lane &lane = channelLanes_.at({device_, peer});
+  follow(lane, computeLane_);
+  check(ncclSend(data, static_cast<size_t>(bytes), ncclInt8, 1, commOf(channels_.at({device_, peer})),
+                 streamOf(lane.stream)),
+        "ncclSend");
+}
+
+// A receive records an event that arrived() makes the compute stream wait for; one the
+// program makes where it needs it (not staged) is waited for at once. (Its buffer is its
+// call's own, last read in the step before, which ended with every stream synchronised.)
+void GpuNccl::recv(int peer, char *data, int64_t bytes, int64_t /*tag*/, bool staged) {
+  useGpu(gpu_);
+  Lane &lane = channelLanes_.at({peer, device_});
+  check(ncclRecv(data, static_cast<size_t>(bytes), ncclInt8, 0, commOf(channels_.at({peer, device_})),
+                 streamOf(lane.stream)),
+        "ncclRecv");
+  void *&event = received_[data];
+  if (!event) {
+    cudaEvent_t made = nullptr;
+    check(cudaEventCreateWithFlags(&made, cudaEventDisableTiming), "cudaEventCreate");
+    event = made;
+  }
+  check(cudaEventRecord(static_cast<cudaEvent_t>(event), streamOf(lane.stream)), "cudaEventRecord");
+  if (!staged)
+    arrived(data);
+}
+
+void GpuNccl::arrived(const char *data) {
+  useGpu(gpu_);
+  check(cudaStreamWaitEvent(streamOf(computeLane_.stream), static_cast<cudaEvent_t>(received_.at(data)), 0),
+        "cudaStreamWaitEvent");
+}
+
+void GpuNccl::copyBox(int elementBytes, const char *src, const std::vector<int64_t> &srcShape,
+                      const std::vector<int64_t> &srcLo, char *dst, const std::vector<int64_t> &dstShape,
+                      const std::vector<int64_t> &dstLo, const std::vector<int64_t> &size, bool add) {
+  useGpu(gpu_);
+  gpu::copyBox(elementBytes, src, srcShape, srcLo, dst, dstShape, dstLo, size, add, compute_);
+}
+
+void GpuNccl::zero(char *at, int64_t bytes) {
+  useGpu(gpu_);
+  zeroBytes(at, bytes, compute_);
+}
+
+char *GpuNccl::scratch(size_t index, int64_t bytes) {
+  if (scratch_.size() <= index) {
+    scratch_.resize(index + 1);
+    scratchBytes_.resize(index + 1, 0);
+  }
+  if (scratchBytes_[index] < bytes) { // the first step (a call's size is the same every step)
+    useGpu(gpu_);
+    check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+    if (scratch_[index])
+      if (auto old = received_.find(static_cast<const char *>(scratch_[index]->data())); old != received_.end()) {
+        cudaEventDestroy(static_cast<cudaEvent_t>(old->second));
+        received_.erase(old);
+      }
+    scratch_[index] = std::make_unique<DeviceBuffer>(bytes);
+    scratchBytes_[index] = bytes;
+  }
+  return static_cast<char *>(scratch_[index]->data());
+}
+
+void GpuNccl::synchronize() {
+  useGpu(gpu_);
+  check(cudaStreamSynchronize(streamOf(collectives_.stream)), "an NCCL collective");
+  for (auto &[pair, lane] : channelLanes_)
+    check(cudaStreamSynchronize(streamOf(lane.stream)), "an NCCL message");
+}
+
+std::unique_ptr<Offload> gpuNcclOffload(const OffloadSite &site) {
+  std::shared_ptr<const NcclPlan> plan = ncclPlanOf(site.plan);
+  auto offload = std::make_unique<GpuOffload>(site.program);
+  auto endpoint = std::make_unique<GpuNccl>(plan, site.comm, offload->gpu(), offload->stream());
+  return std::make_unique<NcclOffload>(std::move(offload), plan, site.program, std::move(endpoint));
+}
+
+} // namespace hspmd::runtime::gpu
