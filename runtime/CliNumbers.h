@@ -9,6 +9,7 @@
 #include <charconv>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 
 namespace hspmd::runtime {
@@ -28,6 +29,20 @@ inline CLI::Validator int64AtLeast(int64_t least) {
         return error == std::errc() && value >= least ? "" : "Value " + text + " not in range " + range;
       },
       "INT in [" + range + "]");
+}
+
+/// Parses the command line of hspmc or a generated binary: nothing to go on with, else the exit
+/// code after CLI11 said why: 0 for --help, 2 for a usage error (CLI11's own codes otherwise).
+inline std::optional<int> parseCommandLine(CLI::App &app, int argc, char **argv) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success &success) {
+    return app.exit(success);
+  } catch (const CLI::ParseError &error) {
+    app.exit(error);
+    return 2;
+  }
+  return std::nullopt;
 }
 
 } // namespace hspmd::runtime

@@ -62,8 +62,11 @@ struct Plan {
 /// runs the devices (threads, or one per process under mpirun with --backend mpi), starting
 /// under plans[0]. With `offload` (hspmc build --target cuda: runtime::gpu::gpuOffload) every
 /// device's kernels run there, and a device whose GPU is not of the type its plan gives it
-/// (one of `gpuTypes`, the GPU types of the plans' clusters) says so on stderr.
+/// (one of `gpuTypes`, the GPU types of the plans' clusters) says so on stderr. With
+/// `ncclOffload` (runtime::gpu::gpuNcclOffload, where hspmc's build found NCCL) it also has
+/// --backend nccl: under mpirun, a GPU each, communication on NCCL (docs/gpu.md).
 int main(int argc, char **argv, const ModelInfo &model, const std::vector<Plan> &plans,
-         const OffloadFactory &offload = {}, const std::vector<std::string> &gpuTypes = {});
+         const OffloadFactory &offload = {}, const std::vector<std::string> &gpuTypes = {},
+         const OffloadFactory &ncclOffload = {});
 
 } // namespace hspmd::runtime::generated

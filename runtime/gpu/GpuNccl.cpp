@@ -114,31 +114,40 @@ GpuNccl::~GpuNccl() {
   cudaEventDestroy(static_cast<cudaEvent_t>(computeLane_.event));
 }
 
-void GpuNccl::allReduce(int communicator, const char *in, char *out, int64_t count, int64_t /*tag*/) {
+// A collective on the collective stream, between the kernels before it and those after it.
+void GpuNccl::collective(const char *what, const std::function<int(void *comm, void *stream)> &call, int communicator) {
   useGpu(gpu_);
   follow(collectives_, computeLane_);
-  check(ncclAllReduce(in, out, static_cast<size_t>(count), ncclFloat, ncclSum, commOf(groups_.at(communicator)),
-                      streamOf(collectives_.stream)),
-        "ncclAllReduce");
+  check(static_cast<ncclResult_t>(call(groups_.at(communicator), collectives_.stream)), what);
   follow(computeLane_, collectives_);
+}
+
+void GpuNccl::allReduce(int communicator, const char *in, char *out, int64_t count, int64_t /*tag*/) {
+  collective(
+      "ncclAllReduce",
+      [&](void *comm, void *stream) {
+        return ncclAllReduce(in, out, static_cast<size_t>(count), ncclFloat, ncclSum, commOf(comm), streamOf(stream));
+      },
+      communicator);
 }
 
 void GpuNccl::allGather(int communicator, const char *in, char *out, int64_t bytes, int64_t /*tag*/) {
-  useGpu(gpu_);
-  follow(collectives_, computeLane_);
-  check(ncclAllGather(in, out, static_cast<size_t>(bytes), ncclInt8, commOf(groups_.at(communicator)),
-                      streamOf(collectives_.stream)),
-        "ncclAllGather");
-  follow(computeLane_, collectives_);
+  collective(
+      "ncclAllGather",
+      [&](void *comm, void *stream) {
+        return ncclAllGather(in, out, static_cast<size_t>(bytes), ncclInt8, commOf(comm), streamOf(stream));
+      },
+      communicator);
 }
 
 void GpuNccl::reduceScatter(int communicator, const char *in, char *out, int64_t count, int64_t /*tag*/) {
-  useGpu(gpu_);
-  follow(collectives_, computeLane_);
-  check(ncclReduceScatter(in, out, static_cast<size_t>(count), ncclFloat, ncclSum, commOf(groups_.at(communicator)),
-                          streamOf(collectives_.stream)),
-        "ncclReduceScatter");
-  follow(computeLane_, collectives_);
+  collective(
+      "ncclReduceScatter",
+      [&](void *comm, void *stream) {
+        return ncclReduceScatter(in, out, static_cast<size_t>(count), ncclFloat, ncclSum, commOf(comm),
+                                 streamOf(stream));
+      },
+      communicator);
 }
 
 // A send waits for the kernels that packed its message; nothing waits for it until the step

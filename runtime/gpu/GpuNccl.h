@@ -17,6 +17,7 @@
 #include "runtime/gpu/GpuKernels.h"
 #include "runtime/gpu/NcclRun.h"
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <utility>
@@ -63,6 +64,9 @@ private:
   std::vector<int64_t> scratchBytes_;
 
   Lane makeLane();
+  /// `call` (an NCCL collective on communicator `communicator`, given its ncclComm_t and
+  /// stream) on the collective stream, ordered after the kernels before it and before those after.
+  void collective(const char *what, const std::function<int(void *comm, void *stream)> &call, int communicator);
   /// `waiter` waits for what was launched on `on` so far.
   void follow(Lane &waiter, Lane &on);
 };

@@ -2,7 +2,8 @@
 # hspmc build --target cuda: builds PLAN (one device) into a binary that runs its kernels on
 # GPU 0, and, on a machine with a GPU, trains it 10 steps and compares the losses with
 # `hspmc train` (the CPU executor): within 1e-5 relative. Without a GPU the binary must refuse
-# before it trains, with CUDA's reason and exit 1; the test then exits 77 (ctest: skipped).
+# before it trains, with CUDA's reason and exit 1 (on --backend nccl too, where it has it); the
+# test then exits 77 (ctest: skipped).
 # Usage: check_cuda.sh HSPMC PLAN OUTDIR
 set -euo pipefail
 hspmc=$1 plan=$2 out=$3
@@ -26,6 +27,14 @@ expected="$binary: error: no GPU to run on (CUDA: "
 if [ "${message#"$expected"}" = "$message" ] || [ "$(printf '%s\n' "$message" | wc -l)" != 1 ]; then
   printf 'got:      %s\nexpected: %s...)\n' "$message" "$expected"
   exit 1
+fi
+# Its NCCL backend (where hspmc's build found NCCL) refuses alike.
+if "$binary" --help | grep -q 'nccl'; then
+  nccl=$("$binary" --data "$data" --steps 10 --backend nccl 2>&1) && { echo "--backend nccl ran without a GPU"; exit 1; }
+  if [ "${nccl#"$expected"}" = "$nccl" ]; then
+    printf 'got:      %s\nexpected: %s...)\n' "$nccl" "$expected"
+    exit 1
+  fi
 fi
 echo "$plan: built for CUDA and linked; no GPU here, and the binary says so: $message"
 exit 77

@@ -5,7 +5,7 @@
 # fail:STEP:DEVICE, device DEVICE dies at step STEP in both runs and they go on under PLAN2
 # (docs/elastic.md). With `documents`, both train on the data as documents
 # (docs/mixed-lengths.md). Without either, the binary must also refuse a --save it cannot write
-# before it trains.
+# before it trains, and exit 2 on a usage error.
 # Usage: check_generated.sh HSPMC PLAN OUTDIR [PLAN2 STEP|fail:STEP:DEVICE|documents]
 set -euo pipefail
 hspmc=$1 plan=$2 out=$3 also=${4:-} step=${5:-}
@@ -38,6 +38,13 @@ if [ -z "$also" ] && [ ${#generated[@]} -eq 0 ]; then
   expected="$binary: error: cannot write $out/no_such_folder/c.ckpt (--save): the directory '$out/no_such_folder' does not exist"
   if [ "$message" != "$expected" ]; then
     printf 'got:      %s\nexpected: %s\n' "$message" "$expected"
+    exit 1
+  fi
+  # A usage error exits 2, as hspmc's do.
+  code=0
+  "$binary" --data "$data" --steps -1 > /dev/null 2>&1 || code=$?
+  if [ "$code" != 2 ]; then
+    echo "the binary's usage error (--steps -1) exited $code, not 2"
     exit 1
   fi
 fi

@@ -875,8 +875,13 @@ int runBuild(const std::string &file, const std::vector<std::string> &planFiles,
             gpuTypes.insert(type);
       }
     }
+#ifdef HSPMD_NCCL_LIBRARY
+  const std::string ncclLibrary = HSPMD_NCCL_LIBRARY;
+#else
+  const std::string ncclLibrary;
+#endif
   const auto files = codegen::generate(plans, driver::modelInfo(*build->graph), name,
-                                       codegen::Toolchain{HSPMD_SOURCE_DIR, HSPMD_BINARY_DIR}, kind,
+                                       codegen::Toolchain{HSPMD_SOURCE_DIR, HSPMD_BINARY_DIR, ncclLibrary}, kind,
                                        std::vector<std::string>(gpuTypes.begin(), gpuTypes.end()));
   {
     std::vector<std::string> written = {"build.log", "build", name};

@@ -290,14 +290,8 @@ int run(int argc, char **argv) {
       return 2;
     }
   }
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::Success &success) {
-    return app.exit(success);
-  } catch (const CLI::ParseError &error) {
-    app.exit(error);
-    return 2;
-  }
+  if (const std::optional<int> code = runtime::parseCommandLine(app, argc, argv))
+    return *code;
   if (check->parsed())
     return runCheck(checkFiles, checkFormat == "json");
   if (passList->parsed())
@@ -348,6 +342,10 @@ int run(int argc, char **argv) {
     trainRun.heartbeat = std::chrono::milliseconds(std::llround(trainHeartbeat * 1000));
     trainDocuments.applyTo(trainRun);
     const bool nccl = trainBackend == "nccl";
+    if (nccl && trainDevice == "cpu" && trainCommand->count("--device") > 0) {
+      std::cerr << "hspmc train: error: --backend nccl runs every device on a GPU, and --device cpu asks for the CPU\n";
+      return 2;
+    }
     if (trainDevice == "gpu" || nccl) {
       const std::string flag = nccl ? "--backend nccl" : "--device gpu";
 #ifdef HSPMD_HAVE_CUDA

@@ -1042,9 +1042,18 @@ TEST(Cli, BuildWritesTheGeneratedSources) {
             "wrote 3 files to " + cuda + " (1 device programs)\n");
   const std::string main = readText(cuda + "/main.cpp");
   EXPECT_NE(main.find("#include \"runtime/gpu/GpuOffload.h\""), std::string::npos) << main;
+#ifdef HSPMD_HAVE_NCCL // --backend nccl
+  EXPECT_NE(main.find("#include \"runtime/gpu/GpuNccl.h\""), std::string::npos) << main;
+  EXPECT_NE(main.find("return runtime::generated::main(argc, argv, model, plans, runtime::gpu::gpuOffload, gpuTypes, "
+                      "runtime::gpu::gpuNcclOffload);"),
+            std::string::npos)
+      << main;
+  EXPECT_NE(readText(cuda + "/CMakeLists.txt").find("libnccl"), std::string::npos);
+#else
   EXPECT_NE(main.find("return runtime::generated::main(argc, argv, model, plans, runtime::gpu::gpuOffload, gpuTypes);"),
             std::string::npos)
       << main;
+#endif
   // Each device's type by the plan's cluster, which its process checks its GPU against; the
   // GPU types exclude the CPU threads' "cpu".
   expectRun("build examples/llama/plans/llama2_7b_hetero16.hspmd --no-compile --target cuda -o " + cuda, 0,
@@ -1699,6 +1708,8 @@ TEST(Cli, TrainOnTheGpuOrSayWhyNot) {
   CliRun gpu = hspmc(train + "build/cli_gpu_losses.json --device gpu");
   // the NCCL backend (under mpirun on a machine of GPUs: scripts/gpu-check-multi.sh) is refused alike
   CliRun nccl = hspmc(train + "build/cli_nccl_losses.json --backend nccl");
+  expectRun(train + "build/cli_nccl_losses.json --backend nccl --device cpu", 2,
+            "hspmc train: error: --backend nccl runs every device on a GPU, and --device cpu asks for the CPU\n");
 #ifdef HSPMD_HAVE_CUDA
   if (gpu.code != 0) {
     for (const auto &[run, flag] : {std::pair{&gpu, "--device gpu"}, std::pair{&nccl, "--backend nccl"}}) {
