@@ -16,6 +16,7 @@
 #include "ir/DeviceProgram.h"
 #include "runtime/Kernels.h"
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -58,11 +59,12 @@ public:
 };
 
 /// Where a device's offload is made: its program, the programs of every device of the plan
-/// (the same map for each of them) and its communicator.
+/// (the same map for each of them), its communicator, and how long it may wait for a peer.
 struct OffloadSite {
   const ir::DeviceProgram &program;
   const std::map<int, ir::DeviceProgram> &plan;
   Communicator &comm;
+  std::chrono::milliseconds timeout = std::chrono::seconds(120);
 };
 
 /// Makes a device's offload for its program (RunOptions::offload).

@@ -654,7 +654,7 @@ RunResult train(World &world, const RunPlans &given, const ModelInfo &model, con
           return nullptr;
         auto made = std::make_unique<DeviceExecutor>(program->second, comm);
         if (options.offload)
-          made->offloadTo(options.offload(OffloadSite{program->second, *programs, comm}));
+          made->offloadTo(options.offload(OffloadSite{program->second, *programs, comm, options.timeout}));
         made->slowDown(slowFactor);
         if (options.stragglers)
           made->measureCpu();

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 
 namespace hspmd::runtime::gpu {
 
@@ -76,8 +77,9 @@ void GpuNccl::follow(Lane &waiter, Lane &on) {
 
 // Every communicator of the plan this device is a member of, groups then channels, in the
 // plan's order: the same order on every device.
-GpuNccl::GpuNccl(std::shared_ptr<const NcclPlan> plan, Communicator &comm, int gpu, GpuStream &compute)
-    : plan_(std::move(plan)), device_(comm.device()), gpu_(gpu), compute_(compute) {
+GpuNccl::GpuNccl(std::shared_ptr<const NcclPlan> plan, Communicator &comm, int gpu, GpuStream &compute,
+                 std::chrono::milliseconds timeout)
+    : plan_(std::move(plan)), device_(comm.device()), gpu_(gpu), timeout_(timeout), compute_(compute) {
   useGpu(gpu_);
   computeLane_.stream = compute_.stream();
   cudaEvent_t event = nullptr;
@@ -98,6 +100,13 @@ GpuNccl::GpuNccl(std::shared_ptr<const NcclPlan> plan, Communicator &comm, int g
 
 GpuNccl::~GpuNccl() {
   useGpu(gpu_);
+  // A run that failed elsewhere may leave calls waiting for a peer: those end with the
+  // communicators (a run that went well has every stream idle here).
+  bool idle = cudaStreamQuery(streamOf(collectives_.stream)) == cudaSuccess;
+  for (auto &[pair, lane] : channelLanes_)
+    idle = idle && cudaStreamQuery(streamOf(lane.stream)) == cudaSuccess;
+  if (!idle)
+    abort();
   cudaDeviceSynchronize();
   for (auto &[index, comm] : groups_)
     ncclCommDestroy(commOf(comm));
@@ -206,7 +215,7 @@ char *GpuNccl::scratch(size_t index, int64_t bytes) {
   }
   if (scratchBytes_[index] < bytes) { // the first step (a call's size is the same every step)
     useGpu(gpu_);
-    check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+    synchronize(); // (the buffer it replaces may be in use)
     if (scratch_[index])
       if (auto old = received_.find(static_cast<const char *>(scratch_[index]->data())); old != received_.end()) {
         cudaEventDestroy(static_cast<cudaEvent_t>(old->second));
@@ -218,17 +227,59 @@ char *GpuNccl::scratch(size_t index, int64_t bytes) {
   return static_cast<char *>(scratch_[index]->data());
 }
 
+// Polls rather than waits: a stream blocked on a peer that died would never return.
 void GpuNccl::synchronize() {
   useGpu(gpu_);
-  check(cudaStreamSynchronize(streamOf(collectives_.stream)), "an NCCL collective");
+  std::vector<cudaStream_t> streams = {streamOf(computeLane_.stream), streamOf(collectives_.stream)};
   for (auto &[pair, lane] : channelLanes_)
-    check(cudaStreamSynchronize(streamOf(lane.stream)), "an NCCL message");
+    streams.push_back(streamOf(lane.stream));
+  std::vector<ncclComm_t> comms;
+  for (auto &[index, comm] : groups_)
+    comms.push_back(commOf(comm));
+  for (auto &[pair, comm] : channels_)
+    comms.push_back(commOf(comm));
+  const auto deadline = std::chrono::steady_clock::now() + timeout_;
+  while (true) {
+    bool done = true;
+    for (cudaStream_t stream : streams) {
+      const cudaError_t status = cudaStreamQuery(stream);
+      if (status == cudaErrorNotReady)
+        done = false;
+      else
+        check(status, "a kernel or an NCCL call on the GPU");
+    }
+    if (done)
+      return;
+    for (ncclComm_t comm : comms) {
+      ncclResult_t status = ncclSuccess;
+      check(ncclCommGetAsyncError(comm, &status), "ncclCommGetAsyncError");
+      if (status != ncclSuccess && status != ncclInProgress) {
+        abort();
+        throw CommError("device " + std::to_string(device_) + ": an NCCL call failed: " + ncclGetErrorString(status));
+      }
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      abort();
+      throw CommError("device " + std::to_string(device_) + " waited " + formatSeconds(timeout_) +
+                      " s for its NCCL calls to finish (a peer that died or stopped?)");
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
+void GpuNccl::abort() {
+  for (auto &[index, comm] : groups_)
+    ncclCommAbort(commOf(comm));
+  for (auto &[pair, comm] : channels_)
+    ncclCommAbort(commOf(comm));
+  groups_.clear(); // (aborted: not to be destroyed again)
+  channels_.clear();
 }
 
 std::unique_ptr<Offload> gpuNcclOffload(const OffloadSite &site) {
   std::shared_ptr<const NcclPlan> plan = ncclPlanOf(site.plan);
   auto offload = std::make_unique<GpuOffload>(site.program);
-  auto endpoint = std::make_unique<GpuNccl>(plan, site.comm, offload->gpu(), offload->stream());
+  auto endpoint = std::make_unique<GpuNccl>(plan, site.comm, offload->gpu(), offload->stream(), site.timeout);
   return std::make_unique<NcclOffload>(std::move(offload), plan, site.program, std::move(endpoint));
 }
 

@@ -11,12 +11,15 @@
 // compute stream, and the compute stream waits for it where what follows reads what it wrote
 // (a receive: once its message is unpacked), so that the host never waits for communication
 // and a channel's messages do not wait behind another's: the streams and events NcclPlan
-// replays.
+// replays. synchronize() polls the streams and each communicator's asynchronous error against
+// the run's timeout: a failed call, or a peer that never comes, aborts the communicators and
+// ends the wait with a CommError (as the host backends' waits end), not a hang.
 #pragma once
 
 #include "runtime/gpu/GpuKernels.h"
 #include "runtime/gpu/NcclRun.h"
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -28,8 +31,10 @@ namespace hspmd::runtime::gpu {
 class GpuNccl : public NcclEndpoint {
 public:
   /// Creates `device`'s communicators of `plan` on GPU `gpu` (blocks until every member of
-  /// each has come); `compute` is the offload's stream. Throws CommError with NCCL's reason.
-  GpuNccl(std::shared_ptr<const NcclPlan> plan, Communicator &comm, int gpu, GpuStream &compute);
+  /// each has come); `compute` is the offload's stream; `timeout` bounds synchronize()'s wait.
+  /// Throws CommError with NCCL's reason.
+  GpuNccl(std::shared_ptr<const NcclPlan> plan, Communicator &comm, int gpu, GpuStream &compute,
+          std::chrono::milliseconds timeout);
   ~GpuNccl() override;
   GpuNccl(const GpuNccl &) = delete;
   GpuNccl &operator=(const GpuNccl &) = delete;
@@ -54,6 +59,7 @@ private:
   };
   std::shared_ptr<const NcclPlan> plan_;
   int device_, gpu_;
+  std::chrono::milliseconds timeout_;
   GpuStream &compute_;
   Lane computeLane_, collectives_;
   std::map<int, void *> groups_;                     // communicator index -> ncclComm_t
@@ -64,6 +70,8 @@ private:
   std::vector<int64_t> scratchBytes_;
 
   Lane makeLane();
+  /// Ends every communicator (ncclCommAbort): after a failure, so that no call waits on.
+  void abort();
   /// `call` (an NCCL collective on communicator `communicator`, given its ncclComm_t and
   /// stream) on the collective stream, ordered after the kernels before it and before those after.
   void collective(const char *what, const std::function<int(void *comm, void *stream)> &call, int communicator);

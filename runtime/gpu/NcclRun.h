@@ -61,7 +61,8 @@ public:
   virtual bool postsEarly() const { return false; }
   /// What follows reads the message received into `data` (a receive posted early).
   virtual void arrived(const char *data) { (void)data; }
-  /// Waits until every call started has finished.
+  /// Waits until every call started has finished, or throws CommError when a call failed or
+  /// the wait outlasted the run's timeout (a peer that died).
   virtual void synchronize() {}
 };
 
@@ -74,7 +75,10 @@ public:
   NcclOffload(std::unique_ptr<Offload> inner, std::shared_ptr<const NcclPlan> plan, const ir::DeviceProgram &program,
               std::unique_ptr<NcclEndpoint> endpoint);
   void upload(int64_t offset, const char *from, int64_t bytes) override { inner_->upload(offset, from, bytes); }
-  void download(int64_t offset, char *to, int64_t bytes) override { inner_->download(offset, to, bytes); }
+  void download(int64_t offset, char *to, int64_t bytes) override {
+    endpoint_->synchronize(); // (the copy would wait for communication without a deadline)
+    inner_->download(offset, to, bytes);
+  }
   void zero(int64_t offset, int64_t bytes) override { inner_->zero(offset, bytes); }
   void execute(const ir::Instruction &in, int microbatch, const KernelContext &context) override {
     inner_->execute(in, microbatch, context);
