@@ -1710,6 +1710,9 @@ TEST(Cli, TrainOnTheGpuOrSayWhyNot) {
   CliRun nccl = hspmc(train + "build/cli_nccl_losses.json --backend nccl");
   expectRun(train + "build/cli_nccl_losses.json --backend nccl --device cpu", 2,
             "hspmc train: error: --backend nccl runs every device on a GPU, and --device cpu asks for the CPU\n");
+  expectRun(train + "build/cli_nccl_losses.json --backend nccl --fail 2:1 --recover examples/gpt/plans/single.hspmd", 2,
+            "hspmc train: error: --backend nccl does not go on after a death yet: --fail, --fault-trace and --recover "
+            "need --backend threads or mpi (docs/gpu.md)\n");
 #ifdef HSPMD_HAVE_CUDA
   if (gpu.code != 0) {
     for (const auto &[run, flag] : {std::pair{&gpu, "--device gpu"}, std::pair{&nccl, "--backend nccl"}}) {
