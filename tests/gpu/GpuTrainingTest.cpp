@@ -21,6 +21,20 @@
 
 using namespace hspmd;
 
+namespace {
+
+// The plan's DevicePrograms for training (failures reported to the test).
+passes::PipelineResult compileForTraining(const hspmd::testing::ExampleBuild &b) {
+  passes::PipelineOptions options;
+  options.train = true;
+  return passes::runPipeline(*b.build->graph, b.build->plans, options, [](const passes::Problem &p) {
+    if (p.severity == passes::Severity::Error)
+      ADD_FAILURE() << p.message;
+  });
+}
+
+} // namespace
+
 TEST(GpuTraining, PlansMatchTheCpuExecutor) {
   std::string why;
   if (!runtime::gpu::gpuAvailable(&why))
@@ -30,12 +44,7 @@ TEST(GpuTraining, PlansMatchTheCpuExecutor) {
                            "examples/llama/plans/tiny_llama_cp_asym.hspmd"}) {
     auto b = hspmd::testing::buildExample(plan, {plan});
     ASSERT_TRUE(b->build) << plan;
-    passes::PipelineOptions options;
-    options.train = true;
-    auto result = passes::runPipeline(*b->build->graph, b->build->plans, options, [](const passes::Problem &p) {
-      if (p.severity == passes::Severity::Error)
-        ADD_FAILURE() << p.message;
-    });
+    const passes::PipelineResult result = compileForTraining(*b);
     ASSERT_TRUE(result.ok) << plan;
     const runtime::ModelInfo model = driver::modelInfo(*b->build->graph);
     const auto dir = std::filesystem::temp_directory_path();
@@ -85,12 +94,7 @@ TEST(GpuTraining, PlansOnNcclMatchTheCpuExecutor) {
         "examples/gpt/plans/hetero4.hspmd", "examples/llama/plans/tiny_llama_hp_zero_heads.hspmd"}) {
     auto b = hspmd::testing::buildExample(plan, {plan});
     ASSERT_TRUE(b->build) << plan;
-    passes::PipelineOptions options;
-    options.train = true;
-    auto result = passes::runPipeline(*b->build->graph, b->build->plans, options, [](const passes::Problem &p) {
-      if (p.severity == passes::Severity::Error)
-        ADD_FAILURE() << p.message;
-    });
+    const passes::PipelineResult result = compileForTraining(*b);
     ASSERT_TRUE(result.ok) << plan;
     if (static_cast<int>(result.programs[0].size()) > runtime::gpu::gpuCount())
       continue;
