@@ -14,7 +14,6 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
-#include <mutex>
 #include <set>
 
 namespace hspmd::runtime::generated {
@@ -164,22 +163,12 @@ int main(int argc, char **argv, const ModelInfo &model, const std::vector<Plan> 
   run.progress = &std::cout;
   // Each device's offload, and a word where its GPU is not the type its plan was made for
   // (once per device and plan).
-  std::mutex said;
-  std::set<std::pair<int, size_t>> told;
-  if (offload)
-    run.offload = [&](const OffloadSite &site) {
-      const ir::DeviceProgram &program = site.program;
-      std::unique_ptr<Offload> made = (nccl ? ncclOffload : offload)(site);
-      for (size_t k = 0; k < plans.size(); ++k)
-        if (auto mine = programs[k].find(program.device); mine != programs[k].end() && &mine->second == &program)
-          if (auto type = plans[k].deviceTypes.find(program.device); type != plans[k].deviceTypes.end()) {
-            const std::string why = gpu::gpuTypeMismatch(program.device, made->name(), type->second, gpuTypes);
-            const std::lock_guard<std::mutex> lock(said);
-            if (!why.empty() && told.insert({program.device, k}).second)
-              std::cerr << argv[0] << ": warning: " << why << "\n";
-          }
-      return made;
-    };
+  if (offload) {
+    gpu::PlanDeviceTypes planned;
+    for (size_t k = 0; k < plans.size(); ++k)
+      planned.emplace_back(&programs[k], plans[k].deviceTypes);
+    run.offload = gpu::warningOfGpuTypes(nccl ? ncclOffload : offload, planned, gpuTypes, argv[0]);
+  }
   try {
     const RunResult result = mpi ? runMpi(runPlans, model, run) : runThreads(runPlans, model, run);
     if (leader && !losses.empty())

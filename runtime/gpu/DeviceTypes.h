@@ -3,10 +3,18 @@
 // GPUs of several kinds reads its own. Host-side; tested without a GPU.
 #pragma once
 
+#include "runtime/Offload.h"
+
 #include <algorithm>
 #include <cctype>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace hspmd::runtime::gpu {
@@ -54,6 +62,32 @@ inline std::string gpuTypeMismatch(int device, const std::string &gpuName, const
   return "device " + std::to_string(device) + " runs on '" + gpuName + "' (" +
          (actual ? *actual : std::string("not a type of the plan's cluster")) + "), but the plan was made for " +
          (an ? "an " : "a ") + planned + " there: its layers, shares and memory are for that";
+}
+
+/// The device types a plan's cluster gives its devices, by the plan's programs.
+using PlanDeviceTypes = std::vector<std::pair<const std::map<int, ir::DeviceProgram> *, std::map<int, std::string>>>;
+
+/// `offload`, which also says on stderr (`who`: warning: ..., once per device and plan) where a
+/// device's GPU is not the type its plan gives it (gpuTypeMismatch against `types`).
+inline OffloadFactory warningOfGpuTypes(OffloadFactory offload, PlanDeviceTypes planned, std::vector<std::string> types,
+                                        std::string who) {
+  struct Told {
+    std::mutex mutex;
+    std::set<std::pair<int, const void *>> said;
+  };
+  auto told = std::make_shared<Told>();
+  return [=](const OffloadSite &site) {
+    std::unique_ptr<Offload> made = offload(site);
+    for (const auto &[plan, devices] : planned)
+      if (plan == &site.plan)
+        if (auto type = devices.find(site.program.device); type != devices.end()) {
+          const std::string why = gpuTypeMismatch(site.program.device, made->name(), type->second, types);
+          const std::lock_guard<std::mutex> lock(told->mutex);
+          if (!why.empty() && told->said.insert({site.program.device, plan}).second)
+            std::cerr << who << ": warning: " << why << "\n";
+        }
+    return made;
+  };
 }
 
 } // namespace hspmd::runtime::gpu

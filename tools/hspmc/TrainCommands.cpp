@@ -10,6 +10,7 @@
 #include "planner/driver/ModelInfo.h"
 #include "planner/driver/Replan.h"
 #include "runtime/MpiRun.h"
+#include "runtime/gpu/DeviceTypes.h"
 
 #include <nlohmann/json.hpp>
 
@@ -67,6 +68,35 @@ std::function<runtime::DeviceMemory(int)> memoryOn(const planner::Cluster *clust
 
 double secondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// For GPUs: each plan's devices' types by its cluster file (by its programs), and the GPU
+// types a GPU's name is matched to (devices.toml's and the clusters' own; not "cpu": CPU
+// threads posing as devices).
+struct GpuTypes {
+  runtime::gpu::PlanDeviceTypes planned;
+  std::vector<std::string> types;
+};
+GpuTypes gpuTypesOf(const std::vector<std::pair<const std::map<int, ir::DeviceProgram> *, std::string>> &plans,
+                    const std::string &devicesToml) {
+  GpuTypes out;
+  std::set<std::string> types;
+  for (const auto &[programs, clusterPath] : plans) {
+    std::map<int, std::string> &devices = out.planned.emplace_back(programs, std::map<int, std::string>{}).second;
+    std::vector<planner::ClusterError> errors;
+    if (clusterPath.empty())
+      continue;
+    if (auto cluster = planner::loadCluster(clusterPath, devicesToml, errors)) {
+      for (const planner::Device &device : cluster->devices)
+        if (programs->count(device.id))
+          devices[device.id] = device.type;
+      for (const auto &[type, properties] : cluster->types)
+        if (type != "cpu")
+          types.insert(type);
+    }
+  }
+  out.types.assign(types.begin(), types.end());
+  return out;
 }
 
 // Compiles FILE under its plan (and the plans it switches to) for training and runs them;
@@ -323,6 +353,14 @@ int train(const std::string &file, const std::vector<std::string> &planFiles, ru
                                     set ? file + "' (" + setText + ")" : "")
               << std::endl;
   run.progress = &std::cout;
+  if (run.offload) { // a word where a device's GPU is not the type its plan was made for
+    std::vector<std::pair<const std::map<int, ir::DeviceProgram> *, std::string>> clusters;
+    for (const TrainingBuild *plan : plans)
+      clusters.emplace_back(&plan->programs(), plan->plan().clusterPath);
+    GpuTypes types = gpuTypesOf(clusters, t.compilation.stdlibDir() + "/devices.toml");
+    run.offload =
+        runtime::gpu::warningOfGpuTypes(run.offload, std::move(types.planned), std::move(types.types), "hspmc train");
+  }
   try {
     const runtime::RunResult trained =
         mpi ? runtime::runMpi(runPlans, model, run) : runtime::runThreads(runPlans, model, run);
@@ -857,32 +895,24 @@ int runBuild(const std::string &file, const std::vector<std::string> &planFiles,
       all.plans.push_back(plan.programs);
     devices = all.devices().size();
   }
-  // For GPUs: each device's type by its plan's cluster, and the GPU types (devices.toml's and
-  // the clusters' own, not "cpu": CPU threads posing as devices) a GPU's name is matched to.
-  std::set<std::string> gpuTypes;
-  if (kind == codegen::Target::Cuda)
-    for (codegen::PlanToBuild &plan : plans) {
-      std::vector<planner::ClusterError> errors;
-      if (plan.plan->clusterPath.empty())
-        continue;
-      if (auto cluster =
-              planner::loadCluster(plan.plan->clusterPath, t.compilation.stdlibDir() + "/devices.toml", errors)) {
-        for (const planner::Device &device : cluster->devices)
-          if (plan.programs->count(device.id))
-            plan.deviceTypes[device.id] = device.type;
-        for (const auto &[type, properties] : cluster->types)
-          if (type != "cpu")
-            gpuTypes.insert(type);
-      }
-    }
+  // For GPUs: each device's type by its plan's cluster, and the GPU types.
+  GpuTypes gpuTypes;
+  if (kind == codegen::Target::Cuda) {
+    std::vector<std::pair<const std::map<int, ir::DeviceProgram> *, std::string>> clusters;
+    for (const codegen::PlanToBuild &plan : plans)
+      clusters.emplace_back(plan.programs, plan.plan->clusterPath);
+    gpuTypes = gpuTypesOf(clusters, t.compilation.stdlibDir() + "/devices.toml");
+    for (size_t k = 0; k < plans.size(); ++k)
+      plans[k].deviceTypes = gpuTypes.planned[k].second;
+  }
 #ifdef HSPMD_NCCL_LIBRARY
   const std::string ncclLibrary = HSPMD_NCCL_LIBRARY;
 #else
   const std::string ncclLibrary;
 #endif
-  const auto files = codegen::generate(plans, driver::modelInfo(*build->graph), name,
-                                       codegen::Toolchain{HSPMD_SOURCE_DIR, HSPMD_BINARY_DIR, ncclLibrary}, kind,
-                                       std::vector<std::string>(gpuTypes.begin(), gpuTypes.end()));
+  const auto files =
+      codegen::generate(plans, driver::modelInfo(*build->graph), name,
+                        codegen::Toolchain{HSPMD_SOURCE_DIR, HSPMD_BINARY_DIR, ncclLibrary}, kind, gpuTypes.types);
   {
     std::vector<std::string> written = {"build.log", "build", name};
     for (const auto &[path, text] : files)

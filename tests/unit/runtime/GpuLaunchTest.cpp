@@ -1,5 +1,6 @@
 // Host-side arithmetic of the CUDA kernels (runtime/gpu/Launch.h), tested without a GPU:
 // launch shapes that cover every element and row, and numpy broadcasting as strides.
+#include "runtime/Communicator.h"
 #include "runtime/gpu/DeviceTypes.h"
 #include "runtime/gpu/Launch.h"
 
@@ -90,4 +91,38 @@ TEST(GpuDeviceTypes, AGpuOfAnotherTypeThanPlannedIsNamed) {
             "device 0 runs on 'NVIDIA GeForce RTX 4090' (not a type of the plan's cluster), but the plan was made for "
             "an A100 there: its layers, shares and memory are for that");
   EXPECT_EQ(gpuTypeMismatch(1, "NVIDIA H200", "cpu", gpus), "");
+}
+
+// What hspmc train --device gpu and the --target cuda binaries wrap their offloads in: each
+// device whose GPU is not its plan's type is named once per plan, however many offloads it
+// makes; the offload made is the one given.
+TEST(GpuDeviceTypes, EachDeviceOnAnotherTypeIsNamedOncePerPlan) {
+  struct Named : hspmd::runtime::HostOffload {
+    using HostOffload::HostOffload;
+    std::string name() const override { return "NVIDIA A100-SXM4-80GB"; }
+  };
+  std::map<int, hspmd::ir::DeviceProgram> plan, other;
+  plan[0].device = 0;
+  plan[1].device = 1;
+  other[1].device = 1;
+  int made = 0;
+  const hspmd::runtime::OffloadFactory checked = warningOfGpuTypes(
+      [&](const hspmd::runtime::OffloadSite &site) {
+        ++made;
+        return std::make_unique<Named>(site.program);
+      },
+      {{&plan, {{0, "H100"}, {1, "A100"}}}, {&other, {{1, "H100"}}}}, {"H100", "A100"}, "hspmc train");
+  hspmd::runtime::ThreadsWorld world({0, 1});
+  ::testing::internal::CaptureStderr();
+  for (int twice = 0; twice < 2; ++twice) {
+    EXPECT_EQ(checked({plan.at(0), plan, world.communicator(0)})->name(), "NVIDIA A100-SXM4-80GB");
+    checked({plan.at(1), plan, world.communicator(1)});
+    checked({other.at(1), other, world.communicator(1)});
+  }
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(),
+            "hspmc train: warning: device 0 runs on 'NVIDIA A100-SXM4-80GB' (A100), but the plan was made for an H100 "
+            "there: its layers, shares and memory are for that\n"
+            "hspmc train: warning: device 1 runs on 'NVIDIA A100-SXM4-80GB' (A100), but the plan was made for an H100 "
+            "there: its layers, shares and memory are for that\n");
+  EXPECT_EQ(made, 6);
 }
