@@ -400,8 +400,8 @@ void DeviceExecutor::execute(const ir::Instruction &in, int microbatch) {
     hostStale_ = true;
     return;
   }
-  if (offload_->communicates() && in.kind != ir::InstrKind::Kernel) { // the NCCL backend
-    offload_->communicate(in, microbatch, tagOf(in, microbatch));
+  if (offload_->communicates()) { // the NCCL backend
+    offload_->communicate(in, microbatch, tagOf(in, microbatch), lossContext(in, microbatch));
     hostStale_ = true;
     return;
   }
@@ -496,69 +496,51 @@ void DeviceExecutor::executeHere(const ir::Instruction &in, int microbatch) {
 
 // Cross-entropy over logits split by vocabulary among `in.group`: per row, the members
 // exchange their maxima, then their sums of exponentials and target logits (the target is
-// in one member's piece), and each computes the whole row's loss or its piece's gradient.
+// in one member's piece), and each computes the whole row's loss or its piece's gradient
+// (the vocab_parallel_* kernels, runtime/kernels/EmbeddingAndLoss.cpp).
 void DeviceExecutor::vocabParallelCrossEntropy(const ir::Instruction &in, int microbatch, int64_t tag) {
-  const ir::Buffer &logits = program_.buffers[static_cast<size_t>(in.inputs[0])];
-  const float *x = reinterpret_cast<const float *>(address(logits.id, microbatch));
-  const int32_t *targets = reinterpret_cast<const int32_t *>(address(in.inputs[1], microbatch));
-  const int64_t V = logits.shape.back(), rows = logits.bytes() / 4 / std::max<int64_t>(V, 1);
-  const int64_t offset = ir::intAttr(in.attrs, "vocab_offset");
-  const double tokens =
-      static_cast<double>(batch_ && batch_->scored > 0 ? batch_->scored : ir::intAttr(in.attrs, "tokens", rows));
-  // Gathers one value per row from every member and combines them.
-  auto combine = [&](std::vector<float> local, int round, auto fold) {
-    std::vector<float> all = local;
+  auto view = [&](int buffer) {
+    const ir::Buffer &b = program_.buffers[static_cast<size_t>(buffer)];
+    return TensorView{address(buffer, microbatch), b.dtype, b.shape};
+  };
+  const TensorView logits = view(in.inputs[0]), targets = view(in.inputs[1]);
+  const int64_t V = std::max<int64_t>(logits.shape.back(), 1), rows = logits.numel() / V;
+  const KernelContext context = lossContext(in, microbatch);
+  // Combines one value per row with every member's, in group order.
+  auto combine = [&](std::vector<float> &values, int round, auto fold) {
+    const std::vector<float> local = values;
     Piece mine;
     mine.data = local.data();
     comm_.exchange(in.group, tag + (static_cast<int64_t>(round) << 37), mine, static_cast<int64_t>(local.size() * 4),
                    [&](const std::vector<Piece> &pieces) {
-                     all.assign(local.size(), 0.0f);
                      bool first = true;
                      for (const Piece &piece : pieces) {
-                       const float *values = static_cast<const float *>(piece.data);
-                       for (size_t r = 0; r < all.size(); ++r)
-                         all[r] = first ? values[r] : fold(all[r], values[r]);
+                       const float *theirs = static_cast<const float *>(piece.data);
+                       for (size_t r = 0; r < values.size(); ++r)
+                         values[r] = first ? theirs[r] : fold(values[r], theirs[r]);
                        first = false;
                      }
                    });
-    return all;
   };
-  std::vector<float> peak(static_cast<size_t>(rows), -INFINITY);
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < V; ++c)
-      peak[static_cast<size_t>(r)] = std::max(peak[static_cast<size_t>(r)], x[r * V + c]);
-  peak = combine(peak, 0, [](float a, float b) { return std::max(a, b); });
-  std::vector<float> sums(static_cast<size_t>(2 * rows), 0.0f); // sum of exp, then the target's logit
-  for (int64_t r = 0; r < rows; ++r) {
-    double total = 0;
-    for (int64_t c = 0; c < V; ++c)
-      total += std::exp(static_cast<double>(x[r * V + c] - peak[static_cast<size_t>(r)]));
-    sums[static_cast<size_t>(r)] = static_cast<float>(total);
-    const int64_t t = targets[r] - offset;
-    sums[static_cast<size_t>(rows + r)] = t >= 0 && t < V ? x[r * V + t] : 0.0f;
-  }
-  sums = combine(sums, 1, [](float a, float b) { return a + b; });
-  if (in.op == "cross_entropy") {
-    double loss = 0;
-    for (int64_t r = 0; r < rows; ++r)
-      if (targets[r] >= 0) // a target < 0 is not scored
-        loss += std::log(static_cast<double>(sums[static_cast<size_t>(r)])) + peak[static_cast<size_t>(r)] -
-                sums[static_cast<size_t>(rows + r)];
-    *reinterpret_cast<float *>(address(in.outputs[0], microbatch)) = static_cast<float>(loss / tokens);
-    return;
-  }
-  const double upstream = *reinterpret_cast<const float *>(address(in.inputs[2], microbatch));
-  float *g = reinterpret_cast<float *>(address(in.outputs[0], microbatch));
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < V; ++c) {
-      if (targets[r] < 0) {
-        g[r * V + c] = 0.0f;
-        continue;
-      }
-      const double p =
-          std::exp(static_cast<double>(x[r * V + c] - peak[static_cast<size_t>(r)])) / sums[static_cast<size_t>(r)];
-      g[r * V + c] = static_cast<float>(upstream * (p - (c + offset == targets[r] ? 1.0 : 0.0)) / tokens);
-    }
+  auto run = [&](const char *op, const std::vector<TensorView> &inputs, const TensorView &output) {
+    runKernel(op, in.attrs, inputs, std::span<const TensorView>(&output, 1), context);
+  };
+  std::vector<float> peak(static_cast<size_t>(rows)), sums(static_cast<size_t>(2 * rows));
+  const TensorView peaks{peak.data(), ir::DType::F32, {rows}}, totals{sums.data(), ir::DType::F32, {2 * rows}};
+  run("vocab_parallel_max", {logits}, peaks);
+  combine(peak, 0, [](float a, float b) { return std::max(a, b); });
+  run("vocab_parallel_sums", {logits, targets, peaks}, totals);
+  combine(sums, 1, [](float a, float b) { return a + b; });
+  if (in.op == "cross_entropy")
+    run("vocab_parallel_loss", {targets, peaks, totals}, view(in.outputs[0]));
+  else
+    run("vocab_parallel_grad", {logits, targets, peaks, totals, view(in.inputs[2])}, view(in.outputs[0]));
+}
+
+KernelContext DeviceExecutor::lossContext(const ir::Instruction &in, int microbatch) const {
+  KernelContext context = kernelContext(in, microbatch);
+  context.scored = batch_ && batch_->scored > 0 ? batch_->scored : 0;
+  return context;
 }
 
 // A reduction sets each output element to the sum, over the partial sums the members hold,

@@ -175,6 +175,8 @@ private:
   /// instruction's kernel runs with.
   void loadInputs(const Batch &batch, int microbatch);
   KernelContext kernelContext(const ir::Instruction &in, int microbatch) const;
+  /// The context of the vocabulary-parallel cross-entropy: the batch's scored targets.
+  KernelContext lossContext(const ir::Instruction &in, int microbatch) const;
   /// The global batch row of row 0 of `buffer` (batch-major) in `microbatch`.
   int64_t batchRow(int buffer, int microbatch) const;
   void run(ir::Phase phase, int microbatch);

@@ -77,24 +77,12 @@ void runKernel(const std::string &op, const ir::AttrMap &attrs, std::span<const 
 }
 
 std::vector<std::string> kernelNames() {
-  return {"constant",      "add",
-          "sub",           "mul",
-          "div",           "neg",
-          "gelu",          "silu",
-          "relu",          "gelu_grad",
-          "silu_grad",     "relu_grad",
-          "matmul",        "reshape",
-          "transpose",     "broadcast",
-          "sum",           "mean",
-          "unbind",        "split",
-          "concat",        "slice",
-          "pad",           "softmax",
-          "rmsnorm",       "layernorm",
-          "rmsnorm_grad",  "layernorm_grad",
-          "attention",     "attention_grad",
-          "embedding",     "embedding_grad",
-          "cross_entropy", "cross_entropy_grad",
-          "adamw",         "sgd"};
+  return {"constant", "add", "sub", "mul", "div", "neg", "gelu", "silu", "relu", "gelu_grad", "silu_grad", "relu_grad",
+          "matmul", "reshape", "transpose", "broadcast", "sum", "mean", "unbind", "split", "concat", "slice", "pad",
+          "softmax", "rmsnorm", "layernorm", "rmsnorm_grad", "layernorm_grad", "attention", "attention_grad",
+          "embedding", "embedding_grad", "cross_entropy", "cross_entropy_grad", "adamw", "sgd",
+          // the steps of the vocabulary-parallel cross-entropy (runtime/kernels/EmbeddingAndLoss.cpp)
+          "vocab_parallel_max", "vocab_parallel_sums", "vocab_parallel_loss", "vocab_parallel_grad"};
 }
 
 } // namespace hspmd::runtime

@@ -38,6 +38,10 @@ public:
   /// Runs kernel or copy instruction `in` of the program for `microbatch` (buffers of several
   /// slots: slot microbatch % slots) in the offload's memory; `context` is the host's.
   virtual void execute(const ir::Instruction &in, int microbatch, const KernelContext &context) = 0;
+  /// Runs kernel `op` on tensors in the offload's memory (runtime::runKernel's contract): what
+  /// an offload that communicates runs between its calls.
+  virtual void run(const std::string &op, const ir::AttrMap &attrs, std::span<const TensorView> inputs,
+                   std::span<const TensorView> outputs, const KernelContext &context) = 0;
   /// Waits until everything started has finished (throws KernelError when something failed).
   virtual void synchronize() = 0;
   /// What runs the kernels, as its maker names it (a GPU's CUDA name); "" for the host.
@@ -49,11 +53,13 @@ public:
   /// Whether the offload carries out the program's sends, receives and collectives itself,
   /// in its own memory (communicate); otherwise the executor runs them on the host.
   virtual bool communicates() const { return false; }
-  /// Runs send, receive or collective `in` for `microbatch` (only where communicates());
-  /// `tag` is the one the executor gives the communicator for it.
-  virtual void communicate(const ir::Instruction &in, int microbatch, int64_t tag) {
+  /// Runs send, receive or collective `in` for `microbatch`, or a kernel that communicates (the
+  /// vocabulary-parallel cross-entropy), only where communicates(); `tag` is the one the
+  /// executor gives the communicator for it, `context` its kernels'.
+  virtual void communicate(const ir::Instruction &in, int microbatch, int64_t tag, const KernelContext &context) {
     (void)microbatch;
     (void)tag;
+    (void)context;
     throw KernelError("instruction '" + in.op + "' communicates, and this offload does not");
   }
 };
@@ -85,6 +91,10 @@ public:
   void download(int64_t offset, char *to, int64_t bytes) override;
   void zero(int64_t offset, int64_t bytes) override;
   void execute(const ir::Instruction &in, int microbatch, const KernelContext &context) override;
+  void run(const std::string &op, const ir::AttrMap &attrs, std::span<const TensorView> inputs,
+           std::span<const TensorView> outputs, const KernelContext &context) override {
+    runKernel(op, attrs, inputs, outputs, context);
+  }
   void synchronize() override {}
   char *memory() override { return base_; }
 

@@ -131,11 +131,12 @@ void GpuNccl::collective(const char *what, const std::function<int(void *comm, v
   follow(computeLane_, collectives_);
 }
 
-void GpuNccl::allReduce(int communicator, const char *in, char *out, int64_t count, int64_t /*tag*/) {
+void GpuNccl::allReduce(int communicator, const char *in, char *out, int64_t count, int64_t /*tag*/, bool max) {
   collective(
       "ncclAllReduce",
       [&](void *comm, void *stream) {
-        return ncclAllReduce(in, out, static_cast<size_t>(count), ncclFloat, ncclSum, commOf(comm), streamOf(stream));
+        return ncclAllReduce(in, out, static_cast<size_t>(count), ncclFloat, max ? ncclMax : ncclSum, commOf(comm),
+                             streamOf(stream));
       },
       communicator);
 }

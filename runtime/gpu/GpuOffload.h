@@ -22,6 +22,11 @@ public:
   void download(int64_t offset, char *to, int64_t bytes) override;
   void zero(int64_t offset, int64_t bytes) override;
   void execute(const ir::Instruction &in, int microbatch, const KernelContext &context) override;
+  void run(const std::string &op, const ir::AttrMap &attrs, std::span<const TensorView> inputs,
+           std::span<const TensorView> outputs, const KernelContext &context) override {
+    useGpu(gpu_);
+    runKernel(op, attrs, inputs, outputs, context, stream_);
+  }
   void synchronize() override;
   std::string name() const override { return gpuName(gpu_); }
   char *memory() override { return static_cast<char *>(arena_.data()); }

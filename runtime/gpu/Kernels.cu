@@ -283,6 +283,56 @@ __global__ void lossSumKernel(const double *rowLoss, int64_t rows, double tokens
   *loss = static_cast<float>(total / tokens);
 }
 
+// The steps of the vocabulary-parallel cross-entropy (runtime/kernels/EmbeddingAndLoss.cpp:
+// the same formulas), one thread per row (per element for the gradient).
+__global__ void vocabMaxKernel(const float *x, float *peak, int64_t rows, int64_t V) {
+  for (int64_t r = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; r < rows;
+       r += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    float m = -INFINITY;
+    for (int64_t c = 0; c < V; ++c)
+      m = fmaxf(m, x[r * V + c]);
+    peak[r] = m;
+  }
+}
+
+__global__ void vocabSumsKernel(const float *x, const int32_t *targets, const float *peak, float *sums, int64_t rows,
+                                int64_t V, int64_t offset) {
+  for (int64_t r = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; r < rows;
+       r += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    double total = 0;
+    for (int64_t c = 0; c < V; ++c)
+      total += exp(static_cast<double>(x[r * V + c] - peak[r]));
+    sums[r] = static_cast<float>(total);
+    const int64_t t = targets[r] - offset;
+    sums[rows + r] = t >= 0 && t < V ? x[r * V + t] : 0.0f;
+  }
+}
+
+// One thread: the rows' losses added in row order, as the CPU's.
+__global__ void vocabLossKernel(const int32_t *targets, const float *peak, const float *sums, int64_t rows,
+                                double tokens, float *loss) {
+  double total = 0;
+  for (int64_t r = 0; r < rows; ++r)
+    if (targets[r] >= 0)
+      total += log(static_cast<double>(sums[r])) + peak[r] - sums[rows + r];
+  *loss = static_cast<float>(total / tokens);
+}
+
+__global__ void vocabGradKernel(const float *x, const int32_t *targets, const float *peak, const float *sums,
+                                const float *upstream, float *g, int64_t rows, int64_t V, int64_t offset,
+                                double tokens) {
+  for (int64_t k = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; k < rows * V;
+       k += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t r = k / V, c = k % V;
+    if (targets[r] < 0) {
+      g[k] = 0.0f;
+      continue;
+    }
+    const double p = exp(static_cast<double>(x[k] - peak[r])) / sums[r];
+    g[k] = static_cast<float>(upstream[0] * (p - (c + offset == targets[r] ? 1.0 : 0.0)) / tokens);
+  }
+}
+
 // ---- embedding, optimizer -------------------------------------------------------------
 
 __global__ void embeddingKernel(const float *table, const int32_t *ids, float *y, int64_t count, int64_t V, int64_t D,
@@ -491,6 +541,38 @@ const std::map<std::string, Runner> &runners() {
     for (const char *name : {"cross_entropy", "cross_entropy_grad"})
       t[name] = [op = std::string(name)](const ir::AttrMap &attrs, In in, In out, const KernelContext &context,
                                          GpuStream &s) { crossEntropy(op, attrs, in, out, context, streamOf(s)); };
+    // The vocabulary-parallel cross-entropy's steps: in[0] the logits but for the loss's.
+    auto tokensOf = [](const ir::AttrMap &attrs, const KernelContext &context, int64_t rows) {
+      return static_cast<double>(context.scored > 0 ? context.scored : ir::intAttr(attrs, "tokens", rows));
+    };
+    t["vocab_parallel_max"] = [](const ir::AttrMap &, In in, In out, const KernelContext &, GpuStream &s) {
+      const int64_t V = std::max<int64_t>(in[0].shape.back(), 1), rows = in[0].numel() / V;
+      const LaunchShape shape = elementwiseLaunch(rows);
+      if (shape.blocks)
+        vocabMaxKernel<<<shape.blocks, shape.threads, 0, streamOf(s)>>>(in[0].f32(), out[0].f32(), rows, V);
+    };
+    t["vocab_parallel_sums"] = [](const ir::AttrMap &attrs, In in, In out, const KernelContext &, GpuStream &s) {
+      const int64_t V = std::max<int64_t>(in[0].shape.back(), 1), rows = in[0].numel() / V;
+      const LaunchShape shape = elementwiseLaunch(rows);
+      if (shape.blocks)
+        vocabSumsKernel<<<shape.blocks, shape.threads, 0, streamOf(s)>>>(
+            in[0].f32(), in[1].i32(), in[2].f32(), out[0].f32(), rows, V, ir::intAttr(attrs, "vocab_offset"));
+    };
+    t["vocab_parallel_loss"] = [tokensOf](const ir::AttrMap &attrs, In in, In out, const KernelContext &context,
+                                          GpuStream &s) {
+      const int64_t rows = in[1].numel();
+      vocabLossKernel<<<1, 1, 0, streamOf(s)>>>(in[0].i32(), in[1].f32(), in[2].f32(), rows,
+                                                tokensOf(attrs, context, rows), out[0].f32());
+    };
+    t["vocab_parallel_grad"] = [tokensOf](const ir::AttrMap &attrs, In in, In out, const KernelContext &context,
+                                          GpuStream &s) {
+      const int64_t V = std::max<int64_t>(in[0].shape.back(), 1), rows = in[0].numel() / V;
+      const LaunchShape shape = elementwiseLaunch(rows * V);
+      if (shape.blocks)
+        vocabGradKernel<<<shape.blocks, shape.threads, 0, streamOf(s)>>>(
+            in[0].f32(), in[1].i32(), in[2].f32(), in[3].f32(), in[4].f32(), out[0].f32(), rows, V,
+            ir::intAttr(attrs, "vocab_offset"), tokensOf(attrs, context, rows));
+    };
     t["embedding"] = [](const ir::AttrMap &attrs, In in, In out, const KernelContext &, GpuStream &s) {
       const int64_t V = in[0].shape[0], D = in[0].shape[1], count = in[1].numel();
       const LaunchShape shape = elementwiseLaunch(count * D);

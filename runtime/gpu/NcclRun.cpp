@@ -6,6 +6,7 @@
 #include "runtime/Regions.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 namespace hspmd::runtime::gpu {
@@ -49,7 +50,11 @@ char *NcclOffload::address(int buffer, int microbatch) {
   return inner_->memory() + b.offset + (microbatch % b.slots) * b.bytes();
 }
 
-void NcclOffload::communicate(const ir::Instruction &in, int microbatch, int64_t tag) {
+void NcclOffload::communicate(const ir::Instruction &in, int microbatch, int64_t tag, const KernelContext &context) {
+  if (in.kind == ir::InstrKind::Kernel) {
+    crossEntropy(in, microbatch, tag, context);
+    return;
+  }
   const int device = program_.device;
   const int64_t expanded = ir::expandedTag(in.tag, in.phase, microbatch);
   static const std::vector<int> none;
@@ -101,7 +106,7 @@ void NcclOffload::communicate(const ir::Instruction &in, int microbatch, int64_t
                           "'" + where(in));
         if (call.kind == NcclCallKind::AllReduce)
           endpoint_->allReduce(call.communicator, address(input->id, microbatch),
-                               address(need(output, "output").id, microbatch), call.count, tag);
+                               address(need(output, "output").id, microbatch), call.count, tag, false);
         else
           endpoint_->reduceScatter(call.communicator, address(input->id, microbatch),
                                    address(need(output, "output").id, microbatch), call.count, tag);
@@ -160,6 +165,45 @@ void NcclOffload::communicate(const ir::Instruction &in, int microbatch, int64_t
   }
 }
 
+// Per row: the pieces' maxima, all-reduced (max); their sums of exponentials and the target's
+// logit, all-reduced (sum); then the loss or this piece's gradient. The two values per row are
+// in message buffers past the calls'.
+void NcclOffload::crossEntropy(const ir::Instruction &in, int microbatch, int64_t tag, const KernelContext &context) {
+  const int device = program_.device;
+  const int64_t expanded = ir::expandedTag(in.tag, in.phase, microbatch);
+  std::array<const NcclCall *, 2> rounds{};
+  const std::vector<NcclCall> &calls = plan_->calls.at(device);
+  for (int round = 0; round < 2; ++round) {
+    auto found = calls_.find({&in, expanded + (static_cast<int64_t>(round) << 37)});
+    if (found == calls_.end() || found->second.size() != 1 ||
+        calls[static_cast<size_t>(found->second[0])].kind != NcclCallKind::AllReduce)
+      throw CommError("device " + std::to_string(device) + ": the NCCL plan has no all-reduce " +
+                      std::to_string(round + 1) + " of 2 for its '" + in.op + "' (tag " + std::to_string(expanded) +
+                      ")" + where(in));
+    rounds[static_cast<size_t>(round)] = &calls[static_cast<size_t>(found->second[0])];
+  }
+  auto view = [&](int buffer) {
+    const ir::Buffer &b = program_.buffers[static_cast<size_t>(buffer)];
+    return TensorView{address(buffer, microbatch), b.dtype, b.shape};
+  };
+  const TensorView logits = view(in.inputs.at(0)), targets = view(in.inputs.at(1));
+  const int64_t V = std::max<int64_t>(logits.shape.back(), 1), rows = logits.numel() / V;
+  char *peak = endpoint_->scratch(calls.size(), rows * 4), *sums = endpoint_->scratch(calls.size() + 1, 2 * rows * 4);
+  const TensorView peaks{peak, ir::DType::F32, {rows}}, totals{sums, ir::DType::F32, {2 * rows}};
+  auto run = [&](const char *op, const std::vector<TensorView> &inputs, const TensorView &output) {
+    inner_->run(op, in.attrs, inputs, std::span<const TensorView>(&output, 1), context);
+  };
+  run("vocab_parallel_max", {logits}, peaks);
+  endpoint_->allReduce(rounds[0]->communicator, peak, peak, rows, tag, true);
+  run("vocab_parallel_sums", {logits, targets, peaks}, totals);
+  endpoint_->allReduce(rounds[1]->communicator, sums, sums, 2 * rows, tag + (int64_t{1} << 37), false);
+  made_ += 2;
+  if (in.op == "cross_entropy")
+    run("vocab_parallel_loss", {targets, peaks, totals}, view(in.outputs.at(0)));
+  else
+    run("vocab_parallel_grad", {logits, targets, peaks, totals, view(in.inputs.at(2))}, view(in.outputs.at(0)));
+}
+
 // Where receives only start, the staged ones of the step are posted now, in the plan's order
 // (their senders'), but for micro-batches no device runs.
 void NcclOffload::beginStep(const std::vector<unsigned char> &skipped) {
@@ -197,12 +241,15 @@ void HostNccl::gather(int communicator, const char *in, int64_t bytes, int64_t t
 
 // Each result is built aside and written once every member has read the inputs (an output
 // may be its member's input).
-void HostNccl::allReduce(int communicator, const char *in, char *out, int64_t count, int64_t tag) {
+void HostNccl::allReduce(int communicator, const char *in, char *out, int64_t count, int64_t tag, bool max) {
   std::vector<float> sum(static_cast<size_t>(count), 0.0f);
   gather(communicator, in, count * 4, tag, [&](const std::vector<const char *> &data) {
-    for (const char *member : data) // in group order, as the host executor adds them
-      for (int64_t i = 0; i < count; ++i)
-        sum[static_cast<size_t>(i)] += reinterpret_cast<const float *>(member)[i];
+    for (size_t m = 0; m < data.size(); ++m) // in group order, as the host executor combines them
+      for (int64_t i = 0; i < count; ++i) {
+        const float value = reinterpret_cast<const float *>(data[m])[i];
+        float &into = sum[static_cast<size_t>(i)];
+        into = !max ? into + value : m == 0 ? value : std::max(into, value);
+      }
   });
   std::memcpy(out, sum.data(), static_cast<size_t>(count) * 4);
 }

@@ -11,7 +11,8 @@
 // - any other collective runs as the plan's messages: each member sends the parts of its
 //   input that others take, receives what it takes, then builds its output from its own part
 //   and the messages, in group order (a reduction adds them, from zero).
-// The vocabulary-parallel cross-entropy still exchanges its row sums on the host.
+// The vocabulary-parallel cross-entropy runs its kernels (vocab_parallel_*) in the offload's
+// memory around its two all-reduces (the rows' maxima, then their sums).
 //
 // What the calls run on is an NcclEndpoint: NCCL on the device's GPU (runtime/gpu/GpuNccl.h),
 // or HostNccl, the run's communicator on a host arena, which keeps NCCL's rule that matters
@@ -37,7 +38,7 @@ public:
   virtual ~NcclEndpoint() = default;
   /// On the members of NcclPlan::communicators[communicator]; `tag` names the call (the
   /// executor's tag; NCCL has none). Reductions are sums of fp32 elements.
-  virtual void allReduce(int communicator, const char *in, char *out, int64_t count, int64_t tag) = 0;
+  virtual void allReduce(int communicator, const char *in, char *out, int64_t count, int64_t tag, bool max = false) = 0;
   /// `bytes`: what each member contributes; `out` holds them in the group's order.
   virtual void allGather(int communicator, const char *in, char *out, int64_t bytes, int64_t tag) = 0;
   /// `count`: the elements of each member's block of `in`, which it gets summed into `out`.
@@ -83,6 +84,10 @@ public:
   void execute(const ir::Instruction &in, int microbatch, const KernelContext &context) override {
     inner_->execute(in, microbatch, context);
   }
+  void run(const std::string &op, const ir::AttrMap &attrs, std::span<const TensorView> inputs,
+           std::span<const TensorView> outputs, const KernelContext &context) override {
+    inner_->run(op, attrs, inputs, outputs, context);
+  }
   void synchronize() override {
     endpoint_->synchronize();
     inner_->synchronize();
@@ -91,7 +96,7 @@ public:
   std::string name() const override { return inner_->name(); }
   char *memory() override { return inner_->memory(); }
   bool communicates() const override { return true; }
-  void communicate(const ir::Instruction &in, int microbatch, int64_t tag) override;
+  void communicate(const ir::Instruction &in, int microbatch, int64_t tag, const KernelContext &context) override;
   /// The plan's calls this device has made so far.
   int64_t callsMade() const { return made_; }
 
@@ -105,6 +110,8 @@ private:
   int64_t made_ = 0;
 
   char *address(int buffer, int microbatch);
+  /// The vocabulary-parallel cross-entropy: its kernels around its two all-reduces.
+  void crossEntropy(const ir::Instruction &in, int microbatch, int64_t tag, const KernelContext &context);
 };
 
 /// HostNccl: the endpoint of the tests, on a host offload's memory through the run's
@@ -112,7 +119,7 @@ private:
 class HostNccl : public NcclEndpoint {
 public:
   HostNccl(std::shared_ptr<const NcclPlan> plan, Communicator &comm);
-  void allReduce(int communicator, const char *in, char *out, int64_t count, int64_t tag) override;
+  void allReduce(int communicator, const char *in, char *out, int64_t count, int64_t tag, bool max) override;
   void allGather(int communicator, const char *in, char *out, int64_t bytes, int64_t tag) override;
   void reduceScatter(int communicator, const char *in, char *out, int64_t count, int64_t tag) override;
   void send(int peer, const char *data, int64_t bytes, int64_t tag) override;

@@ -14,6 +14,72 @@
 
 namespace hspmd::runtime::kernels {
 
+namespace {
+
+// The steps of cross-entropy over logits split by vocabulary (a piece of V columns per member
+// of a group, from `vocab_offset`), between which the members combine their rows' values:
+//   vocab_parallel_max   logits -> peak[rows]: the row maxima of this piece (combined: max)
+//   vocab_parallel_sums  logits, targets, peak -> sums[2 rows]: the sums of exp(logit - peak),
+//                        then the target's logit where this piece holds it, else 0 (combined: +)
+//   vocab_parallel_loss  targets, peak, sums -> loss: the scored rows' losses over `tokens`
+//   vocab_parallel_grad  logits, targets, peak, sums, upstream -> this piece's gradient
+void vocabParallel(const std::string &op, const ir::AttrMap &attrs, In in, In out, const KernelContext &context) {
+  const int64_t offset = ir::intAttr(attrs, "vocab_offset");
+  if (op == "vocab_parallel_loss") {
+    const int32_t *targets = in[0].i32();
+    const float *peak = in[1].f32(), *sums = in[2].f32();
+    const int64_t rows = in[1].numel();
+    const auto tokens = static_cast<double>(context.scored > 0 ? context.scored : ir::intAttr(attrs, "tokens", rows));
+    double loss = 0;
+    for (int64_t r = 0; r < rows; ++r)
+      if (targets[r] >= 0) // a target < 0 is not scored
+        loss += std::log(static_cast<double>(sums[r])) + peak[r] - sums[rows + r];
+    out[0].f32()[0] = static_cast<float>(loss / tokens);
+    return;
+  }
+  const float *x = in[0].f32();
+  const int64_t V = in[0].shape.back(), rows = in[0].numel() / std::max<int64_t>(V, 1);
+  if (op == "vocab_parallel_max") {
+    float *peak = out[0].f32();
+    for (int64_t r = 0; r < rows; ++r) {
+      peak[r] = -INFINITY;
+      for (int64_t c = 0; c < V; ++c)
+        peak[r] = std::max(peak[r], x[r * V + c]);
+    }
+  } else if (op == "vocab_parallel_sums") {
+    const int32_t *targets = in[1].i32();
+    const float *peak = in[2].f32();
+    float *sums = out[0].f32();
+    for (int64_t r = 0; r < rows; ++r) {
+      double total = 0;
+      for (int64_t c = 0; c < V; ++c)
+        total += std::exp(static_cast<double>(x[r * V + c] - peak[r]));
+      sums[r] = static_cast<float>(total);
+      const int64_t t = targets[r] - offset;
+      sums[rows + r] = t >= 0 && t < V ? x[r * V + t] : 0.0f;
+    }
+  } else if (op == "vocab_parallel_grad") {
+    const int32_t *targets = in[1].i32();
+    const float *peak = in[2].f32(), *sums = in[3].f32();
+    const double upstream = in[4].f32()[0];
+    const auto tokens = static_cast<double>(context.scored > 0 ? context.scored : ir::intAttr(attrs, "tokens", rows));
+    float *g = out[0].f32();
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < V; ++c) {
+        if (targets[r] < 0) {
+          g[r * V + c] = 0.0f;
+          continue;
+        }
+        const double p = std::exp(static_cast<double>(x[r * V + c] - peak[r])) / sums[r];
+        g[r * V + c] = static_cast<float>(upstream * (p - (c + offset == targets[r] ? 1.0 : 0.0)) / tokens);
+      }
+  } else {
+    throw KernelError("no CPU kernel named '" + op + "'");
+  }
+}
+
+} // namespace
+
 bool embeddingAndLoss(const std::string &op, const ir::AttrMap &attrs, In in, In out, const KernelContext &context) {
   if (op == "embedding") {
     const TensorView &table = in[0], &ids = in[1];
@@ -81,6 +147,8 @@ bool embeddingAndLoss(const std::string &op, const ir::AttrMap &attrs, In in, In
       loss += l;
     if (!grad)
       out[0].f32()[0] = static_cast<float>(loss / tokens);
+  } else if (op.rfind("vocab_parallel_", 0) == 0) {
+    vocabParallel(op, attrs, in, out, context);
   } else {
     return false;
   }

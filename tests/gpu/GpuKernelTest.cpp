@@ -154,6 +154,21 @@ TEST(GpuKernels, EmbeddingAndCrossEntropy) {
   compare("embedding_grad", {{"vocab_offset", int64_t{10}}}, {ids, f32({3, 4, 16}, random)}, {zeros({50, 16})});
 }
 
+// The vocabulary-parallel cross-entropy's steps (the NCCL backend runs them on the GPU around
+// its all-reduces), on a piece of 50 columns from vocabulary offset 25.
+TEST(GpuKernels, VocabularyParallelCrossEntropySteps) {
+  SKIP_WITHOUT_GPU();
+  std::mt19937 random(7);
+  const ir::AttrMap attrs = {{"tokens", int64_t{22}}, {"vocab_offset", int64_t{25}}};
+  const Tensor logits = f32({12, 50}, random, -5, 5), peak = f32({12}, random, 4, 5);
+  const Tensor targets = i32({12}, {0, 30, 49, -1, 74, 75, 3, 26, 33, 48, 100, 2});
+  const Tensor sums = f32({24}, random, 1, 40);
+  compare("vocab_parallel_max", attrs, {logits}, {zeros({12})});
+  compare("vocab_parallel_sums", attrs, {logits, targets, peak}, {zeros({24})});
+  compare("vocab_parallel_loss", attrs, {targets, peak, sums}, {zeros({})});
+  compare("vocab_parallel_grad", attrs, {logits, targets, peak, sums, f32({}, random, 0.5f, 1.5f)}, {zeros({12, 50})});
+}
+
 TEST(GpuKernels, OptimizerSteps) {
   SKIP_WITHOUT_GPU();
   std::mt19937 random(4);

@@ -579,15 +579,22 @@ TEST(Offload, StagesCommunicationThroughTheHost) {
   unsetenv("HSPMD_FUSION");
 }
 
-// The NCCL backend on the host, counting the calls each device made.
+// The NCCL backend on the host, counting the calls each device made, and the bytes the host
+// took down from its offload but for whole arenas (the state, once the run ends).
 struct CountedNccl : runtime::gpu::NcclOffload {
-  std::atomic<int64_t> &total;
+  std::atomic<int64_t> &total, &down;
+  int64_t arena;
   CountedNccl(const runtime::OffloadSite &site, const std::shared_ptr<const runtime::gpu::NcclPlan> &plan,
-              std::atomic<int64_t> &calls)
+              std::atomic<int64_t> &calls, std::atomic<int64_t> &downloaded)
       : NcclOffload(std::make_unique<runtime::HostOffload>(site.program), plan, site.program,
                     std::make_unique<runtime::gpu::HostNccl>(plan, site.comm)),
-        total(calls) {}
+        total(calls), down(downloaded), arena(site.program.peakBytes) {}
   ~CountedNccl() override { total += callsMade(); }
+  void download(int64_t offset, char *to, int64_t bytes) override {
+    if (bytes != arena)
+      down += bytes;
+    NcclOffload::download(offset, to, bytes);
+  }
 };
 
 // The NCCL backend (runtime/gpu/NcclRun.h) run through on the host: each device's sends,
@@ -609,12 +616,20 @@ TEST(NcclBackend, EveryPlanTrainsAsTheExecutorOnItsNcclCalls) {
       runtime::RunOptions options;
       options.steps = 2;
       const auto want = train(*c, options);
-      std::atomic<int64_t> calls{0};
+      std::atomic<int64_t> calls{0}, downloaded{0};
       options.offload = [&](const runtime::OffloadSite &site) {
-        return std::make_unique<CountedNccl>(site, runtime::gpu::ncclPlanOf(site.plan), calls);
+        return std::make_unique<CountedNccl>(site, runtime::gpu::ncclPlanOf(site.plan), calls, downloaded);
       };
       EXPECT_EQ(train(*c, options), want) << plan;
       EXPECT_GT(calls, 0) << plan; // the communication was NCCL calls
+      // and nothing of it went through the host: only each micro-batch's loss came down
+      int64_t losses = 0;
+      for (const auto &[device, program] : c->result.programs[0])
+        if (program.lossBuffer >= 0)
+          losses += options.steps * 4 *
+                    std::count_if(program.schedule.begin(), program.schedule.end(),
+                                  [](const ir::ScheduleSlot &slot) { return slot.phase == ir::Phase::Forward; });
+      EXPECT_EQ(downloaded, losses) << plan;
       ++plans;
     }
   EXPECT_GE(plans, 33); // every one there is (2026-12-04)
