@@ -216,12 +216,13 @@ char *GpuNccl::scratch(size_t index, int64_t bytes) {
   }
   if (scratchBytes_[index] < bytes) { // the first step (a call's size is the same every step)
     useGpu(gpu_);
-    synchronize(); // (the buffer it replaces may be in use)
-    if (scratch_[index])
+    if (scratch_[index]) { // (not waited for: a receive posted early may be pending; freed at the step's end)
       if (auto old = received_.find(static_cast<const char *>(scratch_[index]->data())); old != received_.end()) {
         cudaEventDestroy(static_cast<cudaEvent_t>(old->second));
         received_.erase(old);
       }
+      retired_.push_back(std::move(scratch_[index]));
+    }
     scratch_[index] = std::make_unique<DeviceBuffer>(bytes);
     scratchBytes_[index] = bytes;
   }
@@ -229,11 +230,14 @@ char *GpuNccl::scratch(size_t index, int64_t bytes) {
 }
 
 // Polls rather than waits: a stream blocked on a peer that died would never return.
-void GpuNccl::synchronize() {
+void GpuNccl::await(bool everyStream) {
   useGpu(gpu_);
-  std::vector<cudaStream_t> streams = {streamOf(computeLane_.stream), streamOf(collectives_.stream)};
-  for (auto &[pair, lane] : channelLanes_)
-    streams.push_back(streamOf(lane.stream));
+  std::vector<cudaStream_t> streams = {streamOf(computeLane_.stream)};
+  if (everyStream) {
+    streams.push_back(streamOf(collectives_.stream));
+    for (auto &[pair, lane] : channelLanes_)
+      streams.push_back(streamOf(lane.stream));
+  }
   std::vector<ncclComm_t> comms;
   for (auto &[index, comm] : groups_)
     comms.push_back(commOf(comm));
@@ -249,8 +253,11 @@ void GpuNccl::synchronize() {
       else
         check(status, "a kernel or an NCCL call on the GPU");
     }
-    if (done)
+    if (done) {
+      if (everyStream)
+        retired_.clear();
       return;
+    }
     for (ncclComm_t comm : comms) {
       ncclResult_t status = ncclSuccess;
       check(ncclCommGetAsyncError(comm, &status), "ncclCommGetAsyncError");

@@ -11,8 +11,8 @@
 // compute stream, and the compute stream waits for it where what follows reads what it wrote
 // (a receive: once its message is unpacked), so that the host never waits for communication
 // and a channel's messages do not wait behind another's: the streams and events NcclPlan
-// replays. synchronize() polls the streams and each communicator's asynchronous error against
-// the run's timeout: a failed call, or a peer that never comes, aborts the communicators and
+// replays. synchronize() and waitForKernels() poll the streams and each communicator's
+// asynchronous error against the run's timeout: a failed call, or a peer that never comes, aborts the communicators and
 // ends the wait with a CommError (as the host backends' waits end), not a hang.
 #pragma once
 
@@ -50,7 +50,8 @@ public:
   char *scratch(size_t index, int64_t bytes) override;
   bool postsEarly() const override { return true; }
   void arrived(const char *data) override;
-  void synchronize() override;
+  void synchronize() override { await(true); }
+  void waitForKernels() override { await(false); }
 
 private:
   struct Lane {             // a stream with the event its last call recorded
@@ -69,7 +70,12 @@ private:
   std::vector<std::unique_ptr<DeviceBuffer>> scratch_;
   std::vector<int64_t> scratchBytes_;
 
+  std::vector<std::unique_ptr<DeviceBuffer>>
+      retired_; // message buffers replaced by larger ones, freed at the step's end
   Lane makeLane();
+  /// Polls the compute stream (and, with `everyStream`, the collective and channel streams)
+  /// until idle, each communicator's asynchronous error, and the timeout.
+  void await(bool everyStream);
   /// Ends every communicator (ncclCommAbort): after a failure, so that no call waits on.
   void abort();
   /// `call` (an NCCL collective on communicator `communicator`, given its ncclComm_t and

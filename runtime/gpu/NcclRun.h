@@ -62,9 +62,13 @@ public:
   virtual bool postsEarly() const { return false; }
   /// What follows reads the message received into `data` (a receive posted early).
   virtual void arrived(const char *data) { (void)data; }
-  /// Waits until every call started has finished, or throws CommError when a call failed or
-  /// the wait outlasted the run's timeout (a peer that died).
+  /// Waits until every call started has finished (the step's end), or throws CommError when a
+  /// call failed or the wait outlasted the run's timeout (a peer that died).
   virtual void synchronize() {}
+  /// Waits, as synchronize() does, only until the kernels started have finished (and the calls
+  /// they wait for): before the host reads the offload's memory. Not every call: a receive
+  /// posted early may wait for a message its sender sends once this device has gone on.
+  virtual void waitForKernels() {}
 };
 
 /// The NCCL calls of a plan, built once per plan and shared by its devices (threads) or made
@@ -75,9 +79,14 @@ class NcclOffload : public Offload {
 public:
   NcclOffload(std::unique_ptr<Offload> inner, std::shared_ptr<const NcclPlan> plan, const ir::DeviceProgram &program,
               std::unique_ptr<NcclEndpoint> endpoint);
-  void upload(int64_t offset, const char *from, int64_t bytes) override { inner_->upload(offset, from, bytes); }
+  // The copies wait for the kernels before them, which may wait for communication: first a wait
+  // with the run's deadline.
+  void upload(int64_t offset, const char *from, int64_t bytes) override {
+    endpoint_->waitForKernels();
+    inner_->upload(offset, from, bytes);
+  }
   void download(int64_t offset, char *to, int64_t bytes) override {
-    endpoint_->synchronize(); // (the copy would wait for communication without a deadline)
+    endpoint_->waitForKernels();
     inner_->download(offset, to, bytes);
   }
   void zero(int64_t offset, int64_t bytes) override { inner_->zero(offset, bytes); }
