@@ -405,6 +405,11 @@ void DeviceExecutor::execute(const ir::Instruction &in, int microbatch) {
     hostStale_ = true;
     return;
   }
+  if (in.kind == ir::InstrKind::Kernel) { // the vocabulary-parallel cross-entropy
+    vocabParallelCrossEntropy(in, microbatch, tagOf(in, microbatch), offload_.get());
+    hostStale_ = true;
+    return;
+  }
   // Communication runs on the host, through the communicator: the buffers it reads (and
   // writes: a receive may add) come down, those it wrote go back up.
   auto stage = [&](int buffer, bool up) {
@@ -438,7 +443,7 @@ void DeviceExecutor::executeHere(const ir::Instruction &in, int microbatch) {
   case ir::InstrKind::Kernel: {
     changed_ = changed_ || in.phase == ir::Phase::Update; // an update kernel writes the state
     if (!in.group.empty()) {
-      vocabParallelCrossEntropy(in, microbatch, tag);
+      vocabParallelCrossEntropy(in, microbatch, tag, nullptr);
       return;
     }
     if (const auto &fused = fusion_.matmuls[static_cast<size_t>(&in - program_.body.data())]) {
@@ -497,21 +502,33 @@ void DeviceExecutor::executeHere(const ir::Instruction &in, int microbatch) {
 // Cross-entropy over logits split by vocabulary among `in.group`: per row, the members
 // exchange their maxima, then their sums of exponentials and target logits (the target is
 // in one member's piece), and each computes the whole row's loss or its piece's gradient
-// (the vocab_parallel_* kernels, runtime/kernels/EmbeddingAndLoss.cpp).
-void DeviceExecutor::vocabParallelCrossEntropy(const ir::Instruction &in, int microbatch, int64_t tag) {
+// (the vocab_parallel_* kernels, runtime/kernels/EmbeddingAndLoss.cpp). Offloaded, the
+// kernels run in the offload's memory, its per-row values in the offload's scratch
+// (offloadScratchOffset), and only those come down for the exchange and go back up: not the
+// logits.
+void DeviceExecutor::vocabParallelCrossEntropy(const ir::Instruction &in, int microbatch, int64_t tag,
+                                               Offload *offload) {
+  char *const memory = offload ? offload->memory() : base_;
   auto view = [&](int buffer) {
     const ir::Buffer &b = program_.buffers[static_cast<size_t>(buffer)];
-    return TensorView{address(buffer, microbatch), b.dtype, b.shape};
+    return TensorView{memory + (address(buffer, microbatch) - base_), b.dtype, b.shape};
   };
   const TensorView logits = view(in.inputs[0]), targets = view(in.inputs[1]);
-  const int64_t V = std::max<int64_t>(logits.shape.back(), 1), rows = logits.numel() / V;
+  const int64_t rows = vocabParallelRows(program_, in);
   const KernelContext context = lossContext(in, microbatch);
+  std::vector<float> peak(static_cast<size_t>(rows)), sums(static_cast<size_t>(2 * rows));
+  const int64_t peakAt = offloadScratchOffset(program_), sumsAt = peakAt + (rows * 4 + 255) / 256 * 256;
+  const TensorView peaks{offload ? memory + peakAt : reinterpret_cast<char *>(peak.data()), ir::DType::F32, {rows}},
+      totals{offload ? memory + sumsAt : reinterpret_cast<char *>(sums.data()), ir::DType::F32, {2 * rows}};
   // Combines one value per row with every member's, in group order.
-  auto combine = [&](std::vector<float> &values, int round, auto fold) {
+  auto combine = [&](std::vector<float> &values, int64_t at, int round, auto fold) {
+    const int64_t bytes = static_cast<int64_t>(values.size() * 4);
+    if (offload)
+      offload->download(at, reinterpret_cast<char *>(values.data()), bytes);
     const std::vector<float> local = values;
     Piece mine;
     mine.data = local.data();
-    comm_.exchange(in.group, tag + (static_cast<int64_t>(round) << 37), mine, static_cast<int64_t>(local.size() * 4),
+    comm_.exchange(in.group, tag + (static_cast<int64_t>(round) << 37), mine, bytes,
                    [&](const std::vector<Piece> &pieces) {
                      bool first = true;
                      for (const Piece &piece : pieces) {
@@ -521,16 +538,19 @@ void DeviceExecutor::vocabParallelCrossEntropy(const ir::Instruction &in, int mi
                        first = false;
                      }
                    });
+    if (offload)
+      offload->upload(at, reinterpret_cast<const char *>(values.data()), bytes);
   };
   auto run = [&](const char *op, const std::vector<TensorView> &inputs, const TensorView &output) {
-    runKernel(op, in.attrs, inputs, std::span<const TensorView>(&output, 1), context);
+    if (offload)
+      offload->run(op, in.attrs, inputs, std::span<const TensorView>(&output, 1), context);
+    else
+      runKernel(op, in.attrs, inputs, std::span<const TensorView>(&output, 1), context);
   };
-  std::vector<float> peak(static_cast<size_t>(rows)), sums(static_cast<size_t>(2 * rows));
-  const TensorView peaks{peak.data(), ir::DType::F32, {rows}}, totals{sums.data(), ir::DType::F32, {2 * rows}};
   run("vocab_parallel_max", {logits}, peaks);
-  combine(peak, 0, [](float a, float b) { return std::max(a, b); });
+  combine(peak, peakAt, 0, [](float a, float b) { return std::max(a, b); });
   run("vocab_parallel_sums", {logits, targets, peaks}, totals);
-  combine(sums, 1, [](float a, float b) { return a + b; });
+  combine(sums, sumsAt, 1, [](float a, float b) { return a + b; });
   if (in.op == "cross_entropy")
     run("vocab_parallel_loss", {targets, peaks, totals}, view(in.outputs[0]));
   else

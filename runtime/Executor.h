@@ -187,7 +187,8 @@ private:
   /// The communicator's tag of `in` for `microbatch` in the running step.
   int64_t tagOf(const ir::Instruction &in, int microbatch) const;
   void collective(const ir::Instruction &in, int microbatch, int64_t tag);
-  void vocabParallelCrossEntropy(const ir::Instruction &in, int microbatch, int64_t tag);
+  /// The vocabulary-parallel cross-entropy `in`, its kernels here or on `offload`.
+  void vocabParallelCrossEntropy(const ir::Instruction &in, int microbatch, int64_t tag, Offload *offload);
 };
 
 } // namespace hspmd::runtime

@@ -41,8 +41,29 @@ void runInArena(const ir::DeviceProgram &program, char *base, const ir::Instruct
             to.shape, minus(box.lo, to.origin), minus(box.hi, box.lo), in.op == "copy-add");
 }
 
+int64_t vocabParallelRows(const ir::DeviceProgram &program, const ir::Instruction &in) {
+  const ir::Buffer &logits = program.buffers.at(static_cast<size_t>(in.inputs.at(0)));
+  int64_t elements = 1;
+  for (int64_t n : logits.shape)
+    elements *= n;
+  return elements / std::max<int64_t>(logits.shape.empty() ? 1 : logits.shape.back(), 1);
+}
+
+int64_t offloadScratchOffset(const ir::DeviceProgram &program) {
+  return (std::max<int64_t>(program.peakBytes, 0) + 255) / 256 * 256;
+}
+
+int64_t offloadBytes(const ir::DeviceProgram &program) {
+  int64_t rows = 0;
+  for (const ir::Instruction &in : program.body)
+    if (in.kind == ir::InstrKind::Kernel && !in.group.empty())
+      rows = std::max(rows, vocabParallelRows(program, in));
+  // The maxima, then the sums and target logits (two per row), each 256-byte aligned.
+  return offloadScratchOffset(program) + (rows > 0 ? (rows * 4 + 255) / 256 * 256 + rows * 8 : 0);
+}
+
 HostOffload::HostOffload(const ir::DeviceProgram &program)
-    : program_(program), arena_(static_cast<size_t>(std::max<int64_t>(program.peakBytes, 0)) + 128) {
+    : program_(program), arena_(static_cast<size_t>(offloadBytes(program)) + 128) {
   base_ = arena_.data() + (64 - reinterpret_cast<uintptr_t>(arena_.data()) % 64) % 64;
 }
 

@@ -76,6 +76,17 @@ struct OffloadSite {
 /// Makes a device's offload for its program (RunOptions::offload).
 using OffloadFactory = std::function<std::unique_ptr<Offload>(const OffloadSite &)>;
 
+/// How much memory an offload of `program` allocates: the arena (the memory plan's
+/// peakBytes), then, at offloadScratchOffset, room for what the vocabulary-parallel
+/// cross-entropy keeps per row between its steps (its maxima, then its sums and target
+/// logits), so that of its logits only those values come down to the host and go back up
+/// when the host communicates for the offload.
+int64_t offloadScratchOffset(const ir::DeviceProgram &program);
+int64_t offloadBytes(const ir::DeviceProgram &program);
+/// The rows of vocabulary-parallel cross-entropy `in` (its logits' elements over the
+/// vocabulary piece's).
+int64_t vocabParallelRows(const ir::DeviceProgram &program, const ir::Instruction &in);
+
 /// Runs kernel or copy `in` (without fusion) on buffers at `base` + the memory plan's offsets:
 /// what the executor does in its own arena, and HostOffload in its second one.
 void runInArena(const ir::DeviceProgram &program, char *base, const ir::Instruction &in, int microbatch,

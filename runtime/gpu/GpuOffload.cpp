@@ -24,7 +24,7 @@ int gpuOf(const ir::DeviceProgram &program) {
 } // namespace
 
 GpuOffload::GpuOffload(const ir::DeviceProgram &program)
-    : program_(program), gpu_(gpuOf(program)), arena_(std::max<int64_t>(program.peakBytes, 1)) {}
+    : program_(program), gpu_(gpuOf(program)), arena_(std::max<int64_t>(offloadBytes(program), 1)) {}
 
 char *GpuOffload::onGpu(int buffer, int microbatch) const {
   const ir::Buffer &b = program_.buffers[static_cast<size_t>(buffer)];

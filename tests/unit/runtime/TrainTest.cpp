@@ -20,6 +20,8 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
+#include <mutex>
 #include <set>
 
 #include <sys/stat.h>
@@ -558,9 +560,28 @@ TEST(Offload, RunsWhatTheExecutorRunsAndMovesOnlyWhatTheHostTouches) {
 
 // Sends, receives, collectives and the vocabulary-parallel cross-entropy (tp2) run on the host
 // with their buffers staged down from the offload and back up: every kind of communication,
-// offloaded, gives the executor's losses bit for bit (fusion off in both).
+// offloaded, gives the executor's losses bit for bit (fusion off in both). The cross-entropy's
+// kernels run on the offload, and of it only its per-row values come down (the rows' maxima,
+// then their sums and target logits), never its logits.
+// The offload of the tests, logging the kernels it runs outside the program and what it gives
+// back: "run OP", "down BYTES".
+struct LoggingOffload : runtime::HostOffload {
+  std::vector<std::string> &log;
+  LoggingOffload(const ir::DeviceProgram &p, std::vector<std::string> &events) : HostOffload(p), log(events) {}
+  void download(int64_t offset, char *to, int64_t bytes) override {
+    log.push_back("down " + std::to_string(bytes));
+    HostOffload::download(offset, to, bytes);
+  }
+  void run(const std::string &op, const ir::AttrMap &attrs, std::span<const runtime::TensorView> inputs,
+           std::span<const runtime::TensorView> outputs, const runtime::KernelContext &context) override {
+    log.push_back("run " + op);
+    HostOffload::run(op, attrs, inputs, outputs, context);
+  }
+};
+
 TEST(Offload, StagesCommunicationThroughTheHost) {
   setenv("HSPMD_FUSION", "0", 1);
+  int crossEntropies = 0;
   for (const char *plan :
        {"examples/gpt/plans/tp2.hspmd", "examples/gpt/plans/pipeline2_recompute.hspmd",
         "examples/gpt/plans/dp2_zero.hspmd", "examples/gpt/plans/hetero4.hspmd", "examples/gpt/plans/cp_asym.hspmd",
@@ -571,11 +592,39 @@ TEST(Offload, StagesCommunicationThroughTheHost) {
     runtime::RunOptions options;
     options.steps = 3;
     const auto want = train(*c, options);
-    options.offload = [](const runtime::OffloadSite &site) {
-      return std::make_unique<runtime::HostOffload>(site.program);
+    std::mutex made;
+    std::map<int, std::vector<std::string>> logs; // by device
+    options.offload = [&](const runtime::OffloadSite &site) {
+      std::lock_guard lock(made);
+      return std::make_unique<LoggingOffload>(site.program, logs[site.program.device]);
     };
     EXPECT_EQ(train(*c, options), want) << plan;
+    for (const auto &[device, log] : logs) {
+      const ir::DeviceProgram &program = c->result.programs.at(0).at(device);
+      std::set<int64_t> rows; // of each cross-entropy of the program
+      for (const ir::Instruction &in : program.body)
+        if (in.kind == ir::InstrKind::Kernel && !in.group.empty())
+          rows.insert(runtime::vocabParallelRows(program, in));
+      int ran = 0;
+      for (size_t i = 0; i < log.size(); ++i) {
+        if (log[i] != "run vocab_parallel_max")
+          continue;
+        ++ran;
+        ASSERT_LT(i + 4, log.size()) << plan << " device " << device;
+        const int64_t bytes = std::stoll(log[i + 1].substr(5));
+        EXPECT_TRUE(rows.count(bytes / 4)) << plan << " device " << device << ": " << log[i + 1];
+        EXPECT_EQ(log[i + 1], "down " + std::to_string(bytes)) << plan;
+        EXPECT_EQ(log[i + 2], "run vocab_parallel_sums") << plan;
+        EXPECT_EQ(log[i + 3], "down " + std::to_string(2 * bytes)) << plan;
+        EXPECT_TRUE(log[i + 4] == "run vocab_parallel_loss" || log[i + 4] == "run vocab_parallel_grad")
+            << plan << ": " << log[i + 4];
+      }
+      // Each micro-batch's loss and gradient, every step.
+      EXPECT_EQ(ran, rows.empty() ? 0 : 2 * options.steps * program.microbatches) << plan << " device " << device;
+      crossEntropies += ran;
+    }
   }
+  EXPECT_GT(crossEntropies, 0);
   unsetenv("HSPMD_FUSION");
 }
 
