@@ -89,7 +89,8 @@ Fusion fuseMatmuls(const ir::DeviceProgram &program) {
         in.inputs[0] == in.inputs[1] || in.outputs.size() != 1)
       continue;
     const ir::Buffer &a = an.buffer(in.inputs[0]), &b = an.buffer(in.inputs[1]), &y = an.buffer(in.outputs[0]);
-    if (a.dtype != ir::DType::F32 || b.dtype != ir::DType::F32 || a.shape.size() < 2 || b.shape.size() < 2)
+    if (a.dtype != ir::DType::F32 || b.dtype != ir::DType::F32 || y.dtype != ir::DType::F32 || a.shape.size() < 2 ||
+        b.shape.size() < 2)
       continue;
     const int ta = an.foldableTranspose(in.inputs[0], i), tb = an.foldableTranspose(in.inputs[1], i);
     const size_t rank = a.shape.size();

@@ -1,5 +1,6 @@
 // Kernels.cpp - the CPU kernels, forward and backward, and the optimizers (runtime/Kernels.h).
 #include "runtime/Kernels.h"
+#include "runtime/Bf16.h"
 #include "runtime/kernels/Parallel.h"
 
 #include <algorithm>
@@ -68,6 +69,29 @@ void runKernel(const std::string &op, const ir::AttrMap &attrs, std::span<const 
   if (!outputs.empty() &&
       std::all_of(outputs.begin(), outputs.end(), [](const TensorView &t) { return t.numel() == 0; }))
     return;
+  // bf16 tensors: the kernel runs in float on widened copies, and what it wrote is rounded
+  // back (outputs are widened too: a kernel may add to what its output holds).
+  auto bf16 = [](const TensorView &t) { return t.dtype == ir::DType::BF16; };
+  if (std::any_of(inputs.begin(), inputs.end(), bf16) || std::any_of(outputs.begin(), outputs.end(), bf16)) {
+    std::vector<std::vector<float>> wide;
+    wide.reserve(inputs.size() + outputs.size());
+    auto widened = [&](std::span<const TensorView> views) {
+      std::vector<TensorView> out(views.begin(), views.end());
+      for (TensorView &t : out)
+        if (bf16(t)) {
+          wide.emplace_back(static_cast<size_t>(t.numel()));
+          widenBf16(t.data, wide.back().data(), t.numel());
+          t = TensorView{wide.back().data(), ir::DType::F32, t.shape};
+        }
+      return out;
+    };
+    const std::vector<TensorView> in = widened(inputs), out = widened(outputs);
+    runKernel(op, attrs, in, out, context);
+    for (size_t i = 0; i < outputs.size(); ++i)
+      if (bf16(outputs[i]))
+        narrowToBf16(out[i].f32(), outputs[i].data, outputs[i].numel());
+    return;
+  }
   if (elementwise(op, attrs, inputs, outputs) || matmul(op, attrs, inputs, outputs) ||
       layout(op, attrs, inputs, outputs) || norms(op, attrs, inputs, outputs) ||
       attention(op, attrs, inputs, outputs, context) || embeddingAndLoss(op, attrs, inputs, outputs, context) ||

@@ -1,5 +1,6 @@
 // Regions.cpp - copying boxes between row-major tensors (runtime/Regions.h).
 #include "runtime/Regions.h"
+#include "runtime/Bf16.h"
 
 #include <algorithm>
 #include <cstring>
@@ -20,9 +21,23 @@ void copyBox(int elementBytes, const void *src, const std::vector<int64_t> &srcS
   for (int64_t s : size)
     if (s <= 0)
       return;
+  // Adding: float elements, or bf16 ones (2 bytes) added in float and rounded.
+  auto addRun = [elementBytes](const char *a, char *b, int64_t count) {
+    if (elementBytes == 2) {
+      const auto *x = reinterpret_cast<const uint16_t *>(a);
+      auto *y = reinterpret_cast<uint16_t *>(b);
+      for (int64_t i = 0; i < count; ++i)
+        y[i] = toBf16(fromBf16(y[i]) + fromBf16(x[i]));
+      return;
+    }
+    const auto *x = reinterpret_cast<const float *>(a);
+    auto *y = reinterpret_cast<float *>(b);
+    for (int64_t i = 0; i < count; ++i)
+      y[i] += x[i];
+  };
   if (rank == 0) {
     if (add)
-      *static_cast<float *>(dst) += *static_cast<const float *>(src);
+      addRun(static_cast<const char *>(src), static_cast<char *>(dst), 1);
     else
       std::memcpy(dst, src, static_cast<size_t>(elementBytes));
     return;
@@ -51,10 +66,7 @@ void copyBox(int elementBytes, const void *src, const std::vector<int64_t> &srcS
   auto *to = static_cast<char *>(dst);
   while (true) {
     if (add) {
-      const float *a = reinterpret_cast<const float *>(from) + srcAt;
-      float *b = reinterpret_cast<float *>(to) + dstAt;
-      for (int64_t i = 0; i < run; ++i)
-        b[i] += a[i];
+      addRun(from + srcAt * elementBytes, to + dstAt * elementBytes, run);
     } else {
       std::memcpy(to + dstAt * elementBytes, from + srcAt * elementBytes, static_cast<size_t>(run * elementBytes));
     }

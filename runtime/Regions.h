@@ -13,7 +13,7 @@ namespace hspmd::runtime {
 /// index lies in a buffer whose region starts at `origin`, or a box's extent from its hi and lo.
 std::vector<int64_t> minus(const std::vector<int64_t> &index, const std::vector<int64_t> &origin);
 
-/// Copies (or, with `add`, adds: fp32 only) the box of extent `size` starting at `srcLo` in
+/// Copies (or, with `add`, adds: f32, or bf16 when `elementBytes` is 2) the box of extent `size` starting at `srcLo` in
 /// `src` (of shape `srcShape`) to the box starting at `dstLo` in `dst`. Innermost contiguous
 /// runs move with memcpy.
 void copyBox(int elementBytes, const void *src, const std::vector<int64_t> &srcShape, const std::vector<int64_t> &srcLo,

@@ -1,5 +1,6 @@
 // GpuKernels.h - the CUDA kernels of the runtime (runtime/gpu/Kernels.cu): the built-in ops of
-// runtime/Kernels.h with the same names, attributes and results, on fp32 tensors in GPU memory,
+// runtime/Kernels.h with the same names, attributes and results, on fp32 tensors in GPU memory
+// (bf16 ones widened to fp32 around the kernel and rounded back, as on the CPU),
 // launched on a stream; matrix products through cuBLAS. Only built where nvcc is found
 // (HSPMD_HAVE_CUDA); docs/gpu.md lists the ops that have no GPU kernel yet.
 #pragma once
@@ -59,8 +60,8 @@ private:
   void *data_ = nullptr;
 };
 
-/// Copies (with `add`, adds: f32 only) the box of extent `size` at `srcLo` in `src` (of shape
-/// `srcShape`) to `dstLo` in `dst`, on the stream: runtime::copyBox's contract in GPU memory.
+/// Copies (with `add`, adds: f32, or bf16 when `elementBytes` is 2) the box of extent `size` at `srcLo` in `src` (of
+/// shape `srcShape`) to `dstLo` in `dst`, on the stream: runtime::copyBox's contract in GPU memory.
 void copyBox(int elementBytes, const void *src, const std::vector<int64_t> &srcShape, const std::vector<int64_t> &srcLo,
              void *dst, const std::vector<int64_t> &dstShape, const std::vector<int64_t> &dstLo,
              const std::vector<int64_t> &size, bool add, GpuStream &stream);

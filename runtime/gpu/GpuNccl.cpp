@@ -29,6 +29,11 @@ cudaStream_t streamOf(void *stream) {
   return static_cast<cudaStream_t>(stream);
 }
 
+// The reductions' element types (NcclEndpoint: f32 or bf16).
+ncclDataType_t ncclTypeOf(ir::DType dtype) {
+  return dtype == ir::DType::BF16 ? ncclBfloat16 : ncclFloat;
+}
+
 ncclComm_t commOf(void *comm) {
   return static_cast<ncclComm_t>(comm);
 }
@@ -131,12 +136,13 @@ void GpuNccl::collective(const char *what, const std::function<int(void *comm, v
   follow(computeLane_, collectives_);
 }
 
-void GpuNccl::allReduce(int communicator, const char *in, char *out, int64_t count, int64_t /*tag*/, bool max) {
+void GpuNccl::allReduce(int communicator, const char *in, char *out, int64_t count, ir::DType dtype, int64_t /*tag*/,
+                        bool max) {
   collective(
       "ncclAllReduce",
       [&](void *comm, void *stream) {
-        return ncclAllReduce(in, out, static_cast<size_t>(count), ncclFloat, max ? ncclMax : ncclSum, commOf(comm),
-                             streamOf(stream));
+        return ncclAllReduce(in, out, static_cast<size_t>(count), ncclTypeOf(dtype), max ? ncclMax : ncclSum,
+                             commOf(comm), streamOf(stream));
       },
       communicator);
 }
@@ -150,11 +156,12 @@ void GpuNccl::allGather(int communicator, const char *in, char *out, int64_t byt
       communicator);
 }
 
-void GpuNccl::reduceScatter(int communicator, const char *in, char *out, int64_t count, int64_t /*tag*/) {
+void GpuNccl::reduceScatter(int communicator, const char *in, char *out, int64_t count, ir::DType dtype,
+                            int64_t /*tag*/) {
   collective(
       "ncclReduceScatter",
       [&](void *comm, void *stream) {
-        return ncclReduceScatter(in, out, static_cast<size_t>(count), ncclFloat, ncclSum, commOf(comm),
+        return ncclReduceScatter(in, out, static_cast<size_t>(count), ncclTypeOf(dtype), ncclSum, commOf(comm),
                                  streamOf(stream));
       },
       communicator);

@@ -38,9 +38,10 @@ public:
   ~GpuNccl() override;
   GpuNccl(const GpuNccl &) = delete;
   GpuNccl &operator=(const GpuNccl &) = delete;
-  void allReduce(int communicator, const char *in, char *out, int64_t count, int64_t tag, bool max) override;
+  void allReduce(int communicator, const char *in, char *out, int64_t count, ir::DType dtype, int64_t tag,
+                 bool max) override;
   void allGather(int communicator, const char *in, char *out, int64_t bytes, int64_t tag) override;
-  void reduceScatter(int communicator, const char *in, char *out, int64_t count, int64_t tag) override;
+  void reduceScatter(int communicator, const char *in, char *out, int64_t count, ir::DType dtype, int64_t tag) override;
   void send(int peer, const char *data, int64_t bytes, int64_t tag) override;
   void recv(int peer, char *data, int64_t bytes, int64_t tag, bool staged) override;
   void copyBox(int elementBytes, const char *src, const std::vector<int64_t> &srcShape,

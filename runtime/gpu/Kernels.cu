@@ -6,11 +6,14 @@
 #include "runtime/gpu/KernelFamilies.h"
 
 #include <cublas_v2.h>
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <map>
+#include <memory>
 
 namespace hspmd::runtime::gpu {
 
@@ -398,6 +401,19 @@ private:
   cudaStream_t stream_;
 };
 
+// bf16 storage (runKernel): widened to f32 for a kernel, its results rounded back.
+__global__ void widenKernel(const uint16_t *in, float *out, int64_t n) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    out[i] = __bfloat162float(__ushort_as_bfloat16(in[i]));
+}
+
+__global__ void narrowKernel(const float *in, uint16_t *out, int64_t n) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    out[i] = __bfloat16_as_ushort(__float2bfloat16(in[i]));
+}
+
 void norm(const std::string &op, const ir::AttrMap &attrs, In in, In out, cudaStream_t stream) {
   const bool layer = op.rfind("layernorm", 0) == 0, grad = op.size() > 5 && op.substr(op.size() - 5) == "_grad";
   const int64_t n = in[0].shape.empty() ? 1 : in[0].shape.back(), rows = in[0].numel() / std::max<int64_t>(n, 1);
@@ -721,6 +737,35 @@ std::vector<std::string> gpuKernelNames() {
 
 void runKernel(const std::string &op, const ir::AttrMap &attrs, std::span<const TensorView> inputs,
                std::span<const TensorView> outputs, const KernelContext &context, GpuStream &stream) {
+  // bf16 tensors: the kernel runs in f32 on widened copies (outputs too: a kernel may add to
+  // what its output holds), and what it wrote is rounded back; the copies are freed in stream
+  // order.
+  auto bf16 = [](const TensorView &t) { return t.dtype == ir::DType::BF16; };
+  if (std::any_of(inputs.begin(), inputs.end(), bf16) || std::any_of(outputs.begin(), outputs.end(), bf16)) {
+    const cudaStream_t on = streamOf(stream);
+    std::vector<std::unique_ptr<Scratch>> wide;
+    auto widened = [&](std::span<const TensorView> views) {
+      std::vector<TensorView> out(views.begin(), views.end());
+      for (TensorView &t : out)
+        if (bf16(t)) {
+          const int64_t n = t.numel();
+          wide.push_back(std::make_unique<Scratch>(std::max<int64_t>(n, 1) * 4, on));
+          if (const LaunchShape shape = elementwiseLaunch(n); shape.blocks)
+            widenKernel<<<shape.blocks, shape.threads, 0, on>>>(static_cast<const uint16_t *>(t.data),
+                                                                wide.back()->as<float>(), n);
+          t = TensorView{wide.back()->as<float>(), ir::DType::F32, t.shape};
+        }
+      return out;
+    };
+    const std::vector<TensorView> in = widened(inputs), out = widened(outputs);
+    runKernel(op, attrs, in, out, context, stream);
+    for (size_t i = 0; i < outputs.size(); ++i)
+      if (const LaunchShape shape = elementwiseLaunch(outputs[i].numel()); bf16(outputs[i]) && shape.blocks)
+        narrowKernel<<<shape.blocks, shape.threads, 0, on>>>(out[i].f32(), static_cast<uint16_t *>(outputs[i].data),
+                                                             outputs[i].numel());
+    check(cudaGetLastError(), op.c_str());
+    return;
+  }
   for (const TensorView &t : inputs)
     expect(t.dtype == ir::DType::F32 || t.dtype == ir::DType::I32, op, "the GPU kernels take f32 and i32 tensors");
   if (auto it = runners().find(op); it != runners().end())

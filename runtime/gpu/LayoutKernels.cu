@@ -3,6 +3,8 @@
 // result element adding its terms in order, in double (runtime/kernels/Layout.cpp's contract).
 #include "runtime/gpu/KernelFamilies.h"
 
+#include <cuda_bf16.h>
+
 namespace hspmd::runtime::gpu {
 
 namespace {
@@ -24,6 +26,14 @@ template <typename T> __global__ void stridedCopyKernel(const T *src, T *dst, St
     if constexpr (sizeof(T) == 4) {
       if (add) {
         dst[to] = __float_as_uint(__uint_as_float(dst[to]) + __uint_as_float(src[from]));
+        continue;
+      }
+    }
+    if constexpr (sizeof(T) == 2) { // bf16: added in float, rounded (runtime::copyBox)
+      if (add) {
+        const float sum =
+            __bfloat162float(__ushort_as_bfloat16(dst[to])) + __bfloat162float(__ushort_as_bfloat16(src[from]));
+        dst[to] = __bfloat16_as_ushort(__float2bfloat16(sum));
         continue;
       }
     }
@@ -75,7 +85,7 @@ void stridedCopy(const void *src, void *dst, int elementBytes, const StridedCopy
   switch (elementBytes) {
   case 2:
     stridedCopyKernel<<<shape.blocks, shape.threads, 0, stream>>>(static_cast<const uint16_t *>(src),
-                                                                  static_cast<uint16_t *>(dst), copy, false);
+                                                                  static_cast<uint16_t *>(dst), copy, add);
     break;
   case 4:
     stridedCopyKernel<<<shape.blocks, shape.threads, 0, stream>>>(static_cast<const uint32_t *>(src),

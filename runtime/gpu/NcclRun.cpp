@@ -1,6 +1,7 @@
 // NcclRun.cpp - a device's communication as its plan's NCCL calls, in its offload's memory,
 // and the host endpoint that runs them without a GPU (runtime/gpu/NcclRun.h).
 #include "runtime/gpu/NcclRun.h"
+#include "runtime/Bf16.h"
 
 #include "ir/Tags.h"
 #include "runtime/Regions.h"
@@ -101,15 +102,15 @@ void NcclOffload::communicate(const ir::Instruction &in, int microbatch, int64_t
       switch (call.kind) {
       case NcclCallKind::AllReduce:
       case NcclCallKind::ReduceScatter:
-        if (need(input, "input").dtype != ir::DType::F32)
-          throw CommError("device " + std::to_string(device) + ": NCCL sums fp32 here, not the elements of '" + in.op +
-                          "'" + where(in));
+        if (need(input, "input").dtype != ir::DType::F32 && input->dtype != ir::DType::BF16)
+          throw CommError("device " + std::to_string(device) + ": NCCL sums f32 or bf16 here, not the elements of '" +
+                          in.op + "'" + where(in));
         if (call.kind == NcclCallKind::AllReduce)
           endpoint_->allReduce(call.communicator, address(input->id, microbatch),
-                               address(need(output, "output").id, microbatch), call.count, tag, false);
+                               address(need(output, "output").id, microbatch), call.count, input->dtype, tag, false);
         else
           endpoint_->reduceScatter(call.communicator, address(input->id, microbatch),
-                                   address(need(output, "output").id, microbatch), call.count, tag);
+                                   address(need(output, "output").id, microbatch), call.count, input->dtype, tag);
         own = true;
         break;
       case NcclCallKind::AllGather:
@@ -194,9 +195,9 @@ void NcclOffload::crossEntropy(const ir::Instruction &in, int microbatch, int64_
     inner_->run(op, in.attrs, inputs, std::span<const TensorView>(&output, 1), context);
   };
   run("vocab_parallel_max", {logits}, peaks);
-  endpoint_->allReduce(rounds[0]->communicator, peak, peak, rows, tag, true);
+  endpoint_->allReduce(rounds[0]->communicator, peak, peak, rows, ir::DType::F32, tag, true);
   run("vocab_parallel_sums", {logits, targets, peaks}, totals);
-  endpoint_->allReduce(rounds[1]->communicator, sums, sums, 2 * rows, tag + (int64_t{1} << 37), false);
+  endpoint_->allReduce(rounds[1]->communicator, sums, sums, 2 * rows, ir::DType::F32, tag + (int64_t{1} << 37), false);
   made_ += 2;
   if (in.op == "cross_entropy")
     run("vocab_parallel_loss", {targets, peaks, totals}, view(in.outputs.at(0)));
@@ -241,17 +242,40 @@ void HostNccl::gather(int communicator, const char *in, int64_t bytes, int64_t t
 
 // Each result is built aside and written once every member has read the inputs (an output
 // may be its member's input).
-void HostNccl::allReduce(int communicator, const char *in, char *out, int64_t count, int64_t tag, bool max) {
+namespace {
+
+// Element `i` of `data` (f32 or bf16) as a float; a float stored as one.
+float elementAt(const char *data, ir::DType dtype, int64_t i) {
+  return dtype == ir::DType::BF16 ? fromBf16(reinterpret_cast<const uint16_t *>(data)[i])
+                                  : reinterpret_cast<const float *>(data)[i];
+}
+
+void store(const std::vector<float> &values, ir::DType dtype, char *out) {
+  if (dtype == ir::DType::BF16)
+    narrowToBf16(values.data(), out, static_cast<int64_t>(values.size()));
+  else
+    std::memcpy(out, values.data(), values.size() * 4);
+}
+
+// `into` plus `value` as the host executor adds them (copyBox): bf16 rounded at each step.
+float added(float into, float value, ir::DType dtype) {
+  return dtype == ir::DType::BF16 ? fromBf16(toBf16(into + value)) : into + value;
+}
+
+} // namespace
+
+void HostNccl::allReduce(int communicator, const char *in, char *out, int64_t count, ir::DType dtype, int64_t tag,
+                         bool max) {
   std::vector<float> sum(static_cast<size_t>(count), 0.0f);
-  gather(communicator, in, count * 4, tag, [&](const std::vector<const char *> &data) {
+  gather(communicator, in, count * ir::dtypeBytes(dtype), tag, [&](const std::vector<const char *> &data) {
     for (size_t m = 0; m < data.size(); ++m) // in group order, as the host executor combines them
       for (int64_t i = 0; i < count; ++i) {
-        const float value = reinterpret_cast<const float *>(data[m])[i];
+        const float value = elementAt(data[m], dtype, i);
         float &into = sum[static_cast<size_t>(i)];
-        into = !max ? into + value : m == 0 ? value : std::max(into, value);
+        into = !max ? added(into, value, dtype) : m == 0 ? value : std::max(into, value);
       }
   });
-  std::memcpy(out, sum.data(), static_cast<size_t>(count) * 4);
+  store(sum, dtype, out);
 }
 
 void HostNccl::allGather(int communicator, const char *in, char *out, int64_t bytes, int64_t tag) {
@@ -263,17 +287,18 @@ void HostNccl::allGather(int communicator, const char *in, char *out, int64_t by
   std::memcpy(out, all.data(), all.size());
 }
 
-void HostNccl::reduceScatter(int communicator, const char *in, char *out, int64_t count, int64_t tag) {
+void HostNccl::reduceScatter(int communicator, const char *in, char *out, int64_t count, ir::DType dtype, int64_t tag) {
   const std::vector<int> &group = plan_->communicators.at(static_cast<size_t>(communicator));
   const auto rank = static_cast<int64_t>(std::find(group.begin(), group.end(), comm_.device()) - group.begin());
   std::vector<float> sum(static_cast<size_t>(count), 0.0f);
-  gather(communicator, in, count * 4 * static_cast<int64_t>(group.size()), tag,
+  gather(communicator, in, count * ir::dtypeBytes(dtype) * static_cast<int64_t>(group.size()), tag,
          [&](const std::vector<const char *> &data) {
            for (const char *member : data)
              for (int64_t i = 0; i < count; ++i)
-               sum[static_cast<size_t>(i)] += reinterpret_cast<const float *>(member)[rank * count + i];
+               sum[static_cast<size_t>(i)] =
+                   added(sum[static_cast<size_t>(i)], elementAt(member, dtype, rank * count + i), dtype);
          });
-  std::memcpy(out, sum.data(), static_cast<size_t>(count) * 4);
+  store(sum, dtype, out);
 }
 
 // A channel is the communicator's messages to the peer with tag kNcclChannel, in order; each

@@ -37,12 +37,15 @@ class NcclEndpoint {
 public:
   virtual ~NcclEndpoint() = default;
   /// On the members of NcclPlan::communicators[communicator]; `tag` names the call (the
-  /// executor's tag; NCCL has none). Reductions are sums of fp32 elements.
-  virtual void allReduce(int communicator, const char *in, char *out, int64_t count, int64_t tag, bool max = false) = 0;
+  /// executor's tag; NCCL has none). Reductions add (or take the maximum of) `count` elements
+  /// of `dtype` (f32 or bf16: bf16 ones added in float and rounded at each step).
+  virtual void allReduce(int communicator, const char *in, char *out, int64_t count, ir::DType dtype, int64_t tag,
+                         bool max = false) = 0;
   /// `bytes`: what each member contributes; `out` holds them in the group's order.
   virtual void allGather(int communicator, const char *in, char *out, int64_t bytes, int64_t tag) = 0;
   /// `count`: the elements of each member's block of `in`, which it gets summed into `out`.
-  virtual void reduceScatter(int communicator, const char *in, char *out, int64_t count, int64_t tag) = 0;
+  virtual void reduceScatter(int communicator, const char *in, char *out, int64_t count, ir::DType dtype,
+                             int64_t tag) = 0;
   /// A channel's message (`tag`: the executor's for its instruction, the same on both sides,
   /// which HostNccl checks); `staged`: the receiver posted its receives of this channel at the
   /// start of the step, in the sender's order.
@@ -128,9 +131,10 @@ private:
 class HostNccl : public NcclEndpoint {
 public:
   HostNccl(std::shared_ptr<const NcclPlan> plan, Communicator &comm);
-  void allReduce(int communicator, const char *in, char *out, int64_t count, int64_t tag, bool max) override;
+  void allReduce(int communicator, const char *in, char *out, int64_t count, ir::DType dtype, int64_t tag,
+                 bool max) override;
   void allGather(int communicator, const char *in, char *out, int64_t bytes, int64_t tag) override;
-  void reduceScatter(int communicator, const char *in, char *out, int64_t count, int64_t tag) override;
+  void reduceScatter(int communicator, const char *in, char *out, int64_t count, ir::DType dtype, int64_t tag) override;
   void send(int peer, const char *data, int64_t bytes, int64_t tag) override;
   void recv(int peer, char *data, int64_t bytes, int64_t tag, bool staged) override;
   void copyBox(int elementBytes, const char *src, const std::vector<int64_t> &srcShape,

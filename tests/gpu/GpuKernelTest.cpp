@@ -1,7 +1,9 @@
 // The CUDA kernels against the CPU kernels, op by op (label `gpu`): the same random inputs
 // through runtime::runKernel and gpu::runKernel, every output (and every input an op updates in
 // place) within 1e-5 relative. Without a GPU each test reports that it was skipped and why.
+#include "runtime/Bf16.h"
 #include "runtime/Kernels.h"
+#include "runtime/Regions.h"
 #include "runtime/gpu/GpuKernels.h"
 
 #include <gtest/gtest.h>
@@ -220,4 +222,78 @@ TEST(GpuKernels, Attention) {
     compare("attention_grad", attrs, {q, k, v, f32({2, S, 4, 8}, random)},
             {zeros({2, S, 4, 8}), zeros({2, T, 2, 8}), zeros({2, T, 2, 8})});
   }
+}
+
+// --precision bf16: the GPU widens bf16 tensors around a kernel and rounds what it wrote, as
+// the CPU does (the two agree to a bf16 rounding of their f32 results); bf16 boxes add in
+// float and round, bit for bit the CPU's.
+TEST(GpuKernels, Bf16TensorsWidenAroundEachKernel) {
+  SKIP_WITHOUT_GPU();
+  std::mt19937 random(9);
+  auto bf16 = [&](std::vector<int64_t> shape) {
+    Tensor wide = f32(shape, random), t{ir::DType::BF16, std::move(shape), {}};
+    t.bytes.resize(static_cast<size_t>(t.numel()) * 2);
+    runtime::narrowToBf16(wide.f32(), t.bytes.data(), t.numel());
+    return t;
+  };
+  auto zero16 = [](std::vector<int64_t> shape) {
+    Tensor t{ir::DType::BF16, std::move(shape), {}};
+    t.bytes.assign(static_cast<size_t>(t.numel()) * 2, 0);
+    return t;
+  };
+  struct Case {
+    std::string op;
+    ir::AttrMap attrs;
+    std::vector<Tensor> in, out;
+  };
+  const std::vector<Case> cases = {
+      {"gelu", {}, {bf16({1000})}, {zero16({1000})}},
+      {"add", {}, {bf16({4, 33}), f32({33}, random)}, {zero16({4, 33})}}, // an f32 parameter with a bf16 activation
+      {"matmul", {}, {bf16({8, 64}), f32({64, 48}, random)}, {zero16({8, 48})}},
+      {"rmsnorm", {{"eps", 1e-5}}, {bf16({6, 100}), f32({100}, random)}, {zero16({6, 100})}},
+      {"transpose", {{"dim0", int64_t{0}}, {"dim1", int64_t{1}}}, {bf16({5, 7})}, {zero16({7, 5})}}};
+  for (Case c : cases) {
+    std::vector<Tensor> cpuOut = c.out;
+    auto views = [](std::vector<Tensor> &ts) {
+      std::vector<TensorView> v;
+      for (Tensor &t : ts)
+        v.push_back(TensorView{t.bytes.data(), t.dtype, t.shape});
+      return v;
+    };
+    runtime::runKernel(c.op, c.attrs, views(c.in), views(cpuOut));
+    runtime::gpu::GpuStream stream;
+    std::vector<std::unique_ptr<runtime::gpu::DeviceBuffer>> memory;
+    auto upload = [&](std::vector<Tensor> &ts) {
+      std::vector<TensorView> v;
+      for (Tensor &t : ts) {
+        memory.push_back(std::make_unique<runtime::gpu::DeviceBuffer>(static_cast<int64_t>(t.bytes.size())));
+        memory.back()->upload(t.bytes.data(), static_cast<int64_t>(t.bytes.size()));
+        v.push_back(TensorView{memory.back()->data(), t.dtype, t.shape});
+      }
+      return v;
+    };
+    const std::vector<TensorView> in = upload(c.in), out = upload(c.out);
+    runtime::gpu::runKernel(c.op, c.attrs, in, out, {}, stream);
+    stream.synchronize();
+    std::vector<uint16_t> got(static_cast<size_t>(cpuOut[0].numel()));
+    memory[c.in.size()]->download(got.data(), static_cast<int64_t>(got.size() * 2));
+    const auto *want = reinterpret_cast<const uint16_t *>(cpuOut[0].bytes.data());
+    for (size_t i = 0; i < got.size(); ++i) {
+      const float g = runtime::fromBf16(got[i]), w = runtime::fromBf16(want[i]);
+      ASSERT_NEAR(g, w, 1e-2 * std::max(1.0f, std::fabs(w))) << c.op << " element " << i;
+    }
+  }
+  // A bf16 box added into another.
+  Tensor x = bf16({3, 8}), y = bf16({3, 8});
+  Tensor cpu = y;
+  runtime::copyBox(2, x.bytes.data(), {3, 8}, {0, 2}, cpu.bytes.data(), {3, 8}, {1, 0}, {2, 5}, true);
+  runtime::gpu::GpuStream stream;
+  runtime::gpu::DeviceBuffer from(48), to(48);
+  from.upload(x.bytes.data(), 48);
+  to.upload(y.bytes.data(), 48);
+  runtime::gpu::copyBox(2, from.data(), {3, 8}, {0, 2}, to.data(), {3, 8}, {1, 0}, {2, 5}, true, stream);
+  stream.synchronize();
+  std::vector<char> got(48);
+  to.download(got.data(), 48);
+  EXPECT_EQ(got, cpu.bytes);
 }

@@ -3,7 +3,9 @@
 // evaluator's inputs (tests/unit/support/ReferenceEvaluator: one plain loop nest per op, in
 // double precision) and compared with the reference's outputs. The optimizer kernels against
 // the AdamW and SGD formulas written out here.
+#include "runtime/Bf16.h"
 #include "runtime/Kernels.h"
+#include "runtime/Regions.h"
 
 #include "../support/ReferenceEvaluator.h"
 #include "../support/TinyModels.h"
@@ -11,6 +13,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <random>
 #include <set>
 
@@ -78,6 +82,63 @@ std::set<std::string> checkEveryOp(const ir::Graph &graph, int64_t vocab) {
           return checked; // one mismatch says enough
         }
       }
+    }
+    checked.insert(name);
+  }
+  return checked;
+}
+
+// Runs every op of `graph` (but its leaves) with its float operands and results stored in bf16
+// and again in f32 on the same (widened) values; each bf16 result must be the f32 one rounded,
+// bit for bit. Returns the op kinds checked.
+std::set<std::string> checkEveryOpInBf16(const ir::Graph &graph, int64_t vocab) {
+  std::mt19937 rng(13);
+  const auto leaves = hspmd::testing::randomLeaves(graph, rng, vocab);
+  const auto values = hspmd::testing::evaluate(graph, leaves);
+  std::set<std::string> checked;
+  for (const auto &op : graph.ops()) {
+    if (op->kind == ir::OpKind::Param || op->kind == ir::OpKind::Input || op->kind == ir::OpKind::Constant)
+      continue;
+    const std::string name(ir::opInfo(op->kind).name);
+    // Each float tensor twice: bf16 storage, and its values widened to f32.
+    std::vector<std::vector<uint16_t>> narrow;
+    std::vector<Storage> wide;
+    std::vector<runtime::TensorView> in16, in32, out16, out32;
+    narrow.reserve(op->operands.size() + op->results.size());
+    wide.reserve(op->operands.size() + op->results.size());
+    auto add = [&](const ir::Value &value, const Tensor &t, std::vector<runtime::TensorView> &v16,
+                   std::vector<runtime::TensorView> &v32) {
+      wide.push_back(store(value, t));
+      Storage &s = wide.back();
+      if (!ir::isFloat(value.type.dtype)) {
+        v16.push_back(s.view);
+        v32.push_back(s.view);
+        return;
+      }
+      narrow.emplace_back(s.f32.size());
+      runtime::narrowToBf16(s.f32.data(), narrow.back().data(), static_cast<int64_t>(s.f32.size()));
+      runtime::widenBf16(narrow.back().data(), s.f32.data(), static_cast<int64_t>(s.f32.size()));
+      v16.push_back(runtime::TensorView{narrow.back().data(), ir::DType::BF16, t.shape});
+      v32.push_back(s.view);
+    };
+    for (const ir::Value *operand : op->operands)
+      add(*operand, values.at(operand), in16, in32);
+    for (const ir::Value *result : op->results) {
+      const Tensor &t = values.at(result);
+      add(*result, Tensor{t.shape, std::vector<double>(static_cast<size_t>(t.size()), 0.0)}, out16, out32);
+    }
+    runtime::runKernel(name, op->attrs, in16, out16);
+    runtime::runKernel(name, op->attrs, in32, out32);
+    for (size_t r = 0; r < op->results.size(); ++r) {
+      if (out16[r].dtype != ir::DType::BF16)
+        continue;
+      const auto *got = static_cast<const uint16_t *>(out16[r].data);
+      for (int64_t i = 0; i < out32[r].numel(); ++i)
+        if (got[i] != runtime::toBf16(out32[r].f32()[i])) {
+          ADD_FAILURE() << name << " -> " << op->results[r]->name << "[" << i << "]: bf16 " << runtime::fromBf16(got[i])
+                        << ", f32 " << out32[r].f32()[i];
+          return checked;
+        }
     }
     checked.insert(name);
   }
@@ -164,4 +225,57 @@ TEST(Kernels, OptimizersFollowTheirFormulas) {
     EXPECT_NEAR(mom[i], momentum, 1e-7);
     EXPECT_NEAR(p[i], w0[i] - lr * momentum, 1e-7) << i;
   }
+}
+
+// bf16 storage (--precision bf16): rounding to the nearest, ties to even, as CUDA's
+// __float2bfloat16; every op of a tiny GPT and LLaMA computes on bf16 tensors what it computes
+// in f32 on their values, rounded; bf16 messages add in float, rounded at each addition.
+TEST(Kernels, Bf16RoundsToNearestEven) {
+  auto bits = [](float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return u;
+  };
+  auto of = [](uint32_t u) {
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  };
+  EXPECT_EQ(runtime::toBf16(1.0f), 0x3F80);
+  EXPECT_EQ(runtime::toBf16(of(0x3F808000)), 0x3F80); // a tie: down to the even 0x3F80
+  EXPECT_EQ(runtime::toBf16(of(0x3F818000)), 0x3F82); // a tie: up to the even 0x3F82
+  EXPECT_EQ(runtime::toBf16(of(0x3F808001)), 0x3F81); // above the tie: up
+  EXPECT_EQ(runtime::toBf16(-2.0f), 0xC000);
+  EXPECT_EQ(runtime::toBf16(of(0x7F7FFFFF)), 0x7F80); // the largest float rounds to infinity
+  EXPECT_EQ(runtime::toBf16(std::numeric_limits<float>::infinity()), 0x7F80);
+  EXPECT_TRUE(std::isnan(runtime::fromBf16(runtime::toBf16(std::numeric_limits<float>::quiet_NaN()))));
+  EXPECT_TRUE(std::isnan(runtime::fromBf16(runtime::toBf16(of(0x7F800001))))); // a NaN that would round to inf
+  EXPECT_EQ(bits(runtime::fromBf16(0x3F82)), 0x3F820000u);
+}
+
+TEST(Kernels, EveryOpOnBf16IsItsF32ResultRounded) {
+  hspmd::testing::Compiled gpt, llama;
+  auto gptGraph = trainingGraph(gpt, hspmd::testing::kTinyGpt),
+       llamaGraph = trainingGraph(llama, hspmd::testing::kTinyLlama);
+  ASSERT_TRUE(gptGraph && llamaGraph);
+  auto checked = checkEveryOpInBf16(*gptGraph, 11);
+  checked.merge(checkEveryOpInBf16(*llamaGraph, 7));
+  for (const char *kind : {"matmul", "attention", "attention_grad", "rmsnorm", "rmsnorm_grad", "embedding_grad",
+                           "cross_entropy", "cross_entropy_grad", "transpose", "gelu_grad", "silu", "mul"})
+    EXPECT_TRUE(checked.count(kind)) << kind << " was not checked";
+}
+
+TEST(Kernels, Bf16BoxesAddInFloatAndRound) {
+  const std::vector<float> a = {1.0f, 3.0f, 1e-3f, -2.5f}, b = {1.0f / 256, 5.0f, 1000.0f, 2.5f};
+  std::vector<uint16_t> x(4), y(4);
+  runtime::narrowToBf16(a.data(), x.data(), 4);
+  runtime::narrowToBf16(b.data(), y.data(), 4);
+  runtime::copyBox(2, x.data(), {2, 2}, {0, 0}, y.data(), {2, 2}, {0, 0}, {2, 2}, true);
+  for (size_t i = 0; i < 4; ++i)
+    EXPECT_EQ(y[i],
+              runtime::toBf16(runtime::fromBf16(runtime::toBf16(a[i])) + runtime::fromBf16(runtime::toBf16(b[i]))))
+        << i;
+  EXPECT_EQ(runtime::fromBf16(y[0]), 1.0f); // 1 + 1/256 is not a bf16: the tie rounds to even, 1
+  EXPECT_EQ(runtime::fromBf16(y[1]), 8.0f);
+  EXPECT_EQ(runtime::fromBf16(y[3]), 0.0f);
 }
