@@ -103,7 +103,8 @@ bool verify(State &s) {
 
 bool specializeDevices(State &s) {
   for (size_t i = 0; i < s.result.plans.size(); ++i) {
-    s.builders.push_back(std::make_unique<ProgramBuilder>(s.graph, s.result.plans[i], s.links[i], s.options.threads));
+    s.builders.push_back(
+        std::make_unique<ProgramBuilder>(s.graph, s.result.plans[i], s.links[i], s.options.threads, s.options.bf16));
     s.builders.back()->specialize();
   }
   return !s.failed;

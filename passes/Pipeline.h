@@ -31,6 +31,10 @@ struct PipelineOptions {
   /// plan-memory): 0 the machine's cores, 1 the calling thread only (the planner, which
   /// compiles several finalists at once).
   int threads = 0;
+  /// Mixed precision (`--precision bf16`): activations, their gradients and the messages
+  /// that carry them are stored in bf16; parameters, their gradients, the optimizer's state
+  /// and the loss stay f32 (ProgramBuilder::storageType). False: everything f32.
+  bool bf16 = false;
 };
 
 struct PipelineResult {

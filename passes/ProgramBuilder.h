@@ -31,9 +31,10 @@ namespace hspmd::passes {
 class ProgramBuilder {
 public:
   /// `threads`: for the per-device work of specialize, recompute and schedule-pipeline
-  /// (PipelineOptions::threads).
-  ProgramBuilder(const ir::Graph &graph, const LoweredPlan &plan, const LinkModel &links, int threads = 1)
-      : graph_(graph), plan_(plan), links_(links), threads_(threads), reshardPlans_(links_) {}
+  /// (PipelineOptions::threads). `bf16`: PipelineOptions::bf16.
+  ProgramBuilder(const ir::Graph &graph, const LoweredPlan &plan, const LinkModel &links, int threads = 1,
+                 bool bf16 = false)
+      : graph_(graph), plan_(plan), links_(links), threads_(threads), bf16_(bf16), reshardPlans_(links_) {}
 
   /// The specialize pass.
   void specialize();
@@ -52,6 +53,7 @@ private:
   const LoweredPlan &plan_;
   const LinkModel &links_;
   const int threads_;
+  const bool bf16_;
   ReshardPlans reshardPlans_; // planFor's answers, by question
   std::map<int, ir::DeviceProgram> programs_;
   // optimizer-step's instructions, per device, to follow its body: schedule-pipeline joins
@@ -89,6 +91,13 @@ private:
   }
   void prepare();
   void emitAll();
+  // Under bf16_, the f32 values that stay f32: the parameters, their gradients, the loss, and
+  // every value a reshard makes of one of them or they are made of (both ends of a message
+  // agree on its element type).
+  std::set<const ir::Value *> keptF32_;
+  void findKeptF32();
+  // The element type of `value`'s buffers.
+  ir::DType storageType(const ir::Value &value) const;
   // Gradient synchronisation runs once per step, after every micro-batch; the backward ops
   // and the reshards of their results run in backward slots; everything else in forward ones.
   ir::Phase phaseOf(const ir::Op &op) const;

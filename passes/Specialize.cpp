@@ -28,7 +28,7 @@ void ProgramBuilder::specialize() {
   // nothing another device's emission does, so the programs are those one walk builds.
   std::vector<std::unique_ptr<ProgramBuilder>> builders;
   for (size_t t = 0; t < parts; ++t) {
-    builders.push_back(std::make_unique<ProgramBuilder>(graph_, plan_, links_, 1));
+    builders.push_back(std::make_unique<ProgramBuilder>(graph_, plan_, links_, 1, bf16_));
     builders.back()->mine_.assign(static_cast<size_t>(devices.back()) + 1, 0);
   }
   for (size_t i = 0; i < devices.size(); ++i)
@@ -70,6 +70,32 @@ void ProgramBuilder::prepare() {
     gradientValues_.insert(grad);
   for (const auto &op : graph_.ops())
     findBatchDims(*op);
+  findKeptF32();
+}
+
+void ProgramBuilder::findKeptF32() {
+  if (!bf16_)
+    return;
+  for (const auto &op : graph_.ops())
+    if (op->kind == ir::OpKind::Param)
+      keptF32_.insert(op->result());
+  for (const auto &[param, grad] : plan_.gradients)
+    keptF32_.insert(grad);
+  for (const ir::Value *output : graph_.outputs)
+    keptF32_.insert(output);
+  for (bool changed = true; changed;) { // along chains of reshards, either way
+    changed = false;
+    for (const auto &op : graph_.ops())
+      if (op->kind == ir::OpKind::Reshard && keptF32_.count(op->operands[0]) != keptF32_.count(op->result())) {
+        keptF32_.insert(op->operands[0]);
+        keptF32_.insert(op->result());
+        changed = true;
+      }
+  }
+}
+
+ir::DType ProgramBuilder::storageType(const ir::Value &value) const {
+  return bf16_ && value.type.dtype == ir::DType::F32 && !keptF32_.count(&value) ? ir::DType::BF16 : value.type.dtype;
 }
 
 // Each op on each of this part's devices, in graph order, then who reports the loss.
@@ -157,7 +183,7 @@ int ProgramBuilder::buffer(int device, const ir::Value *value, const ir::Annotat
   ir::Buffer b;
   b.id = static_cast<int>(program.buffers.size());
   b.value = value->name + suffix;
-  b.dtype = value->type.dtype;
+  b.dtype = storageType(*value);
   const auto pieces = ir::ownedRegion(layout, concrete(*value), device);
   if (!pieces.empty()) {
     const ir::Box box = toMicrobatch(device, *value, pieces[0].box);
@@ -237,7 +263,7 @@ int64_t ProgramBuilder::sliceBytes(const std::vector<ir::Box> &slices, const ir:
   int64_t n = 0;
   for (const ir::Box &box : slices)
     n += box.numElements();
-  return n * ir::dtypeBytes(value.type.dtype);
+  return n * ir::dtypeBytes(storageType(value));
 }
 
 void ProgramBuilder::emit(const ir::Op &op) {
@@ -484,6 +510,9 @@ void ProgramBuilder::lowerSteps(const CommPlan &comm, std::map<int, int> source,
           in.tag = tag;
           in.loc = loc;
           in.bytes = step.bytesReceived.count(d) ? step.bytesReceived.at(d) : 0;
+          // Plans count the value's own element type (resolve-communication, planFor); its
+          // buffers may hold a narrower one (bf16).
+          in.bytes = in.bytes / ir::dtypeBytes(to->type.dtype) * ir::dtypeBytes(storageType(*to));
           if (isBatchDependent(*to))
             in.bytes /= programs_[d].microbatches;
           if (source.count(d))

@@ -155,7 +155,7 @@ int main(int argc, char **argv, const ModelInfo &model, const std::vector<Plan> 
       return fail(e.what());
     }
   if (leader)
-    std::cout << runBanner(model, plan.name, runPlans.devices().size(), mpi, run.data) << " (generated code"
+    std::cout << runBanner(model, plan.name, runPlans.devices().size(), mpi, run.data, runPlans) << " (generated code"
               << (nccl      ? ", kernels and communication on the GPUs"
                   : offload ? ", kernels on the GPU"
                             : "")

@@ -109,10 +109,15 @@ std::string describeSteps(const Documents &documents, const DocumentSteps &steps
 }
 
 std::string runBanner(const ModelInfo &model, const std::string &plan, size_t devices, bool mpi,
-                      const std::string &data, const std::string &planSet) {
+                      const std::string &data, const RunPlans &plans, const std::string &planSet) {
+  bool bf16 = false; // --precision bf16
+  for (const auto *programs : plans.plans)
+    for (const auto &[device, program] : *programs)
+      for (const ir::Buffer &b : program.buffers)
+        bf16 = bf16 || b.dtype == ir::DType::BF16;
   return "training " + model.name + (planSet.empty() ? " under plan '" + plan + "'" : " under plan set '" + planSet) +
          " on " + std::to_string(devices) + (devices == 1 ? " device" : " devices") +
-         (mpi ? " (MPI, one process each), " : " (threads), ") +
+         (mpi ? " (MPI, one process each" : " (threads") + (bf16 ? ", bf16), " : "), ") +
          (planSet.empty() ? std::to_string(model.batch) + " x " + std::to_string(model.seq) + " tokens per step, "
                           : std::string()) +
          "data " + data;

@@ -239,9 +239,10 @@ private:
 
 /// The first line of a run: "training M under plan 'P' on N devices (threads), B x S tokens
 /// per step, data FILE"; with `planSet` ("SET' (p 8 x 64, q 2 x 256)") "under plan set 'SET'
-/// (...)" in place of the plan and its batch.
+/// (...)" in place of the plan and its batch; "(threads, bf16)" where the run's `plans` store
+/// activations in bf16.
 std::string runBanner(const ModelInfo &model, const std::string &plan, size_t devices, bool mpi,
-                      const std::string &data, const std::string &planSet = "");
+                      const std::string &data, const RunPlans &plans, const std::string &planSet = "");
 
 /// Writes the per-step losses with what produced them (plan, model, batch, seed, optimizer)
 /// as JSON: what tests/torch/check_plan.py reads.

@@ -24,9 +24,10 @@ using namespace hspmd;
 namespace {
 
 // The plan's DevicePrograms for training (failures reported to the test).
-passes::PipelineResult compileForTraining(const hspmd::testing::ExampleBuild &b) {
+passes::PipelineResult compileForTraining(const hspmd::testing::ExampleBuild &b, bool bf16 = false) {
   passes::PipelineOptions options;
   options.train = true;
+  options.bf16 = bf16;
   return passes::runPipeline(*b.build->graph, b.build->plans, options, [](const passes::Problem &p) {
     if (p.severity == passes::Severity::Error)
       ADD_FAILURE() << p.message;
@@ -84,6 +85,34 @@ TEST(GpuTraining, PlansMatchTheCpuExecutor) {
 // threads of this process, each on its own GPU: 20 steps against the CPU executor, 1e-5.
 // NCCL puts no two members of a communicator on one GPU: skipped, with the reason, where the
 // machine has fewer GPUs than the plan's devices.
+// --precision bf16 on the GPU: 20 steps within 2e-2 of the CPU executor's fp32 losses, and
+// within 1e-3 of its bf16 ones (the same roundings of slightly different f32 results).
+TEST(GpuTraining, Bf16PlansStayNearTheCpuExecutor) {
+  std::string why;
+  if (!runtime::gpu::gpuAvailable(&why))
+    GTEST_SKIP() << "no GPU here (" << why << "): scripts/gpu-check.sh runs this on a GPU";
+  for (const char *plan : {"examples/gpt/plans/single.hspmd", "examples/llama/plans/tiny_llama_single.hspmd",
+                           "examples/gpt/plans/tp2.hspmd"}) {
+    auto b = hspmd::testing::buildExample(plan, {plan});
+    ASSERT_TRUE(b->build) << plan;
+    const passes::PipelineResult full = compileForTraining(*b), half = compileForTraining(*b, true);
+    ASSERT_TRUE(full.ok && half.ok) << plan;
+    const runtime::ModelInfo model = driver::modelInfo(*b->build->graph);
+    runtime::RunOptions run;
+    run.data = "examples/data/gpl-3.txt";
+    run.steps = 20;
+    const std::vector<double> fp32 = runtime::runThreads(full.programs[0], model, run).losses;
+    const std::vector<double> bf16 = runtime::runThreads(half.programs[0], model, run).losses;
+    run.offload = runtime::gpu::gpuOffload;
+    const std::vector<double> got = runtime::runThreads(half.programs[0], model, run).losses;
+    ASSERT_EQ(got.size(), fp32.size()) << plan;
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_NEAR(got[i], fp32[i], 2e-2 * std::fabs(fp32[i])) << plan << " step " << i + 1;
+      EXPECT_NEAR(got[i], bf16[i], 1e-3 * std::fabs(bf16[i])) << plan << " step " << i + 1;
+    }
+  }
+}
+
 TEST(GpuTraining, PlansOnNcclMatchTheCpuExecutor) {
   std::string why;
   if (!runtime::gpu::gpuAvailable(&why))

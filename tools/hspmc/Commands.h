@@ -44,6 +44,10 @@ struct TrainingBuild {
   /// The training programs the gate compiled, on the links of the cluster it checked against
   /// (FILE's plan's, or `clusterFile`): what compileOn takes instead of compiling them again.
   passes::PipelineResult checkedPrograms;
+  /// `--precision bf16` of the running command (train, build): every plan it compiles, the
+  /// run's first and those it switches or recovers to, stores activations in bf16
+  /// (PipelineOptions::bf16). The gate's checks compile at f32, the larger.
+  static inline bool bf16 = false;
 
   /// Elaborates, checks the plan, and unless `later`, compiles (later: the caller calls
   /// compile()). `clusterFile` overrides the plan's cluster in the checks.
@@ -65,6 +69,7 @@ struct TrainingBuild {
       return;
     passes::PipelineOptions options;
     options.train = true;
+    options.bf16 = bf16;
     if (links)
       options.links.assign(build->plans.size(), *links);
     result = passes::runPipeline(*build->graph, build->plans, options,
@@ -94,7 +99,7 @@ int runDumpIr(const std::string &file, const std::vector<std::string> &planFiles
               const std::string &after, bool timePasses, bool train);
 
 int runDumpProgram(const std::string &file, const std::vector<std::string> &planFiles, int device, bool train,
-                   bool nccl);
+                   bool nccl, bool bf16 = false);
 
 int runLint(const std::string &planFile, const std::string &modelFile, const std::string &clusterFile, bool json,
             bool werror);

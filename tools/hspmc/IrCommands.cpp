@@ -53,7 +53,7 @@ int runDumpIr(const std::string &file, const std::vector<std::string> &planFiles
 }
 
 int runDumpProgram(const std::string &file, const std::vector<std::string> &planFiles, int device, bool train,
-                   bool nccl) {
+                   bool nccl, bool bf16) {
   SourceManager sources;
   CollectingSink sink;
   DiagnosticEngine diags(sink);
@@ -65,6 +65,7 @@ int runDumpProgram(const std::string &file, const std::vector<std::string> &plan
   else if (build && driver::checkPlan(compilation, file, planFiles, "", /*memory=*/false)) {
     passes::PipelineOptions options;
     options.train = train;
+    options.bf16 = bf16;
     auto result = passes::runPipeline(*build->graph, build->plans, options,
                                       [&](const passes::Problem &problem) { driver::reportProblem(diags, problem); });
     if (result.ok) {

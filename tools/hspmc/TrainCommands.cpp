@@ -349,7 +349,7 @@ int train(const std::string &file, const std::vector<std::string> &planFiles, ru
     }
   }
   if (leader)
-    std::cout << runtime::runBanner(model, build->plans[0].name, runPlans.devices().size(), mpi, run.data,
+    std::cout << runtime::runBanner(model, build->plans[0].name, runPlans.devices().size(), mpi, run.data, runPlans,
                                     set ? file + "' (" + setText + ")" : "")
               << std::endl;
   run.progress = &std::cout;

@@ -41,6 +41,15 @@ using namespace hspmd::cli;
 
 namespace {
 
+// --precision (train, build, dump-program): fp32, or bf16 mixed precision (docs/runtime.md).
+CLI::Option *addPrecision(CLI::App *command, std::string &precision) {
+  return command
+      ->add_option("--precision", precision,
+                   "fp32 (default), or bf16: activations, their gradients and messages stored in bf16; parameters, "
+                   "gradients, optimizer state and the loss in f32 (docs/runtime.md)")
+      ->check(CLI::IsMember({"fp32", "bf16"}));
+}
+
 int run(int argc, char **argv) {
   CLI::App app{"hspmc - compiles hspmd models and HSPMD annotation plans", "hspmc"};
   // A number of seconds (or a rate) must be finite: CLI11's ranges let "nan" through.
@@ -100,6 +109,8 @@ int run(int argc, char **argv) {
                    "threads (every device a thread), mpi (under mpirun -np N) or nccl (under mpirun -np N, a GPU each: "
                    "kernels and communication on the GPUs, docs/gpu.md)")
       ->check(CLI::IsMember({"threads", "mpi", "nccl"}));
+  std::string trainPrecision = "fp32";
+  addPrecision(trainCommand, trainPrecision);
   std::string trainDevice = "cpu";
   trainCommand
       ->add_option("--device", trainDevice,
@@ -232,6 +243,8 @@ int run(int argc, char **argv) {
       ->check(CLI::IsMember({"cpu", "cuda"}));
   buildCommand->add_option("-o,--output", buildOut, "The directory for the sources and the binary")->required();
   buildCommand->add_flag("--no-compile", buildNoCompile, "Write the sources and build files only");
+  std::string buildPrecision = "fp32";
+  addPrecision(buildCommand, buildPrecision);
   std::vector<std::string> buildAlso;
   buildCommand->add_option("--also", buildAlso,
                            "Another plan file of the model to build in: the binary's --switch STEP:NAME changes to it");
@@ -246,6 +259,8 @@ int run(int argc, char **argv) {
   program->add_option("--device", programDevice, "The device")->required();
   program->add_flag("--train", programTrain, "Include the backward graph and gradient synchronisation");
   bool programNccl = false;
+  std::string programPrecision = "fp32";
+  addPrecision(program, programPrecision);
   program->add_flag("--nccl", programNccl,
                     "Print the NCCL calls the device makes in one step instead (docs/gpu.md); fails when the plan "
                     "cannot run on NCCL");
@@ -302,7 +317,8 @@ int run(int argc, char **argv) {
                ? 0
                : 1;
   if (program->parsed())
-    return runDumpProgram(programFile, programPlans, programDevice, programTrain, programNccl);
+    return runDumpProgram(programFile, programPlans, programDevice, programTrain, programNccl,
+                          programPrecision == "bf16");
   if (planCommand->parsed())
     return planLengths.empty() ? runPlan(planFiles, planReport) : runPlanForLengths(planFiles, planLengths);
   if (simulateCommand->parsed()) {
@@ -335,6 +351,7 @@ int run(int argc, char **argv) {
     }
     return runSimulate(simulateFile, simulatePlans, simulateCluster, simulateTrace, simulateFormat == "json", replay);
   }
+  TrainingBuild::bf16 = (buildCommand->parsed() ? buildPrecision : trainPrecision) == "bf16";
   if (buildCommand->parsed())
     return runBuild(buildFile, buildPlans, buildTarget, buildOut, !buildNoCompile, buildAlso);
   if (trainCommand->parsed()) {

@@ -22,7 +22,7 @@ struct Programs : hspmd::testing::ExampleBuild {
 
 std::unique_ptr<Programs> compile(const std::string &plan, bool train = false,
                                   const std::function<void(ir::PlanSpec &)> &edit = {},
-                                  const std::string &model = "examples/gpt/tiny_gpt.hspmd") {
+                                  const std::string &model = "examples/gpt/tiny_gpt.hspmd", bool bf16 = false) {
   auto p = std::make_unique<Programs>();
   const std::string dir = model.substr(0, model.rfind('/') + 1);
   p->build = driver::elaborateBuild(p->compilation, model, {dir + "plans/" + plan + ".hspmd"}, "");
@@ -31,6 +31,7 @@ std::unique_ptr<Programs> compile(const std::string &plan, bool train = false,
     edit(p->build->plans[0]);
   passes::PipelineOptions options;
   options.train = train;
+  options.bf16 = bf16;
   p->result = passes::runPipeline(*p->build->graph, p->build->plans, options, [](const passes::Problem &problem) {
     ADD_FAILURE() << problem.code << " " << problem.message;
   });
@@ -100,6 +101,52 @@ TEST(Specialize, ProgramsRoundTripThroughText) {
   EXPECT_EQ(error, "2:10: expected a buffer like %3, found '%x'");
   EXPECT_FALSE(ir::parseProgram("program device 0 plan 0 {\n  all-reduce %0 -> %1 group [0, 1] bytes 8\n}\n", &error));
   EXPECT_EQ(error, "3:1: expected 'tag', found '}'");
+}
+
+// Mixed precision (PipelineOptions::bf16) changes element types, not programs: the same
+// buffers and instructions, each f32 activation (and what carries it) now bf16 at half the
+// bytes, parameters, optimizer state and the loss still f32. The programs round-trip through
+// text.
+TEST(Specialize, Bf16StoresActivationsAndTheirMessagesNarrow) {
+  for (const char *plan : {"tp2", "hetero4", "dp2_zero"}) {
+    auto full = compile(plan, true), half = compile(plan, true, {}, "examples/gpt/tiny_gpt.hspmd", true);
+    for (const auto &[device, program] : half->result.programs[0]) {
+      const ir::DeviceProgram &reference = full->result.programs[0].at(device);
+      ASSERT_EQ(program.buffers.size(), reference.buffers.size()) << plan << " device " << device;
+      ASSERT_EQ(program.body.size(), reference.body.size()) << plan << " device " << device;
+      int narrowed = 0;
+      for (size_t b = 0; b < program.buffers.size(); ++b) {
+        const ir::Buffer &x = program.buffers[b], &y = reference.buffers[b];
+        EXPECT_EQ(x.value, y.value);
+        if (x.dtype == y.dtype)
+          continue;
+        ++narrowed;
+        EXPECT_EQ(y.dtype, ir::DType::F32) << x.value;
+        EXPECT_EQ(x.dtype, ir::DType::BF16) << x.value;
+        EXPECT_EQ(2 * x.bytes(), y.bytes()) << x.value;
+        EXPECT_EQ(x.role, ir::BufferRole::Temporary) << plan << " device " << device << ": " << x.value;
+        EXPECT_NE(static_cast<int>(b), program.lossBuffer) << plan << " device " << device;
+      }
+      EXPECT_GT(narrowed, 0) << plan << " device " << device;
+      for (size_t i = 0; i < program.body.size(); ++i) {
+        const ir::Instruction &x = program.body[i], &y = reference.body[i];
+        EXPECT_EQ(x.op, y.op);
+        EXPECT_TRUE(x.bytes == y.bytes || 2 * x.bytes == y.bytes) << plan << " device " << device << ": " << x.op;
+      }
+      const std::string text = ir::printProgram(program);
+      std::string error;
+      auto parsed = ir::parseProgram(text, &error);
+      ASSERT_TRUE(parsed) << error;
+      EXPECT_EQ(ir::printProgram(*parsed), text);
+    }
+  }
+  // tp2's first all-reduce: 8 x 64 x 64 activations, bf16, 65536 bytes (131072 in f32).
+  auto tp2 = compile("tp2", true, {}, "examples/gpt/tiny_gpt.hspmd", true);
+  const std::string text = ir::printProgram(tp2->result.programs[0].at(0));
+  EXPECT_NE(text.find("\n  all-reduce %52 -> %53 group [0, 1] bytes 65536 tag 3392 loc(\"stdlib/nn.hspmd\":76:23)\n"),
+            std::string::npos)
+      << text.substr(0, 3000);
+  EXPECT_NE(text.find("\n  buffer %2 \"blocks[0].wqkv\" : f32[64, 96] at 33024 param\n"), std::string::npos);
 }
 
 // Runs the scheduled step of a program over its arena, remembering for every 4 bytes which

@@ -108,6 +108,46 @@ TEST(Cli, DumpProgramPrintsTheNcclCalls) {
       << nccl.output.substr(0, 300);
 }
 
+// docs/runtime.md: --precision bf16 trains with activations in bf16 (losses near fp32's, not
+// equal), prints the precision in its first line, and hspmc build writes bf16 buffers; an
+// unknown precision is a usage error.
+TEST(Cli, TrainAndBuildInBf16) {
+  const std::string args = docsCommand("runtime.md", "bf16"); // the docs' example, as shown
+  ASSERT_FALSE(args.empty());
+  const std::string straight = args.substr(0, args.find(" --precision"));
+  CliRun full = hspmc(straight + " --losses build/cli_fp32_losses.json"),
+         half = hspmc(args + " --losses build/cli_bf16_losses.json");
+  ASSERT_EQ(full.code, 0) << full.output;
+  ASSERT_EQ(half.code, 0) << half.output;
+  EXPECT_NE(half.output.find("training TinyGPT under plan 'tp2' on 2 devices (threads, bf16), 8 x 64 tokens per step"),
+            std::string::npos)
+      << half.output;
+  EXPECT_NE(half.output.find("\nstep 1/5  loss 5.5266 "), std::string::npos) << half.output;
+  EXPECT_NE(half.output.find("\nstep 5/5  loss 5.0347 "), std::string::npos) << half.output;
+  EXPECT_NE(full.output.find("\nstep 5/5  loss 5.0350 "), std::string::npos) << full.output;
+  const auto losses = [](const std::string &path) {
+    return nlohmann::json::parse(readText(path))["losses"].get<std::vector<double>>();
+  };
+  const std::vector<double> want = losses("build/cli_fp32_losses.json"), got = losses("build/cli_bf16_losses.json");
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i)
+    EXPECT_NEAR(got[i], want[i], 2e-2 * std::abs(want[i])) << "step " << i + 1;
+  EXPECT_NE(got, want);
+  CliRun bad = hspmc("train examples/gpt/plans/tp2.hspmd --data examples/data/gpl-3.txt --precision fp16");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_EQ(bad.output, "--precision: fp16 not in {fp32,bf16}\nRun with --help for more information.\n");
+  const std::string out = "build/cli_bf16_build";
+  std::filesystem::remove_all(out);
+  CliRun build = hspmc("build examples/gpt/plans/tp2.hspmd --precision bf16 --no-compile -o " + out);
+  ASSERT_EQ(build.code, 0) << build.output;
+  EXPECT_NE(readText(out + "/device_0.cpp").find("ir::DType::BF16"), std::string::npos);
+  CliRun dump = hspmc("dump-program examples/gpt/plans/tp2.hspmd --device 0 --train --precision bf16");
+  ASSERT_EQ(dump.code, 0);
+  EXPECT_NE(dump.output.find("\n  buffer %52 \"0\" : bf16[8, 64, 64] at "), std::string::npos)
+      << dump.output.substr(0, 3000);
+  std::filesystem::remove_all(out);
+}
+
 // docs/runtime.md: a short run prints its progress and summary; a missing data file is an
 // error with exit status 1.
 TEST(Cli, TrainRunsAndReportsBadData) {
