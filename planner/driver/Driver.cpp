@@ -114,7 +114,7 @@ void reportProblem(DiagnosticEngine &diags, const passes::Problem &problem) {
 
 void lintBuild(DiagnosticEngine &diags, const std::function<std::optional<Build>()> &make,
                const planner::Cluster *cluster, bool warnings, passes::PipelineResult *training, bool memory,
-               const std::atomic<bool> *cancelled, int threads) {
+               const std::atomic<bool> *cancelled, int threads, bool bf16) {
   std::optional<Build> build = make();
   if (!build)
     return;
@@ -166,6 +166,7 @@ void lintBuild(DiagnosticEngine &diags, const std::function<std::optional<Build>
     if (auto trainingBuild = make()) {
       passes::PipelineOptions trainOptions = options;
       trainOptions.train = true;
+      trainOptions.bf16 = bf16;
       trained = passes::runPipeline(*trainingBuild->graph, trainingBuild->plans, trainOptions,
                                     [&](const passes::Problem &problem) { trainingProblems.push_back(problem); });
       for (size_t p = 0; trained.ok && cluster && p < trained.programs.size() && p < peaks.size(); ++p)
@@ -190,7 +191,7 @@ void lintBuild(DiagnosticEngine &diags, const std::function<std::optional<Build>
 }
 
 void lintFile(Compilation &compilation, const std::string &planFile, const std::string &modelFile,
-              const std::string &clusterFile, bool warnings, bool memory, passes::PipelineResult *training) {
+              const std::string &clusterFile, bool warnings, bool memory, passes::PipelineResult *training, bool bf16) {
   DiagnosticEngine &diags = compilation.diags();
   if (!modelFile.empty() && !compilation.load(modelFile))
     return;
@@ -234,17 +235,17 @@ void lintFile(Compilation &compilation, const std::string &planFile, const std::
         }
         return elaborateBuild(compilation, planFile, {planFile}, "");
       },
-      cluster ? &*cluster : nullptr, warnings, training, memory);
+      cluster ? &*cluster : nullptr, warnings, training, memory, nullptr, 0, bf16);
 }
 
 bool checkPlan(Compilation &compilation, const std::string &file, const std::vector<std::string> &planFiles,
-               const std::string &clusterFile, bool memory, passes::PipelineResult *training) {
+               const std::string &clusterFile, bool memory, passes::PipelineResult *training, bool bf16) {
   const int before = compilation.diags().errorCount();
   if (planFiles.empty())
-    lintFile(compilation, file, "", clusterFile, false, memory, training);
+    lintFile(compilation, file, "", clusterFile, false, memory, training, bf16);
   else
     for (const std::string &plan : planFiles)
-      lintFile(compilation, plan, file, clusterFile, false, memory, planFiles.size() == 1 ? training : nullptr);
+      lintFile(compilation, plan, file, clusterFile, false, memory, planFiles.size() == 1 ? training : nullptr, bf16);
   return compilation.diags().errorCount() == before;
 }
 

@@ -31,18 +31,20 @@ void reportProblem(frontend::DiagnosticEngine &diags, const passes::Problem &pro
 /// passes' problems, the cross-device verifier's on the training programs, and the plan checks
 /// of planner/Lint.h (against `cluster` when given). `training`, when given, receives the
 /// training build's programs. Without `memory`, HS111 (a device over its memory) is left to the
-/// caller. `threads`: PipelineOptions::threads.
+/// caller. `threads`: PipelineOptions::threads. `bf16`: the training build stores activations
+/// in bf16 (PipelineOptions::bf16): HS111 weighs those programs' arenas.
 void lintBuild(frontend::DiagnosticEngine &diags, const std::function<std::optional<Build>()> &make,
                const planner::Cluster *cluster, bool warnings, passes::PipelineResult *training = nullptr,
-               bool memory = true, const std::atomic<bool> *cancelled = nullptr, int threads = 0);
+               bool memory = true, const std::atomic<bool> *cancelled = nullptr, int threads = 0, bool bf16 = false);
 
 /// `hspmc lint`: loads `modelFile` (optional) and `planFile`, runs the passes and the lint
 /// checks, reporting everything to the compilation's diagnostics. `clusterFile` overrides the
 /// plan's cluster.
 /// `training`, when given, receives the training build's programs (compiled on the cluster's links).
+/// `bf16`: lintBuild's.
 void lintFile(frontend::Compilation &compilation, const std::string &planFile, const std::string &modelFile,
               const std::string &clusterFile, bool warnings = true, bool memory = true,
-              passes::PipelineResult *training = nullptr);
+              passes::PipelineResult *training = nullptr, bool bf16 = false);
 
 /// The gate every command that compiles a plan passes first (train, simulate, build,
 /// dump-program, dump-ir --after): lint's checks of the plan (its errors; its warnings are
@@ -51,9 +53,11 @@ void lintFile(frontend::Compilation &compilation, const std::string &planFile, c
 /// (the commands that only print programs, which is how one looks at a plan over memory), HS111
 /// does not stop it. Returns whether the plan passed. With one plan, `training` (when given)
 /// receives the programs the check compiled for training, on the links of the cluster it
-/// checked against: `hspmc simulate` uses them instead of compiling them again.
+/// checked against: `hspmc simulate` uses them instead of compiling them again. `bf16`: the
+/// command's --precision bf16 (lintBuild's), so that the programs checked are those it runs.
 bool checkPlan(frontend::Compilation &compilation, const std::string &file, const std::vector<std::string> &planFiles,
-               const std::string &clusterFile = "", bool memory = true, passes::PipelineResult *training = nullptr);
+               const std::string &clusterFile = "", bool memory = true, passes::PipelineResult *training = nullptr,
+               bool bf16 = false);
 
 /// The gate for a plan in memory (the planner's finalists): lint's checks of `spec` (errors
 /// only, memory aside: the planner weighs each finalist's memory plan itself) on `cluster`; the model `spec` names must

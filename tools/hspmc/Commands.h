@@ -44,9 +44,9 @@ struct TrainingBuild {
   /// The training programs the gate compiled, on the links of the cluster it checked against
   /// (FILE's plan's, or `clusterFile`): what compileOn takes instead of compiling them again.
   passes::PipelineResult checkedPrograms;
-  /// `--precision bf16` of the running command (train, build): every plan it compiles, the
-  /// run's first and those it switches or recovers to, stores activations in bf16
-  /// (PipelineOptions::bf16). The gate's checks compile at f32, the larger.
+  /// `--precision bf16` of the running command (train, build, simulate): every plan it
+  /// compiles, the run's first and those it switches or recovers to, stores activations in
+  /// bf16 (PipelineOptions::bf16), and the gate checks those programs (their memory included).
   static inline bool bf16 = false;
 
   /// Elaborates, checks the plan, and unless `later`, compiles (later: the caller calls
@@ -56,7 +56,7 @@ struct TrainingBuild {
     build = driver::elaborateBuild(compilation, file, planFiles, "");
     if (build && build->plans.empty())
       diags.error(ir::Location{file, 0, 0, 1}, command + " needs a plan (--plan PLAN)");
-    checked = hasPlan() && driver::checkPlan(compilation, file, planFiles, clusterFile, true, &checkedPrograms);
+    checked = hasPlan() && driver::checkPlan(compilation, file, planFiles, clusterFile, true, &checkedPrograms, bf16);
     if (checked && (command == "train" || command == "build"))
       checked = driver::checkTrainable(*build->graph,
                                        command == "train" ? "hspmc train" : "a program hspmc build writes", diags);
@@ -102,7 +102,7 @@ int runDumpProgram(const std::string &file, const std::vector<std::string> &plan
                    bool nccl, bool bf16 = false);
 
 int runLint(const std::string &planFile, const std::string &modelFile, const std::string &clusterFile, bool json,
-            bool werror);
+            bool werror, bool bf16 = false);
 
 // Compiles FILE under its plan for training and runs every device's program on a thread (or
 // an MPI process). `switches` ("STEP:PLAN") change the plan before those steps; `failures`

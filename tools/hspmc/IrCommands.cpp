@@ -62,7 +62,7 @@ int runDumpProgram(const std::string &file, const std::vector<std::string> &plan
   std::string text;
   if (build && build->plans.empty())
     diags.error(ir::Location{file, 0, 0, 1}, "dump-program needs a plan (--plan PLAN)");
-  else if (build && driver::checkPlan(compilation, file, planFiles, "", /*memory=*/false)) {
+  else if (build && driver::checkPlan(compilation, file, planFiles, "", /*memory=*/false, nullptr, bf16)) {
     passes::PipelineOptions options;
     options.train = train;
     options.bf16 = bf16;

@@ -6,12 +6,12 @@
 namespace hspmd::cli {
 
 int runLint(const std::string &planFile, const std::string &modelFile, const std::string &clusterFile, bool json,
-            bool werror) {
+            bool werror, bool bf16) {
   SourceManager sources;
   CollectingSink sink;
   DiagnosticEngine diags(sink);
   Compilation compilation(sources, diags);
-  driver::lintFile(compilation, planFile, modelFile, clusterFile);
+  driver::lintFile(compilation, planFile, modelFile, clusterFile, true, true, nullptr, bf16);
   const int errors = diags.errorCount(), warnings = diags.warningCount();
   int code = finish(sink, sources, json, errors + (werror ? warnings : 0));
   if (!json)

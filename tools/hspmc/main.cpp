@@ -41,7 +41,8 @@ using namespace hspmd::cli;
 
 namespace {
 
-// --precision (train, build, dump-program): fp32, or bf16 mixed precision (docs/runtime.md).
+// --precision (train, build, simulate, lint, dump-program): fp32, or bf16 mixed precision
+// (docs/runtime.md).
 CLI::Option *addPrecision(CLI::App *command, std::string &precision) {
   return command
       ->add_option("--precision", precision,
@@ -162,6 +163,8 @@ int run(int argc, char **argv) {
   simulateCommand->add_option("file", simulateFile, "The plan (or model) file")->required();
   simulateCommand->add_option("--plan", simulatePlans, "A plan file, when FILE is the model");
   simulateCommand->add_option("--cluster", simulateCluster, "A cluster file instead of the plan's own");
+  std::string simulatePrecision = "fp32";
+  addPrecision(simulateCommand, simulatePrecision);
   simulateCommand->add_option("--trace", simulateTrace, "Write the simulated step as a Chrome trace");
   simulateCommand->add_option("--format", simulateFormat, "Output format")->check(CLI::IsMember({"text", "json"}));
   FaultReplay replay;
@@ -273,6 +276,8 @@ int run(int argc, char **argv) {
   lint->add_option("--cluster", lintCluster, "A cluster file instead of the plan's own");
   lint->add_option("--format", lintFormat, "Output format")->check(CLI::IsMember({"text", "json"}));
   lint->add_flag("--werror", lintWerror, "Exit 1 on warnings too");
+  std::string lintPrecision = "fp32";
+  addPrecision(lint, lintPrecision);
 
   auto *explain = app.add_subcommand("explain-reshard", "Show how a tensor moves from one annotation to another");
   std::string explainShape, explainFrom, explainTo, explainCluster, explainDtype = "f32", explainFormat = "text";
@@ -307,6 +312,9 @@ int run(int argc, char **argv) {
   }
   if (const std::optional<int> code = runtime::parseCommandLine(app, argc, argv))
     return *code;
+  TrainingBuild::bf16 = (buildCommand->parsed()      ? buildPrecision
+                         : simulateCommand->parsed() ? simulatePrecision
+                                                     : trainPrecision) == "bf16";
   if (check->parsed())
     return runCheck(checkFiles, checkFormat == "json");
   if (passList->parsed())
@@ -351,7 +359,6 @@ int run(int argc, char **argv) {
     }
     return runSimulate(simulateFile, simulatePlans, simulateCluster, simulateTrace, simulateFormat == "json", replay);
   }
-  TrainingBuild::bf16 = (buildCommand->parsed() ? buildPrecision : trainPrecision) == "bf16";
   if (buildCommand->parsed())
     return runBuild(buildFile, buildPlans, buildTarget, buildOut, !buildNoCompile, buildAlso);
   if (trainCommand->parsed()) {
@@ -405,7 +412,7 @@ int run(int argc, char **argv) {
   if (switchCommand->parsed())
     return runExplainSwitch(switchFrom, switchTo, switchCluster, switchFormat == "json");
   if (lint->parsed())
-    return runLint(lintPlan, lintModel, lintCluster, lintFormat == "json", lintWerror);
+    return runLint(lintPlan, lintModel, lintCluster, lintFormat == "json", lintWerror, lintPrecision == "bf16");
   if (dump->parsed())
     return runDumpIr(dumpFile, dumpPlans, dumpModel, dumpAfter, timePasses, train);
   return 2;

@@ -148,6 +148,38 @@ TEST(Cli, TrainAndBuildInBf16) {
   std::filesystem::remove_all(out);
 }
 
+// Every command checks the programs it runs: a plan whose device holds its f32 arena (22.5
+// MiB) but not more than 18.4 MiB fails lint's memory check (HS111) in fp32 and passes it in
+// bf16 (lint, train, simulate alike), and trains in bf16.
+TEST(Cli, Bf16PlansAreCheckedAsBf16) {
+  std::ofstream("build/cli_bf16_small.toml") << "name = \"small\"\ninter_node_gbps = 5.0\n[[nodes]]\nname = \"local\"\n"
+                                                "type = \"tiny\"\ndevices = 1\n[types.tiny]\nbf16_tflops = 1.0\n"
+                                                "memory_gib = 0.018\nhbm_gbps = 100.0\nintra_node_gbps = 10.0\n";
+  std::ofstream("build/cli_bf16_small.hspmd")
+      << "import \"" << std::filesystem::absolute("examples/gpt/tiny_gpt.hspmd").string()
+      << "\"\nplan small for TinyGPT {\n  cluster \"cli_bf16_small.toml\"\n  bind B = 8, S = 64\n"
+         "  pipeline main share 1 microbatches 1 {\n    stage devices [0] layers blocks with wte, lnf\n  }\n}\n";
+  const std::string plan = "build/cli_bf16_small.hspmd";
+  CliRun full = hspmc("lint " + plan);
+  EXPECT_EQ(full.code, 1);
+  EXPECT_NE(full.output.find("error: device 0 needs 22.5 MiB by the memory plan of its training program (first-order "
+                             "estimate 32.1 MiB), but a tiny has 18.4 MiB [HS111]"),
+            std::string::npos)
+      << full.output;
+  CliRun half = hspmc("lint " + plan + " --precision bf16");
+  EXPECT_EQ(half.code, 0) << half.output;
+  EXPECT_NE(half.output.find("lint: 0 errors, 0 warnings"), std::string::npos) << half.output;
+  EXPECT_EQ(hspmc("train " + plan + " --data examples/data/gpl-3.txt --steps 1").code, 1);
+  CliRun trained = hspmc("train " + plan + " --data examples/data/gpl-3.txt --steps 1 --precision bf16");
+  EXPECT_EQ(trained.code, 0) << trained.output;
+  EXPECT_EQ(hspmc("simulate " + plan).code, 1);
+  CliRun simulated = hspmc("simulate " + plan + " --precision bf16");
+  EXPECT_EQ(simulated.code, 0) << simulated.output;
+  EXPECT_NE(simulated.output.find("  13.6 MiB"), std::string::npos) << simulated.output; // the bf16 arena's peak
+  std::filesystem::remove("build/cli_bf16_small.toml");
+  std::filesystem::remove(plan);
+}
+
 // docs/runtime.md: a short run prints its progress and summary; a missing data file is an
 // error with exit status 1.
 TEST(Cli, TrainRunsAndReportsBadData) {
