@@ -61,48 +61,58 @@ Tensor zeros(std::vector<int64_t> shape) {
   return t;
 }
 
-// Runs `op` on the CPU and on the GPU from the same inputs and compares outputs and inputs.
-void compare(const std::string &op, const ir::AttrMap &attrs, std::vector<Tensor> inputs, std::vector<Tensor> outputs,
-             const runtime::KernelContext &context = {}) {
-  std::vector<Tensor> cpuIn = inputs, cpuOut = outputs;
+// `op` run on the CPU and on the GPU from the same inputs: the CPU's tensors after it, and the
+// GPU's memory (the inputs', then the outputs').
+struct RanOnBoth {
+  std::vector<Tensor> cpuIn, cpuOut;
+  std::vector<std::unique_ptr<runtime::gpu::DeviceBuffer>> memory;
+};
+
+RanOnBoth runOnBoth(const std::string &op, const ir::AttrMap &attrs, std::vector<Tensor> inputs,
+                    std::vector<Tensor> outputs, const runtime::KernelContext &context = {}) {
+  RanOnBoth ran{inputs, outputs, {}};
   auto views = [](std::vector<Tensor> &ts) {
     std::vector<TensorView> v;
     for (Tensor &t : ts)
       v.push_back(TensorView{t.bytes.data(), t.dtype, t.shape});
     return v;
   };
-  runtime::runKernel(op, attrs, views(cpuIn), views(cpuOut), context);
-
+  runtime::runKernel(op, attrs, views(ran.cpuIn), views(ran.cpuOut), context);
   runtime::gpu::GpuStream stream;
-  std::vector<std::unique_ptr<runtime::gpu::DeviceBuffer>> memory;
   auto upload = [&](std::vector<Tensor> &ts) {
     std::vector<TensorView> v;
     for (Tensor &t : ts) {
-      memory.push_back(std::make_unique<runtime::gpu::DeviceBuffer>(static_cast<int64_t>(t.bytes.size())));
-      memory.back()->upload(t.bytes.data(), static_cast<int64_t>(t.bytes.size()));
-      v.push_back(TensorView{memory.back()->data(), t.dtype, t.shape});
+      ran.memory.push_back(std::make_unique<runtime::gpu::DeviceBuffer>(static_cast<int64_t>(t.bytes.size())));
+      ran.memory.back()->upload(t.bytes.data(), static_cast<int64_t>(t.bytes.size()));
+      v.push_back(TensorView{ran.memory.back()->data(), t.dtype, t.shape});
     }
     return v;
   };
   const std::vector<TensorView> gpuIn = upload(inputs), gpuOut = upload(outputs);
   runtime::gpu::runKernel(op, attrs, gpuIn, gpuOut, context, stream);
   stream.synchronize();
-  auto check = [&](std::vector<Tensor> &cpu, std::vector<Tensor> &gpu, size_t first, const char *what) {
+  return ran;
+}
+
+// Runs `op` on the CPU and on the GPU from the same inputs and compares outputs and inputs.
+void compare(const std::string &op, const ir::AttrMap &attrs, std::vector<Tensor> inputs, std::vector<Tensor> outputs,
+             const runtime::KernelContext &context = {}) {
+  RanOnBoth ran = runOnBoth(op, attrs, inputs, outputs, context);
+  auto check = [&](std::vector<Tensor> &cpu, size_t first, const char *what) {
     for (size_t k = 0; k < cpu.size(); ++k) {
       if (cpu[k].dtype != ir::DType::F32)
         continue;
       std::vector<float> got(static_cast<size_t>(cpu[k].numel()));
-      memory[first + k]->download(got.data(), static_cast<int64_t>(got.size() * 4));
+      ran.memory[first + k]->download(got.data(), static_cast<int64_t>(got.size() * 4));
       for (int64_t i = 0; i < cpu[k].numel(); ++i) {
         const float want = cpu[k].f32()[i];
         ASSERT_NEAR(got[static_cast<size_t>(i)], want, 1e-5 * std::max(1.0f, std::fabs(want)))
             << op << " " << what << " " << k << " element " << i;
       }
     }
-    (void)gpu;
   };
-  check(cpuIn, inputs, 0, "input");
-  check(cpuOut, outputs, inputs.size(), "output");
+  check(ran.cpuIn, 0, "input");
+  check(ran.cpuOut, inputs.size(), "output");
 }
 
 } // namespace
@@ -252,32 +262,11 @@ TEST(GpuKernels, Bf16TensorsWidenAroundEachKernel) {
       {"matmul", {}, {bf16({8, 64}), f32({64, 48}, random)}, {zero16({8, 48})}},
       {"rmsnorm", {{"eps", 1e-5}}, {bf16({6, 100}), f32({100}, random)}, {zero16({6, 100})}},
       {"transpose", {{"dim0", int64_t{0}}, {"dim1", int64_t{1}}}, {bf16({5, 7})}, {zero16({7, 5})}}};
-  for (Case c : cases) {
-    std::vector<Tensor> cpuOut = c.out;
-    auto views = [](std::vector<Tensor> &ts) {
-      std::vector<TensorView> v;
-      for (Tensor &t : ts)
-        v.push_back(TensorView{t.bytes.data(), t.dtype, t.shape});
-      return v;
-    };
-    runtime::runKernel(c.op, c.attrs, views(c.in), views(cpuOut));
-    runtime::gpu::GpuStream stream;
-    std::vector<std::unique_ptr<runtime::gpu::DeviceBuffer>> memory;
-    auto upload = [&](std::vector<Tensor> &ts) {
-      std::vector<TensorView> v;
-      for (Tensor &t : ts) {
-        memory.push_back(std::make_unique<runtime::gpu::DeviceBuffer>(static_cast<int64_t>(t.bytes.size())));
-        memory.back()->upload(t.bytes.data(), static_cast<int64_t>(t.bytes.size()));
-        v.push_back(TensorView{memory.back()->data(), t.dtype, t.shape});
-      }
-      return v;
-    };
-    const std::vector<TensorView> in = upload(c.in), out = upload(c.out);
-    runtime::gpu::runKernel(c.op, c.attrs, in, out, {}, stream);
-    stream.synchronize();
-    std::vector<uint16_t> got(static_cast<size_t>(cpuOut[0].numel()));
-    memory[c.in.size()]->download(got.data(), static_cast<int64_t>(got.size() * 2));
-    const auto *want = reinterpret_cast<const uint16_t *>(cpuOut[0].bytes.data());
+  for (const Case &c : cases) {
+    RanOnBoth ran = runOnBoth(c.op, c.attrs, c.in, c.out);
+    std::vector<uint16_t> got(static_cast<size_t>(ran.cpuOut[0].numel()));
+    ran.memory[c.in.size()]->download(got.data(), static_cast<int64_t>(got.size() * 2));
+    const auto *want = reinterpret_cast<const uint16_t *>(ran.cpuOut[0].bytes.data());
     for (size_t i = 0; i < got.size(); ++i) {
       const float g = runtime::fromBf16(got[i]), w = runtime::fromBf16(want[i]);
       ASSERT_NEAR(g, w, 1e-2 * std::max(1.0f, std::fabs(w))) << c.op << " element " << i;

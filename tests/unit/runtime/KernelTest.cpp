@@ -14,6 +14,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <random>
 #include <set>
@@ -47,21 +48,35 @@ Storage store(const ir::Value &value, const Tensor &t) {
   return s;
 }
 
-// Runs every op of `graph` (but its leaves) as a kernel on the reference's inputs; returns the
-// op kinds checked.
-std::set<std::string> checkEveryOp(const ir::Graph &graph, int64_t vocab) {
-  std::mt19937 rng(11);
-  const auto leaves = hspmd::testing::randomLeaves(graph, rng, vocab);
-  const auto values = hspmd::testing::evaluate(graph, leaves);
+using Values = std::map<const ir::Value *, Tensor>;
+
+// Calls `check(op, kernel name, the reference's values)` for every op of `graph` but its
+// leaves (random leaves from `seed`), until it returns false; returns the kernel names it
+// returned true for.
+std::set<std::string> forEachOp(const ir::Graph &graph, int64_t vocab, unsigned seed,
+                                const std::function<bool(const ir::Op &, const std::string &, const Values &)> &check) {
+  std::mt19937 rng(seed);
+  const Values values = hspmd::testing::evaluate(graph, hspmd::testing::randomLeaves(graph, rng, vocab));
   std::set<std::string> checked;
   for (const auto &op : graph.ops()) {
     if (op->kind == ir::OpKind::Param || op->kind == ir::OpKind::Input || op->kind == ir::OpKind::Constant)
       continue;
     const std::string name(ir::opInfo(op->kind).name);
+    if (!check(*op, name, values))
+      break;
+    checked.insert(name);
+  }
+  return checked;
+}
+
+// Runs every op of `graph` (but its leaves) as a kernel on the reference's inputs; returns the
+// op kinds checked.
+std::set<std::string> checkEveryOp(const ir::Graph &graph, int64_t vocab) {
+  return forEachOp(graph, vocab, 11, [](const ir::Op &op, const std::string &name, const Values &values) {
     std::vector<Storage> in, out;
-    for (const ir::Value *operand : op->operands)
+    for (const ir::Value *operand : op.operands)
       in.push_back(store(*operand, values.at(operand)));
-    for (const ir::Value *result : op->results) {
+    for (const ir::Value *result : op.results) {
       Tensor zeros{values.at(result).shape, std::vector<double>(static_cast<size_t>(values.at(result).size()), 0.0)};
       out.push_back(store(*result, zeros));
     }
@@ -70,42 +85,34 @@ std::set<std::string> checkEveryOp(const ir::Graph &graph, int64_t vocab) {
       inViews.push_back(s.view);
     for (const Storage &s : out)
       outViews.push_back(s.view);
-    runtime::runKernel(name, op->attrs, inViews, outViews);
-    for (size_t r = 0; r < op->results.size(); ++r) {
-      const Tensor &expected = values.at(op->results[r]);
+    runtime::runKernel(name, op.attrs, inViews, outViews);
+    for (size_t r = 0; r < op.results.size(); ++r) {
+      const Tensor &expected = values.at(op.results[r]);
       for (int64_t i = 0; i < expected.size(); ++i) {
         const double want = expected.data[static_cast<size_t>(i)];
-        const double got = ir::isFloat(op->results[r]->type.dtype) ? out[r].f32[static_cast<size_t>(i)]
-                                                                   : out[r].i32[static_cast<size_t>(i)];
+        const double got = ir::isFloat(op.results[r]->type.dtype) ? out[r].f32[static_cast<size_t>(i)]
+                                                                  : out[r].i32[static_cast<size_t>(i)];
         if (std::abs(got - want) > 1e-5 + 2e-4 * std::abs(want)) {
-          ADD_FAILURE() << name << " -> " << op->results[r]->name << "[" << i << "]: " << got << ", reference " << want;
-          return checked; // one mismatch says enough
+          ADD_FAILURE() << name << " -> " << op.results[r]->name << "[" << i << "]: " << got << ", reference " << want;
+          return false; // one mismatch says enough
         }
       }
     }
-    checked.insert(name);
-  }
-  return checked;
+    return true;
+  });
 }
 
 // Runs every op of `graph` (but its leaves) with its float operands and results stored in bf16
 // and again in f32 on the same (widened) values; each bf16 result must be the f32 one rounded,
 // bit for bit. Returns the op kinds checked.
 std::set<std::string> checkEveryOpInBf16(const ir::Graph &graph, int64_t vocab) {
-  std::mt19937 rng(13);
-  const auto leaves = hspmd::testing::randomLeaves(graph, rng, vocab);
-  const auto values = hspmd::testing::evaluate(graph, leaves);
-  std::set<std::string> checked;
-  for (const auto &op : graph.ops()) {
-    if (op->kind == ir::OpKind::Param || op->kind == ir::OpKind::Input || op->kind == ir::OpKind::Constant)
-      continue;
-    const std::string name(ir::opInfo(op->kind).name);
+  return forEachOp(graph, vocab, 13, [](const ir::Op &op, const std::string &name, const Values &values) {
     // Each float tensor twice: bf16 storage, and its values widened to f32.
     std::vector<std::vector<uint16_t>> narrow;
     std::vector<Storage> wide;
     std::vector<runtime::TensorView> in16, in32, out16, out32;
-    narrow.reserve(op->operands.size() + op->results.size());
-    wide.reserve(op->operands.size() + op->results.size());
+    narrow.reserve(op.operands.size() + op.results.size());
+    wide.reserve(op.operands.size() + op.results.size());
     auto add = [&](const ir::Value &value, const Tensor &t, std::vector<runtime::TensorView> &v16,
                    std::vector<runtime::TensorView> &v32) {
       wide.push_back(store(value, t));
@@ -121,28 +128,27 @@ std::set<std::string> checkEveryOpInBf16(const ir::Graph &graph, int64_t vocab) 
       v16.push_back(runtime::TensorView{narrow.back().data(), ir::DType::BF16, t.shape});
       v32.push_back(s.view);
     };
-    for (const ir::Value *operand : op->operands)
+    for (const ir::Value *operand : op.operands)
       add(*operand, values.at(operand), in16, in32);
-    for (const ir::Value *result : op->results) {
+    for (const ir::Value *result : op.results) {
       const Tensor &t = values.at(result);
       add(*result, Tensor{t.shape, std::vector<double>(static_cast<size_t>(t.size()), 0.0)}, out16, out32);
     }
-    runtime::runKernel(name, op->attrs, in16, out16);
-    runtime::runKernel(name, op->attrs, in32, out32);
-    for (size_t r = 0; r < op->results.size(); ++r) {
+    runtime::runKernel(name, op.attrs, in16, out16);
+    runtime::runKernel(name, op.attrs, in32, out32);
+    for (size_t r = 0; r < op.results.size(); ++r) {
       if (out16[r].dtype != ir::DType::BF16)
         continue;
       const auto *got = static_cast<const uint16_t *>(out16[r].data);
       for (int64_t i = 0; i < out32[r].numel(); ++i)
         if (got[i] != runtime::toBf16(out32[r].f32()[i])) {
-          ADD_FAILURE() << name << " -> " << op->results[r]->name << "[" << i << "]: bf16 " << runtime::fromBf16(got[i])
+          ADD_FAILURE() << name << " -> " << op.results[r]->name << "[" << i << "]: bf16 " << runtime::fromBf16(got[i])
                         << ", f32 " << out32[r].f32()[i];
-          return checked;
+          return false;
         }
     }
-    checked.insert(name);
-  }
-  return checked;
+    return true;
+  });
 }
 
 } // namespace
