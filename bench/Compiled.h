@@ -27,8 +27,9 @@ struct Compiled {
   const std::map<int, ir::DeviceProgram> &programs() const { return result.programs[0]; }
 };
 
-/// The plan file at `path` compiled for training; exits with a message if it does not compile.
-inline std::unique_ptr<Compiled> compilePlan(const std::string &path) {
+/// The plan file at `path` compiled for training (`bf16`: --precision bf16); exits with a
+/// message if it does not compile.
+inline std::unique_ptr<Compiled> compilePlan(const std::string &path, bool bf16 = false) {
   auto c = std::make_unique<Compiled>();
   const auto start = std::chrono::steady_clock::now();
   c->build = driver::elaborateBuild(c->compilation, path, {path}, "");
@@ -38,6 +39,7 @@ inline std::unique_ptr<Compiled> compilePlan(const std::string &path) {
   }
   passes::PipelineOptions options;
   options.train = true;
+  options.bf16 = bf16;
   c->result = passes::runPipeline(*c->build->graph, c->build->plans, options, [](const passes::Problem &) {});
   if (!c->result.ok) {
     std::fprintf(stderr, "bench: %s does not compile\n", path.c_str());

@@ -6,6 +6,9 @@
 //   5. The tiny GPT's training step on one device: tokens/s and its model FLOP/s as a
 //      fraction of the sgemm peak (the model FLOPs: 6 x parameters x tokens for the
 //      matmuls, plus the causal attention's 6 x layers x B x S^2 x d).
+//   6. --precision bf16 against fp32 on the same plans (single, tp2), same run: step time and
+//      the arena of device 0 (bf16 stores activations in half the bytes; the kernels widen them
+//      to f32, which costs time on a CPU).
 // Usage: bench_runtime [steps]
 #include "passes/Pipeline.h"
 #include "planner/driver/Driver.h"
@@ -170,5 +173,25 @@ int main(int argc, char **argv) {
   std::printf("tiny GPT (%.0f parameters), one device, %d steps: %.0f tokens/s, %.2f GFLOP/s of model FLOPs = %.1f%% "
               "of the sgemm peak\n",
               params, steps, tokens / perStep, flops / perStep / 1e9, 100 * flops / perStep / peak);
+
+  for (const char *name : {"single", "tp2"}) {
+    const std::string path = std::string(HSPMD_SOURCE_DIR) + "/examples/gpt/plans/" + name + ".hspmd";
+    double time[2] = {0, 0};
+    int64_t arena[2] = {0, 0};
+    for (int bf16 = 0; bf16 < 2; ++bf16) {
+      auto planBuild = driver::elaborateBuild(compilation, path, {path}, "");
+      passes::PipelineOptions precision;
+      precision.train = true;
+      precision.bf16 = bf16 == 1;
+      auto compiled =
+          passes::runPipeline(*planBuild->graph, planBuild->plans, precision, [](const passes::Problem &) {});
+      arena[bf16] = compiled.programs[0].at(0).peakBytes;
+      time[bf16] = runtime::runThreads(compiled.programs[0], model, run).seconds / steps;
+    }
+    std::printf("--precision bf16 vs fp32, %s: step %.1f ms vs %.1f ms (time ratio %.2f), device 0's arena %.1f MB vs "
+                "%.1f MB (ratio %.2f)\n",
+                name, 1e3 * time[1], 1e3 * time[0], time[1] / time[0], arena[1] / 1e6, arena[0] / 1e6,
+                static_cast<double>(arena[1]) / static_cast<double>(arena[0]));
+  }
   return 0;
 }

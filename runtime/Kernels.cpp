@@ -70,26 +70,37 @@ void runKernel(const std::string &op, const ir::AttrMap &attrs, std::span<const 
       std::all_of(outputs.begin(), outputs.end(), [](const TensorView &t) { return t.numel() == 0; }))
     return;
   // bf16 tensors: the kernel runs in float on widened copies, and what it wrote is rounded
-  // back (outputs are widened too: a kernel may add to what its output holds).
+  // back (outputs are widened too: a kernel may add to what its output holds). The copies are
+  // the calling thread's, kept from call to call; conversions run on the kernels' threads.
   auto bf16 = [](const TensorView &t) { return t.dtype == ir::DType::BF16; };
   if (std::any_of(inputs.begin(), inputs.end(), bf16) || std::any_of(outputs.begin(), outputs.end(), bf16)) {
-    std::vector<std::vector<float>> wide;
-    wide.reserve(inputs.size() + outputs.size());
+    thread_local std::vector<std::vector<float>> wide;
+    size_t used = 0;
     auto widened = [&](std::span<const TensorView> views) {
       std::vector<TensorView> out(views.begin(), views.end());
       for (TensorView &t : out)
         if (bf16(t)) {
-          wide.emplace_back(static_cast<size_t>(t.numel()));
-          widenBf16(t.data, wide.back().data(), t.numel());
-          t = TensorView{wide.back().data(), ir::DType::F32, t.shape};
+          if (wide.size() <= used)
+            wide.emplace_back();
+          std::vector<float> &copy = wide[used++];
+          copy.resize(static_cast<size_t>(t.numel()));
+          const auto *from = static_cast<const char *>(t.data);
+          parallelFor(t.numel(), 1 << 15, [&](int64_t begin, int64_t end) {
+            widenBf16(from + 2 * begin, copy.data() + begin, end - begin);
+          });
+          t = TensorView{copy.data(), ir::DType::F32, t.shape};
         }
       return out;
     };
     const std::vector<TensorView> in = widened(inputs), out = widened(outputs);
     runKernel(op, attrs, in, out, context);
     for (size_t i = 0; i < outputs.size(); ++i)
-      if (bf16(outputs[i]))
-        narrowToBf16(out[i].f32(), outputs[i].data, outputs[i].numel());
+      if (bf16(outputs[i])) {
+        auto *to = static_cast<char *>(outputs[i].data);
+        const float *from = out[i].f32();
+        parallelFor(outputs[i].numel(), 1 << 15,
+                    [&](int64_t begin, int64_t end) { narrowToBf16(from + begin, to + 2 * begin, end - begin); });
+      }
     return;
   }
   if (elementwise(op, attrs, inputs, outputs) || matmul(op, attrs, inputs, outputs) ||

@@ -691,11 +691,22 @@ TEST(NcclBackend, EveryPlanTrainsAsTheExecutorOnItsNcclCalls) {
 // with every kind of parallelism, 20 steps stay within 2e-2 of fp32's losses (the bound
 // for bf16 on a GPU), are not fp32's, and take less memory and smaller messages.
 TEST(Precision, Bf16TrainsWithinTwoPercentOfFp32) {
-  for (const char *plan :
-       {"examples/gpt/plans/single.hspmd", "examples/gpt/plans/tp2.hspmd",
-        "examples/gpt/plans/pipeline2_recompute.hspmd", "examples/gpt/plans/dp2_zero.hspmd",
-        "examples/gpt/plans/hetero4.hspmd", "examples/gpt/plans/cp_asym.hspmd", "examples/gpt/plans/hp_asym.hspmd",
-        "examples/llama/plans/tiny_llama_hp_zero_heads.hspmd", "examples/llama/plans/tiny_llama_cp_tp2.hspmd"}) {
+  std::vector<const char *> plans = {"examples/gpt/plans/single.hspmd",
+                                     "examples/gpt/plans/tp2.hspmd",
+                                     "examples/gpt/plans/pipeline2_recompute.hspmd",
+                                     "examples/gpt/plans/dp2_zero.hspmd",
+                                     "examples/gpt/plans/hetero4.hspmd",
+                                     "examples/gpt/plans/cp_asym.hspmd",
+                                     "examples/gpt/plans/hp_asym.hspmd",
+                                     "examples/llama/plans/tiny_llama_hp_zero_heads.hspmd",
+                                     "examples/llama/plans/tiny_llama_cp_tp2.hspmd"};
+#ifdef __SANITIZE_ADDRESS__
+  // Under AddressSanitizer (scripts/test.sh's second build) the numerics are the main build's
+  // to check: three plans cover the code (about 4 minutes otherwise).
+  plans = {"examples/gpt/plans/tp2.hspmd", "examples/gpt/plans/cp_asym.hspmd",
+           "examples/llama/plans/tiny_llama_cp_tp2.hspmd"};
+#endif
+  for (const char *plan : plans) {
     auto full = compile(plan), half = compile(plan, true);
     ASSERT_TRUE(full->result.ok && half->result.ok) << plan;
     int64_t fullBytes = 0, halfBytes = 0, fullPeak = 0, halfPeak = 0;
