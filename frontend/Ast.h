@@ -176,6 +176,8 @@ struct PlanDecl {
   bool zero = false, recompute = false, chunked = false;
   int64_t zeroReplicas = 1; // `zero replicas N`
   Location zeroLoc;
+  std::string precision; // `precision bf16` ("" when not given)
+  Location precisionLoc;
   std::vector<PipelineDecl> pipelines;
   struct Annotate {
     Path path;

@@ -81,6 +81,12 @@ void AstBuilder::buildPlanItem(PlanDecl &plan, P::PlanItemContext *ctx) {
     plan.recompute = true;
   } else if (dynamic_cast<P::ChunkedItemContext *>(ctx)) {
     plan.chunked = true;
+  } else if (auto *precision = dynamic_cast<P::PrecisionItemContext *>(ctx)) {
+    once(!plan.precision.empty(), plan.precisionLoc, "precision");
+    plan.precision = identText(precision->ident());
+    plan.precisionLoc = loc(precision->ident());
+    if (plan.precision != "fp32" && plan.precision != "bf16")
+      error(plan.precisionLoc, "unknown precision '" + plan.precision + "'; expected fp32 or bf16");
   } else if (auto *p = dynamic_cast<P::PipelineItemContext *>(ctx)) {
     PipelineDecl pipeline;
     pipeline.name = p->name ? identText(p->name) : "";

@@ -232,6 +232,7 @@ std::optional<Compilation::ElaboratedPlan> Compilation::elaboratePlan(const Plan
   spec.zeroLoc = plan.zeroLoc;
   spec.zeroReplicas = checkedZeroReplicas(plan.zeroReplicas, plan.zeroLoc);
   spec.chunked = plan.chunked;
+  spec.bf16 = plan.precision == "bf16";
   spec.recompute = plan.recompute;
 
   // Stacks of the model, from parameter names: "blocks[3].wqkv" -> blocks has >= 4 layers.

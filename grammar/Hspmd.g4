@@ -61,6 +61,7 @@ planItem
   | 'zero' ('replicas' replicas=INT)?                         # zeroItem
   | 'recompute'                                               # recomputeItem
   | 'chunked'                                                 # chunkedItem
+  | 'precision' ident                                         # precisionItem
   | 'pipeline' name=ident? pipelineOption* '{' stageDecl* '}' # pipelineItem
   | 'annotate' valuePath '=' annotation                       # annotateItem
   | 'reshard' valuePath 'to' annotation                       # reshardItem
@@ -95,7 +96,7 @@ hetero          : ident ('ratio'? '[' INT (',' INT)* ']')? ;
 ident
   : IDENT | 'layers' | 'devices' | 'share' | 'microbatches' | 'tp' | 'cp' | 'hp' | 'zero'
   | 'recompute' | 'stage' | 'with' | 'to' | 'bind' | 'cluster' | 'optimizer' | 'schedule'
-  | 'pipeline' | 'x' | 'ratio' | 'chunked' | 'replicas'
+  | 'pipeline' | 'x' | 'ratio' | 'chunked' | 'replicas' | 'precision'
   ;
 
 // ---------------------------------------------------------------- tokens

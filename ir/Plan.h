@@ -71,6 +71,9 @@ struct PlanSpec {
   bool zero = false, recompute = false;
   int zeroReplicas = 1; // `zero replicas N` (docs/elastic.md): a failure of N - 1 devices loses no shard
   bool chunked = false; // uneven (chunked) splits are intended: no HS104
+  /// `precision bf16`: activations and their messages stored in bf16 (docs/runtime.md, "Mixed
+  /// precision"); a command's --precision overrides it.
+  bool bf16 = false;
   std::vector<PipelineSpec> pipelines;
   std::vector<PinnedAnnotation> annotations, reshards;
   Location clusterLoc, scheduleLoc, zeroLoc;

@@ -126,6 +126,8 @@ std::string printPlan(const PlanSpec &spec, const PlanTextOptions &options) {
     text += "  recompute\n";
   if (spec.chunked)
     text += "  chunked\n";
+  if (spec.bf16)
+    text += "  precision bf16\n";
   for (const PipelineSpec &pipeline : spec.pipelines) {
     text += "\n  pipeline " + pipeline.name + " share " + std::to_string(pipeline.share) + " microbatches " +
             std::to_string(pipeline.microbatches) + " {\n";
@@ -162,8 +164,8 @@ bool samePlan(const PlanSpec &a, const PlanSpec &b) {
   if (a.name != b.name || a.model != b.model || a.modelArgs != b.modelArgs || a.clusterPath != b.clusterPath ||
       a.bindings != b.bindings || a.optimizer != b.optimizer || a.optimizerArgs != b.optimizerArgs ||
       a.schedule != b.schedule || a.zero != b.zero || a.zeroReplicas != b.zeroReplicas || a.recompute != b.recompute ||
-      a.chunked != b.chunked || a.pipelines.size() != b.pipelines.size() || !samePins(a.annotations, b.annotations) ||
-      !samePins(a.reshards, b.reshards))
+      a.chunked != b.chunked || a.bf16 != b.bf16 || a.pipelines.size() != b.pipelines.size() ||
+      !samePins(a.annotations, b.annotations) || !samePins(a.reshards, b.reshards))
     return false;
   for (size_t p = 0; p < a.pipelines.size(); ++p) {
     const PipelineSpec &x = a.pipelines[p], &y = b.pipelines[p];

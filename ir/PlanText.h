@@ -15,7 +15,7 @@ struct PlanTextOptions {
 };
 
 /// The plan's text: `plan NAME for MODEL(args) { ... }` with its cluster, bindings, optimizer,
-/// schedule, `zero` / `recompute` / `chunked`, pipelines (stages with their devices, tp, cp and
+/// schedule, `zero` / `recompute` / `chunked` / `precision bf16`, pipelines (stages with their devices, tp, cp and
 /// hp shares, layers and `with` parameters) and `annotate` / `reshard` lines, one a value.
 std::string printPlan(const PlanSpec &spec, const PlanTextOptions &options = {});
 

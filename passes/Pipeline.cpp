@@ -103,8 +103,9 @@ bool verify(State &s) {
 
 bool specializeDevices(State &s) {
   for (size_t i = 0; i < s.result.plans.size(); ++i) {
+    const bool bf16 = s.options.bf16.value_or(s.result.plans[i].spec && s.result.plans[i].spec->bf16);
     s.builders.push_back(
-        std::make_unique<ProgramBuilder>(s.graph, s.result.plans[i], s.links[i], s.options.threads, s.options.bf16));
+        std::make_unique<ProgramBuilder>(s.graph, s.result.plans[i], s.links[i], s.options.threads, bf16));
     s.builders.back()->specialize();
   }
   return !s.failed;

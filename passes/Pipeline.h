@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <functional>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -31,10 +32,11 @@ struct PipelineOptions {
   /// plan-memory): 0 the machine's cores, 1 the calling thread only (the planner, which
   /// compiles several finalists at once).
   int threads = 0;
-  /// Mixed precision (`--precision bf16`): activations, their gradients and the messages
-  /// that carry them are stored in bf16; parameters, their gradients, the optimizer's state
-  /// and the loss stay f32 (ProgramBuilder::storageType). False: everything f32.
-  bool bf16 = false;
+  /// Mixed precision (`--precision bf16`, or a plan's `precision bf16`): activations, their
+  /// gradients and the messages that carry them are stored in bf16; parameters, their
+  /// gradients, the optimizer's state and the loss stay f32 (ProgramBuilder::storageType).
+  /// False: everything f32; nothing: each plan's own (PlanSpec::bf16).
+  std::optional<bool> bf16 = std::nullopt;
 };
 
 struct PipelineResult {

@@ -21,8 +21,9 @@ public:
     T__32 = 33, T__33 = 34, T__34 = 35, T__35 = 36, T__36 = 37, T__37 = 38, 
     T__38 = 39, T__39 = 40, T__40 = 41, T__41 = 42, T__42 = 43, T__43 = 44, 
     T__44 = 45, T__45 = 46, T__46 = 47, T__47 = 48, T__48 = 49, T__49 = 50, 
-    T__50 = 51, T__51 = 52, T__52 = 53, T__53 = 54, INT = 55, FLOAT = 56, 
-    STRING = 57, IDENT = 58, LINE_COMMENT = 59, BLOCK_COMMENT = 60, WS = 61
+    T__50 = 51, T__51 = 52, T__52 = 53, T__53 = 54, T__54 = 55, INT = 56, 
+    FLOAT = 57, STRING = 58, IDENT = 59, LINE_COMMENT = 60, BLOCK_COMMENT = 61, 
+    WS = 62
   };
 
   enum {
@@ -517,6 +518,13 @@ public:
     virtual size_t getRuleIndex() const override;
 
    
+  };
+
+  class  PrecisionItemContext : public PlanItemContext {
+  public:
+    PrecisionItemContext(PlanItemContext *ctx);
+
+    IdentContext *ident();
   };
 
   class  ZeroItemContext : public PlanItemContext {

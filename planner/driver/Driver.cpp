@@ -114,7 +114,7 @@ void reportProblem(DiagnosticEngine &diags, const passes::Problem &problem) {
 
 void lintBuild(DiagnosticEngine &diags, const std::function<std::optional<Build>()> &make,
                const planner::Cluster *cluster, bool warnings, passes::PipelineResult *training, bool memory,
-               const std::atomic<bool> *cancelled, int threads, bool bf16) {
+               const std::atomic<bool> *cancelled, int threads, std::optional<bool> bf16) {
   std::optional<Build> build = make();
   if (!build)
     return;
@@ -191,7 +191,8 @@ void lintBuild(DiagnosticEngine &diags, const std::function<std::optional<Build>
 }
 
 void lintFile(Compilation &compilation, const std::string &planFile, const std::string &modelFile,
-              const std::string &clusterFile, bool warnings, bool memory, passes::PipelineResult *training, bool bf16) {
+              const std::string &clusterFile, bool warnings, bool memory, passes::PipelineResult *training,
+              std::optional<bool> bf16) {
   DiagnosticEngine &diags = compilation.diags();
   if (!modelFile.empty() && !compilation.load(modelFile))
     return;
@@ -239,7 +240,8 @@ void lintFile(Compilation &compilation, const std::string &planFile, const std::
 }
 
 bool checkPlan(Compilation &compilation, const std::string &file, const std::vector<std::string> &planFiles,
-               const std::string &clusterFile, bool memory, passes::PipelineResult *training, bool bf16) {
+               const std::string &clusterFile, bool memory, passes::PipelineResult *training,
+               std::optional<bool> bf16) {
   const int before = compilation.diags().errorCount();
   if (planFiles.empty())
     lintFile(compilation, file, "", clusterFile, false, memory, training, bf16);

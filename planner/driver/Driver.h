@@ -31,11 +31,12 @@ void reportProblem(frontend::DiagnosticEngine &diags, const passes::Problem &pro
 /// passes' problems, the cross-device verifier's on the training programs, and the plan checks
 /// of planner/Lint.h (against `cluster` when given). `training`, when given, receives the
 /// training build's programs. Without `memory`, HS111 (a device over its memory) is left to the
-/// caller. `threads`: PipelineOptions::threads. `bf16`: the training build stores activations
-/// in bf16 (PipelineOptions::bf16): HS111 weighs those programs' arenas.
+/// caller. `threads`: PipelineOptions::threads. `bf16`: PipelineOptions::bf16 of the training
+/// build (nothing: the plan's own precision), whose arenas HS111 weighs.
 void lintBuild(frontend::DiagnosticEngine &diags, const std::function<std::optional<Build>()> &make,
                const planner::Cluster *cluster, bool warnings, passes::PipelineResult *training = nullptr,
-               bool memory = true, const std::atomic<bool> *cancelled = nullptr, int threads = 0, bool bf16 = false);
+               bool memory = true, const std::atomic<bool> *cancelled = nullptr, int threads = 0,
+               std::optional<bool> bf16 = std::nullopt);
 
 /// `hspmc lint`: loads `modelFile` (optional) and `planFile`, runs the passes and the lint
 /// checks, reporting everything to the compilation's diagnostics. `clusterFile` overrides the
@@ -44,7 +45,7 @@ void lintBuild(frontend::DiagnosticEngine &diags, const std::function<std::optio
 /// `bf16`: lintBuild's.
 void lintFile(frontend::Compilation &compilation, const std::string &planFile, const std::string &modelFile,
               const std::string &clusterFile, bool warnings = true, bool memory = true,
-              passes::PipelineResult *training = nullptr, bool bf16 = false);
+              passes::PipelineResult *training = nullptr, std::optional<bool> bf16 = std::nullopt);
 
 /// The gate every command that compiles a plan passes first (train, simulate, build,
 /// dump-program, dump-ir --after): lint's checks of the plan (its errors; its warnings are
@@ -54,10 +55,11 @@ void lintFile(frontend::Compilation &compilation, const std::string &planFile, c
 /// does not stop it. Returns whether the plan passed. With one plan, `training` (when given)
 /// receives the programs the check compiled for training, on the links of the cluster it
 /// checked against: `hspmc simulate` uses them instead of compiling them again. `bf16`: the
-/// command's --precision bf16 (lintBuild's), so that the programs checked are those it runs.
+/// command's --precision (lintBuild's; nothing: the plan's), so that the programs checked are
+/// those it runs.
 bool checkPlan(frontend::Compilation &compilation, const std::string &file, const std::vector<std::string> &planFiles,
                const std::string &clusterFile = "", bool memory = true, passes::PipelineResult *training = nullptr,
-               bool bf16 = false);
+               std::optional<bool> bf16 = std::nullopt);
 
 /// The gate for a plan in memory (the planner's finalists): lint's checks of `spec` (errors
 /// only, memory aside: the planner weighs each finalist's memory plan itself) on `cluster`; the model `spec` names must

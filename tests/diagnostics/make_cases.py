@@ -415,6 +415,12 @@ case("plan_cluster_missing", plan('  cluster "nope.toml"'),
 case("plan_unknown_schedule", plan("  schedule zigzag"),
      [(5, 12, "error", "unknown schedule 'zigzag'; expected 1f1b or gpipe")])
 
+case("plan_unknown_precision", plan("  precision fp16"),
+     [(5, 13, "error", "unknown precision 'fp16'; expected fp32 or bf16")])
+
+case("plan_precision_twice", plan("  precision bf16\n  precision fp32"),
+     [(6, 3, "error", "'precision' is given twice"), (5, 13, "note", "first given here")])
+
 case("plan_unknown_optimizer", plan("  optimizer adam(lr = 1e-3)"),
      [(5, 13, "error", "unknown optimizer 'adam'; expected adamw or sgd")])
 

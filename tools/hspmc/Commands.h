@@ -44,10 +44,11 @@ struct TrainingBuild {
   /// The training programs the gate compiled, on the links of the cluster it checked against
   /// (FILE's plan's, or `clusterFile`): what compileOn takes instead of compiling them again.
   passes::PipelineResult checkedPrograms;
-  /// `--precision bf16` of the running command (train, build, simulate): every plan it
-  /// compiles, the run's first and those it switches or recovers to, stores activations in
-  /// bf16 (PipelineOptions::bf16), and the gate checks those programs (their memory included).
-  static inline bool bf16 = false;
+  /// `--precision` of the running command (train, build, simulate; nothing: each plan's own
+  /// `precision`): every plan it compiles, the run's first and those it switches or recovers
+  /// to, stores activations in bf16 or not (PipelineOptions::bf16), and the gate checks those
+  /// programs (their memory included).
+  static inline std::optional<bool> bf16;
 
   /// Elaborates, checks the plan, and unless `later`, compiles (later: the caller calls
   /// compile()). `clusterFile` overrides the plan's cluster in the checks.
@@ -99,10 +100,10 @@ int runDumpIr(const std::string &file, const std::vector<std::string> &planFiles
               const std::string &after, bool timePasses, bool train);
 
 int runDumpProgram(const std::string &file, const std::vector<std::string> &planFiles, int device, bool train,
-                   bool nccl, bool bf16 = false);
+                   bool nccl, std::optional<bool> bf16 = std::nullopt);
 
 int runLint(const std::string &planFile, const std::string &modelFile, const std::string &clusterFile, bool json,
-            bool werror, bool bf16 = false);
+            bool werror, std::optional<bool> bf16 = std::nullopt);
 
 // Compiles FILE under its plan for training and runs every device's program on a thread (or
 // an MPI process). `switches` ("STEP:PLAN") change the plan before those steps; `failures`

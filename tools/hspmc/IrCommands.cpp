@@ -53,7 +53,7 @@ int runDumpIr(const std::string &file, const std::vector<std::string> &planFiles
 }
 
 int runDumpProgram(const std::string &file, const std::vector<std::string> &planFiles, int device, bool train,
-                   bool nccl, bool bf16) {
+                   bool nccl, std::optional<bool> bf16) {
   SourceManager sources;
   CollectingSink sink;
   DiagnosticEngine diags(sink);

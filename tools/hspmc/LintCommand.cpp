@@ -6,7 +6,7 @@
 namespace hspmd::cli {
 
 int runLint(const std::string &planFile, const std::string &modelFile, const std::string &clusterFile, bool json,
-            bool werror, bool bf16) {
+            bool werror, std::optional<bool> bf16) {
   SourceManager sources;
   CollectingSink sink;
   DiagnosticEngine diags(sink);

@@ -42,13 +42,18 @@ using namespace hspmd::cli;
 namespace {
 
 // --precision (train, build, simulate, lint, dump-program): fp32, or bf16 mixed precision
-// (docs/runtime.md).
+// (docs/runtime.md); not given, each plan's own `precision`.
 CLI::Option *addPrecision(CLI::App *command, std::string &precision) {
   return command
       ->add_option("--precision", precision,
-                   "fp32 (default), or bf16: activations, their gradients and messages stored in bf16; parameters, "
-                   "gradients, optimizer state and the loss in f32 (docs/runtime.md)")
+                   "fp32 or bf16 (default: the plan's `precision`, else fp32). bf16: activations, their gradients and "
+                   "messages stored in bf16; parameters, gradients, optimizer state and the loss in f32 "
+                   "(docs/runtime.md)")
       ->check(CLI::IsMember({"fp32", "bf16"}));
+}
+
+std::optional<bool> bf16Of(const std::string &precision) {
+  return precision.empty() ? std::nullopt : std::optional<bool>(precision == "bf16");
 }
 
 int run(int argc, char **argv) {
@@ -110,7 +115,7 @@ int run(int argc, char **argv) {
                    "threads (every device a thread), mpi (under mpirun -np N) or nccl (under mpirun -np N, a GPU each: "
                    "kernels and communication on the GPUs, docs/gpu.md)")
       ->check(CLI::IsMember({"threads", "mpi", "nccl"}));
-  std::string trainPrecision = "fp32";
+  std::string trainPrecision;
   addPrecision(trainCommand, trainPrecision);
   std::string trainDevice = "cpu";
   trainCommand
@@ -163,7 +168,7 @@ int run(int argc, char **argv) {
   simulateCommand->add_option("file", simulateFile, "The plan (or model) file")->required();
   simulateCommand->add_option("--plan", simulatePlans, "A plan file, when FILE is the model");
   simulateCommand->add_option("--cluster", simulateCluster, "A cluster file instead of the plan's own");
-  std::string simulatePrecision = "fp32";
+  std::string simulatePrecision;
   addPrecision(simulateCommand, simulatePrecision);
   simulateCommand->add_option("--trace", simulateTrace, "Write the simulated step as a Chrome trace");
   simulateCommand->add_option("--format", simulateFormat, "Output format")->check(CLI::IsMember({"text", "json"}));
@@ -246,7 +251,7 @@ int run(int argc, char **argv) {
       ->check(CLI::IsMember({"cpu", "cuda"}));
   buildCommand->add_option("-o,--output", buildOut, "The directory for the sources and the binary")->required();
   buildCommand->add_flag("--no-compile", buildNoCompile, "Write the sources and build files only");
-  std::string buildPrecision = "fp32";
+  std::string buildPrecision;
   addPrecision(buildCommand, buildPrecision);
   std::vector<std::string> buildAlso;
   buildCommand->add_option("--also", buildAlso,
@@ -262,7 +267,7 @@ int run(int argc, char **argv) {
   program->add_option("--device", programDevice, "The device")->required();
   program->add_flag("--train", programTrain, "Include the backward graph and gradient synchronisation");
   bool programNccl = false;
-  std::string programPrecision = "fp32";
+  std::string programPrecision;
   addPrecision(program, programPrecision);
   program->add_flag("--nccl", programNccl,
                     "Print the NCCL calls the device makes in one step instead (docs/gpu.md); fails when the plan "
@@ -276,7 +281,7 @@ int run(int argc, char **argv) {
   lint->add_option("--cluster", lintCluster, "A cluster file instead of the plan's own");
   lint->add_option("--format", lintFormat, "Output format")->check(CLI::IsMember({"text", "json"}));
   lint->add_flag("--werror", lintWerror, "Exit 1 on warnings too");
-  std::string lintPrecision = "fp32";
+  std::string lintPrecision;
   addPrecision(lint, lintPrecision);
 
   auto *explain = app.add_subcommand("explain-reshard", "Show how a tensor moves from one annotation to another");
@@ -312,9 +317,9 @@ int run(int argc, char **argv) {
   }
   if (const std::optional<int> code = runtime::parseCommandLine(app, argc, argv))
     return *code;
-  TrainingBuild::bf16 = (buildCommand->parsed()      ? buildPrecision
-                         : simulateCommand->parsed() ? simulatePrecision
-                                                     : trainPrecision) == "bf16";
+  TrainingBuild::bf16 = bf16Of(buildCommand->parsed()      ? buildPrecision
+                               : simulateCommand->parsed() ? simulatePrecision
+                                                           : trainPrecision);
   if (check->parsed())
     return runCheck(checkFiles, checkFormat == "json");
   if (passList->parsed())
@@ -326,7 +331,7 @@ int run(int argc, char **argv) {
                : 1;
   if (program->parsed())
     return runDumpProgram(programFile, programPlans, programDevice, programTrain, programNccl,
-                          programPrecision == "bf16");
+                          bf16Of(programPrecision));
   if (planCommand->parsed())
     return planLengths.empty() ? runPlan(planFiles, planReport) : runPlanForLengths(planFiles, planLengths);
   if (simulateCommand->parsed()) {
@@ -412,7 +417,7 @@ int run(int argc, char **argv) {
   if (switchCommand->parsed())
     return runExplainSwitch(switchFrom, switchTo, switchCluster, switchFormat == "json");
   if (lint->parsed())
-    return runLint(lintPlan, lintModel, lintCluster, lintFormat == "json", lintWerror, lintPrecision == "bf16");
+    return runLint(lintPlan, lintModel, lintCluster, lintFormat == "json", lintWerror, bf16Of(lintPrecision));
   if (dump->parsed())
     return runDumpIr(dumpFile, dumpPlans, dumpModel, dumpAfter, timePasses, train);
   return 2;

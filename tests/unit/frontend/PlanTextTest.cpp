@@ -79,6 +79,7 @@ TEST(PlanText, SamePlanSeesEveryChange) {
       [](ir::PlanSpec &s) { s.bindings["B"] = 8; },
       [](ir::PlanSpec &s) { s.optimizerArgs["lr"] = 2e-3; },
       [](ir::PlanSpec &s) { s.zero = false; },
+      [](ir::PlanSpec &s) { s.bf16 = true; },
       [](ir::PlanSpec &s) { s.zeroReplicas = 2; },
       [](ir::PlanSpec &s) { s.pipelines[0].stages[0].zeroReplicas = 2; },
       [](ir::PlanSpec &s) { s.pipelines[0].microbatches = 4; },

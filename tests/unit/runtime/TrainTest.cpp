@@ -43,7 +43,7 @@ struct Compiled : hspmd::testing::ExampleBuild {
   runtime::ModelInfo model;
 };
 
-std::unique_ptr<Compiled> compile(const std::string &planPath, bool bf16 = false) {
+std::unique_ptr<Compiled> compile(const std::string &planPath, std::optional<bool> bf16 = std::nullopt) {
   auto c = std::make_unique<Compiled>();
   c->build = driver::elaborateBuild(c->compilation, planPath, {planPath}, "");
   EXPECT_TRUE(c->build) << planPath << ": " << (c->sink.diagnostics.empty() ? "" : c->sink.diagnostics[0].message);

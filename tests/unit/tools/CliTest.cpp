@@ -176,6 +176,18 @@ TEST(Cli, Bf16PlansAreCheckedAsBf16) {
   CliRun simulated = hspmc("simulate " + plan + " --precision bf16");
   EXPECT_EQ(simulated.code, 0) << simulated.output;
   EXPECT_NE(simulated.output.find("  13.6 MiB"), std::string::npos) << simulated.output; // the bf16 arena's peak
+  // The same plan saying `precision bf16` itself: every command takes it, --precision fp32
+  // overrides it.
+  std::string text = readText(plan);
+  text.insert(text.find("  pipeline"), "  precision bf16\n");
+  std::ofstream(plan) << text;
+  EXPECT_EQ(hspmc("lint " + plan).code, 0);
+  CliRun own = hspmc("train " + plan + " --data examples/data/gpl-3.txt --steps 1");
+  EXPECT_EQ(own.code, 0) << own.output;
+  EXPECT_NE(own.output.find("(threads, bf16)"), std::string::npos) << own.output;
+  EXPECT_EQ(hspmc("simulate " + plan).code, 0);
+  EXPECT_EQ(hspmc("lint " + plan + " --precision fp32").code, 1);
+  EXPECT_EQ(hspmc("train " + plan + " --data examples/data/gpl-3.txt --steps 1 --precision fp32").code, 1);
   std::filesystem::remove("build/cli_bf16_small.toml");
   std::filesystem::remove(plan);
 }
