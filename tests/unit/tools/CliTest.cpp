@@ -125,10 +125,7 @@ TEST(Cli, TrainAndBuildInBf16) {
   EXPECT_NE(half.output.find("\nstep 1/5  loss 5.5266 "), std::string::npos) << half.output;
   EXPECT_NE(half.output.find("\nstep 5/5  loss 5.0347 "), std::string::npos) << half.output;
   EXPECT_NE(full.output.find("\nstep 5/5  loss 5.0350 "), std::string::npos) << full.output;
-  const auto losses = [](const std::string &path) {
-    return nlohmann::json::parse(readText(path))["losses"].get<std::vector<double>>();
-  };
-  const std::vector<double> want = losses("build/cli_fp32_losses.json"), got = losses("build/cli_bf16_losses.json");
+  const std::vector<double> want = lossesOf("build/cli_fp32_losses.json"), got = lossesOf("build/cli_bf16_losses.json");
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i)
     EXPECT_NEAR(got[i], want[i], 2e-2 * std::abs(want[i])) << "step " << i + 1;
@@ -1809,10 +1806,7 @@ TEST(Cli, TrainOnTheGpuOrSayWhyNot) {
   }
   CliRun cpu = hspmc(train + "build/cli_cpu_losses.json");
   ASSERT_EQ(cpu.code, 0) << cpu.output;
-  const auto losses = [](const std::string &path) {
-    return nlohmann::json::parse(readText(path))["losses"].get<std::vector<double>>();
-  };
-  const std::vector<double> want = losses("build/cli_cpu_losses.json"), got = losses("build/cli_gpu_losses.json");
+  const std::vector<double> want = lossesOf("build/cli_cpu_losses.json"), got = lossesOf("build/cli_gpu_losses.json");
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i)
     EXPECT_NEAR(got[i], want[i], 1e-5 * std::abs(want[i])) << "step " << i + 1;
