@@ -25,11 +25,10 @@ inline float fromBf16(uint16_t value) {
   return out;
 }
 
-// Whole arrays, written without branches so that the compiler vectorizes them (toBf16's
+// Whole arrays, written without branches so that the compiler can vectorize them (toBf16's
 // rounding, element by element).
 inline void widenBf16(const void *from, float *to, int64_t count) {
   const auto *in = static_cast<const uint16_t *>(from);
-#pragma GCC ivdep
   for (int64_t i = 0; i < count; ++i) {
     const uint32_t bits = static_cast<uint32_t>(in[i]) << 16;
     std::memcpy(to + i, &bits, 4);
@@ -38,7 +37,6 @@ inline void widenBf16(const void *from, float *to, int64_t count) {
 
 inline void narrowToBf16(const float *from, void *to, int64_t count) {
   auto *out = static_cast<uint16_t *>(to);
-#pragma GCC ivdep
   for (int64_t i = 0; i < count; ++i) {
     uint32_t bits;
     std::memcpy(&bits, from + i, 4);
