@@ -701,7 +701,14 @@ TEST(Precision, Bf16TrainsWithinTwoPercentOfFp32) {
                                      "examples/llama/plans/tiny_llama_hp_zero_heads.hspmd",
                                      "examples/llama/plans/tiny_llama_cp_tp2.hspmd"};
   int steps = 20;
-#ifdef __SANITIZE_ADDRESS__
+#if defined(__SANITIZE_ADDRESS__) // GCC's
+#define HSPMD_UNDER_ASAN 1
+#elif defined(__has_feature) // clang's, which builds the sanitizer run
+#if __has_feature(address_sanitizer)
+#define HSPMD_UNDER_ASAN 1
+#endif
+#endif
+#ifdef HSPMD_UNDER_ASAN
   // Under AddressSanitizer (scripts/test.sh's second build) the numerics are the main build's
   // to check: two plans and a few steps run the code (the nine took about 4 minutes there).
   plans = {"examples/gpt/plans/tp2.hspmd", "examples/llama/plans/tiny_llama_cp_tp2.hspmd"};
