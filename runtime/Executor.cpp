@@ -504,7 +504,7 @@ void DeviceExecutor::executeHere(const ir::Instruction &in, int microbatch) {
 // in one member's piece), and each computes the whole row's loss or its piece's gradient
 // (the vocab_parallel_* kernels, runtime/kernels/EmbeddingAndLoss.cpp). Offloaded, the
 // kernels run in the offload's memory, its per-row values in the offload's scratch
-// (offloadScratchOffset), and only those come down for the exchange and go back up: not the
+// (offloadScratch), and only those come down for the exchange and go back up: not the
 // logits.
 void DeviceExecutor::vocabParallelCrossEntropy(const ir::Instruction &in, int microbatch, int64_t tag,
                                                Offload *offload) {
@@ -517,7 +517,8 @@ void DeviceExecutor::vocabParallelCrossEntropy(const ir::Instruction &in, int mi
   const int64_t rows = vocabParallelRows(program_, in);
   const KernelContext context = lossContext(in, microbatch);
   std::vector<float> peak(static_cast<size_t>(rows)), sums(static_cast<size_t>(2 * rows));
-  const int64_t peakAt = offloadScratchOffset(program_), sumsAt = peakAt + (rows * 4 + 255) / 256 * 256;
+  const OffloadScratch scratch = offloadScratch(program_, rows);
+  const int64_t peakAt = scratch.peaks, sumsAt = scratch.sums;
   const TensorView peaks{offload ? memory + peakAt : reinterpret_cast<char *>(peak.data()), ir::DType::F32, {rows}},
       totals{offload ? memory + sumsAt : reinterpret_cast<char *>(sums.data()), ir::DType::F32, {2 * rows}};
   // Combines one value per row with every member's, in group order.

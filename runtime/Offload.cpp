@@ -49,8 +49,13 @@ int64_t vocabParallelRows(const ir::DeviceProgram &program, const ir::Instructio
   return elements / std::max<int64_t>(logits.shape.empty() ? 1 : logits.shape.back(), 1);
 }
 
-int64_t offloadScratchOffset(const ir::DeviceProgram &program) {
-  return (std::max<int64_t>(program.peakBytes, 0) + 255) / 256 * 256;
+OffloadScratch offloadScratch(const ir::DeviceProgram &program, int64_t rows) {
+  auto aligned = [](int64_t bytes) { return (std::max<int64_t>(bytes, 0) + 255) / 256 * 256; };
+  OffloadScratch at;
+  at.peaks = aligned(program.peakBytes);
+  at.sums = at.peaks + aligned(rows * 4);
+  at.end = at.sums + rows * 8;
+  return at;
 }
 
 int64_t offloadBytes(const ir::DeviceProgram &program) {
@@ -58,8 +63,7 @@ int64_t offloadBytes(const ir::DeviceProgram &program) {
   for (const ir::Instruction &in : program.body)
     if (in.kind == ir::InstrKind::Kernel && !in.group.empty())
       rows = std::max(rows, vocabParallelRows(program, in));
-  // The maxima, then the sums and target logits (two per row), each 256-byte aligned.
-  return offloadScratchOffset(program) + (rows > 0 ? (rows * 4 + 255) / 256 * 256 + rows * 8 : 0);
+  return rows > 0 ? offloadScratch(program, rows).end : std::max<int64_t>(program.peakBytes, 0);
 }
 
 HostOffload::HostOffload(const ir::DeviceProgram &program)

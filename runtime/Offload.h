@@ -77,12 +77,16 @@ struct OffloadSite {
 using OffloadFactory = std::function<std::unique_ptr<Offload>(const OffloadSite &)>;
 
 /// How much memory an offload of `program` allocates: the arena (the memory plan's
-/// peakBytes), then, at offloadScratchOffset, room for what the vocabulary-parallel
-/// cross-entropy keeps per row between its steps (its maxima, then its sums and target
-/// logits), so that of its logits only those values come down to the host and go back up
-/// when the host communicates for the offload.
-int64_t offloadScratchOffset(const ir::DeviceProgram &program);
+/// peakBytes), then room for what the vocabulary-parallel cross-entropy keeps per row between
+/// its steps (offloadScratch), so that of its logits only those values come down to the host
+/// and go back up when the host communicates for the offload.
 int64_t offloadBytes(const ir::DeviceProgram &program);
+/// Where, after the arena, a cross-entropy of `rows` rows keeps its maxima (f32, one a row)
+/// and its sums and target logits (f32, two a row): offsets in the offload's memory.
+struct OffloadScratch {
+  int64_t peaks = 0, sums = 0, end = 0;
+};
+OffloadScratch offloadScratch(const ir::DeviceProgram &program, int64_t rows);
 /// The rows of vocabulary-parallel cross-entropy `in` (its logits' elements over the
 /// vocabulary piece's).
 int64_t vocabParallelRows(const ir::DeviceProgram &program, const ir::Instruction &in);
