@@ -20,6 +20,7 @@ ir::PlanSpec planSpec(const Candidate &candidate, const ModelShape &shape, const
   spec.zero = candidate.zero;
   spec.chunked = candidate.chunked;
   spec.recompute = candidate.recompute;
+  spec.bf16 = request.bf16;
   for (const PipelinePlan &pipeline : candidate.pipelines) {
     ir::PipelineSpec p;
     p.name = pipeline.name;

@@ -8,6 +8,7 @@
 #include "planner/Cluster.h"
 
 #include <map>
+#include <string>
 
 namespace hspmd::planner {
 
@@ -40,6 +41,9 @@ std::map<int, double> estimateCompute(const ir::Graph &graph, const passes::Lowe
 /// Links of a cluster: devices of one node talk at the slower of their types' intra-node
 /// bandwidth, others at the cluster's inter-node bandwidth.
 passes::LinkModel linkModel(const Cluster &cluster);
+
+/// A byte count as people read memory: "13.6 MiB" below a GiB, else "2.3 GiB".
+std::string memoryText(double bytes);
 
 /// Bytes a device holds of a value under an annotation (0 when it holds none).
 double localBytes(const ir::Value &value, const ir::Annotation &annotation, int device);

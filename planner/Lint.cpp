@@ -18,15 +18,6 @@ namespace {
 using passes::Problem;
 using passes::Severity;
 
-std::string gib(double bytes) {
-  char text[32];
-  if (bytes < 1024.0 * 1024 * 1024)
-    std::snprintf(text, sizeof text, "%.1f MiB", bytes / (1024.0 * 1024));
-  else
-    std::snprintf(text, sizeof text, "%.1f GiB", bytes / (1024.0 * 1024 * 1024));
-  return text;
-}
-
 std::string fixed(double value, int digits) {
   char text[32];
   std::snprintf(text, sizeof text, "%.*f", digits, value);
@@ -383,7 +374,7 @@ private:
       const double capacity = type.memoryGiB * 1024 * 1024 * 1024;
       std::string note;
       if (!stageRecompute && memory.total(true) <= capacity)
-        note = "with `recompute` the estimate is " + gib(memory.total(true));
+        note = "with `recompute` the estimate is " + memoryText(memory.total(true));
       if (auto planned = plannedPeak_.find(device); planned != plannedPeak_.end()) {
         // The memory plan of the device's training program: exact for the program as
         // compiled (parameters, gradients and optimizer state in the model's element types).
@@ -391,9 +382,9 @@ private:
         if (need <= capacity)
           continue;
         error(stage ? stage->devicesLoc : spec_.loc, "HS111",
-              "device " + std::to_string(device) + " needs " + gib(need) +
+              "device " + std::to_string(device) + " needs " + memoryText(need) +
                   " by the memory plan of its training program (first-order estimate " +
-                  gib(memory.total(stageRecompute)) + "), but a " + type.name + " has " + gib(capacity),
+                  memoryText(memory.total(stageRecompute)) + "), but a " + type.name + " has " + memoryText(capacity),
               note.empty() ? ir::Location{} : (stage ? stage->devicesLoc : spec_.loc), note);
         return;
       }
@@ -401,11 +392,12 @@ private:
       if (need <= capacity)
         continue;
       error(stage ? stage->devicesLoc : spec_.loc, "HS111",
-            "device " + std::to_string(device) + " needs an estimated " + gib(need) + " (parameters " +
-                gib(memory.params) + ", gradients " + gib(memory.grads) + ", optimizer state " + gib(memory.optimizer) +
-                ", activations " + gib(stageRecompute ? memory.activationsRecompute : memory.activations) + " for " +
+            "device " + std::to_string(device) + " needs an estimated " + memoryText(need) + " (parameters " +
+                memoryText(memory.params) + ", gradients " + memoryText(memory.grads) + ", optimizer state " +
+                memoryText(memory.optimizer) + ", activations " +
+                memoryText(stageRecompute ? memory.activationsRecompute : memory.activations) + " for " +
                 std::to_string(memory.inFlight) + " micro-batches in flight), but a " + type.name + " has " +
-                gib(capacity),
+                memoryText(capacity),
             note.empty() ? ir::Location{} : (stage ? stage->devicesLoc : spec_.loc), note);
       return; // one device tells the story
     }

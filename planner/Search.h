@@ -66,6 +66,10 @@ struct PlanRequest {
   int64_t tokens = 0, sequence = 0;            // tokens per step, positions per sequence
   double efficiency = cost::kKernelEfficiency; // the fraction of a device's bf16 peak kernels reach
   double memoryFraction = 0.9;                 // of each device's memory the plan may use
+  /// bf16 mixed precision (the plan says `precision bf16`, docs/runtime.md): activations, their
+  /// gradients and the messages carrying them take 2 bytes an element; parameters, gradients
+  /// (and their synchronisation) and the optimizer state keep the model's element type.
+  bool bf16 = false;
 };
 
 struct StagePlan {

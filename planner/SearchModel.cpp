@@ -45,7 +45,9 @@ std::span<const int> groupOf(const StagePlan &stage, size_t g) {
 StageCost stageCost(const Context &cx, const StagePlan &stage, bool recompute, bool zero, int inFlight,
                     double perReplica, int replicas, int next) {
   const ModelShape &m = cx.shape;
-  const double e = m.elementBytes, t = stage.tp, f = cx.factor(recompute);
+  // e: a parameter's bytes (weights, gradients, AdamW's moments); a: an activation's (kept,
+  // working, and every message and TP all-reduce of one).
+  const double e = m.elementBytes, a = cx.activationBytes(), t = stage.tp, f = cx.factor(recompute);
   const int64_t S = cx.request.sequence;
   const double hidden = static_cast<double>(m.hidden);
   const size_t groups = stage.devices.size() / static_cast<size_t>(stage.tp);
@@ -57,7 +59,7 @@ StageCost stageCost(const Context &cx, const StagePlan &stage, bool recompute, b
   // Kept per layer and position: its input (a partial sum and its reduced copy under TP),
   // or all its activations; one layer's activations are live while it runs backward.
   const double stashPerLayer = recompute ? 2 * hidden : m.activationElements / t;
-  auto working = [&](double positions) { return positions * m.activationElements * e / t; };
+  auto working = [&](double positions) { return positions * m.activationElements * a / t; };
   const double vocab = m.headFlopsPerToken / (2 * hidden);
   double othersParams = 0;
   if (stage.first || stage.last)
@@ -85,23 +87,23 @@ StageCost stageCost(const Context &cx, const StagePlan &stage, bool recompute, b
         const double elements = stage.hp.empty() ? theirs * kv
                                                  : share * theirs * (hidden + kv) +
                                                        len * hidden * static_cast<double>(stage.hp[h]) / m.heads;
-        comm += elements * e / t / (cx.topology.bandwidth(devices.front(), stage.devices[h * stage.tp]) * 1e9);
+        comm += elements * a / t / (cx.topology.bandwidth(devices.front(), stage.devices[h * stage.tp]) * 1e9);
       }
       attention = stage.hp.empty() ? pairs(at, at + lengths[g]) * m.attentionFlopsPerPair
                                    : share * pairs(0, S) * m.attentionFlopsPerPair;
       at += lengths[g];
       const double layer =
           perReplica * (f * (2 * m.layerParams * len + attention) / v + len * cx.memorySeconds(devices, stage.tp, f) +
-                        collectives * ringAllReduce(len * hidden * e, stage.tp, tpBw) + (recompute ? 3 : 2) * comm);
+                        collectives * ringAllReduce(len * hidden * a, stage.tp, tpBw) + (recompute ? 3 : 2) * comm);
       cost.layerSeconds = std::max(cost.layerSeconds, layer);
       cost.fixedSeconds =
           std::max(cost.fixedSeconds, stage.last ? perReplica * f * m.headFlopsPerToken * len / v : 0.0);
       cost.layerBytes =
-          std::max(cost.layerBytes, m.layerParams * paramBytes + inFlight * perReplica * len * stashPerLayer * e);
+          std::max(cost.layerBytes, m.layerParams * paramBytes + inFlight * perReplica * len * stashPerLayer * a);
       cost.fixedBytes =
           std::max(cost.fixedBytes, othersParams * paramBytes + working(perReplica * len) +
-                                        perReplica * static_cast<double>(S) * 2 * static_cast<double>(m.kvDim) * e / t +
-                                        (stage.last ? perReplica * len * vocab * e / t : 0));
+                                        perReplica * static_cast<double>(S) * 2 * static_cast<double>(m.kvDim) * a / t +
+                                        (stage.last ? perReplica * len * vocab * a / t : 0));
     }
     return cost;
   }
@@ -113,13 +115,13 @@ StageCost stageCost(const Context &cx, const StagePlan &stage, bool recompute, b
   cost.layerSeconds =
       f * perReplica * (2 * m.layerParams * static_cast<double>(S) + m.attentionFlopsPerPair * pairs(0, S)) / v +
       positions * cx.memorySeconds(stage.devices, stage.tp, f) +
-      collectives * ringAllReduce(positions * hidden * e, stage.tp, tpBw);
+      collectives * ringAllReduce(positions * hidden * a, stage.tp, tpBw);
   cost.fixedSeconds = stage.last ? f * positions * m.headFlopsPerToken / v : 0;
   if (next >= 0) // the activation forward, its gradient backward
     cost.fixedSeconds +=
-        2 * (positions * hidden * e / (cx.topology.bandwidth(stage.devices.front(), next) * 1e9) + kAlpha);
-  cost.layerBytes = m.layerParams * paramBytes + inFlight * positions * stashPerLayer * e;
-  cost.fixedBytes = othersParams * paramBytes + working(positions) + (stage.last ? positions * vocab * e / t : 0);
+        2 * (positions * hidden * a / (cx.topology.bandwidth(stage.devices.front(), next) * 1e9) + kAlpha);
+  cost.layerBytes = m.layerParams * paramBytes + inFlight * positions * stashPerLayer * a;
+  cost.fixedBytes = othersParams * paramBytes + working(positions) + (stage.last ? positions * vocab * a / t : 0);
   return cost;
 }
 
@@ -249,7 +251,7 @@ PipelineCost pipelineCost(const Context &cx, const PipelinePlan &pipeline, bool 
 // its own memory.
 std::vector<ShareDevice> shareDevices(const Context &cx, const StagePlan &stage) {
   std::vector<ShareDevice> devices;
-  const double positionBytes = static_cast<double>(cx.shape.hidden) * cx.shape.elementBytes;
+  const double positionBytes = static_cast<double>(cx.shape.hidden) * cx.activationBytes();
   for (size_t g = 0; g < stage.devices.size() / static_cast<size_t>(stage.tp); ++g) {
     const auto group = groupOf(stage, g);
     const double t = stage.tp;

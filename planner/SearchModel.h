@@ -56,14 +56,17 @@ struct Context {
     return bw;
   }
   int64_t sequences() const { return request.tokens / request.sequence; }
+  // Bytes of an activation element (and of the messages carrying activations): 2 in bf16,
+  // else the model's own element type. Parameters keep shape.elementBytes.
+  double activationBytes() const { return request.bf16 ? 2.0 : shape.elementBytes; }
   // Seconds per position of one layer's memory-bound ops (forward and backward: `f` passes)
   // on the slowest memory of a TP group of `t` devices: the residual stream whole on every
-  // rank, the rest split.
+  // rank, the rest split (ModelShape counts them at its element type; bf16 moves fewer).
   double memorySeconds(std::span<const int> devices, int t, double f) const {
     double bw = 1e30;
     for (int d : devices)
       bw = std::min(bw, hbm_.at(static_cast<size_t>(d)));
-    return f * (shape.streamBytes + shape.splitBytes / t) / bw;
+    return f * (shape.streamBytes + shape.splitBytes / t) * activationBytes() / shape.elementBytes / bw;
   }
   double factor(bool recompute) const { return recompute ? cost::kTrainingPassesRecompute : cost::kTrainingPasses; }
 

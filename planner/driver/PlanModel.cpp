@@ -106,8 +106,8 @@ public:
     char text[240];
     if (c.memoryRatio > kUncompiledMemoryRatio || (haveBest && c.memoryRatio > 1)) {
       std::snprintf(text, sizeof text,
-                    "estimated %.3f ms, memory estimated %.1f GiB, %.2fx what a device may use: not compiled",
-                    c.seconds * 1e3, c.peakBytes / (1ull << 30), c.memoryRatio);
+                    "estimated %.3f ms, memory estimated %s, %.2fx what a device may use: not compiled",
+                    c.seconds * 1e3, planner::memoryText(c.peakBytes).c_str(), c.memoryRatio);
       return text;
     }
     const double error = smallestError(c.family);
@@ -355,6 +355,14 @@ SimulatedPlan simulatePlanFile(const std::string &path, const planner::Cluster &
   return simulateSpec(compilation, sink, build->plans[0], cluster);
 }
 
+planner::PlanRequest requestOf(const PlanFiles &files) {
+  planner::PlanRequest request;
+  request.tokens = files.tokens;
+  request.sequence = files.sequence;
+  request.bf16 = files.bf16;
+  return request;
+}
+
 bool planModel(const PlanFiles &files, PlanOutcome &outcome, std::ostream &progress, std::ostream &errors) {
   frontend::SourceManager sources;
   frontend::CollectingSink sink;
@@ -412,9 +420,7 @@ bool planModel(const PlanFiles &files, PlanOutcome &outcome, std::ostream &progr
     }
   }
   outcome.cluster = *cluster;
-  planner::PlanRequest request;
-  request.tokens = files.tokens;
-  request.sequence = files.sequence;
+  const planner::PlanRequest request = requestOf(files);
 
   auto start = Clock::now();
   planner::SearchResult search = planner::searchPlans(outcome.shape, *cluster, request, files.finalists);
@@ -502,8 +508,8 @@ bool planModel(const PlanFiles &files, PlanOutcome &outcome, std::ostream &progr
     order.observe(s);
     char text[160];
     if (s.simulated.error.empty())
-      std::snprintf(text, sizeof text, "estimated %.3f ms, simulated %.3f ms, memory %.1f GiB%s",
-                    s.candidate.seconds * 1e3, s.simulated.seconds * 1e3, s.simulated.peakBytes / (1ull << 30),
+      std::snprintf(text, sizeof text, "estimated %.3f ms, simulated %.3f ms, memory %s%s", s.candidate.seconds * 1e3,
+                    s.simulated.seconds * 1e3, planner::memoryText(s.simulated.peakBytes).c_str(),
                     s.simulated.fits ? "" : " (over a device's memory)");
     progress << prefix(w.list) << s.candidate.strategy << (s.candidate.chunked ? " (chunked zero state)" : "") << ": "
              << (s.simulated.error.empty() ? text : s.simulated.error) << std::endl;
@@ -600,7 +606,7 @@ bool planModel(const PlanFiles &files, PlanOutcome &outcome, std::ostream &progr
         errors << "\n  " << c.candidate.strategy << ": "
                << (!c.simulated.error.empty()     ? c.simulated.error
                    : !c.simulated.skipped.empty() ? c.simulated.skipped
-                                                  : std::to_string(c.simulated.peakBytes / (1ull << 30)) + " GiB");
+                                                  : planner::memoryText(c.simulated.peakBytes));
     errors << "\n";
     return false;
   }
@@ -701,9 +707,7 @@ int sharedLayout(const PlanFiles &longest, const PlanFiles &files, const planner
   frontend::Compilation compilation(sources, diags);
   if (!elaborateBuild(compilation, files.model, {}, ""))
     return 0; // planModel compiled it: not expected
-  planner::PlanRequest request;
-  request.tokens = files.tokens;
-  request.sequence = files.sequence;
+  const planner::PlanRequest request = requestOf(files);
   ir::PlanSpec spec = planner::planSpec(*shared, outcome.shape, request, planName(files.out));
   spec.clusterPath = files.cluster;
   const SimulatedPlan simulated = simulateSpec(compilation, sink, spec, outcome.cluster);
@@ -712,8 +716,9 @@ int sharedLayout(const PlanFiles &longest, const PlanFiles &files, const planner
   if (!simulated.error.empty())
     std::snprintf(text, sizeof text, "not possible (%s)", simulated.error.c_str());
   else
-    std::snprintf(text, sizeof text, "simulated %.3f ms against %.3f ms, memory %.1f GiB%s", simulated.seconds * 1e3,
-                  own * 1e3, simulated.peakBytes / (1ull << 30), simulated.fits ? "" : " (over a device's memory)");
+    std::snprintf(text, sizeof text, "simulated %.3f ms against %.3f ms, memory %s%s", simulated.seconds * 1e3,
+                  own * 1e3, planner::memoryText(simulated.peakBytes).c_str(),
+                  simulated.fits ? "" : " (over a device's memory)");
   // Kept where it fits and costs at most kSharedLayoutSlack more a step than the bucket's
   // own plan: every change of plan between them then moves nothing, and the set's plans can
   // run within one step (--granularity micro-batch).

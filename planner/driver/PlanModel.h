@@ -23,7 +23,11 @@ struct PlanFiles {
                               // the finalists are still widened when none fits)
   bool everyFinalist = false; // compile every finalist: none is left out by its estimates
   size_t threads = 0;         // compiling finalists side by side (0: the machine's cores, at most 8)
+  bool bf16 = false;          // --precision bf16: priced, compiled and written as `precision bf16`
 };
+
+/// What the search is asked for these files: their tokens, sequence and precision.
+planner::PlanRequest requestOf(const PlanFiles &files);
 
 /// A finalist is not compiled when its estimated memory is over this many times what a device
 /// may use, unless no other fits.

@@ -138,6 +138,7 @@ SurvivorPlan planForSurvivors(const ir::PlanSpec &plan, const frontend::Compilat
   files.out = base + ".planner.hspmd"; // the planner's own plan, on the survivors' numbering
   files.sequence = sequence;
   files.tokens = batch * sequence;
+  files.bf16 = plan.bf16; // priced as the run stores its activations
   PlanOutcome outcome;
   std::ostringstream progress, errors;
   if (!planModel(files, outcome, progress, errors) || !outcome.chosen) {
@@ -148,9 +149,7 @@ SurvivorPlan planForSurvivors(const ir::PlanSpec &plan, const frontend::Compilat
   // Every optimizer state replicated (no ZeRO) where that fits: a later death then loses no
   // part of it.
   planner::Candidate candidate = outcome.chosen->candidate;
-  planner::PlanRequest request;
-  request.tokens = files.tokens;
-  request.sequence = files.sequence;
+  const planner::PlanRequest request = requestOf(files);
   if (candidate.zero) {
     planner::Candidate whole = candidate;
     whole.zero = false;

@@ -50,9 +50,7 @@ int runPlan(const driver::PlanFiles &files, bool report) {
     std::printf("; it is the best symmetric plan");
   std::printf("\n");
   if (report) {
-    planner::PlanRequest request;
-    request.tokens = files.tokens;
-    request.sequence = files.sequence;
+    const planner::PlanRequest request = driver::requestOf(files);
     const planner::LocalCheck check =
         planner::checkLocalPrograms(chosen.candidate, outcome.shape, outcome.cluster, request);
     std::printf("search %.1f ms over %d candidates, simulation of the finalists %.1f s\nlocal programs: %s\n",

@@ -240,6 +240,12 @@ int run(int argc, char **argv) {
   planCommand->add_flag("--every-finalist", planFiles.everyFinalist,
                         "Compile and simulate every finalist (by default the estimates leave out those they rule out)");
   planCommand->add_flag("--report", planReport, "Print every finalist and the local programs' gap to CBC");
+  std::string planPrecision = "fp32";
+  planCommand
+      ->add_option("--precision", planPrecision,
+                   "fp32 (default) or bf16: plans priced, compiled and simulated with activations and their messages "
+                   "in bf16, written with `precision bf16` (docs/runtime.md)")
+      ->check(CLI::IsMember({"fp32", "bf16"}));
 
   auto *buildCommand = app.add_subcommand("build", "Compile a plan for training into C++ and a binary");
   std::string buildFile, buildTarget = "cpu", buildOut;
@@ -332,8 +338,10 @@ int run(int argc, char **argv) {
   if (program->parsed())
     return runDumpProgram(programFile, programPlans, programDevice, programTrain, programNccl,
                           bf16Of(programPrecision));
-  if (planCommand->parsed())
+  if (planCommand->parsed()) {
+    planFiles.bf16 = planPrecision == "bf16";
     return planLengths.empty() ? runPlan(planFiles, planReport) : runPlanForLengths(planFiles, planLengths);
+  }
   if (simulateCommand->parsed()) {
     for (const char *option :
          {"--steps", "--recover", "--checkpoint-every", "--heartbeat", "--restart-seconds", "--checkpoint-gbps"})

@@ -254,6 +254,37 @@ TEST(Search, ProposesWholePlansOnAMixedCluster) {
   EXPECT_LT(result.planned.front().seconds, result.symmetric.front().seconds);
 }
 
+// `--precision bf16`: the same candidate priced with 2-byte activations and messages holds less
+// and runs no slower; its parameters' state is unchanged, so it holds more than half; its plan
+// says `precision bf16`.
+TEST(Search, Bf16PricesActivationsAndMessagesAtTwoBytes) {
+  const ModelShape shape = exampleShape("examples/llama/llama32b.hspmd");
+  std::vector<ClusterError> errors;
+  const auto cluster = loadCluster("examples/clusters/h800x16_h20x32.toml", "stdlib/devices.toml", errors);
+  ASSERT_TRUE(cluster);
+  PlanRequest fp32;
+  fp32.tokens = 36 * 4096;
+  fp32.sequence = 4096;
+  PlanRequest bf16 = fp32;
+  bf16.bf16 = true;
+  const SearchResult result = searchPlans(shape, *cluster, fp32, 3);
+  ASSERT_FALSE(result.planned.empty());
+  int compared = 0;
+  for (const auto *list : {&result.planned, &result.symmetric})
+    for (Candidate c : *list) {
+      const double seconds = c.seconds, peak = c.peakBytes;
+      estimate(c, shape, *cluster, bf16);
+      EXPECT_LT(c.peakBytes, peak) << c.strategy;
+      EXPECT_GT(c.peakBytes, peak / 2) << c.strategy;
+      EXPECT_LT(c.seconds, seconds) << c.strategy; // memory-bound ops and TP all-reduces move half
+      EXPECT_FALSE(planSpec(c, shape, fp32, "p").bf16);
+      EXPECT_TRUE(planSpec(c, shape, bf16, "p").bf16);
+      EXPECT_NE(planText(c, shape, bf16, "p", "m.hspmd", "c.toml").find("\n  precision bf16\n"), std::string::npos);
+      ++compared;
+    }
+  EXPECT_GE(compared, 4);
+}
+
 // A cluster far larger than the batch: 4 sequences on 512 CPU devices. Pipelines the batch
 // leaves without sequences are not in the plan, and the strategy says how many run ("4 of 128
 // pipelines"); each type's options are ranked by the pipelines that work (before, 128
