@@ -354,8 +354,11 @@ private:
   double unsharedKernelSeconds(int device, const ir::Instruction &in, const ir::DeviceProgram &program) const {
     if (in.kind == ir::InstrKind::Copy) {
       double bytes = 0;
+      const int element = in.outputs.empty()
+                              ? 4
+                              : ir::dtypeBytes(program.buffers[static_cast<size_t>(in.outputs[0])].dtype); // bf16: 2
       for (const ir::Box &box : in.slices)
-        bytes += static_cast<double>(box.numElements()) * 4;
+        bytes += static_cast<double>(box.numElements()) * element;
       if (in.op == "zero" && !in.outputs.empty())
         bytes = static_cast<double>(program.buffers[static_cast<size_t>(in.outputs[0])].bytes());
       return 2 * bytes / model_.memoryBandwidth(device);
