@@ -9,15 +9,17 @@
 //   3. FLOP-matched pairs, compared per peak FLOP/s: LLaMA-2-7B on 4 A100 + 2 devices of
 //      twice an A100 vs 8 A100 (equal FLOP/s and HBM bandwidth in all), and on 4 H100 + 4 A100
 //      (5204 TFLOP/s) vs 16 A100 (4992 TFLOP/s);
-//   4. the search's speed at 16-128 devices of 4 types, and the local programs' gap to CBC.
+//   4. the search's speed at 16-128 devices of 4 types, and the local programs' gap to CBC;
+//   5. bf16 mixed precision against fp32: the plan each writes for the 32B and the 7B settings.
 //
 // Each setting runs the planner's search, compiles and simulates its finalists (the best 2
 // of each family of strategies, planned and symmetric) and prints the fastest planned
 // (non-symmetric) finalist against the fastest symmetric one, first among those whose
 // programs fit memory (what `hspmc plan` compares), then regardless of memory: the programs
 // hold fp32 weights, gradients and activations, so long contexts do not fit 80 GiB devices.
-// Usage: bench_plan [--quick | --speed | --context]   (--quick: the 32K context only, no
-// 128-device search; --speed: only the search speed; --context: only the 7B settings)
+// Usage: bench_plan [--quick | --speed | --context | --precision]   (--quick: the 32K context
+// only, no 128-device search; --speed: only the search speed; --context: only the 7B settings;
+// --precision: only the bf16 comparison)
 #include "planner/Search.h"
 #include "planner/driver/Driver.h"
 #include "planner/driver/PlanModel.h"
@@ -49,7 +51,8 @@ struct Result {
 };
 
 // The planner on `model` and `cluster`; the fastest planned and symmetric finalists.
-std::unique_ptr<Result> plan(const std::string &model, const std::string &cluster, int64_t seq, int64_t tokens) {
+std::unique_ptr<Result> plan(const std::string &model, const std::string &cluster, int64_t seq, int64_t tokens,
+                             bool bf16 = false) {
   auto r = std::make_unique<Result>();
   driver::PlanFiles files;
   files.model = kSource + "/" + model;
@@ -59,6 +62,7 @@ std::unique_ptr<Result> plan(const std::string &model, const std::string &cluste
   files.tokens = tokens;
   files.ignoreMemory = true;
   files.everyFinalist = true; // both kinds compared, whatever the estimates say
+  files.bf16 = bf16;
   std::ostringstream progress;
   r->ok = driver::planModel(files, r->outcome, progress, std::cerr);
   std::filesystem::remove(files.out);
@@ -307,6 +311,62 @@ void runSettings(bool quick, bool contextOnly) {
        "examples/clusters/a100x16.toml", 4992);
 }
 
+// 5. `hspmc plan --precision bf16` against fp32 on the same settings: the plan each writes
+// (the fastest finalist that fits memory), its simulated step and memory, and how many
+// finalists fit at all. Both sides are priced by the same simulator, which prices a kernel and
+// a message by the bytes of its buffers (bf16 activations: half of fp32's).
+void precisionComparison(bool quick) {
+  std::printf("\nbf16 mixed precision (hspmc plan --precision bf16) against fp32, the plan each writes:\n");
+  std::printf("%-30s %12s %8s %6s  %12s %8s %6s  %6s\n", "setting", "fp32 step", "memory", "fit", "bf16 step", "memory",
+              "fit", "ratio");
+  struct Setting {
+    std::string label, model, cluster;
+    int64_t seq, tokens;
+  };
+  std::vector<Setting> settings = {{"32B, 16 H800 + 32 H20, 4K", "examples/llama/llama32b.hspmd",
+                                    "examples/clusters/h800x16_h20x32.toml", 4096, 36 * 4096},
+                                   {"7B, 8 H100 + 8 A100, 32K", "examples/llama/llama2_7b.hspmd",
+                                    "examples/clusters/h100x8_a100x8.toml", 32768, 262144}};
+  if (!quick)
+    settings.push_back({"7B, 8 H100 + 8 A100, 128K", "examples/llama/llama2_7b.hspmd",
+                        "examples/clusters/h100x8_a100x8.toml", 131072, 262144});
+  for (const Setting &s : settings) {
+    const driver::SimulatedCandidate *best[2] = {nullptr, nullptr};
+    int fit[2] = {0, 0}, all[2] = {0, 0};
+    std::unique_ptr<Result> results[2];
+    for (int half = 0; half < 2; ++half) {
+      results[half] = plan(s.model, s.cluster, s.seq, s.tokens, half == 1);
+      for (const auto *list : {&results[half]->outcome.planned, &results[half]->outcome.symmetric})
+        for (const auto &c : *list) {
+          if (c.simulated.seconds <= 0)
+            continue;
+          ++all[half];
+          if (!c.simulated.fits)
+            continue;
+          ++fit[half];
+          if (!best[half] || c.simulated.seconds < best[half]->simulated.seconds)
+            best[half] = &c;
+        }
+    }
+    auto column = [&](int half) {
+      char text[64];
+      if (!best[half])
+        std::snprintf(text, sizeof text, "%12s %8s %2d/%-3d", "none fits", "", fit[half], all[half]);
+      else
+        std::snprintf(text, sizeof text, "%9.1f ms %8s %2d/%-3d", best[half]->simulated.seconds * 1e3,
+                      gib(*best[half]).c_str(), fit[half], all[half]);
+      return std::string(text);
+    };
+    char ratio[16] = "-";
+    if (best[0] && best[1])
+      std::snprintf(ratio, sizeof ratio, "%5.2fx", best[0]->simulated.seconds / best[1]->simulated.seconds);
+    std::printf("%-30s %s  %s  %6s\n", s.label.c_str(), column(0).c_str(), column(1).c_str(), ratio);
+    for (int half = 0; half < 2; ++half)
+      if (best[half])
+        std::printf("%-30s   %s: %s\n", "", half ? "bf16" : "fp32", best[half]->candidate.strategy.c_str());
+  }
+}
+
 void searchSpeed(bool quick) {
   // 4. Search speed with up to 4 types, and the local programs' gap to CBC.
   hspmd::frontend::SourceManager sources;
@@ -364,10 +424,17 @@ int main(int argc, char **argv) {
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
   const bool speedOnly = argc > 1 && std::strcmp(argv[1], "--speed") == 0;
   const bool contextOnly = argc > 1 && std::strcmp(argv[1], "--context") == 0;
+  const bool precisionOnly = argc > 1 && std::strcmp(argv[1], "--precision") == 0;
+  if (precisionOnly) {
+    precisionComparison(false);
+    return 0;
+  }
   if (!speedOnly)
     runSettings(quick, contextOnly);
   if (contextOnly)
     return 0;
+  if (!speedOnly)
+    precisionComparison(quick);
   searchSpeed(quick);
   return 0;
 }

@@ -39,6 +39,13 @@ std::optional<int64_t> SymExpr::constant() const {
   return std::nullopt;
 }
 
+int64_t SymExpr::valueWithSymbolsAsOne() const {
+  int64_t sum = 0;
+  for (const auto &[monomial, coefficient] : terms_)
+    (void)__builtin_add_overflow(sum, coefficient, &sum); // wraps as addTerm's sum does
+  return sum;
+}
+
 std::vector<std::string> SymExpr::symbols() const {
   std::vector<std::string> names;
   for (const auto &[monomial, coefficient] : terms_)

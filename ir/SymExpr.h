@@ -27,6 +27,9 @@ public:
   /// The value when the expression has no symbols.
   std::optional<int64_t> constant() const;
   std::vector<std::string> symbols() const;
+  /// The value with every symbol 1: the sum of the coefficients (as substitute() of every
+  /// symbol by 1 and constant() would give, without building either).
+  int64_t valueWithSymbolsAsOne() const;
 
   SymExpr operator+(const SymExpr &other) const;
   SymExpr operator-(const SymExpr &other) const;

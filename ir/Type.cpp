@@ -80,12 +80,9 @@ std::optional<std::vector<int64_t>> concreteShape(const Shape &shape) {
 
 std::vector<int64_t> sizesWithUnboundAsOne(const Shape &shape) {
   std::vector<int64_t> sizes;
-  for (const auto &dim : shape) {
-    std::map<std::string, int64_t> ones;
-    for (const auto &symbol : dim.symbols())
-      ones[symbol] = 1;
-    sizes.push_back(dim.substitute(ones).constant().value_or(1));
-  }
+  sizes.reserve(shape.size());
+  for (const auto &dim : shape)
+    sizes.push_back(dim.valueWithSymbolsAsOne());
   return sizes;
 }
 

@@ -354,9 +354,8 @@ private:
   double unsharedKernelSeconds(int device, const ir::Instruction &in, const ir::DeviceProgram &program) const {
     if (in.kind == ir::InstrKind::Copy) {
       double bytes = 0;
-      const int element = in.outputs.empty()
-                              ? 4
-                              : ir::dtypeBytes(program.buffers[static_cast<size_t>(in.outputs[0])].dtype); // bf16: 2
+      const int element =
+          in.outputs.empty() ? 4 : ir::dtypeBytes(program.buffers[static_cast<size_t>(in.outputs[0])].dtype); // bf16: 2
       for (const ir::Box &box : in.slices)
         bytes += static_cast<double>(box.numElements()) * element;
       if (in.op == "zero" && !in.outputs.empty())

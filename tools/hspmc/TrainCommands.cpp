@@ -280,8 +280,10 @@ int train(const std::string &file, const std::vector<std::string> &planFiles, ru
     runtime::Replanned made;
     auto start = std::chrono::steady_clock::now();
     const runtime::ModelInfo info = driver::modelInfo(*t.build->graph);
+    ir::PlanSpec plan = t.plan();
+    plan.bf16 = TrainingBuild::bf16.value_or(plan.bf16); // planned as the run stores its activations
     const driver::SurvivorPlan planned =
-        driver::planForSurvivors(t.plan(), t.compilation, info.batch, info.seq, live, replanDirectory, speeds);
+        driver::planForSurvivors(plan, t.compilation, info.batch, info.seq, live, replanDirectory, speeds);
     made.planSeconds = secondsSince(start);
     made.name = planned.name;
     made.path = planned.path;

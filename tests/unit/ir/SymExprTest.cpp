@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 using hspmd::ir::parseSymExpr;
 using hspmd::ir::SymExpr;
 
@@ -50,6 +52,20 @@ TEST(SymExpr, SubstituteBindsSomeSymbols) {
   EXPECT_EQ(e.substitute({{"B", 2}}).str(), "6*S + 2");
   EXPECT_EQ(e.substitute({{"B", 2}, {"S", 10}}).constant(), 62);
   EXPECT_EQ(e.symbols(), (std::vector<std::string>{"B", "S"}));
+}
+
+// Every symbol 1 (what estimates use for unbound sizes): the value substitute() gives.
+TEST(SymExpr, ValueWithSymbolsAsOneIsSubstitutionByOnes) {
+  for (const char *text : {"0", "17", "B", "3*B*S", "3*B*S - B + 2", "-B", "S*S + 4*S - 7", "B - S", "4*B*B*S - 9"}) {
+    std::string error;
+    auto e = parseSymExpr(text, &error);
+    ASSERT_TRUE(e) << text;
+    std::map<std::string, int64_t> ones;
+    for (const std::string &name : e->symbols())
+      ones[name] = 1;
+    EXPECT_EQ(e->valueWithSymbolsAsOne(), e->substitute(ones).constant()) << text;
+  }
+  EXPECT_EQ((SymExpr(3) * sym("B") - SymExpr(5)).valueWithSymbolsAsOne(), -2);
 }
 
 TEST(SymExpr, ParsesWhatItPrints) {

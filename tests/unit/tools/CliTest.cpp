@@ -711,6 +711,19 @@ TEST(Cli, ARunGoesOnAfterADeviceDies) {
   EXPECT_NEAR(resumed[0], whole[3], 1e-5 * whole[3]);
 }
 
+// --recover auto in a bf16 run (`--precision bf16` over an fp32 plan): the planner plans for
+// the survivors in bf16 and the plan it writes says so.
+TEST(Cli, RecoverAutoPlansInTheRunsPrecision) {
+  CliRun run = hspmc("train examples/gpt/plans/hetero4.hspmd --data examples/data/gpl-3.txt --steps 3 --precision bf16 "
+                     "--fail 2:3 --recover auto");
+  ASSERT_EQ(run.code, 0) << run.output;
+  const size_t at = run.output.find("recovered onto plan 'auto_0_1_2' (planned for them in ");
+  ASSERT_NE(at, std::string::npos) << run.output;
+  const size_t path = run.output.find(": ", run.output.find(" compiled in ", at)) + 2;
+  const std::string text = readText(run.output.substr(path, run.output.find(')', path) - path));
+  EXPECT_NE(text.find("\n  precision bf16\n"), std::string::npos) << text;
+}
+
 // --stragglers (docs/elastic.md): device 1 becomes 4x slower at step 6 (a `slow` event); after
 // three slow steps in a row the run plans for its measured speed and switches, once; the
 // losses are those of the run without it. A device slow for one step only changes nothing.
@@ -1370,7 +1383,9 @@ TEST(Cli, PlanInBf16FitsWhereFp32DoesNot) {
   // The docs' example: on cpu_mixed4 the bf16 plan simulates faster than the fp32 one.
   const std::string args = docsCommand("runtime.md", "plan-bf16");
   ASSERT_FALSE(args.empty());
-  CliRun docs = hspmc(args), full = hspmc(args.substr(0, args.find(" --precision")));
+  std::string fp32Args = args.substr(0, args.find(" --precision"));
+  fp32Args.replace(fp32Args.find("tiny_bf16"), 9, "tiny_fp32"); // not over the docs' plan
+  CliRun docs = hspmc(args), full = hspmc(fp32Args);
   ASSERT_EQ(docs.code, 0) << docs.output;
   ASSERT_EQ(full.code, 0) << full.output;
   auto step = [](const std::string &output) {
