@@ -236,7 +236,7 @@ TypeResult inferCrossEntropy(const std::vector<TensorType> &in) {
   Shape expected(logits.shape.begin(), logits.shape.end() - (logits.rank() > 0 ? 1 : 0));
   if (logits.rank() < 1 || targets.shape != expected)
     return fail("targets " + targets.str() + " do not match logits " + logits.str());
-  return one(TensorType{logits.dtype, {}});
+  return one(TensorType{DType::F32, {}}); // the loss is f32 whatever the logits' type (docs/language.md)
 }
 } // namespace
 

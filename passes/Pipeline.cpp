@@ -62,6 +62,34 @@ bool differentiate(State &s) {
                      {}});
     return false;
   }
+  // Parameters load, checkpoint, switch and update as f32 (ParameterStore holds floats): a
+  // parameter the model declares in another type would be read as garbage.
+  for (const auto &op : s.graph.ops())
+    if (op->kind == ir::OpKind::Param && op->result()->type.dtype != ir::DType::F32) {
+      s.report(Problem{Severity::Error,
+                       op->loc,
+                       "HS121",
+                       "training needs f32 parameters, but '" + op->result()->name + "' is " +
+                           std::string(ir::dtypeName(op->result()->type.dtype)) +
+                           " (for bf16 training say `precision bf16` in the plan: parameters stay f32, activations "
+                           "and their messages are bf16)",
+                       {},
+                       {}});
+      return false;
+    }
+  if (const ir::Value &loss = *s.graph.outputs[0]; loss.type.dtype != ir::DType::F32) {
+    // The executors read the loss and seed its gradient as one float: a bf16 loss would be
+    // read as garbage and train nothing. `precision bf16` keeps the loss f32 for this reason.
+    s.report(Problem{Severity::Error,
+                     s.graph.ops().back()->loc,
+                     "HS117",
+                     "training needs the loss in f32, but the model's forward returns " +
+                         std::string(ir::dtypeName(loss.type.dtype)) +
+                         " (for bf16 activations say `precision bf16` in the plan: the loss stays f32)",
+                     {},
+                     {}});
+    return false;
+  }
   s.gradients = buildGradients(s.graph, s.graph.outputs[0]);
   return true;
 }

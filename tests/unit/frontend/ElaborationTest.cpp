@@ -153,6 +153,22 @@ model M(d: int = 6) {
   EXPECT_EQ(ir::floatAttr(graph->findValue("w")->def->attrs, "std"), 0.1);
 }
 
+// docs/language.md: cross_entropy is a mean -> f32[] whatever its logits' type (it used to
+// take the logits' type, and a bf16 model's loss was bf16).
+TEST(Elaboration, CrossEntropyOfBf16LogitsIsAnF32Loss) {
+  Compiled c;
+  auto graph = elaborateText(c, R"(
+model M(d: int = 4) {
+  fn forward(x: bf16[B, S, d], ids: i32[B, S]) -> f32[] {
+    let loss = cross_entropy(x, ids)
+    return loss
+  }
+})",
+                             "M");
+  ASSERT_TRUE(graph);
+  EXPECT_EQ(typeOf(*graph, "forward.loss"), "f32[]");
+}
+
 TEST(Elaboration, PlanBindsArgumentsSymbolsAndAnnotations) {
   Compiled c;
   const frontend::FileAst *plan = c.compilation.load("examples/gpt/plans/raw_annotations.hspmd");
