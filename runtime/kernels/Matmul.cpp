@@ -1,8 +1,11 @@
 // matmul: [..., M, K] @ [..., K, N] -> [..., M, N] with numpy broadcasting of the batch
 // dimensions, through OpenBLAS's cblas_sgemm (one call when the right operand is a matrix).
 // OpenBLAS runs single-threaded; the kernel splits a product over the pool's threads by rows
-// of the result (or columns, when it has few rows), which leaves every element's sum as one
-// thread would compute it, and a batch by its products.
+// of the result (or columns, when it has few rows), and a batch by its products. The parts
+// depend on the product's shape, never on the threads (Parallel.h): OpenBLAS picks its kernel,
+// and with it the order of each element's additions, by the shape of each call (on an AVX-512
+// EPYC, 700 x 96 x 200 split in 3 parts gave other bits than in 1), so one thread runs the
+// same calls as three.
 #include "runtime/Kernels.h"
 #include "runtime/kernels/Parallel.h"
 
@@ -14,9 +17,11 @@ namespace hspmd::runtime::kernels {
 
 namespace {
 
-// Below this many multiply-adds a product runs on one thread: splitting it would cost more
-// than it saves.
+// A product is split in parts of at least this many multiply-adds (and 16 rows or columns):
+// a smaller part would cost more to start than it saves.
 constexpr int64_t kSplitWork = 1 << 20;
+// At most this many parts, whatever the threads (divisible by 1, 2, 3, 4 and 6 of them).
+constexpr int64_t kParts = 12;
 
 } // namespace
 
@@ -28,17 +33,16 @@ void sgemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alph
                 a + (transA ? m0 : m0 * lda), static_cast<int>(lda), b + (transB ? n0 * ldb : n0),
                 static_cast<int>(ldb), beta, c + m0 * ldc + n0, static_cast<int>(ldc));
   };
-  const int threads = kernelThreads();
-  if (threads == 1 || M * N * K < kSplitWork) {
+  const int64_t parts = std::min(kParts, M * N * K / kSplitWork);
+  if (parts <= 1) {
     call(0, M, 0, N);
     return;
   }
-  // Parts of at least 16 rows (or columns), one per thread.
-  if (M >= 16 * threads || M >= N) {
-    const int64_t rows = std::max<int64_t>(16, (M + threads - 1) / threads);
+  if (M >= 16 * parts || M >= N) {
+    const int64_t rows = std::max<int64_t>(16, (M + parts - 1) / parts);
     parallelFor(M, rows, [&](int64_t m0, int64_t m1) { call(m0, m1, 0, N); });
   } else {
-    const int64_t cols = std::max<int64_t>(16, (N + threads - 1) / threads);
+    const int64_t cols = std::max<int64_t>(16, (N + parts - 1) / parts);
     parallelFor(N, cols, [&](int64_t n0, int64_t n1) { call(0, M, n0, n1); });
   }
 }
