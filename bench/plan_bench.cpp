@@ -333,6 +333,7 @@ void precisionComparison(bool quick) {
   for (const Setting &s : settings) {
     const driver::SimulatedCandidate *best[2] = {nullptr, nullptr};
     int fit[2] = {0, 0}, all[2] = {0, 0};
+    std::vector<double> estimateErrors[2]; // the search's memory estimate / the compiled peak
     std::unique_ptr<Result> results[2];
     for (int half = 0; half < 2; ++half) {
       results[half] = plan(s.model, s.cluster, s.seq, s.tokens, half == 1);
@@ -341,6 +342,8 @@ void precisionComparison(bool quick) {
           if (c.simulated.seconds <= 0)
             continue;
           ++all[half];
+          if (c.simulated.peakBytes > 0)
+            estimateErrors[half].push_back(c.candidate.peakBytes / c.simulated.peakBytes);
           if (!c.simulated.fits)
             continue;
           ++fit[half];
@@ -361,9 +364,15 @@ void precisionComparison(bool quick) {
     if (best[0] && best[1])
       std::snprintf(ratio, sizeof ratio, "%5.2fx", best[0]->simulated.seconds / best[1]->simulated.seconds);
     std::printf("%-30s %s  %s  %6s\n", s.label.c_str(), column(0).c_str(), column(1).c_str(), ratio);
-    for (int half = 0; half < 2; ++half)
+    for (int half = 0; half < 2; ++half) {
       if (best[half])
         std::printf("%-30s   %s: %s\n", "", half ? "bf16" : "fp32", best[half]->candidate.strategy.c_str());
+      auto &e = estimateErrors[half];
+      std::sort(e.begin(), e.end());
+      if (!e.empty())
+        std::printf("%-30s   %s: the search's memory estimate / the compiled peak: %.2f to %.2f, median %.2f\n", "",
+                    half ? "bf16" : "fp32", e.front(), e.back(), e[e.size() / 2]);
+    }
   }
 }
 
