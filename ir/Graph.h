@@ -78,6 +78,8 @@ public:
   Value *findValue(const std::string &name) const;
 
   const std::vector<std::unique_ptr<Op>> &ops() const { return ops_; }
+  /// Values are numbered 0 .. numValues() - 1 (Value::id).
+  size_t numValues() const { return values_.size(); }
   std::vector<Value *> params() const { return valuesOf(OpKind::Param); }
   std::vector<Value *> inputs() const { return valuesOf(OpKind::Input); }
 

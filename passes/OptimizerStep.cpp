@@ -35,7 +35,7 @@ void ProgramBuilder::optimizerStep(const ir::Value &param, const ir::Value &grad
   auto state = plan_.optimizerState.find(param.name);
   const bool sharded = state != plan_.optimizerState.end() && state->second != *layout;
   const ir::Annotation &where = sharded ? state->second : *layout;
-  std::map<int, int> updated; // device -> the buffer holding its updated share
+  DeviceBuffers updated; // the buffers holding the devices' updated shares
   for (int d : where.devices()) {
     ir::Instruction in;
     in.kind = ir::InstrKind::Kernel;
@@ -58,7 +58,7 @@ void ProgramBuilder::optimizerStep(const ir::Value &param, const ir::Value &grad
       for (const auto &[name, value] : plan_.spec->optimizerArgs)
         in.attrs[name] = value;
     in.outputs = {target};
-    updated[d] = target;
+    updated.set(d, target);
     programs_[d].body.push_back(std::move(in));
   }
   if (sharded)

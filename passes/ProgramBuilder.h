@@ -20,6 +20,8 @@
 #include "passes/Communication.h"
 #include "passes/LoweredPlan.h"
 
+#include <algorithm>
+#include <climits>
 #include <functional>
 #include <map>
 #include <set>
@@ -60,13 +62,34 @@ private:
   // them as it orders the body anyway (appended, each body of thousands of instructions was
   // moved once more into a new allocation twice its size: a third of the pass).
   std::map<int, std::vector<ir::Instruction>> updates_;
-  // (device, value) -> buffer id, by bufferKey: hashed, since it holds every value of every
-  // device (half a million entries at 32B x 48 devices, where a tree's lookups were 4% of the
-  // compilation).
-  std::unordered_map<uint64_t, int> buffers_;
-  std::unordered_map<const ir::Value *, std::map<int, int>> byValue_; // value -> device -> buffer id
-  static uint64_t bufferKey(int device, const ir::Value *value) {
-    return static_cast<uint64_t>(static_cast<uint32_t>(device)) << 32 | static_cast<uint32_t>(value->id);
+  // Which buffer holds a value on each device: (device, buffer id) pairs in device order.
+  // A value lives on a few devices, so a sorted vector: one allocation per value, where hashed
+  // (device, value) keys and a map per value cost a node per entry (half a million entries
+  // at 32B x 48 devices: their lookups, insertions and destruction were 15% of compiling).
+  class DeviceBuffers {
+  public:
+    /// The buffer on `device`, or -1.
+    int find(int device) const {
+      auto it = std::lower_bound(entries_.begin(), entries_.end(), std::pair{device, INT_MIN});
+      return it != entries_.end() && it->first == device ? it->second : -1;
+    }
+    void set(int device, int id) {
+      auto it = std::lower_bound(entries_.begin(), entries_.end(), std::pair{device, INT_MIN});
+      if (it != entries_.end() && it->first == device)
+        it->second = id;
+      else
+        entries_.insert(it, {device, id});
+    }
+    auto begin() const { return entries_.begin(); }
+    auto end() const { return entries_.end(); }
+
+  private:
+    std::vector<std::pair<int, int>> entries_;
+  };
+  std::vector<DeviceBuffers> held_; // by value id
+  // The buffer of `value` on `device` so far, or -1.
+  int heldBuffer(int device, const ir::Value *value) const {
+    return static_cast<size_t>(value->id) < held_.size() ? held_[static_cast<size_t>(value->id)].find(device) : -1;
   }
   ir::Phase phase_ = ir::Phase::Forward;                    // of the op being emitted
   int64_t batch_ = 0;                                       // the global batch B (0: unbound)
@@ -135,7 +158,7 @@ private:
   void accumulate(const ir::Value *grad);
   // Moves a value (held in `source`'s buffers) into `to`'s buffers, as the steps of its
   // communication plan.
-  void lowerSteps(const CommPlan &comm, std::map<int, int> source, const ir::Value *to,
+  void lowerSteps(const CommPlan &comm, DeviceBuffers source, const ir::Value *to,
                   const std::function<int64_t(size_t)> &tagOf, const ir::Location &loc);
 
   // Recompute.cpp

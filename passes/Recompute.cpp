@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <limits>
 
 namespace hspmd::passes {
@@ -162,26 +163,30 @@ std::vector<bool> ProgramBuilder::recomputed(const ir::DeviceProgram &program, c
 }
 
 void ProgramBuilder::addRecompute(ir::DeviceProgram &program, const std::vector<bool> &keep) {
-  std::map<int, int> fresh; // forward buffer -> its recomputed copy
+  // Per buffer id (vectors: maps here were a quarter of the pass): a forward buffer's
+  // recomputed copy (-1: none).
+  const size_t originals = program.buffers.size();
+  std::vector<int> fresh(originals, -1);
+  auto freshOf = [&](int b) { return static_cast<size_t>(b) < originals ? fresh[static_cast<size_t>(b)] : -1; };
   std::vector<ir::Instruction> again;
   for (size_t i = 0; i < program.body.size(); ++i) {
     if (!keep[i])
       continue;
     ir::Instruction in = program.body[i];
     for (int &b : in.inputs)
-      if (auto it = fresh.find(b); it != fresh.end())
-        b = it->second;
+      if (const int copy = freshOf(b); copy >= 0)
+        b = copy;
     for (int &b : in.outputs) {
-      if (!fresh.count(b)) {
+      if (freshOf(b) < 0) {
         ir::Buffer copy = program.buffers[static_cast<size_t>(b)];
         copy.id = static_cast<int>(program.buffers.size());
         copy.value += ".recompute";
         if (std::set<int> &batched = perMicrobatch_.at(program.device); batched.count(b))
           batched.insert(copy.id);
-        fresh[b] = copy.id;
+        fresh[static_cast<size_t>(b)] = copy.id;
         program.buffers.push_back(std::move(copy));
       }
-      b = fresh.at(b);
+      b = fresh[static_cast<size_t>(b)];
     }
     in.phase = ir::Phase::Recompute;
     again.push_back(std::move(in));
@@ -189,45 +194,43 @@ void ProgramBuilder::addRecompute(ir::DeviceProgram &program, const std::vector<
   for (ir::Instruction &in : program.body)
     if (in.phase == ir::Phase::Backward)
       for (int &b : in.inputs)
-        if (auto it = fresh.find(b); it != fresh.end())
-          b = it->second;
+        if (const int copy = freshOf(b); copy >= 0)
+          b = copy;
   // Each recomputed instruction goes just before the first backward instruction that reads
   // it, directly or through later recomputed ones: a layer's forward runs again right
   // before its backward, and its buffers die with it.
   const size_t n = program.body.size();
   size_t firstBackward = n;
-  std::map<int, size_t> firstReader; // recomputed buffer -> first backward reader
+  constexpr size_t kNone = SIZE_MAX;
+  std::vector<size_t> firstReader(program.buffers.size(), kNone); // buffer -> first backward reader
   for (size_t i = 0; i < n; ++i) {
     const ir::Instruction &in = program.body[i];
     if (in.phase != ir::Phase::Backward)
       continue;
     firstBackward = std::min(firstBackward, i);
     for (int b : in.inputs)
-      firstReader.emplace(b, i);
+      if (firstReader[static_cast<size_t>(b)] == kNone)
+        firstReader[static_cast<size_t>(b)] = i;
   }
   std::vector<size_t> deadline(again.size(), firstBackward);
-  std::map<int, size_t> needBy; // recomputed buffer -> the earliest deadline of its readers
+  std::vector<size_t> needBy(program.buffers.size(), kNone); // buffer -> the earliest deadline of its readers
   for (size_t j = again.size(); j-- > 0;) {
     if (again[j].kind == ir::InstrKind::Send)
       continue; // below, once every other reader of its data is placed
     size_t due = n;
-    for (int b : again[j].outputs) {
-      if (auto it = firstReader.find(b); it != firstReader.end())
-        due = std::min(due, it->second);
-      if (auto it = needBy.find(b); it != needBy.end())
-        due = std::min(due, it->second);
-    }
+    for (int b : again[j].outputs) // kNone is above every position
+      due = std::min({due, firstReader[static_cast<size_t>(b)], needBy[static_cast<size_t>(b)]});
     deadline[j] = due < n ? due : firstBackward;
     for (int b : again[j].inputs)
-      needBy[b] = needBy.count(b) ? std::min(needBy[b], deadline[j]) : deadline[j];
+      needBy[static_cast<size_t>(b)] = std::min(needBy[static_cast<size_t>(b)], deadline[j]);
   }
   // A message is sent again where its data is next needed here (the sender's own use of
   // its keys and values): the receiver needs it at the same point of its own backward.
   for (size_t j = 0; j < again.size(); ++j)
     if (again[j].kind == ir::InstrKind::Send)
       for (int b : again[j].inputs)
-        if (auto it = needBy.find(b); it != needBy.end())
-          deadline[j] = it->second;
+        if (needBy[static_cast<size_t>(b)] != kNone)
+          deadline[j] = needBy[static_cast<size_t>(b)];
   // Recomputed instructions in program order within each deadline (a stable counting sort:
   // looking up every deadline for every position was quadratic: 16 ms of a 32B x 48 compile).
   std::vector<size_t> placed(n + 2, 0); // deadline + 1 -> how many go before it, then where they start

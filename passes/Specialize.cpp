@@ -44,16 +44,16 @@ void ProgramBuilder::specialize() {
     if (auto it = part.perMicrobatch_.find(d); it != part.perMicrobatch_.end())
       perMicrobatch_[d] = std::move(it->second);
   }
-  for (const auto &part : builders) {
-    buffers_.insert(part->buffers_.begin(), part->buffers_.end());
-    for (const auto &[value, byDevice] : part->byValue_)
-      byValue_[value].insert(byDevice.begin(), byDevice.end());
-  }
+  for (const auto &part : builders)
+    for (size_t v = 0; v < part->held_.size(); ++v)
+      for (const auto &[d, id] : part->held_[v])
+        held_[v].set(d, id);
 }
 
 // What every part of specialize needs before it emits: the devices' programs with their
 // stages and schedules, the gradients, and which dimensions grow with the batch.
 void ProgramBuilder::prepare() {
+  held_.resize(graph_.numValues());
   for (const auto &op : graph_.ops())
     for (const ir::Value *result : op->results)
       if (const auto &a = result->annotations.at(plan_.index))
@@ -157,8 +157,7 @@ void ProgramBuilder::assignStage(ir::DeviceProgram &program) {
 }
 
 void ProgramBuilder::remember(int device, const ir::Value *value, int id) {
-  buffers_[bufferKey(device, value)] = id;
-  byValue_[value][device] = id;
+  held_[static_cast<size_t>(value->id)].set(device, id);
 }
 
 const ir::Annotation *ProgramBuilder::annotationOf(const ir::Value *v) const {
@@ -177,8 +176,8 @@ const std::vector<int64_t> &ProgramBuilder::concrete(const ir::Value &v) const {
 int ProgramBuilder::buffer(int device, const ir::Value *value, const ir::Annotation &layout,
                            const std::string &suffix) {
   if (suffix.empty())
-    if (auto it = buffers_.find(bufferKey(device, value)); it != buffers_.end())
-      return it->second;
+    if (const int held = heldBuffer(device, value); held >= 0)
+      return held;
   ir::DeviceProgram &program = programs_[device];
   ir::Buffer b;
   b.id = static_cast<int>(program.buffers.size());
@@ -280,8 +279,8 @@ void ProgramBuilder::emit(const ir::Op &op) {
   if (op.kind == ir::OpKind::Reshard) {
     if (ir::intAttr(op.attrs, "plan", -1) != plan_.index) {
       for (int d : out->devices()) // another plan's reshard: the same buffer
-        if (auto it = buffers_.find(bufferKey(d, op.operands[0])); it != buffers_.end())
-          remember(d, op.result(), it->second);
+        if (const int held = heldBuffer(d, op.operands[0]); held >= 0)
+          remember(d, op.result(), held);
       return;
     }
     reshard(op);
@@ -371,7 +370,8 @@ void ProgramBuilder::reshard(const ir::Op &op) {
   auto resolved = plan_.communication.find(&op);
   const CommPlan &comm = resolved != plan_.communication.end() ? resolved->second : planFor(from, op.result(), to);
   lowerSteps(
-      comm, byValue_[op.operands[0]], op.result(), [&](size_t s) { return ir::tags::reshardStep(op.id, s); }, op.loc);
+      comm, held_[static_cast<size_t>(op.operands[0]->id)], op.result(),
+      [&](size_t s) { return ir::tags::reshardStep(op.id, s); }, op.loc);
 }
 
 const CommPlan &ProgramBuilder::planFor(const ir::Annotation &from, const ir::Value *to,
@@ -390,10 +390,10 @@ void ProgramBuilder::reportLoss() {
   for (int d : layout->devices()) {
     if (!mine(d))
       continue;
-    auto it = buffers_.find(bufferKey(d, loss));
+    const int held = heldBuffer(d, loss);
     auto pieces = ir::ownedRegion(*layout, concrete(*loss), d);
-    if (it != buffers_.end() && !pieces.empty() && pieces[0].replica == 0)
-      programs_[d].lossBuffer = it->second;
+    if (held >= 0 && !pieces.empty() && pieces[0].replica == 0)
+      programs_[d].lossBuffer = held;
   }
 }
 
@@ -407,10 +407,9 @@ void ProgramBuilder::accumulate(const ir::Value *grad) {
   for (int d : layout->devices()) {
     if (!mine(d))
       continue;
-    auto it = buffers_.find(bufferKey(d, grad));
-    if (programs_[d].microbatches <= 1 || it == buffers_.end())
+    const int partial = heldBuffer(d, grad);
+    if (programs_[d].microbatches <= 1 || partial < 0)
       continue;
-    const int partial = it->second;
     const int sum = buffer(d, grad, *layout, ".acc");
     ir::DeviceProgram &program = programs_[d];
     program.buffers[static_cast<size_t>(sum)].zeroed = true;
@@ -429,7 +428,7 @@ void ProgramBuilder::accumulate(const ir::Value *grad) {
 
 // Moves a value (held in `source`'s buffers) into `to`'s buffers, as the steps of its
 // communication plan.
-void ProgramBuilder::lowerSteps(const CommPlan &comm, std::map<int, int> source, const ir::Value *to,
+void ProgramBuilder::lowerSteps(const CommPlan &comm, DeviceBuffers source, const ir::Value *to,
                                 const std::function<int64_t(size_t)> &tagOf, const ir::Location &loc) {
   const auto &shape = concrete(*to);
   for (size_t s = 0; s < comm.steps.size(); ++s) {
@@ -445,9 +444,9 @@ void ProgramBuilder::lowerSteps(const CommPlan &comm, std::map<int, int> source,
     for (int d : step.to.devices())
       if (mine(d))
         involved.insert(d);
-    std::map<int, int> target;
+    DeviceBuffers target;
     for (int d : involved)
-      target[d] = buffer(d, to, step.to, suffix);
+      target.set(d, buffer(d, to, step.to, suffix));
     // A collective writes its members' whole outputs (each element the sum, or the copy,
     // of the members' inputs that hold it), own part included; devices outside its groups
     // copy their own part. Before a batched send/receive each device copies its own part
@@ -487,13 +486,14 @@ void ProgramBuilder::lowerSteps(const CommPlan &comm, std::map<int, int> source,
       programs_[d].body.push_back(std::move(zero));
     }
     for (const LocalCopy &copy : step.local)
-      if (mine(copy.device) && source.count(copy.device) && target.count(copy.device) && !members.count(copy.device)) {
+      if (mine(copy.device) && source.find(copy.device) >= 0 && target.find(copy.device) >= 0 &&
+          !members.count(copy.device)) {
         ir::Instruction in;
         in.kind = ir::InstrKind::Copy;
         in.op = copy.add ? "copy-add" : "copy";
         in.slices = {toMicrobatch(copy.device, *to, copy.box)};
-        in.inputs.push_back(source.at(copy.device));
-        in.outputs.push_back(target.at(copy.device));
+        in.inputs.push_back(source.find(copy.device));
+        in.outputs.push_back(target.find(copy.device));
         in.loc = loc;
         in.phase = phase_;
         programs_[copy.device].body.push_back(std::move(in));
@@ -515,10 +515,10 @@ void ProgramBuilder::lowerSteps(const CommPlan &comm, std::map<int, int> source,
           in.bytes = in.bytes / ir::dtypeBytes(to->type.dtype) * ir::dtypeBytes(storageType(*to));
           if (isBatchDependent(*to))
             in.bytes /= programs_[d].microbatches;
-          if (source.count(d))
-            in.inputs.push_back(source.at(d));
-          if (target.count(d))
-            in.outputs.push_back(target.at(d));
+          if (const int input = source.find(d); input >= 0)
+            in.inputs.push_back(input);
+          if (const int output = target.find(d); output >= 0)
+            in.outputs.push_back(output);
           if (auto held = ir::ownedRegion(step.from, shape, d); !held.empty())
             in.partial = held[0].partial;
           in.phase = phase_;
@@ -541,10 +541,10 @@ void ProgramBuilder::lowerSteps(const CommPlan &comm, std::map<int, int> source,
         in.bytes = sliceBytes(in.slices, *to);
         in.tag = tag;
         in.loc = loc;
-        if (sending && source.count(m.from))
-          in.inputs.push_back(source.at(m.from));
+        if (const int input = sending ? source.find(m.from) : -1; input >= 0)
+          in.inputs.push_back(input);
         if (!sending)
-          in.outputs.push_back(target.at(m.to));
+          in.outputs.push_back(target.find(m.to));
         in.phase = phase_;
         programs_[device].body.push_back(std::move(in));
       };
