@@ -1,7 +1,7 @@
 // GpuKernels.h - the CUDA kernels of the runtime (runtime/gpu/Kernels.cu): the built-in ops of
 // runtime/Kernels.h with the same names, attributes and results, on fp32 tensors in GPU memory
 // (bf16 ones widened to fp32 around the kernel and rounded back, as on the CPU),
-// launched on a stream; matrix products through cuBLAS. Only built where nvcc is found
+// launched on a stream; matrix products through cuBLAS (bf16 ones on tensor cores). Only built where nvcc is found
 // (HSPMD_HAVE_CUDA); docs/gpu.md lists the ops that have no GPU kernel yet.
 #pragma once
 

@@ -2,7 +2,8 @@
 // runtime/kernels/ (same formulas, sums in double where the CPU's are), so that fp32 results
 // agree to rounding: elementwise ops with numpy broadcasting as grid-stride loops, norms and
 // cross-entropy one block per row, parameter gradients of the norms one thread per column
-// adding rows in order, matrix products through cuBLAS (no TF32: fp32 products).
+// adding rows in order, matrix products through cuBLAS (no TF32: fp32 products; bf16 ones on
+// tensor cores under --precision bf16).
 #include "runtime/gpu/KernelFamilies.h"
 
 #include <cublas_v2.h>
@@ -14,6 +15,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 
 namespace hspmd::runtime::gpu {
 
@@ -458,26 +460,82 @@ void crossEntropy(const std::string &op, const ir::AttrMap &attrs, In in, In out
   expect(target == 0, op, "target " + std::to_string(target - 1) + " outside the vocabulary");
 }
 
-// C = A B, row-major, through cuBLAS's column-major product: C^T = B^T A^T.
+// One product y = a b of row-major matrices (a: rows x K, b: K x N) through cuBLAS's
+// column-major one, y^T = b^T a^T. fp32: cublasSgemm (the handle's pedantic math: no TF32).
+// bf16 operands (--precision bf16): cublasGemmEx on tensor cores, f32 accumulation, y in its
+// own type (bf16 activations, f32 weight gradients).
+struct Gemm {
+  cublasHandle_t handle;
+  bool bf16;
+  cudaDataType yType;
+  void operator()(int64_t rows, int64_t K, int64_t N, const void *a, const void *b, void *y) const {
+    const float one = 1.0f, zero = 0.0f;
+    if (!bf16) {
+      checkBlas(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(rows),
+                            static_cast<int>(K), &one, static_cast<const float *>(b), static_cast<int>(N),
+                            static_cast<const float *>(a), static_cast<int>(K), &zero, static_cast<float *>(y),
+                            static_cast<int>(N)),
+                "cublasSgemm");
+      return;
+    }
+    checkBlas(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(rows),
+                           static_cast<int>(K), &one, b, CUDA_R_16BF, static_cast<int>(N), a, CUDA_R_16BF,
+                           static_cast<int>(K), &zero, y, yType, static_cast<int>(N), CUBLAS_COMPUTE_32F,
+                           CUBLAS_GEMM_DEFAULT),
+              "cublasGemmEx");
+  }
+};
+
+// The handle's math mode for one bf16 product: cuBLAS's default (tensor cores), the pedantic
+// one restored after it for the fp32 products.
+class TensorCoreMath {
+public:
+  explicit TensorCoreMath(cublasHandle_t handle) : handle_(handle) {
+    checkBlas(cublasSetMathMode(handle_, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+  }
+  ~TensorCoreMath() { cublasSetMathMode(handle_, CUBLAS_PEDANTIC_MATH); }
+  TensorCoreMath(const TensorCoreMath &) = delete;
+  TensorCoreMath &operator=(const TensorCoreMath &) = delete;
+
+private:
+  cublasHandle_t handle_;
+};
+
+// y = a b with numpy's batch broadcasting. In fp32 when every tensor is f32; otherwise (bf16
+// storage) a bf16 product, an f32 operand (a parameter) rounded to bf16 in scratch first.
 void matmul(In in, In out, const GpuStream &s) {
   const TensorView &a = in[0], &b = in[1], &y = out[0];
   expect(a.shape.size() >= 2 && b.shape.size() >= 2, "matmul", "operands need at least 2 dimensions");
   const int64_t M = a.shape[a.shape.size() - 2], K = a.shape.back(), N = b.shape.back();
   expect(b.shape[b.shape.size() - 2] == K && y.shape.back() == N, "matmul", "shapes do not fit");
+  const bool bf16 = a.dtype == ir::DType::BF16 || b.dtype == ir::DType::BF16 || y.dtype == ir::DType::BF16;
+  const int64_t yBytes = y.dtype == ir::DType::BF16 ? 2 : 4, operandBytes = bf16 ? 2 : 4;
   cudaStream_t stream = streamOf(s);
   if (M * N == 0)
     return;
   if (K == 0) {
-    check(cudaMemsetAsync(y.data, 0, static_cast<size_t>(y.numel()) * 4, stream), "cudaMemsetAsync");
+    check(cudaMemsetAsync(y.data, 0, static_cast<size_t>(y.numel() * yBytes), stream), "cudaMemsetAsync");
     return;
   }
+  std::vector<std::unique_ptr<Scratch>> narrowed; // freed in stream order, after the products
+  auto operand = [&](const TensorView &t) -> const char * {
+    if (!bf16 || t.dtype == ir::DType::BF16)
+      return static_cast<const char *>(t.data);
+    const int64_t n = t.numel();
+    narrowed.push_back(std::make_unique<Scratch>(std::max<int64_t>(n, 1) * 2, stream));
+    if (const LaunchShape shape = elementwiseLaunch(n); shape.blocks)
+      narrowKernel<<<shape.blocks, shape.threads, 0, stream>>>(t.f32(), narrowed.back()->as<uint16_t>(), n);
+    return narrowed.back()->as<const char>();
+  };
+  const char *A = operand(a), *B = operand(b);
+  char *Y = static_cast<char *>(y.data);
   auto handle = static_cast<cublasHandle_t>(s.blas());
-  const float one = 1.0f, zero = 0.0f;
+  std::optional<TensorCoreMath> math;
+  if (bf16)
+    math.emplace(handle);
+  const Gemm gemm{handle, bf16, y.dtype == ir::DType::BF16 ? CUDA_R_16BF : CUDA_R_32F};
   if (b.shape.size() == 2) { // every row of a against one matrix
-    checkBlas(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(a.numel() / K),
-                          static_cast<int>(K), &one, b.f32(), static_cast<int>(N), a.f32(), static_cast<int>(K), &zero,
-                          y.f32(), static_cast<int>(N)),
-              "cublasSgemm");
+    gemm(a.numel() / K, K, N, A, B, Y);
     return;
   }
   // Batched: one product per batch index of the result, operands found by broadcasting.
@@ -495,10 +553,7 @@ void matmul(In in, In out, const GpuStream &s) {
       ia += at * strides.a[d];
       ib += at * strides.b[d];
     }
-    checkBlas(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(M),
-                          static_cast<int>(K), &one, b.f32() + ib * K * N, static_cast<int>(N), a.f32() + ia * M * K,
-                          static_cast<int>(K), &zero, y.f32() + i * M * N, static_cast<int>(N)),
-              "cublasSgemm");
+    gemm(M, K, N, A + ia * M * K * operandBytes, B + ib * K * N * operandBytes, Y + i * M * N * yBytes);
   }
 }
 
@@ -739,9 +794,10 @@ void runKernel(const std::string &op, const ir::AttrMap &attrs, std::span<const 
                std::span<const TensorView> outputs, const KernelContext &context, GpuStream &stream) {
   // bf16 tensors: the kernel runs in f32 on widened copies (outputs too: a kernel may add to
   // what its output holds), and what it wrote is rounded back; the copies are freed in stream
-  // order.
+  // order. Products are the exception: bf16 on tensor cores (matmul).
   auto bf16 = [](const TensorView &t) { return t.dtype == ir::DType::BF16; };
-  if (std::any_of(inputs.begin(), inputs.end(), bf16) || std::any_of(outputs.begin(), outputs.end(), bf16)) {
+  if (op != "matmul" && // a bf16 product runs on tensor cores as it is (matmul)
+      (std::any_of(inputs.begin(), inputs.end(), bf16) || std::any_of(outputs.begin(), outputs.end(), bf16))) {
     const cudaStream_t on = streamOf(stream);
     std::vector<std::unique_ptr<Scratch>> wide;
     auto widened = [&](std::span<const TensorView> views) {
@@ -767,7 +823,8 @@ void runKernel(const std::string &op, const ir::AttrMap &attrs, std::span<const 
     return;
   }
   for (const TensorView &t : inputs)
-    expect(t.dtype == ir::DType::F32 || t.dtype == ir::DType::I32, op, "the GPU kernels take f32 and i32 tensors");
+    expect(t.dtype == ir::DType::F32 || t.dtype == ir::DType::I32 || (op == "matmul" && bf16(t)), op,
+           "the GPU kernels take f32 and i32 tensors");
   if (auto it = runners().find(op); it != runners().end())
     it->second(attrs, inputs, outputs, context, stream);
   else if (!layoutKernel(op, attrs, inputs, outputs, streamOf(stream)) &&

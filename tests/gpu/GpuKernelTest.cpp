@@ -236,7 +236,9 @@ TEST(GpuKernels, Attention) {
 
 // --precision bf16: the GPU widens bf16 tensors around a kernel and rounds what it wrote, as
 // the CPU does (the two agree to a bf16 rounding of their f32 results); bf16 boxes add in
-// float and round, bit for bit the CPU's.
+// float and round, bit for bit the CPU's. Products run on tensor cores instead, the f32
+// parameter rounded to bf16 (within 1e-2 of the CPU's, which multiplies by the f32 one), an
+// f32 result (a weight gradient of bf16 activations) written as f32.
 TEST(GpuKernels, Bf16TensorsWidenAroundEachKernel) {
   SKIP_WITHOUT_GPU();
   std::mt19937 random(9);
@@ -260,6 +262,7 @@ TEST(GpuKernels, Bf16TensorsWidenAroundEachKernel) {
       {"gelu", {}, {bf16({1000})}, {zero16({1000})}},
       {"add", {}, {bf16({4, 33}), f32({33}, random)}, {zero16({4, 33})}}, // an f32 parameter with a bf16 activation
       {"matmul", {}, {bf16({8, 64}), f32({64, 48}, random)}, {zero16({8, 48})}},
+      {"matmul", {}, {bf16({2, 3, 8, 64}), bf16({3, 64, 16})}, {zero16({2, 3, 8, 16})}}, // batched, broadcast
       {"rmsnorm", {{"eps", 1e-5}}, {bf16({6, 100}), f32({100}, random)}, {zero16({6, 100})}},
       {"transpose", {{"dim0", int64_t{0}}, {"dim1", int64_t{1}}}, {bf16({5, 7})}, {zero16({7, 5})}}};
   for (const Case &c : cases) {
@@ -270,6 +273,15 @@ TEST(GpuKernels, Bf16TensorsWidenAroundEachKernel) {
     for (size_t i = 0; i < got.size(); ++i) {
       const float g = runtime::fromBf16(got[i]), w = runtime::fromBf16(want[i]);
       ASSERT_NEAR(g, w, 1e-2 * std::max(1.0f, std::fabs(w))) << c.op << " element " << i;
+    }
+  }
+  { // two bf16 activations' product into an f32 weight gradient
+    RanOnBoth ran = runOnBoth("matmul", {}, {bf16({16, 32}), bf16({32, 24})}, {zeros({16, 24})});
+    std::vector<float> got(16 * 24);
+    ran.memory[2]->download(got.data(), static_cast<int64_t>(got.size() * 4));
+    for (size_t i = 0; i < got.size(); ++i) {
+      const float w = ran.cpuOut[0].f32()[i];
+      ASSERT_NEAR(got[i], w, 1e-3 * std::max(1.0f, std::fabs(w))) << "f32 product, element " << i;
     }
   }
   // A bf16 box added into another.
