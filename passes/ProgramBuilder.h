@@ -24,6 +24,7 @@
 #include <climits>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 #include <unordered_map>
@@ -96,10 +97,11 @@ private:
   std::set<int> recompute_;                                 // devices whose stage recomputes
   std::map<int, std::pair<size_t, size_t>> stageOf_;        // device -> (pipeline, stage)
   using Messages = std::set<std::tuple<int, int, int64_t>>; // (from, to, tag)
-  std::map<int, std::set<int>> perMicrobatch_;              // device -> buffers of batch-dependent values
-  std::set<const ir::Value *> gradientValues_;              // the gradients the optimizer reads
+  // device -> which of its buffers (by id) hold batch-dependent values
+  std::map<int, std::vector<char>> perMicrobatch_;
+  std::set<const ir::Value *> gradientValues_; // the gradients the optimizer reads
   // Global shapes, computed once per value.
-  mutable std::unordered_map<const ir::Value *, std::vector<int64_t>> concrete_;
+  mutable std::vector<std::optional<std::vector<int64_t>>> concrete_; // by value id
   // Which dimensions of each value grow with the batch: dimension 0 of the inputs, and every
   // result dimension made of a factor (ShardingRules) that makes up a batch dimension of an
   // operand. Parameters and their gradients have none.
@@ -133,6 +135,11 @@ private:
   int buffer(int device, const ir::Value *value, const ir::Annotation &layout, const std::string &suffix = "");
   void findBatchDims(const ir::Op &op);
   bool isBatchDependent(const ir::Value &value) const { return batchDims_.count(&value) > 0; }
+  static void markBatched(std::vector<char> &batched, int id) {
+    if (static_cast<size_t>(id) >= batched.size())
+      batched.resize(static_cast<size_t>(id) + 1, 0);
+    batched[static_cast<size_t>(id)] = 1;
+  }
   // Global regions of batch-dependent values in micro-batch coordinates: one micro-batch of
   // a pipeline holding samples [P, P + n) of the batch covers [P, P + n / m). Devices of one
   // pipeline agree on them, so the slices of the messages between them do too.
@@ -183,7 +190,7 @@ private:
   // Values a forward pass produces (or loads: the inputs) and a later backward pass of the
   // same micro-batch reads get one copy per micro-batch in flight on the device.
   // `perMicrobatch`: the device's batch-dependent buffers.
-  static void stash(ir::DeviceProgram &program, const std::set<int> &perMicrobatch);
+  static void stash(ir::DeviceProgram &program, const std::vector<char> &perMicrobatch);
   // The per-device parts of recompute and schedule-pipeline on up to threads_ threads, each
   // device's program (and its perMicrobatch_ set, which exists for each device) by one of them.
   void forEachProgram(const std::function<void(ir::DeviceProgram &)> &work);

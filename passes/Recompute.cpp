@@ -181,8 +181,9 @@ void ProgramBuilder::addRecompute(ir::DeviceProgram &program, const std::vector<
         ir::Buffer copy = program.buffers[static_cast<size_t>(b)];
         copy.id = static_cast<int>(program.buffers.size());
         copy.value += ".recompute";
-        if (std::set<int> &batched = perMicrobatch_.at(program.device); batched.count(b))
-          batched.insert(copy.id);
+        if (std::vector<char> &batched = perMicrobatch_.at(program.device);
+            static_cast<size_t>(b) < batched.size() && batched[static_cast<size_t>(b)])
+          markBatched(batched, copy.id);
         fresh[static_cast<size_t>(b)] = copy.id;
         program.buffers.push_back(std::move(copy));
       }

@@ -50,7 +50,7 @@ void ProgramBuilder::forEachProgram(const std::function<void(ir::DeviceProgram &
 
 // Values a forward pass produces (or loads: the inputs) and a later backward pass of the
 // same micro-batch reads get one copy per micro-batch in flight on the device.
-void ProgramBuilder::stash(ir::DeviceProgram &program, const std::set<int> &perMicrobatch) {
+void ProgramBuilder::stash(ir::DeviceProgram &program, const std::vector<char> &perMicrobatch) {
   const int inFlight = ir::maxInFlight(program.schedule);
   if (inFlight <= 1)
     return;
@@ -61,9 +61,9 @@ void ProgramBuilder::stash(ir::DeviceProgram &program, const std::set<int> &perM
       written[static_cast<size_t>(b)] = 1;
       forward[static_cast<size_t>(b)] |= in.phase == ir::Phase::Forward;
     }
-  for (int b : perMicrobatch)
-    if (!written[static_cast<size_t>(b)])
-      forward[static_cast<size_t>(b)] = 1;
+  for (size_t b = 0; b < perMicrobatch.size() && b < written.size(); ++b)
+    if (perMicrobatch[b] && !written[b])
+      forward[b] = 1;
   for (const ir::Instruction &in : program.body)
     if (in.phase == ir::Phase::Recompute || in.phase == ir::Phase::Backward)
       for (int b : in.inputs)

@@ -166,10 +166,12 @@ const ir::Annotation *ProgramBuilder::annotationOf(const ir::Value *v) const {
 }
 
 const std::vector<int64_t> &ProgramBuilder::concrete(const ir::Value &v) const {
-  auto it = concrete_.find(&v);
-  if (it == concrete_.end())
-    it = concrete_.emplace(&v, ir::sizesWithUnboundAsOne(v.type.shape)).first;
-  return it->second;
+  const auto id = static_cast<size_t>(v.id);
+  if (id >= concrete_.size())
+    concrete_.resize(std::max(graph_.numValues(), id + 1));
+  if (!concrete_[id])
+    concrete_[id] = ir::sizesWithUnboundAsOne(v.type.shape);
+  return *concrete_[id];
 }
 
 // The buffer of `value` on `device` (its local piece under `layout`).
@@ -191,7 +193,7 @@ int ProgramBuilder::buffer(int device, const ir::Value *value, const ir::Annotat
       b.shape.push_back(box.hi[d] - box.lo[d]);
   }
   if (isBatchDependent(*value))
-    perMicrobatch_[device].insert(b.id);
+    markBatched(perMicrobatch_[device], b.id);
   const int id = b.id;
   program.buffers.push_back(std::move(b));
   if (suffix.empty())
