@@ -50,8 +50,8 @@ void ProgramBuilder::optimizerStep(const ir::Value &param, const ir::Value &grad
       moments = {".adam_m", ".adam_v"};
     else if (plan_.spec && plan_.spec->optimizerArgs.count("momentum") && plan_.spec->optimizerArgs.at("momentum") != 0)
       moments = {".momentum"};
-    for (const char *name : moments) {
-      in.inputs.push_back(buffer(d, &param, where, name));
+    for (const char *name : moments) { // the region of `target`: `where`'s piece
+      in.inputs.push_back(sibling(d, target, param.name + name));
       programs_[d].buffers[static_cast<size_t>(in.inputs.back())].role = ir::BufferRole::State;
     }
     if (plan_.spec)

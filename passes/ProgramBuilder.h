@@ -96,6 +96,7 @@ private:
   int64_t batch_ = 0;                                       // the global batch B (0: unbound)
   std::set<int> recompute_;                                 // devices whose stage recomputes
   std::map<int, std::pair<size_t, size_t>> stageOf_;        // device -> (pipeline, stage)
+  std::map<int, size_t> valuesOn_;                          // device -> how many values it holds
   using Messages = std::set<std::tuple<int, int, int64_t>>; // (from, to, tag)
   // device -> which of its buffers (by id) hold batch-dependent values
   std::map<int, std::vector<char>> perMicrobatch_;
@@ -133,6 +134,8 @@ private:
   const std::vector<int64_t> &concrete(const ir::Value &v) const;
   // The buffer of `value` on `device` (its local piece under `layout`).
   int buffer(int device, const ir::Value *value, const ir::Annotation &layout, const std::string &suffix = "");
+  // A new buffer named `name` holding the region `of` holds on `device` (its type too).
+  int sibling(int device, int of, const std::string &name);
   void findBatchDims(const ir::Op &op);
   bool isBatchDependent(const ir::Value &value) const { return batchDims_.count(&value) > 0; }
   static void markBatched(std::vector<char> &batched, int id) {

@@ -57,8 +57,10 @@ void ProgramBuilder::prepare() {
   for (const auto &op : graph_.ops())
     for (const ir::Value *result : op->results)
       if (const auto &a = result->annotations.at(plan_.index))
-        for (int d : a->devices())
+        for (int d : a->devices()) {
           programs_[d].device = d;
+          ++valuesOn_[d];
+        }
   if (plan_.spec)
     if (auto b = plan_.spec->bindings.find("B"); b != plan_.spec->bindings.end())
       batch_ = b->second;
@@ -100,6 +102,14 @@ ir::DType ProgramBuilder::storageType(const ir::Value &value) const {
 
 // Each op on each of this part's devices, in graph order, then who reports the loss.
 void ProgramBuilder::emitAll() {
+  // Room for what the device's values make, so that its vectors are not moved as they grow
+  // (a buffer per value and about one instruction, a few more for messages, accumulators
+  // and recomputation).
+  for (auto &[d, program] : programs_)
+    if (mine(d)) {
+      program.buffers.reserve(valuesOn_[d] + valuesOn_[d] / 4);
+      program.body.reserve(valuesOn_[d] + valuesOn_[d] / 4);
+    }
   for (const auto &op : graph_.ops()) {
     phase_ = phaseOf(*op);
     emit(*op);
@@ -199,6 +209,23 @@ int ProgramBuilder::buffer(int device, const ir::Value *value, const ir::Annotat
   if (suffix.empty())
     remember(device, value, id);
   return id;
+}
+
+int ProgramBuilder::sibling(int device, int of, const std::string &name) {
+  ir::DeviceProgram &program = programs_[device];
+  ir::Buffer b;
+  const ir::Buffer &like = program.buffers[static_cast<size_t>(of)];
+  b.id = static_cast<int>(program.buffers.size());
+  b.value = name;
+  b.dtype = like.dtype;
+  b.shape = like.shape;
+  b.origin = like.origin;
+  if (auto batched = perMicrobatch_.find(device); batched != perMicrobatch_.end() &&
+                                                  static_cast<size_t>(of) < batched->second.size() &&
+                                                  batched->second[static_cast<size_t>(of)])
+    markBatched(batched->second, b.id);
+  program.buffers.push_back(std::move(b));
+  return program.buffers.back().id;
 }
 
 void ProgramBuilder::findBatchDims(const ir::Op &op) {
