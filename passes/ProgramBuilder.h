@@ -24,6 +24,7 @@
 #include <climits>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <tuple>
@@ -106,7 +107,9 @@ private:
   // Which dimensions of each value grow with the batch: dimension 0 of the inputs, and every
   // result dimension made of a factor (ShardingRules) that makes up a batch dimension of an
   // operand. Parameters and their gradients have none.
-  std::map<const ir::Value *, std::vector<bool>> batchDims_;
+  // Shared by specialize's parts.
+  std::shared_ptr<std::map<const ir::Value *, std::vector<bool>>> batchDims_ =
+      std::make_shared<std::map<const ir::Value *, std::vector<bool>>>();
 
   // Specialize.cpp
   // The devices this builder emits for, by device id (empty: all): specialize splits the
@@ -116,6 +119,7 @@ private:
     return mine_.empty() || (static_cast<size_t>(d) < mine_.size() && mine_[static_cast<size_t>(d)]);
   }
   void prepare();
+  void analyse();
   void emitAll();
   // Under bf16_, the f32 values that stay f32: the parameters, their gradients, the loss, and
   // every value a reshard makes of one of them or they are made of (both ends of a message
@@ -137,7 +141,7 @@ private:
   // A new buffer named `name` holding the region `of` holds on `device` (its type too).
   int sibling(int device, int of, const std::string &name);
   void findBatchDims(const ir::Op &op);
-  bool isBatchDependent(const ir::Value &value) const { return batchDims_.count(&value) > 0; }
+  bool isBatchDependent(const ir::Value &value) const { return batchDims_->count(&value) > 0; }
   static void markBatched(std::vector<char> &batched, int id) {
     if (static_cast<size_t>(id) >= batched.size())
       batched.resize(static_cast<size_t>(id) + 1, 0);

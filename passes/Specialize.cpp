@@ -15,6 +15,7 @@ namespace hspmd::passes {
 
 void ProgramBuilder::specialize() {
   prepare();
+  analyse();
   std::vector<int> devices;
   for (const auto &[d, program] : programs_)
     devices.push_back(d);
@@ -30,6 +31,9 @@ void ProgramBuilder::specialize() {
   for (size_t t = 0; t < parts; ++t) {
     builders.push_back(std::make_unique<ProgramBuilder>(graph_, plan_, links_, 1, bf16_));
     builders.back()->mine_.assign(static_cast<size_t>(devices.back()) + 1, 0);
+    builders.back()->batchDims_ = batchDims_; // read only while the parts emit
+    builders.back()->gradientValues_ = gradientValues_;
+    builders.back()->keptF32_ = keptF32_;
   }
   for (size_t i = 0; i < devices.size(); ++i)
     builders[i % parts]->mine_[static_cast<size_t>(devices[i])] = 1;
@@ -51,7 +55,7 @@ void ProgramBuilder::specialize() {
 }
 
 // What every part of specialize needs before it emits: the devices' programs with their
-// stages and schedules, the gradients, and which dimensions grow with the batch.
+// stages and schedules.
 void ProgramBuilder::prepare() {
   held_.resize(graph_.numValues());
   for (const auto &op : graph_.ops())
@@ -68,6 +72,11 @@ void ProgramBuilder::prepare() {
     program.plan = plan_.index;
     assignStage(program);
   }
+}
+
+// What the graph says for every device: the gradients, which dimensions grow with the batch
+// (a sharding rule per op), which values stay f32. Once per plan: specialize's parts share it.
+void ProgramBuilder::analyse() {
   for (const auto &[param, grad] : plan_.gradients)
     gradientValues_.insert(grad);
   for (const auto &op : graph_.ops())
@@ -235,18 +244,18 @@ void ProgramBuilder::findBatchDims(const ir::Op &op) {
     std::vector<bool> dims(op.result()->type.shape.size(), false);
     if (!dims.empty())
       dims[0] = true;
-    batchDims_[op.result()] = dims;
+    (*batchDims_)[op.result()] = dims;
     return;
   }
   if (op.kind == ir::OpKind::Reshard) {
-    if (auto it = batchDims_.find(op.operands[0]); it != batchDims_.end())
-      batchDims_[op.result()] = it->second;
+    if (auto it = batchDims_->find(op.operands[0]); it != batchDims_->end())
+      (*batchDims_)[op.result()] = it->second;
     return;
   }
   const OpShardingRule rule = shardingRule(op);
   std::set<int> factors;
   for (size_t i = 0; i < op.operands.size() && i < rule.operands.size(); ++i)
-    if (auto it = batchDims_.find(op.operands[i]); it != batchDims_.end())
+    if (auto it = batchDims_->find(op.operands[i]); it != batchDims_->end())
       for (size_t d = 0; d < it->second.size() && d < rule.operands[i].size(); ++d)
         if (it->second[d])
           factors.insert(rule.operands[i][d].begin(), rule.operands[i][d].end());
@@ -260,7 +269,7 @@ void ProgramBuilder::findBatchDims(const ir::Op &op) {
         if (factors.count(f))
           dims[d] = any = true;
     if (any)
-      batchDims_[op.results[r]] = dims;
+      (*batchDims_)[op.results[r]] = dims;
   }
 }
 
@@ -273,8 +282,8 @@ ir::Box ProgramBuilder::toMicrobatch(int device, const ir::Value &value, ir::Box
   if (m <= 1 || batch_ <= 0) // one micro-batch, or a batch the plan does not bind
     return box;
   const auto &sizes = concrete(value);
-  const auto dims = batchDims_.find(&value);
-  if (dims == batchDims_.end())
+  const auto dims = batchDims_->find(&value);
+  if (dims == batchDims_->end())
     return box;
   for (size_t d = 0; d < box.lo.size() && d < dims->second.size(); ++d) {
     if (!dims->second[d])
