@@ -207,7 +207,9 @@ std::vector<OwnedPiece> ownedRegion(const Annotation &annotation, std::span<cons
     }
     piece.replica = replicaOffset + replica;
     piece.partial = partialOffset + partial;
-    return {piece};
+    std::vector<OwnedPiece> owned; // moved in: `return {piece}` copies its boxes
+    owned.push_back(std::move(piece));
+    return owned;
   }
   return {};
 }

@@ -169,6 +169,14 @@ void ProgramBuilder::addRecompute(ir::DeviceProgram &program, const std::vector<
   std::vector<int> fresh(originals, -1);
   auto freshOf = [&](int b) { return static_cast<size_t>(b) < originals ? fresh[static_cast<size_t>(b)] : -1; };
   std::vector<ir::Instruction> again;
+  size_t kept = 0, written = 0; // room for them up front: both vectors grow by thousands
+  for (size_t i = 0; i < program.body.size(); ++i)
+    if (keep[i]) {
+      ++kept;
+      written += program.body[i].outputs.size();
+    }
+  again.reserve(kept);
+  program.buffers.reserve(program.buffers.size() + written);
   for (size_t i = 0; i < program.body.size(); ++i) {
     if (!keep[i])
       continue;
