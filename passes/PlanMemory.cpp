@@ -57,15 +57,18 @@ int64_t planMemory(ir::DeviceProgram &program) {
   // use (gaps coalesce). A buffer never shares bytes with one whose lifetime it overlaps.
   // Every buffer starts at a multiple of 64 bytes (a cache line, the kernels' widest vector).
   auto aligned = [](int64_t bytes) { return (bytes + 63) / 64 * 64; };
+  std::vector<int64_t> sizeOf(n); // each buffer's aligned bytes, computed once
   int64_t base = 0;
   order.clear();
-  for (size_t b = 0; b < n; ++b)
+  for (size_t b = 0; b < n; ++b) {
+    sizeOf[b] = aligned(program.buffers[b].bytes());
     if (wholeStep[b]) {
       program.buffers[b].offset = base;
       base += aligned(program.buffers[b].arenaBytes());
     } else {
       order.push_back(b);
     }
+  }
   std::sort(order.begin(), order.end(),
             [&](size_t a, size_t b) { return first[a] != first[b] ? first[a] < first[b] : a < b; });
   std::map<int64_t, int64_t> gaps; // offset -> size, below `top`
@@ -96,24 +99,23 @@ int64_t planMemory(ir::DeviceProgram &program) {
     while (!live.empty() && live.top().first < first[b]) {
       const size_t dead = live.top().second;
       live.pop();
-      release(program.buffers[dead].offset, aligned(program.buffers[dead].bytes()));
+      release(program.buffers[dead].offset, sizeOf[dead]);
     }
-    const int64_t size = aligned(program.buffers[b].bytes());
     int64_t offset = -1;
     for (auto it = gaps.begin(); it != gaps.end(); ++it)
-      if (it->second >= size) {
+      if (it->second >= sizeOf[b]) {
         offset = it->first;
-        if (it->second > size)
-          gaps[offset + size] = it->second - size;
+        if (it->second > sizeOf[b])
+          gaps[offset + sizeOf[b]] = it->second - sizeOf[b];
         gaps.erase(it);
         break;
       }
     if (offset < 0) {
       offset = top;
-      top += size;
+      top += sizeOf[b];
     }
     program.buffers[b].offset = offset;
-    peak = std::max(peak, offset + size);
+    peak = std::max(peak, offset + sizeOf[b]);
     live.push({last[b], b});
   }
   program.peakBytes = peak;
