@@ -64,12 +64,14 @@ private:
   // them as it orders the body anyway (appended, each body of thousands of instructions was
   // moved once more into a new allocation twice its size: a third of the pass).
   std::map<int, std::vector<ir::Instruction>> updates_;
-  // Which buffer holds a value on each device: (device, buffer id) pairs in device order.
-  // A value lives on a few devices, so a sorted vector: one allocation per value, where hashed
-  // (device, value) keys and a map per value cost a node per entry (half a million entries
-  // at 32B x 48 devices: their lookups, insertions and destruction were 15% of compiling).
+  // Buffers by device, for the steps of one move (lowerSteps): (device, buffer id) pairs in
+  // device order.
   class DeviceBuffers {
   public:
+    DeviceBuffers() = default;
+    explicit DeviceBuffers(std::vector<std::pair<int, int>> entries) : entries_(std::move(entries)) {
+      std::sort(entries_.begin(), entries_.end());
+    }
     /// The buffer on `device`, or -1.
     int find(int device) const {
       auto it = std::lower_bound(entries_.begin(), entries_.end(), std::pair{device, INT_MIN});
@@ -88,11 +90,18 @@ private:
   private:
     std::vector<std::pair<int, int>> entries_;
   };
-  std::vector<DeviceBuffers> held_; // by value id
+  // Which buffer holds each value on each device: device -> value id -> buffer id (-1: none),
+  // a device's table made when it first holds something. Hashed (device, value) keys and a map
+  // per value cost a node per entry (half a million entries at 32B x 48 devices: their
+  // lookups, insertions and destruction were 15% of compiling).
+  std::vector<std::vector<int>> heldOn_;
   // The buffer of `value` on `device` so far, or -1.
   int heldBuffer(int device, const ir::Value *value) const {
-    return static_cast<size_t>(value->id) < held_.size() ? held_[static_cast<size_t>(value->id)].find(device) : -1;
+    const auto d = static_cast<size_t>(device), v = static_cast<size_t>(value->id);
+    return d < heldOn_.size() && v < heldOn_[d].size() ? heldOn_[d][v] : -1;
   }
+  // The buffers of `value` on the devices of `layout` that hold it.
+  DeviceBuffers heldBuffers(const ir::Value *value, const ir::Annotation &layout) const;
   ir::Phase phase_ = ir::Phase::Forward;                    // of the op being emitted
   int64_t batch_ = 0;                                       // the global batch B (0: unbound)
   std::set<int> recompute_;                                 // devices whose stage recomputes

@@ -49,15 +49,17 @@ void ProgramBuilder::specialize() {
       perMicrobatch_[d] = std::move(it->second);
   }
   for (const auto &part : builders)
-    for (size_t v = 0; v < part->held_.size(); ++v)
-      for (const auto &[d, id] : part->held_[v])
-        held_[v].set(d, id);
+    for (size_t d = 0; d < part->heldOn_.size(); ++d)
+      if (!part->heldOn_[d].empty()) { // the part's devices only
+        if (d >= heldOn_.size())
+          heldOn_.resize(d + 1);
+        heldOn_[d] = std::move(part->heldOn_[d]);
+      }
 }
 
 // What every part of specialize needs before it emits: the devices' programs with their
 // stages and schedules.
 void ProgramBuilder::prepare() {
-  held_.resize(graph_.numValues());
   for (const auto &op : graph_.ops())
     for (const ir::Value *result : op->results)
       if (const auto &a = result->annotations.at(plan_.index))
@@ -176,7 +178,20 @@ void ProgramBuilder::assignStage(ir::DeviceProgram &program) {
 }
 
 void ProgramBuilder::remember(int device, const ir::Value *value, int id) {
-  held_[static_cast<size_t>(value->id)].set(device, id);
+  const auto d = static_cast<size_t>(device);
+  if (d >= heldOn_.size())
+    heldOn_.resize(d + 1);
+  if (heldOn_[d].empty())
+    heldOn_[d].assign(graph_.numValues(), -1);
+  heldOn_[d][static_cast<size_t>(value->id)] = id;
+}
+
+ProgramBuilder::DeviceBuffers ProgramBuilder::heldBuffers(const ir::Value *value, const ir::Annotation &layout) const {
+  std::vector<std::pair<int, int>> entries;
+  for (int d : layout.devices())
+    if (const int held = heldBuffer(d, value); held >= 0)
+      entries.push_back({d, held});
+  return DeviceBuffers(std::move(entries));
 }
 
 const ir::Annotation *ProgramBuilder::annotationOf(const ir::Value *v) const {
@@ -408,8 +423,8 @@ void ProgramBuilder::reshard(const ir::Op &op) {
   auto resolved = plan_.communication.find(&op);
   const CommPlan &comm = resolved != plan_.communication.end() ? resolved->second : planFor(from, op.result(), to);
   lowerSteps(
-      comm, held_[static_cast<size_t>(op.operands[0]->id)], op.result(),
-      [&](size_t s) { return ir::tags::reshardStep(op.id, s); }, op.loc);
+      comm, heldBuffers(op.operands[0], from), op.result(), [&](size_t s) { return ir::tags::reshardStep(op.id, s); },
+      op.loc);
 }
 
 const CommPlan &ProgramBuilder::planFor(const ir::Annotation &from, const ir::Value *to,
