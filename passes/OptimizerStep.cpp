@@ -2,8 +2,10 @@
 // SGD per parameter; under `zero` on each device's share of the parameter, then the steps
 // that rebuild the parameter's layout.
 #include "ir/Tags.h"
+#include "passes/Parallel.h"
 #include "passes/ProgramBuilder.h"
 
+#include <memory>
 #include <utility>
 
 namespace hspmd::passes {
@@ -14,8 +16,54 @@ void ProgramBuilder::addOptimizerStep() {
   std::map<int, std::vector<ir::Instruction>> bodies;
   for (auto &[device, program] : programs_)
     bodies[device] = std::exchange(program.body, {});
-  for (const auto &[param, grad] : plan_.gradients)
-    optimizerStep(*param, *grad);
+  std::vector<int> devices;
+  for (const auto &[d, program] : programs_)
+    devices.push_back(d);
+  const size_t parts = std::min(workerCount(threads_), devices.size());
+  if (parts <= 1) {
+    for (const auto &[param, grad] : plan_.gradients)
+      optimizerStep(*param, *grad);
+  } else {
+    // As in specialize: each part updates every parameter on its devices (round-robin), with
+    // their programs and buffer tables moved in and back; a device's steps depend on nothing
+    // another device's do.
+    std::vector<std::unique_ptr<ProgramBuilder>> builders;
+    for (size_t t = 0; t < parts; ++t) {
+      auto part = std::make_unique<ProgramBuilder>(graph_, plan_, links_, 1, bf16_);
+      part->mine_.assign(static_cast<size_t>(devices.back()) + 1, 0);
+      part->phase_ = phase_;
+      part->batch_ = batch_;
+      part->batchDims_ = batchDims_; // read only while the parts emit
+      part->keptF32_ = keptF32_;
+      part->heldOn_.resize(heldOn_.size());
+      builders.push_back(std::move(part));
+    }
+    for (size_t i = 0; i < devices.size(); ++i) {
+      ProgramBuilder &part = *builders[i % parts];
+      const int d = devices[i];
+      const auto at = static_cast<size_t>(d);
+      part.mine_[at] = 1;
+      part.programs_[d] = std::move(programs_.at(d));
+      if (at < heldOn_.size())
+        part.heldOn_[at] = std::move(heldOn_[at]);
+      if (auto it = perMicrobatch_.find(d); it != perMicrobatch_.end())
+        part.perMicrobatch_[d] = std::move(it->second);
+    }
+    parallelFor(parts, static_cast<int>(parts), [&](size_t t) {
+      for (const auto &[param, grad] : plan_.gradients)
+        builders[t]->optimizerStep(*param, *grad);
+    });
+    for (size_t i = 0; i < devices.size(); ++i) {
+      ProgramBuilder &part = *builders[i % parts];
+      const int d = devices[i];
+      const auto at = static_cast<size_t>(d);
+      programs_.at(d) = std::move(part.programs_.at(d));
+      if (at < heldOn_.size())
+        heldOn_[at] = std::move(part.heldOn_[at]);
+      if (auto it = part.perMicrobatch_.find(d); it != part.perMicrobatch_.end())
+        perMicrobatch_[d] = std::move(it->second);
+    }
+  }
   for (auto &[device, program] : programs_)
     updates_[device] = std::exchange(program.body, std::move(bodies[device]));
 }
@@ -37,6 +85,8 @@ void ProgramBuilder::optimizerStep(const ir::Value &param, const ir::Value &grad
   const ir::Annotation &where = sharded ? state->second : *layout;
   DeviceBuffers updated; // the buffers holding the devices' updated shares
   for (int d : where.devices()) {
+    if (!mine(d))
+      continue;
     ir::Instruction in;
     in.kind = ir::InstrKind::Kernel;
     in.op = optimizer;
