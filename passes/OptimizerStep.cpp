@@ -24,45 +24,17 @@ void ProgramBuilder::addOptimizerStep() {
     for (const auto &[param, grad] : plan_.gradients)
       optimizerStep(*param, *grad);
   } else {
-    // As in specialize: each part updates every parameter on its devices (round-robin), with
-    // their programs and buffer tables moved in and back; a device's steps depend on nothing
-    // another device's do.
-    std::vector<std::unique_ptr<ProgramBuilder>> builders;
-    for (size_t t = 0; t < parts; ++t) {
-      auto part = std::make_unique<ProgramBuilder>(graph_, plan_, links_, 1, bf16_);
-      part->mine_.assign(static_cast<size_t>(devices.back()) + 1, 0);
-      part->phase_ = phase_;
-      part->batch_ = batch_;
-      part->batchDims_ = batchDims_; // read only while the parts emit
-      part->keptF32_ = keptF32_;
-      part->heldOn_.resize(heldOn_.size());
-      builders.push_back(std::move(part));
-    }
-    for (size_t i = 0; i < devices.size(); ++i) {
-      ProgramBuilder &part = *builders[i % parts];
-      const int d = devices[i];
-      const auto at = static_cast<size_t>(d);
-      part.mine_[at] = 1;
-      part.programs_[d] = std::move(programs_.at(d));
-      if (at < heldOn_.size())
-        part.heldOn_[at] = std::move(heldOn_[at]);
-      if (auto it = perMicrobatch_.find(d); it != perMicrobatch_.end())
-        part.perMicrobatch_[d] = std::move(it->second);
-    }
+    // As in specialize: each part updates every parameter on its devices, their programs and
+    // buffer tables moved in and back; a device's steps depend on nothing another device's do.
+    auto builders = makeParts(parts, devices);
+    for (size_t i = 0; i < devices.size(); ++i)
+      moveDevice(*this, *builders[i % parts], devices[i]);
     parallelFor(parts, static_cast<int>(parts), [&](size_t t) {
       for (const auto &[param, grad] : plan_.gradients)
         builders[t]->optimizerStep(*param, *grad);
     });
-    for (size_t i = 0; i < devices.size(); ++i) {
-      ProgramBuilder &part = *builders[i % parts];
-      const int d = devices[i];
-      const auto at = static_cast<size_t>(d);
-      programs_.at(d) = std::move(part.programs_.at(d));
-      if (at < heldOn_.size())
-        heldOn_[at] = std::move(part.heldOn_[at]);
-      if (auto it = part.perMicrobatch_.find(d); it != part.perMicrobatch_.end())
-        perMicrobatch_[d] = std::move(it->second);
-    }
+    for (size_t i = 0; i < devices.size(); ++i)
+      moveDevice(*builders[i % parts], *this, devices[i]);
   }
   for (auto &[device, program] : programs_)
     updates_[device] = std::exchange(program.body, std::move(bodies[device]));

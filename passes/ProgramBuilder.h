@@ -130,6 +130,11 @@ private:
   void prepare();
   void analyse();
   void emitAll();
+  // Specialize's and optimizer-step's parts: a builder per thread for `devices` (programs_'s)
+  // round-robin, so that each gets devices of every stage, each sharing this one's analysis.
+  std::vector<std::unique_ptr<ProgramBuilder>> makeParts(size_t parts, const std::vector<int> &devices) const;
+  // Moves a device's program, buffer table and batch-dependent buffers between builders.
+  static void moveDevice(ProgramBuilder &from, ProgramBuilder &to, int device);
   // Under bf16_, the f32 values that stay f32: the parameters, their gradients, the loss, and
   // every value a reshard makes of one of them or they are made of (both ends of a message
   // agree on its element type).

@@ -24,37 +24,45 @@ void ProgramBuilder::specialize() {
     emitAll();
     return;
   }
-  // Each part walks every op but emits only its devices' instructions (devices round-robin,
-  // so that each part gets devices of every stage); a device's program and buffers depend on
-  // nothing another device's emission does, so the programs are those one walk builds.
-  std::vector<std::unique_ptr<ProgramBuilder>> builders;
-  for (size_t t = 0; t < parts; ++t) {
-    builders.push_back(std::make_unique<ProgramBuilder>(graph_, plan_, links_, 1, bf16_));
-    builders.back()->mine_.assign(static_cast<size_t>(devices.back()) + 1, 0);
-    builders.back()->batchDims_ = batchDims_; // read only while the parts emit
-    builders.back()->gradientValues_ = gradientValues_;
-    builders.back()->keptF32_ = keptF32_;
-  }
-  for (size_t i = 0; i < devices.size(); ++i)
-    builders[i % parts]->mine_[static_cast<size_t>(devices[i])] = 1;
+  // Each part walks every op but emits only its devices' instructions; a device's program and
+  // buffers depend on nothing another device's emission does, so the programs are those one
+  // walk builds.
+  auto builders = makeParts(parts, devices);
   parallelFor(parts, static_cast<int>(parts), [&](size_t t) {
     builders[t]->prepare();
     builders[t]->emitAll();
   });
-  for (size_t i = 0; i < devices.size(); ++i) {
-    ProgramBuilder &part = *builders[i % parts];
-    const int d = devices[i];
-    programs_[d] = std::move(part.programs_.at(d));
-    if (auto it = part.perMicrobatch_.find(d); it != part.perMicrobatch_.end())
-      perMicrobatch_[d] = std::move(it->second);
+  for (size_t i = 0; i < devices.size(); ++i)
+    moveDevice(*builders[i % parts], *this, devices[i]);
+}
+
+std::vector<std::unique_ptr<ProgramBuilder>> ProgramBuilder::makeParts(size_t parts,
+                                                                       const std::vector<int> &devices) const {
+  std::vector<std::unique_ptr<ProgramBuilder>> builders;
+  for (size_t t = 0; t < parts; ++t) {
+    auto part = std::make_unique<ProgramBuilder>(graph_, plan_, links_, 1, bf16_);
+    part->mine_.assign(static_cast<size_t>(*std::max_element(devices.begin(), devices.end())) + 1, 0);
+    part->phase_ = phase_;
+    part->batch_ = batch_;
+    part->batchDims_ = batchDims_; // read only while the parts work
+    part->gradientValues_ = gradientValues_;
+    part->keptF32_ = keptF32_;
+    builders.push_back(std::move(part));
   }
-  for (const auto &part : builders)
-    for (size_t d = 0; d < part->heldOn_.size(); ++d)
-      if (!part->heldOn_[d].empty()) { // the part's devices only
-        if (d >= heldOn_.size())
-          heldOn_.resize(d + 1);
-        heldOn_[d] = std::move(part->heldOn_[d]);
-      }
+  for (size_t i = 0; i < devices.size(); ++i)
+    builders[i % parts]->mine_[static_cast<size_t>(devices[i])] = 1;
+  return builders;
+}
+
+void ProgramBuilder::moveDevice(ProgramBuilder &from, ProgramBuilder &to, int device) {
+  to.programs_[device] = std::move(from.programs_.at(device));
+  if (const auto d = static_cast<size_t>(device); d < from.heldOn_.size() && !from.heldOn_[d].empty()) {
+    if (d >= to.heldOn_.size())
+      to.heldOn_.resize(d + 1);
+    to.heldOn_[d] = std::move(from.heldOn_[d]);
+  }
+  if (auto it = from.perMicrobatch_.find(device); it != from.perMicrobatch_.end())
+    to.perMicrobatch_[device] = std::move(it->second);
 }
 
 // What every part of specialize needs before it emits: the devices' programs with their
