@@ -52,9 +52,10 @@ TEST(Pipeline, DeductionIsIdempotent) {
 }
 
 // The program passes' per-device work on several threads (PipelineOptions::threads) gives the
-// programs one thread gives, byte for byte: specialize's devices split over 3 or 4 parts (each
-// part's reshards emitted only on its side), plans with recomputation (its rounds of agreement
-// between devices), pipelines with micro-batches in flight (stash) and heterogeneous devices.
+// programs one thread gives, byte for byte: specialize's and optimizer-step's devices split over
+// 3 or 4 parts (each part's reshards and ZeRO gathers emitted only on its side), plans with
+// recomputation (its rounds of agreement between devices), pipelines with micro-batches in
+// flight (stash) and heterogeneous devices.
 TEST(Pipeline, ProgramsDoNotDependOnTheThreadsThatBuildThem) {
   for (const char *plan : {"pipeline2_recompute", "hetero4", "dp2_zero", "cp_asym"}) {
     std::vector<std::string> printed;
