@@ -237,7 +237,7 @@ std::map<std::string, std::string> generate(const std::vector<PlanToBuild> &plan
         << (nccl ? quote(toolchain.binaryDir + "/runtime/gpu/libhspmd_gpu_host.a") + " " : "")
         << quote(toolchain.binaryDir + "/runtime/libhspmd_runtime.a") << " "
         << quote(toolchain.binaryDir + "/ir/libhspmd_ir.a") << " openblas OpenMP::OpenMP_CXX Threads::Threads"
-        << (cuda ? " CUDA::cudart CUDA::cublas" : "") << (nccl ? " " + quote(toolchain.ncclLibrary) : "") << ")\n"
+        << (cuda ? " CUDA::cudart ${CMAKE_DL_LIBS}" : "") << (nccl ? " " + quote(toolchain.ncclLibrary) : "") << ")\n"
         << "if(MPI_C_FOUND)\n  target_link_libraries(" << binaryName << " PRIVATE MPI::MPI_C)\nendif()\n";
   files["CMakeLists.txt"] = cmake.str();
   return files;

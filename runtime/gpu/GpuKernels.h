@@ -27,6 +27,10 @@ void useGpu(int ordinal);
 /// it to a cluster file's device type.
 std::string gpuName(int device = 0);
 
+/// Loads cuBLAS, which the first GpuStream does (it is not linked: its initializers would cost
+/// every process 60 ms as it starts); needs no GPU. False, with why, where it cannot be loaded.
+bool loadBlas(std::string *why);
+
 /// A CUDA stream with its cuBLAS handle: what kernels of one device run on, in order.
 class GpuStream {
 public:

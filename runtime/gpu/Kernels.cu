@@ -9,6 +9,7 @@
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <cmath>
@@ -28,9 +29,57 @@ namespace {
 
 using kernels::expect;
 
+// cuBLAS, loaded when a stream first needs it (cublas()): linked, its libcublasLt's static
+// initializers cost every process 60 ms as it starts, every hspmc command included.
+#define HSPMD_SYMBOL_NAME(f) HSPMD_SYMBOL_NAME2(f) // cublas_v2.h's macros (cublasSgemm_v2) expanded
+#define HSPMD_SYMBOL_NAME2(f) #f
+struct Blas {
+  decltype(&cublasCreate) create = nullptr;
+  decltype(&cublasDestroy) destroy = nullptr;
+  decltype(&cublasSetStream) setStream = nullptr;
+  decltype(&cublasSetMathMode) setMathMode = nullptr;
+  decltype(&cublasSgemm) sgemm = nullptr;
+  // cublasGemmEx's C entry point (C++ also sees an inline overload taking a cudaDataType)
+  cublasStatus_t (*gemmEx)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void *,
+                           const void *, cudaDataType, int, const void *, cudaDataType, int, const void *, void *,
+                           cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t) = nullptr;
+  decltype(&cublasGetStatusString) statusString = nullptr;
+};
+
+const Blas &cublas() {
+  static const Blas loaded = [] {
+    // The toolkit's cuBLAS this was compiled against: by its soname (the executable's run path
+    // names the toolkit's library folder), else in that folder.
+    const std::string name = "libcublas.so." + std::to_string(CUBLAS_VER_MAJOR);
+    void *library = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+#ifdef HSPMD_CUBLAS_DIR
+    if (!library)
+      library = dlopen((std::string(HSPMD_CUBLAS_DIR) + "/" + name).c_str(), RTLD_NOW | RTLD_LOCAL);
+#endif
+    if (!library)
+      throw KernelError("cannot load cuBLAS (" + name + "): " + dlerror());
+    auto symbol = [&](const char *symbolName) {
+      void *found = dlsym(library, symbolName);
+      if (!found)
+        throw KernelError(name + " has no " + symbolName);
+      return found;
+    };
+    Blas b;
+    b.create = reinterpret_cast<decltype(b.create)>(symbol(HSPMD_SYMBOL_NAME(cublasCreate)));
+    b.destroy = reinterpret_cast<decltype(b.destroy)>(symbol(HSPMD_SYMBOL_NAME(cublasDestroy)));
+    b.setStream = reinterpret_cast<decltype(b.setStream)>(symbol(HSPMD_SYMBOL_NAME(cublasSetStream)));
+    b.setMathMode = reinterpret_cast<decltype(b.setMathMode)>(symbol(HSPMD_SYMBOL_NAME(cublasSetMathMode)));
+    b.sgemm = reinterpret_cast<decltype(b.sgemm)>(symbol(HSPMD_SYMBOL_NAME(cublasSgemm)));
+    b.gemmEx = reinterpret_cast<decltype(b.gemmEx)>(symbol(HSPMD_SYMBOL_NAME(cublasGemmEx)));
+    b.statusString = reinterpret_cast<decltype(b.statusString)>(symbol(HSPMD_SYMBOL_NAME(cublasGetStatusString)));
+    return b; // the library stays loaded for the process
+  }();
+  return loaded;
+}
+
 void checkBlas(cublasStatus_t status, const char *what) {
   if (status != CUBLAS_STATUS_SUCCESS)
-    throw KernelError(std::string(what) + ": " + cublasGetStatusString(status));
+    throw KernelError(std::string(what) + ": " + cublas().statusString(status));
 }
 
 cudaStream_t streamOf(const GpuStream &s) {
@@ -471,17 +520,17 @@ struct Gemm {
   void operator()(int64_t rows, int64_t K, int64_t N, const void *a, const void *b, void *y) const {
     const float one = 1.0f, zero = 0.0f;
     if (!bf16) {
-      checkBlas(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(rows),
-                            static_cast<int>(K), &one, static_cast<const float *>(b), static_cast<int>(N),
-                            static_cast<const float *>(a), static_cast<int>(K), &zero, static_cast<float *>(y),
-                            static_cast<int>(N)),
+      checkBlas(cublas().sgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(rows),
+                               static_cast<int>(K), &one, static_cast<const float *>(b), static_cast<int>(N),
+                               static_cast<const float *>(a), static_cast<int>(K), &zero, static_cast<float *>(y),
+                               static_cast<int>(N)),
                 "cublasSgemm");
       return;
     }
-    checkBlas(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(rows),
-                           static_cast<int>(K), &one, b, CUDA_R_16BF, static_cast<int>(N), a, CUDA_R_16BF,
-                           static_cast<int>(K), &zero, y, yType, static_cast<int>(N), CUBLAS_COMPUTE_32F,
-                           CUBLAS_GEMM_DEFAULT),
+    checkBlas(cublas().gemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(rows),
+                              static_cast<int>(K), &one, b, CUDA_R_16BF, static_cast<int>(N), a, CUDA_R_16BF,
+                              static_cast<int>(K), &zero, y, yType, static_cast<int>(N), CUBLAS_COMPUTE_32F,
+                              CUBLAS_GEMM_DEFAULT),
               "cublasGemmEx");
   }
 };
@@ -491,9 +540,9 @@ struct Gemm {
 class TensorCoreMath {
 public:
   explicit TensorCoreMath(cublasHandle_t handle) : handle_(handle) {
-    checkBlas(cublasSetMathMode(handle_, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+    checkBlas(cublas().setMathMode(handle_, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
   }
-  ~TensorCoreMath() { cublasSetMathMode(handle_, CUBLAS_PEDANTIC_MATH); }
+  ~TensorCoreMath() { cublas().setMathMode(handle_, CUBLAS_PEDANTIC_MATH); }
   TensorCoreMath(const TensorCoreMath &) = delete;
   TensorCoreMath &operator=(const TensorCoreMath &) = delete;
 
@@ -716,21 +765,33 @@ std::string gpuName(int device) {
   return properties.name;
 }
 
+bool loadBlas(std::string *why) {
+  try {
+    cublas();
+    return true;
+  } catch (const KernelError &e) {
+    if (why)
+      *why = e.what();
+    return false;
+  }
+}
+
 GpuStream::GpuStream() {
+  cublas(); // before the stream: a cuBLAS that cannot be loaded leaves nothing behind
   cudaStream_t stream = nullptr;
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
   stream_ = stream;
   cublasHandle_t handle = nullptr;
-  checkBlas(cublasCreate(&handle), "cublasCreate");
+  checkBlas(cublas().create(&handle), "cublasCreate");
   blas_ = handle;
-  checkBlas(cublasSetStream(handle, stream), "cublasSetStream");
+  checkBlas(cublas().setStream(handle, stream), "cublasSetStream");
   // fp32 products stay fp32 (no TF32 tensor cores): results comparable with the CPU's.
-  checkBlas(cublasSetMathMode(handle, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode");
+  checkBlas(cublas().setMathMode(handle, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode");
 }
 
 GpuStream::~GpuStream() {
   if (blas_)
-    cublasDestroy(static_cast<cublasHandle_t>(blas_));
+    cublas().destroy(static_cast<cublasHandle_t>(blas_));
   if (stream_)
     cudaStreamDestroy(static_cast<cudaStream_t>(stream_));
 }

@@ -124,6 +124,14 @@ TEST(GpuKernels, EveryCpuKernelHasAGpuKernel) {
   EXPECT_EQ(gpu.size(), cpu.size()); // each named once
 }
 
+// Not a GPU test either: cuBLAS is not linked but loaded by the first stream (linked, its
+// initializers cost every process 60 ms at start); loading it needs the toolkit, not a GPU.
+TEST(GpuKernels, CublasLoadsWithoutBeingLinked) {
+  std::string why;
+  EXPECT_TRUE(runtime::gpu::loadBlas(&why)) << why;
+  EXPECT_TRUE(runtime::gpu::loadBlas(&why)) << why; // once loaded, it stays
+}
+
 TEST(GpuKernels, Elementwise) {
   SKIP_WITHOUT_GPU();
   std::mt19937 random(1);
