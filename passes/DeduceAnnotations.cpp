@@ -248,14 +248,14 @@ private:
       if (!a)
         return false;
       if (required)
-        required->push_back(*a);
+        required->push_back(std::move(*a));
     }
     for (size_t r = 0; r < op.results.size(); ++r) {
       auto a = buildAnnotation(rule, rule.results[r], -1, *op.results[r], cells, d.resultHetero[r], d.resultAxes[r]);
       if (!a)
         return false;
       if (results)
-        results->push_back(*a);
+        results->push_back(std::move(*a));
     }
     return true;
   }
@@ -272,6 +272,19 @@ private:
 
     Decision d;
     const size_t n = operands.size(), results = op.results.size();
+    // A trial decision is accepted where every annotation it implies can be written; those
+    // of the last one accepted are kept.
+    std::vector<ir::Annotation> required, produced;
+    bool accepted = false;
+    auto accept = [&](const Decision &trial) {
+      std::vector<ir::Annotation> trialRequired, trialProduced;
+      if (!buildAll(op, rule, cells, trial, &trialRequired, &trialProduced))
+        return false;
+      required = std::move(trialRequired);
+      produced = std::move(trialProduced);
+      accepted = true;
+      return true;
+    };
     d.requiredHetero.assign(n, Meaning{Kind::Dup});
     d.resultHetero.assign(results, Meaning{Kind::Dup});
     d.requiredAxes.assign(n, {});
@@ -309,8 +322,8 @@ private:
         Decision trial = d;
         trial.requiredHetero = c.required;
         trial.resultHetero = c.results;
-        if (buildAll(op, rule, cells, trial, nullptr, nullptr)) {
-          d = trial;
+        if (accept(trial)) {
+          d = std::move(trial);
           break;
         }
       }
@@ -331,15 +344,16 @@ private:
             trial.requiredAxes[o][g][a] = c.required[o];
           for (size_t r = 0; r < results; ++r)
             trial.resultAxes[r][g][a] = c.results[r];
-          if (buildAll(op, rule, cells, trial, nullptr, nullptr)) {
-            d = trial;
+          if (accept(trial)) {
+            d = std::move(trial);
             break;
           }
         }
       }
     }
-    std::vector<ir::Annotation> required, produced;
-    if (!buildAll(op, rule, cells, d, &required, &produced)) {
+    // The last accepted trial's annotations are the decision's: built again only when no
+    // trial was accepted (the first decision stands).
+    if (!accepted && !buildAll(op, rule, cells, d, &required, &produced)) {
       report_(Problem{Severity::Error,
                       op.loc,
                       "HS199",
