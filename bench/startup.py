@@ -41,6 +41,8 @@ def empty_program(folder, libraries):
 
 def main():
     hspmc = sys.argv[1] if len(sys.argv) > 1 else "build/tools/hspmc/hspmc"
+    if not os.access(hspmc, os.X_OK):
+        sys.exit(f"bench/startup.py: no hspmc to run at '{hspmc}' (build it with scripts/build.sh)")
     with tempfile.TemporaryDirectory() as folder:
         rows = [("empty C++ program", [empty_program(folder, [])])]
         try:

@@ -28,7 +28,6 @@
 #include <optional>
 #include <set>
 #include <tuple>
-#include <unordered_map>
 
 namespace hspmd::passes {
 
