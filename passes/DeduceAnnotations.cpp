@@ -21,7 +21,10 @@
 //     the hetero level a factor may also be split as the plan split another dimension of its
 //     size over the same groups (a gradient reduce-scattered to the cp shares, head-parallel
 //     attention's output moved to the sequence shares), and across pipelines (their own
-//     micro-batch schedules) a choice that moves nothing comes first;
+//     micro-batch schedules) a choice that moves nothing comes first. The search reads
+//     only the op's kind, attributes and types, its operands as aligned to the cells, the
+//     cells and the plan's unequal splits over them: ops that agree on all of it (the same op
+//     in each of a model's identical layers) share one search (`searchKey`);
 //  4. operands that must change get a `reshard` op before the op; an undecided leaf is
 //     decided by its first consumer, and so is an op that only reads undecided leaves: the
 //     consumer's requirement is pushed back through it to the leaves (the backward step);
@@ -35,8 +38,10 @@
 #include "passes/Layout.h"
 
 #include <algorithm>
+#include <cstring>
 #include <numeric>
 #include <set>
+#include <unordered_map>
 
 namespace hspmd::passes {
 
@@ -260,28 +265,163 @@ private:
     return true;
   }
 
+  // What the search of step 3 finds for an op: the decision and the annotations it implies
+  // (`found` false when none could be written).
+  struct Search {
+    Decision d;
+    std::vector<ir::Annotation> required, produced;
+    bool found = false;
+  };
+  std::unordered_map<std::string, Search> searches_; // by searchKey
+
+  // Everything the search reads, as bytes: the op's kind, attributes and types (its sharding
+  // rule follows from them), the operands as the op sees them, the cells, and what else
+  // steers the choice. Ops with equal keys find the same: a model's identical layers are
+  // searched once.
+  std::string searchKey(const ir::Op &op, const std::vector<Operand> &operands, const std::vector<Cell> &cells,
+                        bool accumulated, bool acrossPipelines, const std::map<int64_t, std::vector<int64_t>> &known) {
+    std::string key;
+    auto word = [&key](int64_t v) { key.append(reinterpret_cast<const char *>(&v), sizeof v); };
+    auto real = [&word](double v) {
+      int64_t bits;
+      std::memcpy(&bits, &v, sizeof bits);
+      word(bits);
+    };
+    auto text = [&](const std::string &t) {
+      word(static_cast<int64_t>(t.size()));
+      key += t;
+    };
+    auto dim = [&](const ir::SymExpr &e) {
+      if (auto c = e.constant()) {
+        word(0);
+        word(*c);
+      } else {
+        word(1);
+        text(e.str());
+      }
+    };
+    auto type = [&](const ir::Value *v) {
+      word(static_cast<int64_t>(v->type.dtype));
+      word(v->type.rank());
+      for (const ir::SymExpr &e : v->type.shape)
+        dim(e);
+    };
+    auto meaning = [&](const Meaning &m) {
+      word(static_cast<int64_t>(m.kind) | static_cast<int64_t>(m.ratio) << 8 | static_cast<int64_t>(m.factor) << 16);
+      word(static_cast<int64_t>(m.sizes.size()));
+      for (int64_t size : m.sizes)
+        word(size);
+    };
+    word(static_cast<int64_t>(op.kind) | static_cast<int64_t>(accumulated) << 32 |
+         static_cast<int64_t>(acrossPipelines) << 33);
+    for (const auto &[name, value] : op.attrs) {
+      text(name);
+      word(static_cast<int64_t>(value.index()));
+      if (const auto *i = std::get_if<int64_t>(&value))
+        word(*i);
+      else if (const auto *r = std::get_if<double>(&value))
+        real(*r);
+      else if (const auto *b = std::get_if<bool>(&value))
+        word(*b);
+      else if (const auto *t = std::get_if<std::string>(&value))
+        text(*t);
+      else
+        for (const ir::SymExpr &e : std::get<std::vector<ir::SymExpr>>(value))
+          dim(e);
+    }
+    word(static_cast<int64_t>(op.operands.size()) | static_cast<int64_t>(op.results.size()) << 32);
+    for (const ir::Value *v : op.operands)
+      type(v);
+    for (const ir::Value *v : op.results)
+      type(v);
+    for (const Operand &operand : operands) {
+      meaning(operand.view.hetero);
+      real(operand.view.bytes);
+      for (const auto &axes : operand.view.axes) {
+        word(static_cast<int64_t>(axes.size()));
+        for (const Meaning &m : axes)
+          meaning(m);
+      }
+    }
+    for (const Cell &cell : cells) {
+      word(static_cast<int64_t>(cell.devices.size()) | static_cast<int64_t>(cell.mesh.size()) << 32);
+      key.append(reinterpret_cast<const char *>(cell.devices.data()), cell.devices.size() * sizeof(int));
+      key.append(reinterpret_cast<const char *>(cell.mesh.data()), cell.mesh.size() * sizeof(int));
+    }
+    for (const auto &[size, sizes] : known) {
+      word(size);
+      word(static_cast<int64_t>(sizes.size()));
+      for (int64_t s : sizes)
+        word(s);
+    }
+    return key;
+  }
+
   void decide(ir::Op &op, const std::vector<Cell> &cells) {
     pending_.erase(&op);
-    const OpShardingRule rule = shardingRule(op);
+    std::optional<OpShardingRule> rule;
+    auto ruleOf = [&]() -> const OpShardingRule & {
+      if (!rule)
+        rule = shardingRule(op);
+      return *rule;
+    };
     std::vector<Operand> operands;
     for (size_t o = 0; o < op.operands.size(); ++o)
-      operands.push_back(prepare(op.operands[o], cells, rule, static_cast<int>(o)));
+      operands.push_back(prepare(op.operands[o], cells, ruleOf(), static_cast<int>(o)));
+    const bool accumulated = accumulated_.count(&op) > 0;
+    const auto stages = plan_.stageOf.find(&op);
+    const bool acrossPipelines = stages != plan_.stageOf.end() && stages->second.size() > 1;
+    std::map<int64_t, std::vector<int64_t>> known;
+    if (cells.size() > 1) {
+      std::vector<std::vector<int>> groups;
+      for (const Cell &cell : cells)
+        groups.push_back(cell.devices);
+      for (const auto &[key, sizes] : heteroSplits_)
+        if (key.second == groups)
+          known.emplace(key.first, sizes);
+    }
+    const std::string key = searchKey(op, operands, cells, accumulated, acrossPipelines, known);
+    auto found = searches_.find(key);
+    if (found == searches_.end())
+      found = searches_.emplace(key, search(op, ruleOf(), operands, cells, accumulated, acrossPipelines, known)).first;
+    const Search &s = found->second;
+    if (!s.found) {
+      report_(Problem{Severity::Error,
+                      op.loc,
+                      "HS199",
+                      "internal error: no annotation found for " + std::string(ir::opInfo(op.kind).name),
+                      {},
+                      {}});
+      return;
+    }
+    for (size_t o = 0; o < operands.size(); ++o)
+      settle(op, operands[o], s.required[o], s.d, o, cells);
+    for (size_t r = 0; r < op.results.size(); ++r)
+      set(op.results[r], s.produced[r]);
+    for (ir::Value *result : op.results)
+      applyPin(op, result);
+  }
+
+  // Step 3 for one op: the hetero placement, then each axis of each cell.
+  Search search(const ir::Op &op, const OpShardingRule &rule, const std::vector<Operand> &operands,
+                const std::vector<Cell> &cells, bool accumulated, bool acrossPipelines,
+                const std::map<int64_t, std::vector<int64_t>> &known) {
     std::vector<double> bytes;
     for (const Operand &operand : operands)
       bytes.push_back(operand.view.bytes);
 
-    Decision d;
+    Search s;
+    Decision &d = s.d;
     const size_t n = operands.size(), results = op.results.size();
     // A trial decision is accepted where every annotation it implies can be written; those
     // of the last one accepted are kept.
-    std::vector<ir::Annotation> required, produced;
     bool accepted = false;
     auto accept = [&](const Decision &trial) {
       std::vector<ir::Annotation> trialRequired, trialProduced;
       if (!buildAll(op, rule, cells, trial, &trialRequired, &trialProduced))
         return false;
-      required = std::move(trialRequired);
-      produced = std::move(trialProduced);
+      s.required = std::move(trialRequired);
+      s.produced = std::move(trialProduced);
       accepted = true;
       return true;
     };
@@ -301,22 +441,15 @@ private:
       std::vector<Meaning> m;
       for (const Operand &operand : operands)
         m.push_back(operand.view.hetero);
-      std::vector<std::vector<int>> groups;
-      for (const Cell &cell : cells)
-        groups.push_back(cell.devices);
-      std::map<int64_t, std::vector<int64_t>> known;
-      for (const auto &[key, sizes] : heteroSplits_)
-        if (key.second == groups)
-          known.emplace(key.first, sizes);
       std::vector<OperandView> views;
       for (const Operand &operand : operands)
         views.push_back(operand.view);
       const std::vector<double> grows =
-          accumulated_.count(&op) ? std::vector<double>(views.size(), 1.0) : growth(op, rule, views, cells);
+          accumulated ? std::vector<double>(views.size(), 1.0) : growth(op, rule, views, cells);
       auto list = candidates(op, rule, m, bytes, static_cast<int>(cells.size()), true, grows, known);
       // Cells in different pipelines run their micro-batches on their own schedules: an op
       // moves nothing between them when it can help it (only gradients meet, once a step).
-      if (auto stages = plan_.stageOf.find(&op); stages != plan_.stageOf.end() && stages->second.size() > 1)
+      if (acrossPipelines)
         std::stable_partition(list.begin(), list.end(), [](const Candidate &c) { return !c.moves; });
       for (const Candidate &c : list) {
         Decision trial = d;
@@ -353,21 +486,8 @@ private:
     }
     // The last accepted trial's annotations are the decision's: built again only when no
     // trial was accepted (the first decision stands).
-    if (!accepted && !buildAll(op, rule, cells, d, &required, &produced)) {
-      report_(Problem{Severity::Error,
-                      op.loc,
-                      "HS199",
-                      "internal error: no annotation found for " + std::string(ir::opInfo(op.kind).name),
-                      {},
-                      {}});
-      return;
-    }
-    for (size_t o = 0; o < n; ++o)
-      settle(op, operands[o], required[o], d, o, cells);
-    for (size_t r = 0; r < results; ++r)
-      set(op.results[r], produced[r]);
-    for (ir::Value *result : op.results)
-      applyPin(op, result);
+    s.found = accepted || buildAll(op, rule, cells, d, &s.required, &s.produced);
+    return s;
   }
 
   // The backward step: a waiting op's result must be `target`; derive what its operands

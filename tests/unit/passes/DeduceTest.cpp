@@ -83,6 +83,26 @@ TEST(Deduce, NonlinearOpsReducePartialSumsFirst) {
   EXPECT_EQ(d->reshards(), Strings{"x: [0, 1]: P -> [0, 1]: R (reduction)"});
 }
 
+// Ops that agree on kind, attributes and types share one search only where they also read
+// the same layouts on the same devices: each of these decides as it would alone.
+TEST(Deduce, IdenticalOpsDecideByWhatTheyRead) {
+  auto d = deduce("%a = input : f32[4, 8] <[0, 1]: R>\n%b = input : f32[4, 8] <[0, 1]: S1>\n"
+                  "%c = input : f32[4, 8] <[2, 3]: R>\n%e = input : f32[4, 8] <[0..4]: S0*2 x R*2>\n"
+                  "%w1 = param : f32[8, 6]\n%w2 = param : f32[8, 6]\n%w3 = param : f32[8, 6]\n"
+                  "%w4 = param : f32[8, 6]\n%w5 = param : f32[8, 6]\n"
+                  "%y1 = matmul %a, %w1 : f32[4, 6]\n%y2 = matmul %b, %w2 : f32[4, 6]\n"
+                  "%y3 = matmul %c, %w3 : f32[4, 6]\n%y4 = matmul %a, %w4 : f32[4, 6]\n"
+                  "%y5 = matmul %e, %w5 : f32[4, 6]");
+  EXPECT_EQ(d->of("y1"), "[0, 1]: S1");
+  EXPECT_EQ(d->of("y2"), "[0, 1]: P");
+  EXPECT_EQ(d->of("w2"), "[0, 1]: S0");
+  EXPECT_EQ(d->of("y3"), "[2, 3]: S1");
+  EXPECT_EQ(d->of("w3"), "[2, 3]: S1");
+  EXPECT_EQ(d->of("y4"), "[0, 1]: S1");
+  EXPECT_EQ(d->of("w4"), "[0, 1]: S1");
+  EXPECT_EQ(d->of("y5"), "[0..4]: S0*2 x S1*2");
+}
+
 TEST(Deduce, SoftmaxGathersItsDimension) {
   auto d = deduce("%x = input : f32[4, 8] <[0, 1]: S1>\n%y = softmax %x {dim = 1} : f32[4, 8]\n"
                   "%z = softmax %x {dim = 0} : f32[4, 8]");
