@@ -273,38 +273,21 @@ private:
     bool found = false;
   };
   std::unordered_map<std::string, Search> searches_; // by searchKey
+  ShardingRuleCache rules_;
 
   // Everything the search reads, as bytes: the op's kind, attributes and types (its sharding
   // rule follows from them), the operands as the op sees them, the cells, and what else
   // steers the choice. Ops with equal keys find the same: a model's identical layers are
   // searched once.
-  std::string searchKey(const ir::Op &op, const std::vector<Operand> &operands, const std::vector<Cell> &cells,
-                        bool accumulated, bool acrossPipelines, const std::map<int64_t, std::vector<int64_t>> &known) {
-    std::string key;
+  std::string searchKey(const std::string &signature, const std::vector<Operand> &operands,
+                        const std::vector<Cell> &cells, bool accumulated, bool acrossPipelines,
+                        const std::map<int64_t, std::vector<int64_t>> &known) {
+    std::string key = signature;
     auto word = [&key](int64_t v) { key.append(reinterpret_cast<const char *>(&v), sizeof v); };
     auto real = [&word](double v) {
       int64_t bits;
       std::memcpy(&bits, &v, sizeof bits);
       word(bits);
-    };
-    auto text = [&](const std::string &t) {
-      word(static_cast<int64_t>(t.size()));
-      key += t;
-    };
-    auto dim = [&](const ir::SymExpr &e) {
-      if (auto c = e.constant()) {
-        word(0);
-        word(*c);
-      } else {
-        word(1);
-        text(e.str());
-      }
-    };
-    auto type = [&](const ir::Value *v) {
-      word(static_cast<int64_t>(v->type.dtype));
-      word(v->type.rank());
-      for (const ir::SymExpr &e : v->type.shape)
-        dim(e);
     };
     auto meaning = [&](const Meaning &m) {
       word(static_cast<int64_t>(m.kind) | static_cast<int64_t>(m.ratio) << 8 | static_cast<int64_t>(m.factor) << 16);
@@ -312,28 +295,8 @@ private:
       for (int64_t size : m.sizes)
         word(size);
     };
-    word(static_cast<int64_t>(op.kind) | static_cast<int64_t>(accumulated) << 32 |
-         static_cast<int64_t>(acrossPipelines) << 33);
-    for (const auto &[name, value] : op.attrs) {
-      text(name);
-      word(static_cast<int64_t>(value.index()));
-      if (const auto *i = std::get_if<int64_t>(&value))
-        word(*i);
-      else if (const auto *r = std::get_if<double>(&value))
-        real(*r);
-      else if (const auto *b = std::get_if<bool>(&value))
-        word(*b);
-      else if (const auto *t = std::get_if<std::string>(&value))
-        text(*t);
-      else
-        for (const ir::SymExpr &e : std::get<std::vector<ir::SymExpr>>(value))
-          dim(e);
-    }
-    word(static_cast<int64_t>(op.operands.size()) | static_cast<int64_t>(op.results.size()) << 32);
-    for (const ir::Value *v : op.operands)
-      type(v);
-    for (const ir::Value *v : op.results)
-      type(v);
+    word(static_cast<int64_t>(accumulated) | static_cast<int64_t>(acrossPipelines) << 1 |
+         static_cast<int64_t>(cells.size()) << 2);
     for (const Operand &operand : operands) {
       meaning(operand.view.hetero);
       real(operand.view.bytes);
@@ -348,6 +311,7 @@ private:
       key.append(reinterpret_cast<const char *>(cell.devices.data()), cell.devices.size() * sizeof(int));
       key.append(reinterpret_cast<const char *>(cell.mesh.data()), cell.mesh.size() * sizeof(int));
     }
+    word(static_cast<int64_t>(known.size()));
     for (const auto &[size, sizes] : known) {
       word(size);
       word(static_cast<int64_t>(sizes.size()));
@@ -359,15 +323,12 @@ private:
 
   void decide(ir::Op &op, const std::vector<Cell> &cells) {
     pending_.erase(&op);
-    std::optional<OpShardingRule> rule;
-    auto ruleOf = [&]() -> const OpShardingRule & {
-      if (!rule)
-        rule = shardingRule(op);
-      return *rule;
-    };
+    std::string signature;
+    appendOpSignature(signature, op);
+    const OpShardingRule &rule = rules_.of(op, signature);
     std::vector<Operand> operands;
     for (size_t o = 0; o < op.operands.size(); ++o)
-      operands.push_back(prepare(op.operands[o], cells, ruleOf(), static_cast<int>(o)));
+      operands.push_back(prepare(op.operands[o], cells, rule, static_cast<int>(o)));
     const bool accumulated = accumulated_.count(&op) > 0;
     const auto stages = plan_.stageOf.find(&op);
     const bool acrossPipelines = stages != plan_.stageOf.end() && stages->second.size() > 1;
@@ -380,10 +341,10 @@ private:
         if (key.second == groups)
           known.emplace(key.first, sizes);
     }
-    const std::string key = searchKey(op, operands, cells, accumulated, acrossPipelines, known);
+    const std::string key = searchKey(signature, operands, cells, accumulated, acrossPipelines, known);
     auto found = searches_.find(key);
     if (found == searches_.end())
-      found = searches_.emplace(key, search(op, ruleOf(), operands, cells, accumulated, acrossPipelines, known)).first;
+      found = searches_.emplace(key, search(op, rule, operands, cells, accumulated, acrossPipelines, known)).first;
     const Search &s = found->second;
     if (!s.found) {
       report_(Problem{Severity::Error,
@@ -496,7 +457,7 @@ private:
   // inverted.
   void settleBackward(ir::Op &op, const ir::Annotation &target) {
     pending_.erase(&op);
-    const OpShardingRule rule = shardingRule(op);
+    const OpShardingRule &rule = rules_.of(op);
     const std::vector<Cell> cells = cellsOf(target);
     // Read the target through the result's dims: a view of "operand" -1.
     OpShardingRule asResult = rule;

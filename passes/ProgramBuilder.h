@@ -19,6 +19,7 @@
 #include "ir/DeviceProgram.h"
 #include "passes/Communication.h"
 #include "passes/LoweredPlan.h"
+#include "passes/ShardingRules.h"
 
 #include <algorithm>
 #include <climits>
@@ -116,8 +117,14 @@ private:
   // result dimension made of a factor (ShardingRules) that makes up a batch dimension of an
   // operand. Parameters and their gradients have none.
   // Shared by specialize's parts.
-  std::shared_ptr<std::map<const ir::Value *, std::vector<bool>>> batchDims_ =
-      std::make_shared<std::map<const ir::Value *, std::vector<bool>>>();
+  // By value id; none for a value that does not grow with the batch.
+  std::shared_ptr<std::vector<std::optional<std::vector<bool>>>> batchDims_ =
+      std::make_shared<std::vector<std::optional<std::vector<bool>>>>();
+  const std::optional<std::vector<bool>> &batchDimsOf(const ir::Value &value) const {
+    static const std::optional<std::vector<bool>> none;
+    const auto id = static_cast<size_t>(value.id);
+    return id < batchDims_->size() ? (*batchDims_)[id] : none;
+  }
 
   // Specialize.cpp
   // The devices this builder emits for, by device id (empty: all): specialize splits the
@@ -153,8 +160,8 @@ private:
   int buffer(int device, const ir::Value *value, const ir::Annotation &layout, const std::string &suffix = "");
   // A new buffer named `name` holding the region `of` holds on `device` (its type too).
   int sibling(int device, int of, const std::string &name);
-  void findBatchDims(const ir::Op &op);
-  bool isBatchDependent(const ir::Value &value) const { return batchDims_->count(&value) > 0; }
+  void findBatchDims(const ir::Op &op, ShardingRuleCache &rules);
+  bool isBatchDependent(const ir::Value &value) const { return batchDimsOf(value).has_value(); }
   static void markBatched(std::vector<char> &batched, int id) {
     if (static_cast<size_t>(id) >= batched.size())
       batched.resize(static_cast<size_t>(id) + 1, 0);

@@ -3,6 +3,7 @@
 #include "passes/ShardingRules.h"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <numeric>
 
@@ -448,6 +449,68 @@ OpShardingRule shardingRule(const ir::Op &op) {
   }
   }
   return RuleBuilder(op).take(Linearity::None);
+}
+
+void appendOpSignature(std::string &key, const ir::Op &op) {
+  auto word = [&key](int64_t v) { key.append(reinterpret_cast<const char *>(&v), sizeof v); };
+  auto text = [&](const std::string &t) {
+    word(static_cast<int64_t>(t.size()));
+    key += t;
+  };
+  auto dim = [&](const ir::SymExpr &e) {
+    if (auto c = e.constant()) {
+      word(0);
+      word(*c);
+    } else {
+      word(1);
+      text(e.str());
+    }
+  };
+  auto type = [&](const ir::Value *v) {
+    word(static_cast<int64_t>(v->type.dtype) | static_cast<int64_t>(v->type.rank()) << 8);
+    for (const ir::SymExpr &e : v->type.shape)
+      dim(e);
+  };
+  word(static_cast<int64_t>(op.kind) | static_cast<int64_t>(op.operands.size()) << 16 |
+       static_cast<int64_t>(op.results.size()) << 40);
+  word(static_cast<int64_t>(op.attrs.size()));
+  for (const auto &[name, value] : op.attrs) {
+    text(name);
+    word(static_cast<int64_t>(value.index()));
+    if (const auto *i = std::get_if<int64_t>(&value)) {
+      word(*i);
+    } else if (const auto *r = std::get_if<double>(&value)) {
+      int64_t bits;
+      std::memcpy(&bits, r, sizeof bits);
+      word(bits);
+    } else if (const auto *b = std::get_if<bool>(&value)) {
+      word(*b);
+    } else if (const auto *t = std::get_if<std::string>(&value)) {
+      text(*t);
+    } else {
+      const auto &dims = std::get<std::vector<ir::SymExpr>>(value);
+      word(static_cast<int64_t>(dims.size()));
+      for (const ir::SymExpr &e : dims)
+        dim(e);
+    }
+  }
+  for (const ir::Value *v : op.operands)
+    type(v);
+  for (const ir::Value *v : op.results)
+    type(v);
+}
+
+const OpShardingRule &ShardingRuleCache::of(const ir::Op &op) {
+  key_.clear();
+  appendOpSignature(key_, op);
+  return of(op, key_);
+}
+
+const OpShardingRule &ShardingRuleCache::of(const ir::Op &op, const std::string &signature) {
+  auto it = rules_.find(signature);
+  if (it == rules_.end())
+    it = rules_.emplace(signature, shardingRule(op)).first;
+  return it->second;
 }
 
 } // namespace hspmd::passes

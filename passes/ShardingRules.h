@@ -16,6 +16,7 @@
 #include "ir/Graph.h"
 
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace hspmd::passes {
@@ -59,5 +60,22 @@ struct OpShardingRule {
 
 /// The rule of an op, built from its kind, attributes and operand shapes.
 OpShardingRule shardingRule(const ir::Op &op);
+
+/// Appends bytes that identify everything an op's rule is built from (its kind, attributes,
+/// operand and result types): ops with equal bytes have equal rules.
+void appendOpSignature(std::string &key, const ir::Op &op);
+
+/// Rules by signature: the op of a model's identical layers is ruled once. References stay
+/// valid as long as the cache.
+class ShardingRuleCache {
+public:
+  const OpShardingRule &of(const ir::Op &op);
+  /// With the op's signature already made (appendOpSignature alone).
+  const OpShardingRule &of(const ir::Op &op, const std::string &signature);
+
+private:
+  std::unordered_map<std::string, OpShardingRule> rules_;
+  std::string key_;
+};
 
 } // namespace hspmd::passes

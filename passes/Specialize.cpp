@@ -89,8 +89,10 @@ void ProgramBuilder::prepare() {
 void ProgramBuilder::analyse() {
   for (const auto &[param, grad] : plan_.gradients)
     gradientValues_.insert(grad);
+  batchDims_->assign(graph_.numValues(), std::nullopt);
+  ShardingRuleCache rules; // the ops of identical layers share theirs
   for (const auto &op : graph_.ops())
-    findBatchDims(*op);
+    findBatchDims(*op, rules);
   findKeptF32();
 }
 
@@ -260,27 +262,34 @@ int ProgramBuilder::sibling(int device, int of, const std::string &name) {
   return program.buffers.back().id;
 }
 
-void ProgramBuilder::findBatchDims(const ir::Op &op) {
+void ProgramBuilder::findBatchDims(const ir::Op &op, ShardingRuleCache &rules) {
   if (batch_ <= 0 || op.kind == ir::OpKind::Param)
     return;
+  auto &all = *batchDims_;
+  auto set = [&all](const ir::Value *value, std::vector<bool> dims) {
+    const auto id = static_cast<size_t>(value->id);
+    if (id >= all.size())
+      all.resize(id + 1);
+    all[id] = std::move(dims);
+  };
   if (op.kind == ir::OpKind::Input) {
     std::vector<bool> dims(op.result()->type.shape.size(), false);
     if (!dims.empty())
       dims[0] = true;
-    (*batchDims_)[op.result()] = dims;
+    set(op.result(), dims);
     return;
   }
   if (op.kind == ir::OpKind::Reshard) {
-    if (auto it = batchDims_->find(op.operands[0]); it != batchDims_->end())
-      (*batchDims_)[op.result()] = it->second;
+    if (const auto &dims = batchDimsOf(*op.operands[0]))
+      set(op.result(), *dims);
     return;
   }
-  const OpShardingRule rule = shardingRule(op);
+  const OpShardingRule &rule = rules.of(op);
   std::set<int> factors;
   for (size_t i = 0; i < op.operands.size() && i < rule.operands.size(); ++i)
-    if (auto it = batchDims_->find(op.operands[i]); it != batchDims_->end())
-      for (size_t d = 0; d < it->second.size() && d < rule.operands[i].size(); ++d)
-        if (it->second[d])
+    if (const auto &dims = batchDimsOf(*op.operands[i]))
+      for (size_t d = 0; d < dims->size() && d < rule.operands[i].size(); ++d)
+        if ((*dims)[d])
           factors.insert(rule.operands[i][d].begin(), rule.operands[i][d].end());
   if (factors.empty())
     return;
@@ -292,7 +301,7 @@ void ProgramBuilder::findBatchDims(const ir::Op &op) {
         if (factors.count(f))
           dims[d] = any = true;
     if (any)
-      (*batchDims_)[op.results[r]] = dims;
+      set(op.results[r], dims);
   }
 }
 
@@ -305,11 +314,11 @@ ir::Box ProgramBuilder::toMicrobatch(int device, const ir::Value &value, ir::Box
   if (m <= 1 || batch_ <= 0) // one micro-batch, or a batch the plan does not bind
     return box;
   const auto &sizes = concrete(value);
-  const auto dims = batchDims_->find(&value);
-  if (dims == batchDims_->end())
+  const auto &dims = batchDimsOf(value);
+  if (!dims)
     return box;
-  for (size_t d = 0; d < box.lo.size() && d < dims->second.size(); ++d) {
-    if (!dims->second[d])
+  for (size_t d = 0; d < box.lo.size() && d < dims->size(); ++d) {
+    if (!(*dims)[d])
       continue;
     const int64_t perSample = sizes[d] / batch_; // elements of this dim per sample
     const int64_t from = program.batchStart * perSample;

@@ -132,3 +132,23 @@ TEST(ShardingRules, BackwardOps) {
 }
 
 } // namespace
+
+// The cache rules an op once per signature (kind, attributes, types): the ops of identical
+// layers share a rule, and an op that differs in any of them gets its own.
+TEST(ShardingRules, CacheSharesRulesOfEqualSignaturesOnly) {
+  ir::ParseError error;
+  auto graph = ir::parseGraph("graph G {\n%a = input : f32[4, 8]\n%b = input : f32[4, 8]\n"
+                              "%s0 = softmax %a {dim = 1} : f32[4, 8]\n%s1 = softmax %b {dim = 1} : f32[4, 8]\n"
+                              "%s2 = softmax %a {dim = 0} : f32[4, 8]\n%c = input : f32[8, 8]\n"
+                              "%s3 = softmax %c {dim = 1} : f32[8, 8]\n%s4 = softmax %a {dim = 1} : bf16[4, 8]\n}\n",
+                              &error);
+  ASSERT_TRUE(graph) << error.str();
+  auto op = [&](const std::string &name) { return graph->findValue(name)->def; };
+  passes::ShardingRuleCache rules;
+  const passes::OpShardingRule &first = rules.of(*op("s0"));
+  EXPECT_EQ(&rules.of(*op("s1")), &first);
+  for (const char *other : {"s2", "s3", "s4"})
+    EXPECT_NE(&rules.of(*op(other)), &first) << other;
+  EXPECT_EQ(rules.of(*op("s2")).str(), passes::shardingRule(*op("s2")).str());
+  EXPECT_EQ(rules.of(*op("s3")).str(), passes::shardingRule(*op("s3")).str());
+}
