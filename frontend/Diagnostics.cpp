@@ -21,7 +21,7 @@ std::string_view severityName(Severity severity) {
 std::string diagnosticHeader(const Diagnostic &diagnostic) {
   std::string where = diagnostic.loc.isKnown()      ? diagnostic.loc.str() + ": "
                       : diagnostic.loc.file.empty() ? std::string()
-                                                    : diagnostic.loc.file + ": ";
+                                                    : diagnostic.loc.file.str() + ": ";
   return where + std::string(severityName(diagnostic.severity)) + ": " + diagnostic.message +
          (diagnostic.code.empty() ? "" : " [" + diagnostic.code + "]");
 }

@@ -162,7 +162,7 @@ std::optional<Compilation::ElaboratedPlan> Compilation::elaboratePlan(const Plan
   // Cluster file, relative to the plan's folder.
   if (plan.cluster) {
     namespace fs = std::filesystem;
-    spec.clusterPath = (fs::path(plan.loc.file).parent_path() / *plan.cluster).lexically_normal().string();
+    spec.clusterPath = (fs::path(plan.loc.file.str()).parent_path() / *plan.cluster).lexically_normal().string();
     std::vector<planner::ClusterError> errors;
     std::error_code ec;
     if (!fs::is_regular_file(spec.clusterPath, ec)) {

@@ -468,7 +468,7 @@ private:
       return "'" + name + "'";
     const ir::Location &loc = value->def->loc;
     return "the result of " + std::string(ir::opInfo(value->def->kind).name) + " at " +
-           std::filesystem::path(loc.file).filename().string() + ":" + std::to_string(loc.line) + ":" +
+           std::filesystem::path(loc.file.str()).filename().string() + ":" + std::to_string(loc.line) + ":" +
            std::to_string(loc.col);
   }
 

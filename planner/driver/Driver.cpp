@@ -84,7 +84,8 @@ std::optional<Build> elaborateBuild(Compilation &compilation, const std::string 
     if (!elaborated)
       return std::nullopt;
     elaborated->graph->setNumPlans(0);
-    std::string text = ir::printGraph(*elaborated->graph);
+    // Plans of one file must make the same graph: compared as text, where there are several.
+    std::string text = decls.size() > 1 ? ir::printGraph(*elaborated->graph) : std::string();
     if (!build.graph) {
       build.graph = std::move(elaborated->graph);
       firstText = text;

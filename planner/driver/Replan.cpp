@@ -133,7 +133,7 @@ SurvivorPlan planForSurvivors(const ir::PlanSpec &plan, const frontend::Compilat
     }
   }
   PlanFiles files;
-  files.model = std::filesystem::absolute(compilation.findModule(plan.model)->loc.file).string();
+  files.model = std::filesystem::absolute(compilation.findModule(plan.model)->loc.file.str()).string();
   files.cluster = base + ".cluster.toml";
   files.out = base + ".planner.hspmd"; // the planner's own plan, on the survivors' numbering
   files.sequence = sequence;

@@ -21,7 +21,7 @@ struct Compiled {
   std::vector<std::string> messages(const std::string &mainFile) const {
     std::vector<std::string> out;
     auto add = [&](const frontend::Diagnostic &d) {
-      std::string where = d.loc.file == mainFile ? "" : d.loc.file + ":";
+      std::string where = d.loc.file == mainFile ? "" : d.loc.file.str() + ":";
       out.push_back(where + std::to_string(d.loc.line) + ":" + std::to_string(d.loc.col) + ": " +
                     std::string(frontend::severityName(d.severity)) + ": " + d.message);
     };

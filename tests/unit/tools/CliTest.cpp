@@ -1795,6 +1795,30 @@ TEST(Cli, DumpProgram) {
   EXPECT_EQ(hspmc("dump-program examples/gpt/plans/single.hspmd").code, 2);
 }
 
+// Plans built together (dump-ir's repeated --plan) must make the same graph of the model:
+// one that binds the batch otherwise is named at its plan line.
+TEST(Cli, PlansBuiltTogetherNeedTheSameModelGraph) {
+  std::ifstream in("examples/gpt/plans/single.hspmd");
+  std::string single((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto write = [&](const std::string &path, const std::string &name, const std::string &bind) {
+    std::string text = single;
+    text.replace(text.find("plan single"), 11, "plan " + name);
+    text.replace(text.find("bind B = 8"), 10, bind);
+    text.replace(text.find("\"../tiny_gpt"), 4, "\"../examples/gpt/");
+    text.replace(text.find("\"../../clusters"), 7, "\"../examples/");
+    std::ofstream(path) << text;
+  };
+  write("build/cli_same_a.hspmd", "same_a", "bind B = 8");
+  write("build/cli_same_b.hspmd", "same_b", "bind B = 8");
+  write("build/cli_other_b.hspmd", "other_b", "bind B = 4");
+  const std::string model = "dump-ir examples/gpt/tiny_gpt.hspmd --plan build/cli_same_a.hspmd ";
+  EXPECT_EQ(hspmc(model + "--plan build/cli_same_b.hspmd").code, 0);
+  expectRun(model + "--plan build/cli_other_b.hspmd", 1,
+            "build/cli_other_b.hspmd:4:6: error: plan 'other_b' elaborates the model differently from "
+            "plan 'same_a': plans of one build need the same model arguments and bindings\n"
+            "  plan other_b for TinyGPT {\n       ^~~~~~~\n");
+}
+
 TEST(Cli, DumpIrAfterAPass) {
   CliRun run = hspmc("dump-ir examples/gpt/plans/tp2.hspmd --after deduce-annotations");
   ASSERT_EQ(run.code, 0) << run.output.substr(0, 2000);
