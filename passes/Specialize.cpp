@@ -229,12 +229,13 @@ int ProgramBuilder::buffer(int device, const ir::Value *value, const ir::Annotat
   b.id = static_cast<int>(program.buffers.size());
   b.value = value->name + suffix;
   b.dtype = storageType(*value);
-  const auto pieces = ir::ownedRegion(layout, concrete(*value), device);
+  auto pieces = ir::ownedRegion(layout, concrete(*value), device);
   if (!pieces.empty()) {
-    const ir::Box box = toMicrobatch(device, *value, pieces[0].box);
-    b.origin = box.lo;
+    ir::Box box = toMicrobatch(device, *value, std::move(pieces[0].box));
+    b.shape.resize(box.lo.size());
     for (size_t d = 0; d < box.lo.size(); ++d)
-      b.shape.push_back(box.hi[d] - box.lo[d]);
+      b.shape[d] = box.hi[d] - box.lo[d];
+    b.origin = std::move(box.lo);
   }
   if (isBatchDependent(*value))
     markBatched(perMicrobatch_[device], b.id);
