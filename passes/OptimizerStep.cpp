@@ -16,9 +16,21 @@ void ProgramBuilder::addOptimizerStep() {
   std::map<int, std::vector<ir::Instruction>> bodies;
   for (auto &[device, program] : programs_)
     bodies[device] = std::exchange(program.body, {});
+  // Room for each device's new buffers (a parameter's moments, and its shard under `zero`),
+  // so that the tables grow once.
+  std::map<int, size_t> added;
+  for (const auto &[param, grad] : plan_.gradients)
+    if (const ir::Annotation *layout = annotationOf(param)) {
+      auto state = plan_.optimizerState.find(param->name);
+      const bool sharded = state != plan_.optimizerState.end() && state->second != *layout;
+      for (int d : (sharded ? state->second : *layout).devices())
+        added[d] += sharded ? 4 : 3;
+    }
   std::vector<int> devices;
-  for (const auto &[d, program] : programs_)
+  for (auto &[d, program] : programs_) {
     devices.push_back(d);
+    program.buffers.reserve(program.buffers.size() + added[d]);
+  }
   const size_t parts = std::min(workerCount(threads_), devices.size());
   if (parts <= 1) {
     for (const auto &[param, grad] : plan_.gradients)
