@@ -119,10 +119,25 @@ bool verifyStreams(const Streams &programs, const ReportFn &report) {
   std::sort(sends.begin(), sends.end());
   std::sort(recvs.begin(), recvs.end());
   auto stepOf = [&](size_t device, size_t at) -> const Step & { return (*streams[device])[at]; };
+  std::vector<int> sortedGroup;
   for (size_t begin = 0, end = 0; begin < calls.size(); begin = end) {
     while (end < calls.size() && calls[end].key == calls[begin].key)
       ++end;
     const int64_t tag = stepOf(calls[end - 1].device, calls[end - 1].at).tag;
+    // The common case first: every caller names one group, whose members are exactly the
+    // callers (in increasing device order, as `calls` is sorted), with the same bytes.
+    const ir::Instruction &lead = *stepOf(calls[begin].device, calls[begin].at).in;
+    if (lead.group.size() == end - begin) {
+      sortedGroup.assign(lead.group.begin(), lead.group.end());
+      std::sort(sortedGroup.begin(), sortedGroup.end());
+      bool plain = true;
+      for (size_t c = begin; c < end && plain; ++c) {
+        const ir::Instruction &in = *stepOf(calls[c].device, calls[c].at).in;
+        plain = in.group == lead.group && in.bytes == lead.bytes && ids[calls[c].device] == sortedGroup[c - begin];
+      }
+      if (plain)
+        continue;
+    }
     // Members with the same group form one collective; each must be called by exactly them.
     std::map<std::vector<int>, std::vector<std::pair<int, const ir::Instruction *>>> byGroup;
     for (size_t c = begin; c < end; ++c) {
