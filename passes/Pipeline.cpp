@@ -286,4 +286,13 @@ PipelineResult runPipeline(ir::Graph &graph, const std::vector<ir::PlanSpec> &pl
   return std::move(s.result);
 }
 
+void releasePrograms(PipelineResult &result, int threads) {
+  std::vector<ir::DeviceProgram *> all;
+  for (auto &programs : result.programs)
+    for (auto &[device, program] : programs)
+      all.push_back(&program);
+  parallelFor(all.size(), threads, [&](size_t i) { *all[i] = ir::DeviceProgram{}; });
+  result.programs.clear();
+}
+
 } // namespace hspmd::passes

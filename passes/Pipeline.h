@@ -61,4 +61,9 @@ const std::vector<std::string> &passNames();
 PipelineResult runPipeline(ir::Graph &graph, const std::vector<ir::PlanSpec> &plans, const PipelineOptions &options,
                            const ReportFn &report);
 
+/// Frees the result's programs on up to `threads` threads (0: the machine's cores): a large
+/// plan's are hundreds of thousands of instructions and buffers, whose freeing one thread
+/// takes tens of milliseconds over.
+void releasePrograms(PipelineResult &result, int threads = 0);
+
 } // namespace hspmd::passes

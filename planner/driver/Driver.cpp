@@ -189,6 +189,8 @@ void lintBuild(DiagnosticEngine &diags, const std::function<std::optional<Build>
       report(problem);
   if (training)
     *training = std::move(trained);
+  else
+    passes::releasePrograms(trained, threads);
 }
 
 void lintFile(Compilation &compilation, const std::string &planFile, const std::string &modelFile,

@@ -64,6 +64,13 @@ struct TrainingBuild {
     if (!later && checked)
       compile();
   }
+  TrainingBuild(const TrainingBuild &) = delete;
+  TrainingBuild &operator=(const TrainingBuild &) = delete;
+  ~TrainingBuild() { // the programs freed on the cores (a large plan's take a thread tens of ms)
+    if (result)
+      passes::releasePrograms(*result);
+    passes::releasePrograms(checkedPrograms);
+  }
   bool hasPlan() const { return build && !build->plans.empty(); }
   void compile(const std::optional<passes::LinkModel> &links = {}) {
     if (!checked)
