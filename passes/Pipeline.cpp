@@ -117,7 +117,7 @@ bool deduce(State &s) {
 
 bool resolve(State &s) {
   for (size_t i = 0; i < s.result.plans.size(); ++i)
-    resolveCommunication(s.graph, s.result.plans[i], s.links[i], s.report);
+    resolveCommunication(s.graph, s.result.plans[i], s.links[i], s.report, s.options.threads);
   return !s.failed;
 }
 

@@ -2,7 +2,11 @@
 // recorded on the op (passes/ResolveCommunication.h).
 #include "passes/ResolveCommunication.h"
 
+#include "passes/Parallel.h"
+
+#include <algorithm>
 #include <memory>
+#include <optional>
 
 namespace hspmd::passes {
 
@@ -22,27 +26,39 @@ LinkModel withPipelines(const LinkModel &cluster, const LoweredPlan &plan) {
   return links;
 }
 
-void resolveCommunication(ir::Graph &graph, LoweredPlan &plan, const LinkModel &links, const ReportFn &) {
-  ReshardPlans plans(links);
-  for (const auto &op : graph.ops()) {
-    if (op->kind != ir::OpKind::Reshard || ir::intAttr(op->attrs, "plan", -1) != plan.index)
-      continue;
-    const auto &from = op->operands[0]->annotations.at(plan.index);
-    const auto &to = op->result()->annotations.at(plan.index);
-    auto shape = ir::concreteShape(op->result()->type.shape);
-    if (!from || !to || !shape) {
-      op->attrs["comm"] = std::string("deferred");
-      continue;
+void resolveCommunication(ir::Graph &graph, LoweredPlan &plan, const LinkModel &links, const ReportFn &, int threads) {
+  std::vector<ir::Op *> reshards;
+  for (const auto &op : graph.ops())
+    if (op->kind == ir::OpKind::Reshard && ir::intAttr(op->attrs, "plan", -1) == plan.index)
+      reshards.push_back(op.get());
+  // Each part plans a contiguous range of the ops (a model's layers: the same plans again,
+  // which its own cache answers) and writes only its own ops' attributes and plans.
+  std::vector<std::optional<CommPlan>> comms(reshards.size());
+  const size_t parts = std::max<size_t>(1, std::min(workerCount(threads), reshards.size() / 64));
+  parallelFor(parts, static_cast<int>(parts), [&](size_t part) {
+    ReshardPlans plans(links);
+    for (size_t i = reshards.size() * part / parts; i < reshards.size() * (part + 1) / parts; ++i) {
+      ir::Op *op = reshards[i];
+      const auto &from = op->operands[0]->annotations.at(plan.index);
+      const auto &to = op->result()->annotations.at(plan.index);
+      auto shape = ir::concreteShape(op->result()->type.shape);
+      if (!from || !to || !shape) {
+        op->attrs["comm"] = std::string("deferred");
+        continue;
+      }
+      CommPlan comm = plans.plan(*shape, ir::dtypeBytes(op->result()->type.dtype), *from, *to);
+      std::string kinds;
+      for (const CommStep &step : comm.steps)
+        kinds += (kinds.empty() ? "" : " + ") + std::string(commKindName(step.kind));
+      op->attrs["comm"] = kinds;
+      op->attrs["comm_bytes"] = comm.totalBytes();
+      op->attrs["comm_steps"] = printCommSteps(comm);
+      comms[i] = std::move(comm);
     }
-    CommPlan comm = plans.plan(*shape, ir::dtypeBytes(op->result()->type.dtype), *from, *to);
-    std::string kinds;
-    for (const CommStep &step : comm.steps)
-      kinds += (kinds.empty() ? "" : " + ") + std::string(commKindName(step.kind));
-    op->attrs["comm"] = kinds;
-    op->attrs["comm_bytes"] = comm.totalBytes();
-    op->attrs["comm_steps"] = printCommSteps(comm);
-    plan.communication[op.get()] = std::move(comm);
-  }
+  });
+  for (size_t i = 0; i < reshards.size(); ++i)
+    if (comms[i])
+      plan.communication[reshards[i]] = std::move(*comms[i]);
 }
 
 } // namespace hspmd::passes

@@ -16,6 +16,9 @@ LinkModel withPipelines(const LinkModel &cluster, const LoweredPlan &plan);
 /// steps' kinds, as "all-reduce" or "reduce-scatter + bsr"), `comm_bytes` (bytes received
 /// over all devices) and `comm_steps` (every step: printCommSteps). A reshard of a value with
 /// unbound symbolic dimensions is planned when the sizes are known: `comm = "deferred"`.
-void resolveCommunication(ir::Graph &graph, LoweredPlan &plan, const LinkModel &links, const ReportFn &report);
+/// The ops are planned on up to `threads` threads (0: the machine's cores), in two halves of
+/// the graph's order, each with its own cache of plans; the result is the same on any number.
+void resolveCommunication(ir::Graph &graph, LoweredPlan &plan, const LinkModel &links, const ReportFn &report,
+                          int threads = 1);
 
 } // namespace hspmd::passes
