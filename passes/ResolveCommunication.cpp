@@ -34,7 +34,7 @@ void resolveCommunication(ir::Graph &graph, LoweredPlan &plan, const LinkModel &
   // Each part plans a contiguous range of the ops (a model's layers: the same plans again,
   // which its own cache answers) and writes only its own ops' attributes and plans.
   std::vector<std::optional<CommPlan>> comms(reshards.size());
-  const size_t parts = std::max<size_t>(1, std::min(workerCount(threads), reshards.size() / 64));
+  const size_t parts = std::max<size_t>(1, std::min(workerCount(threads), reshards.size() / 16));
   parallelFor(parts, static_cast<int>(parts), [&](size_t part) {
     ReshardPlans plans(links);
     for (size_t i = reshards.size() * part / parts; i < reshards.size() * (part + 1) / parts; ++i) {
