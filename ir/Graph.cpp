@@ -67,12 +67,13 @@ Op *Graph::insertOpBefore(const Op *before, OpKind kind, std::vector<Value *> op
   createOp(kind, std::move(operands), std::move(resultTypes), std::move(attrs), std::move(loc), names);
   std::unique_ptr<Op> op = std::move(ops_.back());
   ops_.pop_back();
-  // Ops are numbered by position (ids kept so below), so `before`'s id is where it is.
+  // Ops are numbered by position (ids kept so below), so `before`'s id is where it is; only
+  // the ops from there on are renumbered (all of them if the numbers were ever off).
   const auto position = static_cast<size_t>(before->id);
-  auto at = position < ops_.size() && ops_[position].get() == before
-                ? ops_.begin() + static_cast<std::ptrdiff_t>(position)
-                : std::find_if(ops_.begin(), ops_.end(), [&](const auto &o) { return o.get() == before; });
-  const auto from = static_cast<size_t>(at - ops_.begin());
+  const bool numbered = position < ops_.size() && ops_[position].get() == before;
+  auto at = numbered ? ops_.begin() + static_cast<std::ptrdiff_t>(position)
+                     : std::find_if(ops_.begin(), ops_.end(), [&](const auto &o) { return o.get() == before; });
+  const size_t from = numbered ? position : 0;
   Op *inserted = ops_.insert(at, std::move(op))->get();
   for (size_t i = from; i < ops_.size(); ++i)
     ops_[i]->id = static_cast<int>(i);

@@ -290,7 +290,8 @@ private:
       word(bits);
     };
     auto meaning = [&](const Meaning &m) {
-      word(static_cast<int64_t>(m.kind) | static_cast<int64_t>(m.ratio) << 8 | static_cast<int64_t>(m.factor) << 16);
+      word(static_cast<int64_t>(m.kind) | static_cast<int64_t>(m.ratio) << 8 |
+           static_cast<int64_t>(static_cast<uint32_t>(m.factor)) << 16); // factor -1 where none
       word(static_cast<int64_t>(m.sizes.size()));
       for (int64_t size : m.sizes)
         word(size);
