@@ -111,11 +111,11 @@ int train(const std::string &file, const std::vector<std::string> &planFiles, ru
     std::vector<planner::ClusterError> errors;
     set = planner::readPlanSet(file, errors);
     for (const auto &error : errors)
-      std::cerr << error.loc.str() << ": error: " << error.message << "\n";
+      std::cerr << error.loc.str() + ": error: " + error.message + "\n";
     if (!set)
       return 1;
     if (!planFiles.empty()) {
-      std::cerr << "hspmc train: error: " << file << " is a plan set: its plans are its own (no --plan)\n";
+      std::cerr << "hspmc train: error: " + file + " is a plan set: its plans are its own (no --plan)\n";
       return 1;
     }
   }
@@ -128,7 +128,7 @@ int train(const std::string &file, const std::vector<std::string> &planFiles, ru
   const bool leader = !mpi || runtime::launcherRank() <= 0; // prints and writes files
   auto fail = [&](const std::string &message) {
     if (leader)
-      std::cerr << "hspmc train: error: " << message << "\n";
+      std::cerr << "hspmc train: error: " + message + "\n";
     return 1;
   };
   // The plans of the run, each compiled once (a switch back to a plan compiles nothing).
@@ -345,8 +345,8 @@ int train(const std::string &file, const std::vector<std::string> &planFiles, ru
     const char *recovery = std::getenv("OMPI_MCA_orte_enable_recovery");
     if (std::getenv("OMPI_COMM_WORLD_RANK") && (!recovery || std::string(recovery) != "1")) {
       // Every process says it: mpirun ends the others when the first one exits.
-      std::cerr << "hspmc train: error: " << (run.faults.empty() ? "--recover" : "--fail")
-                << " on MPI: mpirun ends every process when one dies; start it with mpirun --enable-recovery\n";
+      std::cerr << std::string("hspmc train: error: ") + (run.faults.empty() ? "--recover" : "--fail") +
+                       " on MPI: mpirun ends every process when one dies; start it with mpirun --enable-recovery\n";
       return 1;
     }
   }
@@ -371,7 +371,9 @@ int train(const std::string &file, const std::vector<std::string> &planFiles, ru
       runtime::writeLosses(lossesPath, build->plans[0].name, model, run.seed, build->plans[0].optimizer,
                            build->plans[0].optimizerArgs, trained);
   } catch (const std::exception &e) {
-    std::cerr << "hspmc train: error: " << e.what() << "\n";
+    // One write: under mpirun every process may say it, and lines written piece by piece
+    // interleave (the pieces of two processes' copies of one line alternated under load).
+    std::cerr << "hspmc train: error: " + std::string(e.what()) + "\n";
     return 1;
   }
   return 0;
