@@ -254,6 +254,20 @@ bool checkPlan(Compilation &compilation, const std::string &file, const std::vec
   return compilation.diags().errorCount() == before;
 }
 
+std::vector<passes::LinkModel> planLinks(Compilation &compilation, const std::vector<ir::PlanSpec> &plans,
+                                         const std::string &clusterFile) {
+  std::vector<passes::LinkModel> links;
+  for (const ir::PlanSpec &plan : plans) {
+    const std::string path = !clusterFile.empty() ? clusterFile : plan.clusterPath;
+    std::vector<planner::ClusterError> errors;
+    std::optional<planner::Cluster> cluster;
+    if (!path.empty())
+      cluster = planner::loadCluster(path, compilation.stdlibDir() + "/devices.toml", errors);
+    links.push_back(cluster ? planner::linkModel(*cluster) : passes::LinkModel{});
+  }
+  return links;
+}
+
 bool checkSpec(Compilation &compilation, const ir::PlanSpec &spec, const planner::Cluster &cluster,
                passes::PipelineResult *training, const std::atomic<bool> *cancelled) {
   const int before = compilation.diags().errorCount();

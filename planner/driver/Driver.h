@@ -61,6 +61,12 @@ bool checkPlan(frontend::Compilation &compilation, const std::string &file, cons
                const std::string &clusterFile = "", bool memory = true, passes::PipelineResult *training = nullptr,
                std::optional<bool> bf16 = std::nullopt);
 
+/// The links each plan is compiled on: its cluster's (`clusterFile` overrides it; lint and the
+/// gate check on them, and train, build, simulate, dump-ir and dump-program compile on them),
+/// uniform links for a plan that names none or whose cluster does not load (the gate says why).
+std::vector<passes::LinkModel> planLinks(frontend::Compilation &compilation, const std::vector<ir::PlanSpec> &plans,
+                                         const std::string &clusterFile = "");
+
 /// The gate for a plan in memory (the planner's finalists): lint's checks of `spec` (errors
 /// only, memory aside: the planner weighs each finalist's memory plan itself) on `cluster`; the model `spec` names must
 /// be loaded in `compilation`. `training` receives the training build's programs. Returns whether the plan passed.

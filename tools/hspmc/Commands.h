@@ -50,10 +50,15 @@ struct TrainingBuild {
   /// programs (their memory included).
   static inline std::optional<bool> bf16;
 
+  /// The cluster file that overrides the plans' own in the checks and the links (none: each
+  /// plan's).
+  std::string clusterOverride;
+
   /// Elaborates, checks the plan, and unless `later`, compiles (later: the caller calls
   /// compile()). `clusterFile` overrides the plan's cluster in the checks.
   TrainingBuild(const std::string &file, const std::vector<std::string> &planFiles, const std::string &command,
-                bool later = false, const std::string &clusterFile = "") {
+                bool later = false, const std::string &clusterFile = "")
+      : clusterOverride(clusterFile) {
     build = driver::elaborateBuild(compilation, file, planFiles, "");
     if (build && build->plans.empty())
       diags.error(ir::Location{file, 0, 0, 1}, command + " needs a plan (--plan PLAN)");
@@ -62,7 +67,7 @@ struct TrainingBuild {
       checked = driver::checkTrainable(*build->graph,
                                        command == "train" ? "hspmc train" : "a program hspmc build writes", diags);
     if (!later && checked)
-      compile();
+      takeCheckedOrCompile();
   }
   TrainingBuild(const TrainingBuild &) = delete;
   TrainingBuild &operator=(const TrainingBuild &) = delete;
@@ -72,6 +77,7 @@ struct TrainingBuild {
     passes::releasePrograms(checkedPrograms);
   }
   bool hasPlan() const { return build && !build->plans.empty(); }
+  /// Compiles on `links`, else on each plan's cluster's (driver::planLinks).
   void compile(const std::optional<passes::LinkModel> &links = {}) {
     if (!checked)
       return;
@@ -80,8 +86,21 @@ struct TrainingBuild {
     options.bf16 = bf16;
     if (links)
       options.links.assign(build->plans.size(), *links);
+    else
+      options.links = driver::planLinks(compilation, build->plans, clusterOverride);
     result = passes::runPipeline(*build->graph, build->plans, options,
                                  [&](const passes::Problem &problem) { driver::reportProblem(diags, problem); });
+  }
+  /// The programs the gate compiled (on the links of the plan's cluster, default links where it
+  /// names none) where it kept them, else compiled now: a run trains what lint checked, and a
+  /// large plan is not compiled twice (a recovery's fixed cost).
+  void takeCheckedOrCompile() {
+    if (checked && checkedPrograms.ok && !checkedPrograms.programs.empty()) {
+      result = std::move(checkedPrograms);
+      result->plans.clear(); // they point into the gate's graph, which is gone
+    } else {
+      compile();
+    }
   }
   /// Prints the diagnostics; 0 when the programs are there, else the exit code.
   int report(bool json = false) {

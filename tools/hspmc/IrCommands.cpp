@@ -34,6 +34,7 @@ int runDumpIr(const std::string &file, const std::vector<std::string> &planFiles
     } else if (driver::checkPlan(compilation, file, planFiles, "", /*memory=*/false)) { // the gate
       passes::PipelineOptions options{after, &dump, timePasses ? &timing : nullptr};
       options.train = train;
+      options.links = driver::planLinks(compilation, build->plans);
       passes::runPipeline(*build->graph, build->plans, options,
                           [&](const passes::Problem &problem) { driver::reportProblem(diags, problem); });
     }
@@ -66,6 +67,7 @@ int runDumpProgram(const std::string &file, const std::vector<std::string> &plan
     passes::PipelineOptions options;
     options.train = train;
     options.bf16 = bf16;
+    options.links = driver::planLinks(compilation, build->plans);
     auto result = passes::runPipeline(*build->graph, build->plans, options,
                                       [&](const passes::Problem &problem) { driver::reportProblem(diags, problem); });
     if (result.ok) {

@@ -394,13 +394,14 @@ double lostFraction(runtime::FaultPhase phase) {
 }
 
 // hspmc simulate --fault-trace: the run priced step by step, in place and by restarts.
-int replayFaults(TrainingBuild &t, const planner::Cluster &cluster, double stepSeconds, double tokens,
-                 const FaultReplay &replay) {
+int replayFaults(TrainingBuild &t, const planner::Cluster &cluster, const std::string &clusterPath, double stepSeconds,
+                 double tokens, const FaultReplay &replay) {
   auto fail = [](const std::string &message) {
     std::cerr << "hspmc simulate: error: " << message << "\n";
     return 1;
   };
-  // The plans: the run's, then each --recover plan, compiled on the cluster and simulated.
+  // The plans: the run's, then each --recover plan, checked and compiled on the run's cluster
+  // (`clusterPath`: once, the gate's programs kept) and simulated.
   struct Priced {
     std::string name;
     const std::map<int, ir::DeviceProgram> *programs;
@@ -411,14 +412,15 @@ int replayFaults(TrainingBuild &t, const planner::Cluster &cluster, double stepS
   const planner::CostModel costs = planner::costModel(cluster);
   for (const std::string &path : replay.recoverPlans) {
     const auto start = std::chrono::steady_clock::now();
-    auto next = std::make_unique<TrainingBuild>(path, std::vector<std::string>{}, "simulate", true);
-    next->compile(planner::linkModel(cluster));
+    auto next = std::make_unique<TrainingBuild>(path, std::vector<std::string>{}, "simulate", true, clusterPath);
+    next->compileOn(cluster);
     if (int code = next->report(); code != 0)
       return code;
+    const double compiled = secondsSince(start); // what recovering to it costs: not its simulation
     if (std::string differs = sameTraining(t, *next); !differs.empty())
       return fail("--recover " + path + ": plan '" + next->plan().name + "' cannot continue this run: " + differs);
-    plans.push_back({next->plan().name, &next->programs(), planner::simulate(next->programs(), costs).stepSeconds,
-                     secondsSince(start), 0});
+    plans.push_back(
+        {next->plan().name, &next->programs(), planner::simulate(next->programs(), costs).stepSeconds, compiled, 0});
     builds.push_back(std::move(next));
   }
   for (Priced &plan : plans)
@@ -741,7 +743,7 @@ std::optional<planner::Cluster> TrainingBuild::simulationCluster(const std::stri
 void TrainingBuild::compileOn(const planner::Cluster &cluster) {
   // The gate checked against this cluster (the same file), so its programs are these.
   if (checked && checkedPrograms.ok && !checkedPrograms.programs.empty())
-    result = std::move(checkedPrograms);
+    takeCheckedOrCompile();
   else
     compile(planner::linkModel(cluster));
   if (!result || !result->ok)
@@ -816,7 +818,9 @@ int runSimulate(const std::string &file, const std::vector<std::string> &planFil
       return 1;
     }
   }
-  return replay.trace.empty() ? 0 : replayFaults(t, *cluster, sim.stepSeconds, tokens, replay);
+  return replay.trace.empty() ? 0
+                              : replayFaults(t, *cluster, clusterFile.empty() ? t.plan().clusterPath : clusterFile,
+                                             sim.stepSeconds, tokens, replay);
 }
 
 // Why `dir` cannot take hspmc build's files `names` ("" where it can): it must be a directory

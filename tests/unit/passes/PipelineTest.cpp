@@ -122,6 +122,30 @@ TEST(Pipeline, PlanChecksRunBeforeTheProgramsAreBuilt) {
   }
 }
 
+// Every command compiles a plan on its cluster's links, those lint checks on (a run trains
+// what lint checked); `--cluster` overrides the plan's; a plan without one gets uniform links.
+// The model outlives the cluster file it was read from.
+TEST(Pipeline, PlansCompileOnTheirClustersLinks) {
+  auto b =
+      buildExample("examples/llama/plans/llama32b_hetero48.hspmd", {"examples/llama/plans/llama32b_hetero48.hspmd"});
+  ASSERT_TRUE(b->build);
+  ASSERT_EQ(b->build->plans[0].clusterPath.empty(), false);
+  const std::vector<passes::LinkModel> own = driver::planLinks(b->compilation, b->build->plans);
+  ASSERT_EQ(own.size(), 1u);
+  // h800x16_h20x32: eight devices a node, NVLink inside a node, the network between nodes.
+  EXPECT_TRUE(own[0].sameNode(0, 7));
+  EXPECT_FALSE(own[0].sameNode(0, 8));
+  EXPECT_GT(own[0].bandwidth(0, 7), own[0].bandwidth(0, 8));
+  const auto other = driver::planLinks(b->compilation, b->build->plans, "examples/clusters/h20x32.toml");
+  EXPECT_FALSE(other[0].sameNode(0, 8));
+  EXPECT_NE(other[0].bandwidth(0, 7), own[0].bandwidth(0, 7)); // H20s, not H800s
+  ir::PlanSpec none = b->build->plans[0];
+  none.clusterPath.clear();
+  const auto uniform = driver::planLinks(b->compilation, {none});
+  EXPECT_TRUE(uniform[0].sameNode(0, 8));
+  EXPECT_EQ(uniform[0].bandwidth(0, 8), uniform[0].bandwidth(0, 7));
+}
+
 TEST(Pipeline, SeveralPlansAnnotateOneGraph) {
   auto b = buildExample("examples/gpt/tiny_gpt.hspmd",
                         {"examples/gpt/plans/dp2_tp2.hspmd", "examples/gpt/plans/pipeline2.hspmd"});
