@@ -21,6 +21,10 @@ SymExpr SymExpr::symbol(const std::string &name) {
 void SymExpr::addTerm(const Monomial &monomial, int64_t coefficient) {
   if (coefficient == 0)
     return;
+  if (monomial.empty()) {
+    overflow_ = __builtin_add_overflow(constant_, coefficient, &constant_) || overflow_;
+    return;
+  }
   int64_t &slot = terms_[monomial];
   overflow_ = __builtin_add_overflow(slot, coefficient, &slot) || overflow_;
   if (slot == 0)
@@ -28,19 +32,17 @@ void SymExpr::addTerm(const Monomial &monomial, int64_t coefficient) {
 }
 
 bool SymExpr::isConstant() const {
-  return terms_.empty() || (terms_.size() == 1 && terms_.begin()->first.empty());
+  return terms_.empty();
 }
 
 std::optional<int64_t> SymExpr::constant() const {
-  if (terms_.empty())
-    return 0;
   if (isConstant())
-    return terms_.begin()->second;
+    return constant_;
   return std::nullopt;
 }
 
 int64_t SymExpr::valueWithSymbolsAsOne() const {
-  int64_t sum = 0;
+  int64_t sum = constant_;
   for (const auto &[monomial, coefficient] : terms_)
     (void)__builtin_add_overflow(sum, coefficient, &sum); // wraps as addTerm's sum does
   return sum;
@@ -59,6 +61,7 @@ std::vector<std::string> SymExpr::symbols() const {
 SymExpr SymExpr::operator+(const SymExpr &other) const {
   SymExpr result = *this;
   result.overflow_ = overflow_ || other.overflow_;
+  result.addTerm({}, other.constant_);
   for (const auto &[monomial, coefficient] : other.terms_)
     result.addTerm(monomial, coefficient);
   return result;
@@ -80,22 +83,51 @@ static SymExpr::Monomial multiplyMonomials(const SymExpr::Monomial &a, const Sym
 SymExpr SymExpr::operator*(const SymExpr &other) const {
   SymExpr result;
   result.overflow_ = overflow_ || other.overflow_;
-  for (const auto &[ma, ca] : terms_)
-    for (const auto &[mb, cb] : other.terms_) {
-      int64_t product = 0;
-      result.overflow_ = __builtin_mul_overflow(ca, cb, &product) || result.overflow_;
-      result.addTerm(multiplyMonomials(ma, mb), product);
-    }
+  auto multiply = [&result](const Monomial &ma, int64_t ca, const Monomial &mb, int64_t cb) {
+    if (ca == 0 || cb == 0)
+      return;
+    int64_t product = 0;
+    result.overflow_ = __builtin_mul_overflow(ca, cb, &product) || result.overflow_;
+    result.addTerm(ma.empty() ? mb : mb.empty() ? ma : multiplyMonomials(ma, mb), product);
+  };
+  const Monomial one;
+  multiply(one, constant_, one, other.constant_);
+  for (const auto &[mb, cb] : other.terms_)
+    multiply(one, constant_, mb, cb);
+  for (const auto &[ma, ca] : terms_) {
+    multiply(ma, ca, one, other.constant_);
+    for (const auto &[mb, cb] : other.terms_)
+      multiply(ma, ca, mb, cb);
+  }
   return result;
 }
 
 std::optional<SymExpr> SymExpr::divide(const SymExpr &divisor) const {
-  if (divisor.terms_.size() != 1)
+  // The divisor is one term: a constant, or a monomial times a coefficient.
+  const Monomial none;
+  const bool constantDivisor = divisor.terms_.empty();
+  if (constantDivisor ? divisor.constant_ == 0 : divisor.terms_.size() != 1 || divisor.constant_ != 0)
     return std::nullopt;
-  const auto &[dm, dc] = *divisor.terms_.begin();
+  const Monomial &dm = constantDivisor ? none : divisor.terms_.begin()->first;
+  const int64_t dc = constantDivisor ? divisor.constant_ : divisor.terms_.begin()->second;
   SymExpr result;
   result.overflow_ = overflow_ || divisor.overflow_;
-  for (const auto &[monomial, coefficient] : terms_) {
+  if (constantDivisor && terms_.empty()) { // most divisions: two constants
+    if (dc == -1 && constant_ == INT64_MIN)
+      result.overflow_ = true;
+    else if (constant_ % dc != 0)
+      return std::nullopt;
+    else
+      result.constant_ = constant_ / dc;
+    return result;
+  }
+  std::vector<std::pair<const Monomial *, int64_t>> all; // the constant first, as it sorts
+  if (constant_ != 0)
+    all.push_back({&none, constant_});
+  for (const auto &[monomial, coefficient] : terms_)
+    all.push_back({&monomial, coefficient});
+  for (const auto &[of, coefficient] : all) {
+    const Monomial &monomial = *of;
     if (dc == -1 && coefficient == INT64_MIN) { // the one quotient that does not fit
       result.overflow_ = true;
       continue;
@@ -116,7 +148,7 @@ std::optional<SymExpr> SymExpr::divide(const SymExpr &divisor) const {
 }
 
 SymExpr SymExpr::substitute(const std::map<std::string, int64_t> &values) const {
-  SymExpr result;
+  SymExpr result(constant_);
   result.overflow_ = overflow_;
   for (const auto &[monomial, coefficient] : terms_) {
     SymExpr term(coefficient);
@@ -139,8 +171,10 @@ static int degree(const SymExpr::Monomial &monomial) {
 
 std::string SymExpr::str() const {
   if (terms_.empty())
-    return "0";
+    return std::to_string(constant_);
   std::vector<std::pair<Monomial, int64_t>> ordered(terms_.begin(), terms_.end());
+  if (constant_ != 0)
+    ordered.insert(ordered.begin(), {Monomial{}, constant_});
   std::stable_sort(ordered.begin(), ordered.end(),
                    [](const auto &a, const auto &b) { return degree(a.first) > degree(b.first); });
   std::string text;

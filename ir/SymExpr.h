@@ -40,7 +40,7 @@ public:
   /// Replaces the named symbols by constants; the others stay symbolic.
   SymExpr substitute(const std::map<std::string, int64_t> &values) const;
 
-  bool operator==(const SymExpr &other) const { return terms_ == other.terms_; }
+  bool operator==(const SymExpr &other) const { return constant_ == other.constant_ && terms_ == other.terms_; }
   bool operator!=(const SymExpr &other) const { return !(*this == other); }
 
   /// Canonical text: highest-degree terms first, e.g. "3*B*S + 2".
@@ -52,7 +52,10 @@ public:
   bool overflowed() const { return overflow_; }
 
 private:
-  std::map<Monomial, int64_t> terms_; // no zero coefficients stored
+  // The constant term apart from the others: most dimensions are constants, and a constant
+  // then costs no allocation (every value's shape, every attribute holds some).
+  int64_t constant_ = 0;
+  std::map<Monomial, int64_t> terms_; // the non-constant terms; no zero coefficients stored
   bool overflow_ = false;
   void addTerm(const Monomial &monomial, int64_t coefficient);
 };

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <map>
 
 using hspmd::ir::parseSymExpr;
@@ -45,6 +46,30 @@ TEST(SymExpr, ExactDivisionOnly) {
   EXPECT_FALSE(e.divide(sym("H")).has_value());
   EXPECT_FALSE(SymExpr(10).divide(SymExpr(3)).has_value());
   EXPECT_FALSE(e.divide(sym("B") + SymExpr(1)).has_value());
+}
+
+// The constant term is held apart from the others (a constant costs no allocation): every
+// operation treats it as a term like the others.
+TEST(SymExpr, TheConstantTermIsATermLikeTheOthers) {
+  const SymExpr e = SymExpr(2) * sym("B") + SymExpr(4);
+  EXPECT_EQ(e.divide(SymExpr(2))->str(), "B + 2");
+  EXPECT_FALSE((SymExpr(2) * sym("B") + SymExpr(3)).divide(SymExpr(2)).has_value());
+  EXPECT_FALSE(e.divide(sym("B")).has_value()); // 4 / B
+  EXPECT_FALSE(SymExpr(6).divide(sym("B")).has_value());
+  EXPECT_FALSE(e.divide(SymExpr(0)).has_value());
+  EXPECT_EQ(SymExpr(0).divide(sym("B"))->str(), "0");
+  EXPECT_EQ((e * e).str(), "4*B*B + 16*B + 16");
+  EXPECT_EQ((e * SymExpr(0)).str(), "0");
+  EXPECT_EQ(e - SymExpr(4), SymExpr(2) * sym("B"));
+  EXPECT_NE(e, SymExpr(2) * sym("B"));
+  EXPECT_FALSE(e.isConstant());
+  EXPECT_EQ((e - SymExpr(2) * sym("B")).constant(), 4);
+  EXPECT_EQ(e.substitute({{"B", 5}}).constant(), 14);
+  EXPECT_EQ(e.valueWithSymbolsAsOne(), 6);
+  EXPECT_TRUE((SymExpr(INT64_MAX) + SymExpr(1)).overflowed());
+  EXPECT_TRUE((SymExpr(INT64_MAX) * SymExpr(2)).overflowed());
+  EXPECT_TRUE(SymExpr(INT64_MIN).divide(SymExpr(-1))->overflowed());
+  EXPECT_FALSE((SymExpr(INT64_MAX) + SymExpr(-1)).overflowed());
 }
 
 TEST(SymExpr, SubstituteBindsSomeSymbols) {
