@@ -849,7 +849,13 @@ TEST(Cli, SimulatingAFaultTracePricesRecoveryAgainstRestarts) {
        "hspmc simulate: error: tests/elastic/two_deaths.trace: after the failure of device 2 before step 4, no "
        "--recover plan uses only the live devices\n"},
       {"simulate " + gpt + "hetero4.hspmd --fault-trace tests/elastic/two_deaths.trace --format json",
-       "hspmc simulate: error: --fault-trace prints text (no --format json)\n"}};
+       "hspmc simulate: error: --fault-trace prints text (no --format json)\n"},
+      // A recovery plan is checked on the run's cluster, not its own (an internal error once).
+      {"simulate " + gpt +
+           "hetero4.hspmd --fault-trace tests/elastic/two_deaths.trace --recover "
+           "tests/elastic/dp2_on_0_5.hspmd",
+       "tests/elastic/dp2_on_0_5.hspmd:14:19: error: device 5 is not in the cluster (cpu4 has devices 0..3) "
+       "[HS101]\n"}};
   for (const auto &[command, message] : errors) {
     CliRun bad = hspmc(command);
     EXPECT_NE(bad.code, 0) << command;
