@@ -643,6 +643,15 @@ int runExplainSwitch(const std::string &from, const std::string &to, const std::
       std::cerr << error.loc.str() << ": error: " << error.message << "\n";
     if (!cluster)
       return 1;
+    // Both plans' devices are the cluster's: a device outside it has no links to price.
+    for (const TrainingBuild *x : {&a, &b})
+      if (const int last = x->programs().empty() ? -1 : x->programs().rbegin()->first;
+          last >= static_cast<int>(cluster->devices.size())) {
+        std::cerr << "hspmc explain-switch: error: device " << last << " of plan '" << x->plan().name
+                  << "' is not in the cluster (" << cluster->name << " has devices 0.."
+                  << static_cast<int>(cluster->devices.size()) - 1 << ")\n";
+        return 1;
+      }
   }
   const auto start = std::chrono::steady_clock::now();
   runtime::StateSwitch plan;
@@ -657,8 +666,7 @@ int runExplainSwitch(const std::string &from, const std::string &to, const std::
   // What the switch costs in steps of each plan, on the cluster's cost model (the plan
   // switched from where its devices are the cluster's).
   auto stepOf = [&](const TrainingBuild &x) {
-    if (!cluster ||
-        (!x.programs().empty() && x.programs().rbegin()->first >= static_cast<int>(cluster->devices.size())))
+    if (!cluster)
       return 0.0;
     return planner::simulate(x.programs(), planner::costModel(*cluster)).stepSeconds;
   };

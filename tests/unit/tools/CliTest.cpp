@@ -1128,6 +1128,12 @@ TEST(Cli, ExplainSwitchCountsTheState) {
             "hspmc explain-switch: error: plan 'tiny_single' (examples/llama/plans/tiny_llama_single.hspmd) "
             "cannot continue a run of plan 'single': it trains TinyLLaMA with other parameters than "
             "TinyGPT under plan 'single'\n");
+  // A device outside the cluster has no links to price the switch on (it said "inf steps").
+  CliRun outside = hspmc("explain-switch examples/gpt/plans/hetero4.hspmd tests/elastic/dp2_on_0_5.hspmd --cluster "
+                         "examples/clusters/cpu4.toml");
+  EXPECT_EQ(outside.code, 1);
+  EXPECT_EQ(outside.output, "hspmc explain-switch: error: device 5 of plan 'dp2_on_0_5' is not in the cluster (cpu4 "
+                            "has devices 0..3)\n");
 }
 
 // hspmc build writes one source per device, main.cpp and the build file; --target cuda the
