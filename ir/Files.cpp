@@ -30,7 +30,8 @@ std::string unwritable(const std::string &path) {
     return "it is a directory";
   const fs::path dir = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
   if (!fs::is_directory(dir, ec))
-    return "the directory '" + dir.string() + "' does not exist";
+    return fs::exists(dir, ec) ? "'" + dir.string() + "' is not a directory"
+                               : "the directory '" + dir.string() + "' does not exist";
   // One look at the path: another process of an MPI run may create and remove its probe of
   // the same path meanwhile.
   if (const fs::file_status status = fs::status(path, ec); fs::exists(status)) {

@@ -940,6 +940,10 @@ int runBuild(const std::string &file, const std::vector<std::string> &planFiles,
   }
   std::error_code error;
   std::filesystem::create_directories(outDir, error);
+  if (error) { // a file where a directory of the path should be, a read-only file system
+    std::cerr << "hspmc build: error: cannot create the directory " << outDir << ": " << error.message() << "\n";
+    return 1;
+  }
   for (const auto &[path, text] : files) {
     std::ofstream out(std::filesystem::path(outDir) / path);
     out << text;

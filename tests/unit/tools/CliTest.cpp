@@ -310,6 +310,15 @@ TEST(Cli, TrainChecksItsOutputsBeforeTraining) {
             "and a checkpoint replaces the file at its path\n");
   EXPECT_TRUE(std::filesystem::is_fifo(fifo)); // still the pipe
   std::filesystem::remove(fifo);
+  // A file where a directory of the path should be (it said the directory did not exist).
+  const std::string file = "build/cli_a_file";
+  std::ofstream(file) << "x";
+  expectRun(train + "--losses " + file + "/l.txt", 1,
+            "hspmc train: error: cannot write build/cli_a_file/l.txt (--losses): 'build/cli_a_file' is not a "
+            "directory\n");
+  expectRun("build examples/gpt/plans/single.hspmd --no-compile -o " + file + "/out", 1,
+            "hspmc build: error: cannot create the directory build/cli_a_file/out: Not a directory\n");
+  std::filesystem::remove(file);
 }
 // Under mpirun, a world size other than the plan's device count is an error, not a hang.
 TEST(Cli, TrainOnMpiChecksTheWorldSize) {
