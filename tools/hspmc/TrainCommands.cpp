@@ -663,8 +663,7 @@ int runExplainSwitch(const std::string &from, const std::string &to, const std::
     return 1;
   }
   const double planSeconds = secondsSince(start);
-  // What the switch costs in steps of each plan, on the cluster's cost model (the plan
-  // switched from where its devices are the cluster's).
+  // What the switch costs in steps of each plan, on the cluster's cost model.
   auto stepOf = [&](const TrainingBuild &x) {
     if (!cluster)
       return 0.0;
