@@ -112,38 +112,30 @@ std::optional<SymExpr> SymExpr::divide(const SymExpr &divisor) const {
   const int64_t dc = constantDivisor ? divisor.constant_ : divisor.terms_.begin()->second;
   SymExpr result;
   result.overflow_ = overflow_ || divisor.overflow_;
-  if (constantDivisor && terms_.empty()) { // most divisions: two constants
-    if (dc == -1 && constant_ == INT64_MIN)
-      result.overflow_ = true;
-    else if (constant_ % dc != 0)
-      return std::nullopt;
-    else
-      result.constant_ = constant_ / dc;
-    return result;
-  }
-  std::vector<std::pair<const Monomial *, int64_t>> all; // the constant first, as it sorts
-  if (constant_ != 0)
-    all.push_back({&none, constant_});
-  for (const auto &[monomial, coefficient] : terms_)
-    all.push_back({&monomial, coefficient});
-  for (const auto &[of, coefficient] : all) {
-    const Monomial &monomial = *of;
+  // Divides one term into `result`; false where it does not divide exactly.
+  auto divideTerm = [&](const Monomial &monomial, int64_t coefficient) {
     if (dc == -1 && coefficient == INT64_MIN) { // the one quotient that does not fit
       result.overflow_ = true;
-      continue;
+      return true;
     }
     if (coefficient % dc != 0)
-      return std::nullopt;
+      return false;
     std::map<std::string, int> exponents(monomial.begin(), monomial.end());
     for (const auto &[name, exponent] : dm) {
       auto it = exponents.find(name);
       if (it == exponents.end() || it->second < exponent)
-        return std::nullopt;
+        return false;
       if ((it->second -= exponent) == 0)
         exponents.erase(it);
     }
     result.addTerm({exponents.begin(), exponents.end()}, coefficient / dc);
-  }
+    return true;
+  };
+  if (constant_ != 0 && !divideTerm(none, constant_))
+    return std::nullopt;
+  for (const auto &[monomial, coefficient] : terms_)
+    if (!divideTerm(monomial, coefficient))
+      return std::nullopt;
   return result;
 }
 

@@ -39,15 +39,9 @@ double localBytes(const ir::Value &value, const ir::Annotation &annotation, int 
 
 passes::LinkModel linkModel(const Cluster &cluster) {
   passes::LinkModel links;
-  // Copies of what it reads: the model outlives the cluster it was made of (driver::planLinks).
-  std::vector<int> nodes;
-  for (const Device &device : cluster.devices)
-    nodes.push_back(device.node);
-  links.sameNode = [nodes = std::move(nodes)](int a, int b) {
-    const int n = static_cast<int>(nodes.size());
-    return a >= 0 && b >= 0 && a < n && b < n && nodes[static_cast<size_t>(a)] == nodes[static_cast<size_t>(b)];
-  };
+  // The topology is a copy of what the links read: they outlive the cluster (driver::planLinks).
   auto topology = std::make_shared<Topology>(cluster);
+  links.sameNode = [topology](int a, int b) { return topology->sameNode(a, b); };
   links.bandwidth = [topology](int a, int b) { return topology->bandwidth(a, b); };
   return links;
 }

@@ -22,6 +22,11 @@ public:
   /// from a device to itself).
   double bandwidth(int a, int b) const;
   int devices() const { return static_cast<int>(node_.size()); }
+  /// Whether two devices of the cluster share a node (false when one is not in it).
+  bool sameNode(int a, int b) const {
+    const int n = devices();
+    return a >= 0 && b >= 0 && a < n && b < n && node_[static_cast<size_t>(a)] == node_[static_cast<size_t>(b)];
+  }
 
 private:
   std::vector<int> node_;        // device -> its node
