@@ -16,20 +16,14 @@ void ProgramBuilder::addOptimizerStep() {
   std::map<int, std::vector<ir::Instruction>> bodies;
   for (auto &[device, program] : programs_)
     bodies[device] = std::exchange(program.body, {});
-  // Room for each device's new buffers (a parameter's moments, and its shard under `zero`),
-  // so that the tables grow once.
-  std::map<int, size_t> added;
-  for (const auto &[param, grad] : plan_.gradients)
-    if (const ir::Annotation *layout = annotationOf(param)) {
-      auto state = plan_.optimizerState.find(param->name);
-      const bool sharded = state != plan_.optimizerState.end() && state->second != *layout;
-      for (int d : (sharded ? state->second : *layout).devices())
-        added[d] += sharded ? 4 : 3;
-    }
+  // Room for each device's new buffers and instructions (specialize reserved the buffers'
+  // already: moving every buffer of every device was most of this pass).
+  std::map<int, size_t> added = optimizerBuffers();
   std::vector<int> devices;
   for (auto &[d, program] : programs_) {
     devices.push_back(d);
     program.buffers.reserve(program.buffers.size() + added[d]);
+    program.body.reserve(added[d]);
   }
   const size_t parts = std::min(workerCount(threads_), devices.size());
   if (parts <= 1) {
@@ -50,6 +44,18 @@ void ProgramBuilder::addOptimizerStep() {
   }
   for (auto &[device, program] : programs_)
     updates_[device] = std::exchange(program.body, std::move(bodies[device]));
+}
+
+std::map<int, size_t> ProgramBuilder::optimizerBuffers() const {
+  std::map<int, size_t> added;
+  for (const auto &[param, grad] : plan_.gradients)
+    if (const ir::Annotation *layout = annotationOf(param)) {
+      auto state = plan_.optimizerState.find(param->name);
+      const bool sharded = state != plan_.optimizerState.end() && state->second != *layout;
+      for (int d : (sharded ? state->second : *layout).devices())
+        added[d] += sharded ? 4 : 3;
+    }
+  return added;
 }
 
 // After the gradients are synchronised, each device holding a parameter (or, under `zero`,

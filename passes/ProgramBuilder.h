@@ -212,6 +212,9 @@ private:
   // Under `zero` each device updates its share, and an all-gather brings the updated shares
   // back into the parameter's layout.
   void optimizerStep(const ir::Value &param, const ir::Value &grad);
+  // How many buffers optimizer-step adds on each device (a parameter's moments, and its shard
+  // under `zero`; at most).
+  std::map<int, size_t> optimizerBuffers() const;
 
   // SchedulePipeline.cpp
   // Values a forward pass produces (or loads: the inputs) and a later backward pass of the

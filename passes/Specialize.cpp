@@ -124,11 +124,17 @@ ir::DType ProgramBuilder::storageType(const ir::Value &value) const {
 // Each op on each of this part's devices, in graph order, then who reports the loss.
 void ProgramBuilder::emitAll() {
   // Room for what the device's values make, so that its vectors are not moved as they grow
-  // (a buffer per value and about one instruction, a few more for messages, accumulators
-  // and recomputation).
+  // (a buffer per value and about one instruction, a few more for messages and
+  // accumulators). The buffer table also gets room for what the later passes add: a copy of
+  // each forward buffer where the stage recomputes (at most), the optimizer's buffers.
+  // Moving the tables of every device, twice, was most of optimizer-step; room reserved
+  // and never used is never touched.
+  const std::map<int, size_t> optimizer = optimizerBuffers();
   for (auto &[d, program] : programs_)
     if (mine(d)) {
-      program.buffers.reserve(valuesOn_[d] + valuesOn_[d] / 4);
+      const auto o = optimizer.find(d);
+      program.buffers.reserve(valuesOn_[d] + valuesOn_[d] / 4 + (recompute_.count(d) ? valuesOn_[d] : 0) +
+                              (o != optimizer.end() ? o->second : 0));
       program.body.reserve(valuesOn_[d] + valuesOn_[d] / 4);
     }
   for (const auto &op : graph_.ops()) {
