@@ -31,6 +31,9 @@ bool verifyPrograms(const std::map<int, ir::DeviceProgram> &programs, const Repo
 /// then the update (as ir::expandSchedule lays it out, without copying the programs). Where
 /// every device runs the same passes in the same order, one pass of each kind stands for all
 /// its micro-batches (their tags keep them apart; VerifyPrograms.cpp says why that suffices).
+/// Where every message and collective joins passes that run for the same micro-batches, the
+/// step is matched through the bodies and only its order is replayed; the problems reported
+/// are those of matching the expanded step itself.
 bool verifyScheduledStep(const std::map<int, ir::DeviceProgram> &programs, const ReportFn &report);
 
 } // namespace hspmd::passes

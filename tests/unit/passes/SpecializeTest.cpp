@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <functional>
+#include <random>
 #include <set>
 
 using namespace hspmd;
@@ -640,6 +641,89 @@ TEST(Specialize, ScheduledStepVerifierReplaysOnePassOfEachKindWhereSchedulesAgre
   problems = verifyStep(reordered);
   ASSERT_FALSE(problems.empty());
   EXPECT_EQ(problems[0].rfind("deadlock: device ", 0), 0u) << problems[0];
+}
+
+// The scheduled step is checked through its bodies where that is the same check (every
+// message and collective joins passes that run for the same micro-batches): what it reports
+// must be what matching the expanded step itself reports, deadlocks and mismatches alike.
+TEST(Specialize, ScheduledStepVerifierSaysWhatTheExpandedStepSays) {
+  auto expanded = [](const std::map<int, ir::DeviceProgram> &programs) {
+    std::map<int, ir::DeviceProgram> step;
+    for (const auto &[device, program] : programs)
+      step[device] = ir::expandSchedule(program);
+    return verify(step);
+  };
+  auto hetero = compile("hetero4", true); // two pipelines, unequal micro-batches, tensor parallelism
+  auto cp = compile("tiny_llama_cp_tp2", true, {}, "examples/llama/tiny_llama.hspmd");
+  for (const auto *compiled : {hetero.get(), cp.get()}) {
+    const auto programs = compiled->result.programs[0];
+    EXPECT_EQ(verifyStep(programs), std::vector<std::string>{});
+    EXPECT_EQ(expanded(programs), std::vector<std::string>{});
+
+    auto reordered = programs; // one device runs its passes in the reverse order: a deadlock
+    std::reverse(reordered.begin()->second.schedule.begin(), reordered.begin()->second.schedule.end());
+    const auto deadlock = verifyStep(reordered);
+    ASSERT_FALSE(deadlock.empty());
+    EXPECT_EQ(deadlock[0].rfind("deadlock: device ", 0), 0u) << deadlock[0];
+    EXPECT_EQ(deadlock, expanded(reordered));
+
+    auto lost = reordered; // and a receive or a collective's call is missing: no longer a matching body
+    std::vector<ir::Instruction> &body = std::prev(lost.end())->second.body;
+    const auto missing = std::find_if(body.begin(), body.end(), [](const ir::Instruction &in) {
+      return in.kind == ir::InstrKind::Recv || in.kind == ir::InstrKind::Collective;
+    });
+    ASSERT_NE(missing, body.end());
+    body.erase(missing);
+    const auto mismatch = verifyStep(lost);
+    ASSERT_FALSE(mismatch.empty());
+    EXPECT_EQ(mismatch, expanded(lost));
+
+    // Two communicating instructions of one pass swapped on one device, at random: each a
+    // matching body, some of them deadlocks (a receive moved before the send it waits on).
+    std::mt19937 random(7);
+    int deadlocks = 0;
+    for (int trial = 0; trial < 40; ++trial) {
+      auto swapped = programs;
+      auto device = swapped.begin();
+      std::advance(device, static_cast<long>(random() % swapped.size()));
+      std::vector<ir::Instruction> &instructions = device->second.body;
+      std::vector<size_t> communicating;
+      const ir::Phase pass = random() % 2 ? ir::Phase::Forward : ir::Phase::Backward;
+      for (size_t i = 0; i < instructions.size(); ++i)
+        if (instructions[i].kind != ir::InstrKind::Kernel && instructions[i].kind != ir::InstrKind::Copy &&
+            ir::passOf(instructions[i].phase) == pass)
+          communicating.push_back(i);
+      if (communicating.size() < 2)
+        continue;
+      std::swap(instructions[communicating[random() % communicating.size()]],
+                instructions[communicating[random() % communicating.size()]]);
+      const auto problems = verifyStep(swapped);
+      deadlocks += !problems.empty();
+      EXPECT_EQ(problems, expanded(swapped)) << "trial " << trial;
+    }
+    EXPECT_GT(deadlocks, 0);
+  }
+  // A stage that runs one micro-batch fewer than the stage sending to it: the sends of that
+  // micro-batch have no receive, though every body matches (forward passes only, so that no
+  // message goes the other way).
+  auto pipeline = compile("pipeline2", false);
+  auto fewer = pipeline->result.programs[0];
+  std::vector<ir::ScheduleSlot> &slots = fewer.at(1).schedule;
+  std::erase_if(slots, [](const ir::ScheduleSlot &slot) { return slot.microbatch == 3; });
+  const auto unmatched = verifyStep(fewer);
+  ASSERT_FALSE(unmatched.empty());
+  EXPECT_NE(unmatched[0].find("has no matching receive on device 1"), std::string::npos) << unmatched[0];
+  EXPECT_EQ(unmatched, expanded(fewer));
+  // Likewise a tensor-parallel pair whose second device runs no pass: its group's collectives
+  // are called by the first alone.
+  auto tp = compile("tp2", false);
+  auto alone = tp->result.programs[0];
+  alone.at(1).schedule.clear();
+  alone.at(1).schedule.push_back({ir::Phase::Backward, 0}); // a slot of no instructions
+  const auto partial = verifyStep(alone);
+  ASSERT_FALSE(partial.empty());
+  EXPECT_NE(partial[0].find("but devices 0 call it"), std::string::npos) << partial[0];
+  EXPECT_EQ(partial, expanded(alone));
 }
 
 TEST(Specialize, OptimizerStepUpdatesEveryParameterOnce) {
