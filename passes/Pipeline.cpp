@@ -163,7 +163,7 @@ bool planArenas(State &s) {
   for (auto &programs : s.result.programs)
     for (auto &[device, program] : programs)
       all.push_back(&program);
-  parallelFor(all.size(), s.options.threads, [&](size_t i) { planMemory(*all[i]); });
+  planMemories(all, s.options.threads);
   return !s.failed;
 }
 

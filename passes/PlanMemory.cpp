@@ -2,11 +2,15 @@
 // (passes/PlanMemory.h).
 #include "passes/PlanMemory.h"
 
+#include "passes/Parallel.h"
+
 #include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <limits>
 #include <map>
 #include <queue>
+#include <tuple>
 
 namespace hspmd::passes {
 
@@ -120,6 +124,56 @@ int64_t planMemory(ir::DeviceProgram &program) {
   }
   program.peakBytes = peak;
   return peak;
+}
+
+namespace {
+
+// Whether planMemory reads the same of `a` and `b`.
+bool sameLayout(const ir::DeviceProgram &a, const ir::DeviceProgram &b) {
+  if (a.buffers.size() != b.buffers.size() || a.body.size() != b.body.size() || a.lossBuffer != b.lossBuffer)
+    return false;
+  for (size_t i = 0; i < a.buffers.size(); ++i) {
+    const ir::Buffer &x = a.buffers[i], &y = b.buffers[i];
+    if (x.id != y.id || x.slots != y.slots || x.zeroed != y.zeroed || x.bytes() != y.bytes())
+      return false;
+  }
+  for (size_t i = 0; i < a.body.size(); ++i) {
+    const ir::Instruction &x = a.body[i], &y = b.body[i];
+    if (ir::passOf(x.phase) != ir::passOf(y.phase) || x.inputs != y.inputs || x.outputs != y.outputs)
+      return false;
+  }
+  return true;
+}
+
+} // namespace
+
+void planMemories(const std::vector<ir::DeviceProgram *> &programs, int threads) {
+  // Each program's candidate: the first of the same size (buffers, instructions, loss). Those
+  // whose layout is the candidate's take its plan; the rest are planned. (Reading a program
+  // costs about what planning it does: a hash of each layout first was no faster.)
+  std::map<std::tuple<size_t, size_t, int>, size_t> firstOfSize;
+  std::vector<size_t> candidate(programs.size());
+  for (size_t i = 0; i < programs.size(); ++i)
+    candidate[i] =
+        firstOfSize
+            .emplace(std::tuple{programs[i]->buffers.size(), programs[i]->body.size(), programs[i]->lossBuffer}, i)
+            .first->second;
+  std::vector<char> same(programs.size(), 0);
+  parallelFor(programs.size(), threads,
+              [&](size_t i) { same[i] = candidate[i] != i && sameLayout(*programs[candidate[i]], *programs[i]); });
+  parallelFor(programs.size(), threads, [&](size_t i) {
+    if (!same[i])
+      planMemory(*programs[i]);
+  });
+  parallelFor(programs.size(), threads, [&](size_t i) {
+    if (!same[i])
+      return;
+    const ir::DeviceProgram &from = *programs[candidate[i]];
+    ir::DeviceProgram &to = *programs[i];
+    for (size_t b = 0; b < to.buffers.size(); ++b)
+      to.buffers[b].offset = from.buffers[b].offset;
+    to.peakBytes = from.peakBytes;
+  });
 }
 
 } // namespace hspmd::passes

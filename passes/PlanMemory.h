@@ -4,6 +4,8 @@
 
 #include "ir/DeviceProgram.h"
 
+#include <vector>
+
 namespace hspmd::passes {
 
 /// Buffers that outlive one pass (parameters, inputs, optimizer state, stashed activations
@@ -14,5 +16,11 @@ namespace hspmd::passes {
 /// 64 bytes (a cache line: the CPU kernels' vector loads). Sets each buffer's offset and the
 /// program's peak; returns the peak in bytes.
 int64_t planMemory(ir::DeviceProgram &program);
+
+/// planMemory for each of `programs`, on up to `threads` threads (0: the machine's cores).
+/// Programs alike in everything a memory plan reads (each buffer's bytes, copies, and whether
+/// it is zeroed or the loss; each instruction's pass, inputs and outputs), as the tensor-parallel
+/// peers and the replicas of a stage mostly are, are planned once and share the plan.
+void planMemories(const std::vector<ir::DeviceProgram *> &programs, int threads);
 
 } // namespace hspmd::passes

@@ -251,6 +251,54 @@ TEST(Specialize, MemoryPlanReusesDeadBuffers) {
     EXPECT_EQ(buffer.offset % 64, 0) << buffer.value;
 }
 
+// Programs alike in what a memory plan reads share one plan; each program's is still the one
+// planMemory gives it alone, also where two programs are the same size but not alike.
+TEST(Specialize, ProgramsAlikeShareAMemoryPlan) {
+  // (plan, how many devices have the size of an earlier one)
+  for (const auto &[plan, twins] : {std::pair{"dp2_tp2", 2}, {"dp2_zero", 1}, {"hetero4", 0}}) {
+    auto p = compile(plan, true);
+    auto programs = p->result.programs[0];
+    auto alone = programs;
+    std::vector<ir::DeviceProgram *> all;
+    for (auto &[device, program] : programs) {
+      for (ir::Buffer &buffer : program.buffers)
+        buffer.offset = -1;
+      program.peakBytes = -1;
+      all.push_back(&program);
+    }
+    // Programs the same size as an earlier one but not alike: in one, a buffer grown; in
+    // another, the last instruction reads the first kernel's result (which then lives longer).
+    std::map<std::tuple<size_t, size_t, int>, int> firstOfSize;
+    int changes = 0;
+    for (auto &[device, program] : programs) {
+      const auto size = std::tuple{program.buffers.size(), program.body.size(), program.lossBuffer};
+      if (firstOfSize.emplace(size, device).second || changes == 2)
+        continue;
+      for (ir::DeviceProgram *changed : {&program, &alone.at(device)})
+        if (changes == 0)
+          changed->buffers.back().shape.back() += 1;
+        else {
+          const auto first = std::find_if(changed->body.begin(), changed->body.end(), [](const ir::Instruction &in) {
+            return in.kind == ir::InstrKind::Kernel && !in.outputs.empty();
+          });
+          const auto last = std::find_if(changed->body.rbegin(), changed->body.rend(),
+                                         [](const ir::Instruction &in) { return !in.inputs.empty(); });
+          last->inputs[0] = first->outputs[0];
+        }
+      ++changes;
+    }
+    EXPECT_EQ(changes, twins) << plan;
+    passes::planMemories(all, 2);
+    for (auto &[device, program] : alone) {
+      passes::planMemory(program);
+      const ir::DeviceProgram &shared = programs.at(device);
+      EXPECT_EQ(shared.peakBytes, program.peakBytes) << plan << " device " << device;
+      for (size_t b = 0; b < program.buffers.size(); ++b)
+        EXPECT_EQ(shared.buffers[b].offset, program.buffers[b].offset) << plan << " device " << device << " %" << b;
+    }
+  }
+}
+
 // A recomputing stage keeps only its inputs between the passes of a micro-batch and runs its
 // forward kernels and tensor-parallel all-reduces again (never its sends and receives); it
 // needs less memory than the same stage keeping its activations.
