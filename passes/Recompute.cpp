@@ -107,10 +107,10 @@ std::vector<bool> ProgramBuilder::recomputed(const ir::DeviceProgram &program, c
   // and a later layer reads is kept.
   constexpr int kNoLayer = std::numeric_limits<int>::min();   // not written yet, not a stack's parameter
   std::vector<int> layerOf(program.buffers.size(), kNoLayer); // buffer -> layer of its writer (-1: before the stack)
-  for (const ir::Buffer &b : program.buffers) {
-    if (const auto position = ir::stackPosition(b.value); position && b.role == ir::BufferRole::Parameter)
-      layerOf[static_cast<size_t>(b.id)] = static_cast<int>(position->layer);
-  }
+  for (const ir::Buffer &b : program.buffers)
+    if (b.role == ir::BufferRole::Parameter) // the role first: a name is parsed (a quarter of the pass, once for all)
+      if (const auto position = ir::stackPosition(b.value))
+        layerOf[static_cast<size_t>(b.id)] = static_cast<int>(position->layer);
   for (const ir::Instruction &in : program.body) {
     // What a device of the same stage sends belongs to the sender's layer, which this
     // program does not see: no layer (head parallelism's attention output, received by a
