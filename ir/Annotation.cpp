@@ -10,7 +10,11 @@
 namespace hspmd::ir {
 
 std::vector<int> Annotation::devices() const {
+  size_t count = 0;
+  for (const auto &subgroup : subgroups)
+    count += subgroup.devices.size();
   std::vector<int> all;
+  all.reserve(count);
   for (const auto &subgroup : subgroups)
     all.insert(all.end(), subgroup.devices.begin(), subgroup.devices.end());
   return all;
@@ -172,10 +176,19 @@ std::vector<OwnedPiece> ownedRegion(const Annotation &annotation, std::span<cons
       continue;
     int replicaOffset = 0, partialOffset = 0;
     if (hetero.kind == HeteroKind::Split) {
-      auto sizes = resolveHeteroSizes(hetero, subgroups.size(), shape[hetero.dim]);
-      int64_t offset = std::accumulate(sizes.begin(), sizes.begin() + static_cast<long>(g), int64_t{0});
-      piece.box.lo[hetero.dim] = offset;
-      piece.box.hi[hetero.dim] = offset + sizes[g];
+      // Even parts (no sizes) and given sizes without building the list of every part.
+      if (hetero.sizes.empty()) {
+        auto [begin, end] = chunkRange(shape[hetero.dim], static_cast<int>(subgroups.size()), static_cast<int>(g));
+        piece.box.lo[hetero.dim] = begin;
+        piece.box.hi[hetero.dim] = end;
+      } else {
+        std::vector<int64_t> resolved;
+        const std::vector<int64_t> &sizes =
+            hetero.ratio ? resolved = resolveHeteroSizes(hetero, subgroups.size(), shape[hetero.dim]) : hetero.sizes;
+        int64_t offset = std::accumulate(sizes.begin(), sizes.begin() + static_cast<long>(g), int64_t{0});
+        piece.box.lo[hetero.dim] = offset;
+        piece.box.hi[hetero.dim] = offset + sizes[g];
+      }
     }
     for (size_t h = 0; h < g; ++h) {
       if (hetero.kind == HeteroKind::Dup)
@@ -183,26 +196,27 @@ std::vector<OwnedPiece> ownedRegion(const Annotation &annotation, std::span<cons
       if (hetero.kind == HeteroKind::Partial)
         partialOffset += axisProduct(subgroups[h], AxisKind::Partial);
     }
-    // Mixed-radix coordinates of the device in its group, outermost axis first.
+    // Mixed-radix coordinates of the device in its group, outermost axis first: on axis a,
+    // its index divided by the product of the later axes' counts, modulo a's count.
     const auto &axes = subgroups[g].axes;
-    std::vector<int> coords(axes.size());
-    int index = static_cast<int>(found - devices.begin());
-    for (size_t a = axes.size(); a-- > 0;) {
-      coords[a] = index % axes[a].count;
-      index /= axes[a].count;
-    }
+    const int64_t index = found - devices.begin();
+    int64_t later = 1;
+    for (const MeshAxis &axis : axes)
+      later *= axis.count;
     int replica = 0, partial = 0;
     for (size_t a = 0; a < axes.size(); ++a) {
       const MeshAxis &axis = axes[a];
+      later /= axis.count;
+      const int coord = static_cast<int>(index / later % axis.count);
       if (axis.kind == AxisKind::Split) {
         int64_t lo = piece.box.lo[axis.dim], hi = piece.box.hi[axis.dim];
-        auto [begin, end] = chunkRange(hi - lo, axis.count, coords[a]);
+        auto [begin, end] = chunkRange(hi - lo, axis.count, coord);
         piece.box.lo[axis.dim] = lo + begin;
         piece.box.hi[axis.dim] = lo + end;
       } else if (axis.kind == AxisKind::Dup) {
-        replica = replica * axis.count + coords[a];
+        replica = replica * axis.count + coord;
       } else {
-        partial = partial * axis.count + coords[a];
+        partial = partial * axis.count + coord;
       }
     }
     piece.replica = replicaOffset + replica;
