@@ -16,8 +16,8 @@ void ProgramBuilder::addOptimizerStep() {
   std::map<int, std::vector<ir::Instruction>> bodies;
   for (auto &[device, program] : programs_)
     bodies[device] = std::exchange(program.body, {});
-  // Room for each device's new buffers and instructions (specialize reserved the buffers'
-  // already: moving every buffer of every device was most of this pass).
+  // Room for each device's new buffers and instructions (specialize has reserved room in the
+  // buffer tables already: moving every buffer of every device was most of this pass).
   std::map<int, size_t> added = optimizerBuffers();
   std::vector<int> devices;
   for (auto &[d, program] : programs_) {

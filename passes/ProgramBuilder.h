@@ -60,9 +60,10 @@ private:
   const bool bf16_;
   ReshardPlans reshardPlans_; // planFor's answers, by question
   std::map<int, ir::DeviceProgram> programs_;
-  // optimizer-step's instructions, per device, to follow its body: schedule-pipeline joins
-  // them as it orders the body anyway (appended, each body of thousands of instructions was
-  // moved once more into a new allocation twice its size: a third of the pass).
+  // optimizer-step's instructions, per device, to follow its body: schedule-pipeline appends
+  // them where the body is in pass order with room for them (specialize and recompute
+  // reserve it), and joins them as it orders the body otherwise. (Appended to the body here,
+  // each body of thousands of instructions was moved into a new allocation twice its size.)
   std::map<int, std::vector<ir::Instruction>> updates_;
   // Buffers by device, for the steps of one move (lowerSteps): (device, buffer id) pairs in
   // device order.
@@ -204,7 +205,8 @@ private:
   // repeated: what a stage receives is its checkpoint.
   std::vector<bool> recomputed(const ir::DeviceProgram &program, const std::set<int64_t> &keptTags,
                                const Messages &keptMessages, const Messages &repeatedSends);
-  void addRecompute(ir::DeviceProgram &program, const std::vector<bool> &keep);
+  // `room`: instructions to make room for after the body's (the optimizer's, about).
+  void addRecompute(ir::DeviceProgram &program, const std::vector<bool> &keep, size_t room);
 
   // OptimizerStep.cpp
   // After the gradients are synchronised, each device holding a parameter (or, under `zero`,

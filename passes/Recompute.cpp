@@ -72,9 +72,13 @@ void ProgramBuilder::addRecomputation() {
     if (!changed)
       break;
   }
+  // Room in each body for the optimizer's instructions, which schedule-pipeline appends.
+  const std::map<int, size_t> room = optimizerBuffers();
   forEachProgram([&](ir::DeviceProgram &program) {
-    if (auto it = again.find(program.device); it != again.end())
-      addRecompute(program, it->second);
+    if (auto it = again.find(program.device); it != again.end()) {
+      const auto r = room.find(program.device);
+      addRecompute(program, it->second, r != room.end() ? r->second : 0);
+    }
   });
 }
 
@@ -162,7 +166,7 @@ std::vector<bool> ProgramBuilder::recomputed(const ir::DeviceProgram &program, c
   return keep;
 }
 
-void ProgramBuilder::addRecompute(ir::DeviceProgram &program, const std::vector<bool> &keep) {
+void ProgramBuilder::addRecompute(ir::DeviceProgram &program, const std::vector<bool> &keep, size_t room) {
   // Per buffer id (vectors: maps here were a quarter of the pass): a forward buffer's
   // recomputed copy (-1: none).
   const size_t originals = program.buffers.size();
@@ -251,7 +255,7 @@ void ProgramBuilder::addRecompute(ir::DeviceProgram &program, const std::vector<
   for (size_t j = 0; j < again.size(); ++j)
     order[placed[deadline[j]]++] = j;
   std::vector<ir::Instruction> body;
-  body.reserve(n + again.size());
+  body.reserve(n + again.size() + room);
   for (size_t i = 0, k = 0; i <= n; ++i) {
     for (; k < order.size() && deadline[order[k]] == i; ++k)
       body.push_back(std::move(again[order[k]]));

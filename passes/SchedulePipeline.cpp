@@ -6,6 +6,7 @@
 #include "passes/ProgramBuilder.h"
 
 #include <algorithm>
+#include <iterator>
 
 namespace hspmd::passes {
 
@@ -16,16 +17,27 @@ std::map<int, ir::DeviceProgram> ProgramBuilder::schedulePipeline() {
     // Stable, by pass: each instruction moved once (a sort moved each about log n times); the
     // optimizer's instructions after the body's (they are all of the update pass).
     std::vector<ir::Instruction> &updates = updates_.at(program.device);
-    std::vector<ir::Instruction> body;
-    body.reserve(program.body.size() + updates.size());
-    for (ir::Phase pass : {ir::Phase::Forward, ir::Phase::Backward, ir::Phase::Update})
-      for (ir::Instruction &in : program.body)
-        if (ir::passOf(in.phase) == pass)
-          body.push_back(std::move(in));
-    for (ir::Instruction &in : updates)
-      body.push_back(std::move(in));
+    auto byPass = [](const ir::Instruction &a, const ir::Instruction &b) {
+      return ir::passOf(a.phase) < ir::passOf(b.phase);
+    };
+    if (program.body.capacity() >= program.body.size() + updates.size() &&
+        std::is_sorted(program.body.begin(), program.body.end(), byPass)) {
+      // In order already (specialize and recompute emit by pass), with room for the updates
+      // (they made it): only the updates move.
+      program.body.insert(program.body.end(), std::make_move_iterator(updates.begin()),
+                          std::make_move_iterator(updates.end()));
+    } else {
+      std::vector<ir::Instruction> body;
+      body.reserve(program.body.size() + updates.size());
+      for (ir::Phase pass : {ir::Phase::Forward, ir::Phase::Backward, ir::Phase::Update})
+        for (ir::Instruction &in : program.body)
+          if (ir::passOf(in.phase) == pass)
+            body.push_back(std::move(in));
+      for (ir::Instruction &in : updates)
+        body.push_back(std::move(in));
+      program.body = std::move(body);
+    }
     updates = {};
-    program.body = std::move(body);
     stash(program, perMicrobatch_.at(program.device));
   });
   return std::move(programs_);

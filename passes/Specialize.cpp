@@ -135,7 +135,7 @@ void ProgramBuilder::emitAll() {
       const auto o = optimizer.find(d);
       program.buffers.reserve(valuesOn_[d] + valuesOn_[d] / 4 + (recompute_.count(d) ? valuesOn_[d] : 0) +
                               (o != optimizer.end() ? o->second : 0));
-      program.body.reserve(valuesOn_[d] + valuesOn_[d] / 4);
+      program.body.reserve(valuesOn_[d] + valuesOn_[d] / 4 + (o != optimizer.end() ? o->second : 0));
     }
   for (const auto &op : graph_.ops()) {
     phase_ = phaseOf(*op);
