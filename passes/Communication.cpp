@@ -417,15 +417,18 @@ bool samePartials(const ir::Annotation &from, const ir::Annotation &to, const st
 
 } // namespace
 
-const CommPlan &ReshardPlans::plan(const std::vector<int64_t> &shape, int elementBytes, const ir::Annotation &from,
-                                   const ir::Annotation &to) {
+std::shared_ptr<const CommPlan> ReshardPlans::share(const std::vector<int64_t> &shape, int elementBytes,
+                                                    const ir::Annotation &from, const ir::Annotation &to) {
   std::string key = std::to_string(elementBytes);
   for (int64_t size : shape)
     key += "," + std::to_string(size);
   key += "|" + ir::printAnnotation(from) + "|" + ir::printAnnotation(to);
   auto it = plans_.find(key);
   if (it == plans_.end())
-    it = plans_.emplace(std::move(key), planReshard(shape, elementBytes, from, to, links_)).first;
+    it = plans_
+             .emplace(std::move(key),
+                      std::make_shared<const CommPlan>(planReshard(shape, elementBytes, from, to, links_)))
+             .first;
   return it->second;
 }
 

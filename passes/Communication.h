@@ -16,6 +16,7 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -87,11 +88,16 @@ class ReshardPlans {
 public:
   explicit ReshardPlans(const LinkModel &links) : links_(links) {}
   const CommPlan &plan(const std::vector<int64_t> &shape, int elementBytes, const ir::Annotation &from,
-                       const ir::Annotation &to);
+                       const ir::Annotation &to) {
+    return *share(shape, elementBytes, from, to);
+  }
+  /// The same answer, to keep.
+  std::shared_ptr<const CommPlan> share(const std::vector<int64_t> &shape, int elementBytes, const ir::Annotation &from,
+                                        const ir::Annotation &to);
 
 private:
   const LinkModel &links_;
-  std::unordered_map<std::string, CommPlan> plans_;
+  std::unordered_map<std::string, std::shared_ptr<const CommPlan>> plans_;
 };
 
 /// What one device sends another for a whole batch of tensors (a plan switch moves every

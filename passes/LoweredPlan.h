@@ -9,6 +9,7 @@
 #include "passes/Communication.h"
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -61,8 +62,10 @@ struct LoweredPlan {
   std::vector<InsertedReshard> reshards;                // filled by deduce-annotations
   /// Per reshard op of this plan: its communication plan, chosen once by
   /// resolve-communication (and printed on the op as `comm_steps`); specialize lowers exactly
-  /// these steps. Absent for a reshard whose shape is not bound (`comm = "deferred"`).
-  std::map<const ir::Op *, CommPlan> communication;
+  /// these steps. Absent for a reshard whose shape is not bound (`comm = "deferred"`). Shared:
+  /// the reshards of identical layers mostly ask the same question (copying an answer per op
+  /// was a third of resolve-communication).
+  std::map<const ir::Op *, std::shared_ptr<const CommPlan>> communication;
   /// Training builds: parameter -> its gradient; deduction reshards each gradient to the
   /// parameter's layout (or, under `zero`, to its optimizer state's).
   std::map<const ir::Value *, ir::Value *, ir::ValueById> gradients;

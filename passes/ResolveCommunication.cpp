@@ -33,7 +33,7 @@ void resolveCommunication(ir::Graph &graph, LoweredPlan &plan, const LinkModel &
       reshards.push_back(op.get());
   // Each part plans a contiguous range of the ops (a model's layers: the same plans again,
   // which its own cache answers) and writes only its own ops' attributes and plans.
-  std::vector<std::optional<CommPlan>> comms(reshards.size());
+  std::vector<std::shared_ptr<const CommPlan>> comms(reshards.size());
   const size_t parts = std::max<size_t>(1, std::min(workerCount(threads), reshards.size() / 16));
   parallelFor(parts, static_cast<int>(parts), [&](size_t part) {
     ReshardPlans plans(links);
@@ -46,19 +46,19 @@ void resolveCommunication(ir::Graph &graph, LoweredPlan &plan, const LinkModel &
         op->attrs["comm"] = std::string("deferred");
         continue;
       }
-      CommPlan comm = plans.plan(*shape, ir::dtypeBytes(op->result()->type.dtype), *from, *to);
+      std::shared_ptr<const CommPlan> comm = plans.share(*shape, ir::dtypeBytes(op->result()->type.dtype), *from, *to);
       std::string kinds;
-      for (const CommStep &step : comm.steps)
+      for (const CommStep &step : comm->steps)
         kinds += (kinds.empty() ? "" : " + ") + std::string(commKindName(step.kind));
       op->attrs["comm"] = kinds;
-      op->attrs["comm_bytes"] = comm.totalBytes();
-      op->attrs["comm_steps"] = printCommSteps(comm);
+      op->attrs["comm_bytes"] = comm->totalBytes();
+      op->attrs["comm_steps"] = printCommSteps(*comm);
       comms[i] = std::move(comm);
     }
   });
   for (size_t i = 0; i < reshards.size(); ++i)
     if (comms[i])
-      plan.communication[reshards[i]] = std::move(*comms[i]);
+      plan.communication[reshards[i]] = std::move(comms[i]);
 }
 
 } // namespace hspmd::passes

@@ -445,7 +445,7 @@ void ProgramBuilder::vocabParallel(const ir::Op &op, int d, ir::Instruction &in)
 void ProgramBuilder::reshard(const ir::Op &op) {
   const ir::Annotation &from = *annotationOf(op.operands[0]), &to = *annotationOf(op.result());
   auto resolved = plan_.communication.find(&op);
-  const CommPlan &comm = resolved != plan_.communication.end() ? resolved->second : planFor(from, op.result(), to);
+  const CommPlan &comm = resolved != plan_.communication.end() ? *resolved->second : planFor(from, op.result(), to);
   lowerSteps(
       comm, heldBuffers(op.operands[0], from), op.result(), [&](size_t s) { return ir::tags::reshardStep(op.id, s); },
       op.loc);

@@ -268,7 +268,7 @@ TEST(Pipeline, CommunicationStepsRoundTrip) {
     auto [b, result] = trainingBuild(plan);
     ASSERT_TRUE(result.ok) << plan;
     for (const auto &[op, comm] : result.plans[0].communication) {
-      const std::string text = passes::printCommSteps(comm);
+      const std::string text = passes::printCommSteps(*comm);
       EXPECT_EQ(std::get<std::string>(op->attrs.at("comm_steps")), text);
       std::string error;
       auto parsed = passes::parseCommSteps(text, &error);
