@@ -7,6 +7,9 @@
 #include <atomic>
 #include <omp.h>
 
+extern "C" void openblas_set_num_threads(int);
+extern "C" int blas_thread_shutdown_(void) __attribute__((weak)); // not in every OpenBLAS build
+
 namespace hspmd::runtime {
 
 int64_t TensorView::numel() const {
@@ -28,6 +31,12 @@ std::atomic<int> &threadCount() {
 int processThreads() {
   static const int threads = std::max(1, omp_get_max_threads()); // before anyone sets a count
   return threads;
+}
+
+void quietBlas() {
+  openblas_set_num_threads(1);
+  if (blas_thread_shutdown_) // OpenBLAS built with pthreads: its server's threads end
+    blas_thread_shutdown_();
 }
 
 int kernelThreads() {

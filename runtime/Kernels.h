@@ -83,6 +83,11 @@ int kernelThreads();
 void setKernelThreads(int threads);
 /// The process's threads: OMP_NUM_THREADS where set, else the machine's cores.
 int processThreads();
+/// OpenBLAS to one thread, and its own threads stopped: the kernels split the matmuls
+/// themselves (runtime/kernels/Parallel.h). OpenBLAS starts its threads when it loads, and they
+/// spin (sched_yield) for about a tenth of a second, in every process that links it: on 2
+/// cores, a fifth of the CPU of `hspmc lint` of a 48-device plan. hspmc calls it first.
+void quietBlas();
 /// C = alpha op(A) op(B) + beta C, row-major (cblas_sgemm's arguments), split over the kernel
 /// threads (runtime/kernels/Parallel.h).
 void sgemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha, const float *a, int64_t lda,

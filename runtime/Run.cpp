@@ -26,8 +26,6 @@
 #include <sstream>
 #include <thread>
 
-extern "C" void openblas_set_num_threads(int);
-
 namespace hspmd::runtime {
 
 void Progress::step(int64_t s, const std::vector<double> &losses, bool shown) {
@@ -494,7 +492,7 @@ RunResult train(World &world, const RunPlans &given, const ModelInfo &model, con
   };
   // One pool of threads for the kernels, the matmuls included (runtime/kernels/Parallel.h):
   // the devices of the plan share the cores.
-  openblas_set_num_threads(1);
+  kernels::quietBlas();
   kernels::setKernelThreads(options.kernelThreads > 0 ? options.kernelThreads
                                                       : std::max(1, kernels::processThreads() /
                                                                         std::max(1, static_cast<int>(devices.size()))));

@@ -19,6 +19,7 @@
 #include "planner/PlanSet.h"
 #include "runtime/CliNumbers.h"
 #include "runtime/DocumentsCli.h"
+#include "runtime/Kernels.h"
 #include "tools/hspmc/Commands.h"
 #ifdef HSPMD_HAVE_CUDA
 #include "runtime/gpu/GpuOffload.h"
@@ -434,6 +435,7 @@ int run(int argc, char **argv) {
 } // namespace
 
 int main(int argc, char **argv) {
+  hspmd::runtime::kernels::quietBlas(); // its spinning threads cost every command (runtime/Kernels.h)
   // Every error a user can cause is reported where it is found, with its location; an
   // exception that reaches here is hspmc's own fault, and still ends with a message.
   try {

@@ -8,12 +8,43 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <random>
+#include <vector>
+
+extern "C" void openblas_set_num_threads(int);
+extern "C" int openblas_get_num_threads(void);
+extern "C" int blas_thread_shutdown_(void) __attribute__((weak));
+extern "C" void cblas_sgemm(int order, int transA, int transB, int m, int n, int k, float alpha, const float *a,
+                            int lda, const float *b, int ldb, float beta, float *c, int ldc);
 
 using namespace hspmd;
 using runtime::TensorView;
 
 namespace {
+
+int processTasks() {
+  int tasks = 0;
+  for ([[maybe_unused]] const auto &task : std::filesystem::directory_iterator("/proc/self/task"))
+    ++tasks;
+  return tasks;
+}
+
+// hspmc stops OpenBLAS's own threads first (they spin for a while after it loads, in every
+// process): OpenBLAS runs one thread, and the threads a multi-threaded product started end.
+TEST(KernelThreads, QuietBlasEndsOpenBlasThreads) {
+  if (!blas_thread_shutdown_ || runtime::kernels::processThreads() < 2)
+    GTEST_SKIP() << "OpenBLAS without its pthreads server, or one core: it starts no threads";
+  openblas_set_num_threads(2);
+  const int n = 512;
+  std::vector<float> a(static_cast<size_t>(n) * n, 1.0f), c(a.size(), 0.0f);
+  cblas_sgemm(101, 111, 111, n, n, n, 1.0f, a.data(), n, a.data(), n, 0.0f, c.data(), n); // row-major, no transposes
+  EXPECT_EQ(c[0], static_cast<float>(n));
+  const int running = processTasks();
+  runtime::kernels::quietBlas();
+  EXPECT_EQ(openblas_get_num_threads(), 1);
+  EXPECT_LT(processTasks(), running);
+}
 
 TEST(KernelMath, ExpAndErfFollowTheCLibrary) {
   double worstExp = 0, worstErf = 0;
