@@ -3,6 +3,7 @@
 #include "ir/Annotation.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <numeric>
 #include <set>
@@ -268,18 +269,20 @@ std::optional<AnnotationError> checkAnnotation(const Annotation &annotation) {
     if (local.axes.empty())
       return error(Part::Subgroup, sg, 0, "a device group needs at least one mesh axis");
     int64_t product = 1;
+    bool overflow = false; // counts of up to 2^20 each: a few axes pass 2^63
     for (size_t a = 0; a < local.axes.size(); ++a) {
       if (local.axes[a].count < 1)
         return error(Part::Axis, sg, static_cast<int>(a), "a mesh axis count must be at least 1");
-      product *= local.axes[a].count;
+      overflow = overflow || __builtin_mul_overflow(product, int64_t{local.axes[a].count}, &product);
     }
-    if (product != static_cast<int64_t>(local.devices.size())) {
+    if (overflow || product != static_cast<int64_t>(local.devices.size())) {
       std::string counts;
       for (const auto &axis : local.axes)
         counts += (counts.empty() ? "" : " x ") + std::to_string(axis.count);
       return error(Part::Subgroup, sg, 0,
-                   "mesh axis counts " + counts + " multiply to " + std::to_string(product) + ", but the group has " +
-                       std::to_string(local.devices.size()) + " devices");
+                   "mesh axis counts " + counts + " multiply to " +
+                       (overflow ? "more than " + std::to_string(INT64_MAX) : std::to_string(product)) +
+                       ", but the group has " + std::to_string(local.devices.size()) + " devices");
     }
   }
   const auto &hetero = annotation.hetero;

@@ -45,6 +45,10 @@ TEST(AnnotationText, ErrorsPointAtTheirColumn) {
   EXPECT_EQ(roundTrip("[0..4]: T0"), "error 1:9: unknown mesh axis 'T0'; expected S<dim>, R or P");
   EXPECT_EQ(roundTrip("[0..4]: R*2 x S1*3"),
             "error 1:1: mesh axis counts 2 x 3 multiply to 6, but the group has 4 devices");
+  // Counts whose product passes 2^63 (each may be up to 2^20) are said to, not wrapped.
+  EXPECT_EQ(roundTrip("[0..4]: R*1048576 x S0*1048576 x P*1048576 x S1*1048576"),
+            "error 1:1: mesh axis counts 1048576 x 1048576 x 1048576 x 1048576 multiply to more than "
+            "9223372036854775807, but the group has 4 devices");
   EXPECT_EQ(roundTrip("[0..4]: R x S1*2"),
             "error 1:9: each mesh axis needs a count (as in 'S1*2') when a group has several axes");
   EXPECT_EQ(roundTrip("{ [0, 1]: S0 | [1]: R } dup"),
