@@ -81,7 +81,7 @@ struct Instruction {
   InstrKind kind = InstrKind::Kernel;
   std::string op;                   // kernel name ("matmul") or collective ("all-reduce")
   std::vector<int> inputs, outputs; // buffer ids
-  AttrMap attrs;                    // kernel attributes, with local offsets ("query_offset")
+  SharedAttrs attrs;                // kernel attributes, with local offsets ("query_offset")
   std::vector<int> group;           // collective members, in rank order
   int peer = -1;                    // send: receiver; recv: sender
   int64_t bytes = 0;                // collective: bytes this device receives (one micro-batch's); send/recv: message

@@ -220,7 +220,9 @@ private:
     if (name == "kernel") {
       in.kind = InstrKind::Kernel;
       in.op = lexer_.next().text;
-      ok = bufferList(in.inputs) && punct("->") && bufferList(in.outputs) && attributes(in.attrs);
+      ir::AttrMap attrs;
+      ok = bufferList(in.inputs) && punct("->") && bufferList(in.outputs) && attributes(attrs);
+      in.attrs = std::move(attrs);
       if (ok && lexer_.peek().isIdent("group"))
         ok = word("group") && intList(in.group) && word("tag") && integer(in.tag);
     } else if (name == "send" || name == "recv" || name == "recv-add") {

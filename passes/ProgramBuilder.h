@@ -127,6 +127,14 @@ private:
     return id < batchDims_->size() ? (*batchDims_)[id] : none;
   }
 
+  // Each op's attributes (by op id) for its instructions to share; localize copies them for
+  // the instructions whose attributes depend on the device. Shared by specialize's parts.
+  std::shared_ptr<std::vector<ir::SharedAttrs>> opAttrs_ = std::make_shared<std::vector<ir::SharedAttrs>>();
+  ir::SharedAttrs opAttr(const ir::Op &op) const {
+    const auto id = static_cast<size_t>(op.id);
+    return id < opAttrs_->size() ? (*opAttrs_)[id] : ir::SharedAttrs(op.attrs);
+  }
+
   // Specialize.cpp
   // The devices this builder emits for, by device id (empty: all): specialize splits the
   // devices over parts, each a builder of its own on a thread of its own.

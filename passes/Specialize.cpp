@@ -46,6 +46,7 @@ std::vector<std::unique_ptr<ProgramBuilder>> ProgramBuilder::makeParts(size_t pa
     part->batch_ = batch_;
     part->batchDims_ = batchDims_; // read only while the parts work
     part->gradientValues_ = gradientValues_;
+    part->opAttrs_ = opAttrs_;
     part->keptF32_ = keptF32_;
     builders.push_back(std::move(part));
   }
@@ -94,6 +95,9 @@ void ProgramBuilder::analyse() {
   for (const auto &op : graph_.ops())
     findBatchDims(*op, rules);
   findKeptF32();
+  opAttrs_->reserve(graph_.ops().size());
+  for (const auto &op : graph_.ops())
+    opAttrs_->push_back(op->attrs);
 }
 
 void ProgramBuilder::findKeptF32() {
@@ -369,7 +373,7 @@ void ProgramBuilder::emit(const ir::Op &op) {
     ir::Instruction in;
     in.kind = ir::InstrKind::Kernel;
     in.op = std::string(ir::opInfo(op.kind).name);
-    in.attrs = op.attrs;
+    in.attrs = opAttr(op);
     in.loc = op.loc;
     for (const ir::Value *operand : op.operands)
       in.inputs.push_back(buffer(d, operand, *annotationOf(operand)));
