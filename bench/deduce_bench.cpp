@@ -98,11 +98,12 @@ Timing runOnce(const std::string &file, size_t *ops) {
   if (!ok)
     std::exit(1);
   std::istringstream lines(timing.str());
-  for (std::string word, name; lines >> word >> name;) { // "pass NAME: 1.23 ms"
+  for (std::string line; std::getline(lines, line);) { // "pass NAME: 1.23 ms[ (...)]"
+    std::istringstream words(line);
+    std::string word, name;
     double ms = 0;
-    std::string unit;
-    lines >> ms >> unit;
-    t.passes[name.substr(0, name.size() - 1)] = ms;
+    if (words >> word >> name >> ms)
+      t.passes[name.substr(0, name.size() - 1)] = ms;
   }
   *ops = build->graph->ops().size();
   return t;

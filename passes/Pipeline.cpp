@@ -134,7 +134,10 @@ bool specializeDevices(State &s) {
     const bool bf16 = s.options.bf16.value_or(s.result.plans[i].spec && s.result.plans[i].spec->bf16);
     s.builders.push_back(
         std::make_unique<ProgramBuilder>(s.graph, s.result.plans[i], s.links[i], s.options.threads, bf16));
+    s.builders.back()->stampAlike(s.options.stamp);
     s.builders.back()->specialize();
+    s.result.stampedOps += s.builders.back()->stampedOps();
+    s.result.stampableOps += s.builders.back()->stampableOps();
   }
   return !s.failed;
 }
@@ -275,8 +278,13 @@ PipelineResult runPipeline(ir::Graph &graph, const std::vector<ir::PlanSpec> &pl
     const auto start = std::chrono::steady_clock::now();
     const bool ok = pass.run(s);
     const auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (options.timing)
-      *options.timing << "pass " << pass.info.name << ": " << seconds * 1e3 << " ms\n";
+    if (options.timing) {
+      *options.timing << "pass " << pass.info.name << ": " << seconds * 1e3 << " ms";
+      if (pass.run == specializeDevices && ok)
+        *options.timing << " (" << s.result.stampedOps << " of " << s.result.stampableOps
+                        << " op emissions stamped from an op alike)";
+      *options.timing << "\n";
+    }
     if (!ok)
       return std::move(s.result);
     if (options.dump && options.dumpAfter == pass.info.name)

@@ -51,6 +51,11 @@ public:
 
   /// The programs so far (for --after), the optimizer's instructions after each body's.
   std::map<int, ir::DeviceProgram> programs() const;
+  /// Whether specialize stamps ops alike (PipelineOptions::stamp); before specialize.
+  void stampAlike(bool on) { stampAlike_ = on; }
+  /// Specialize's ops (those it could stamp) on each part's devices, and how many it stamped.
+  size_t stampedOps() const { return stamped_; }
+  size_t stampableOps() const { return stampable_; }
 
 private:
   const ir::Graph &graph_;
@@ -145,6 +150,43 @@ private:
   void prepare();
   void analyse();
   void emitAll();
+  // Stamping. Ops that emit alike (emitsAlike: the ops of identical layers) form a class; on
+  // each device the first op of a class is emitted, and each later one is stamped from it:
+  // its instructions and buffers copied, renamed after the later op's values, buffer ids and
+  // tags renumbered, location its own. Emitting each op of 64 identical layers again on each
+  // device was most of specialize.
+  // By op id: the op's class, or -1 (always emitted). Shared by specialize's parts.
+  std::shared_ptr<std::vector<int>> opClass_ = std::make_shared<std::vector<int>>();
+  void classifyOps();
+  bool emitsAlike(const ir::Op &a, const ir::Op &b) const;
+  // What the first op of a class emitted on one of this builder's devices: the instructions
+  // [body0, body1) and buffers [buf0, buf1) of its program, and which buffers held the op's
+  // operands before (-1: none).
+  struct StampedDevice {
+    int device = 0;
+    ir::DeviceProgram *program = nullptr;
+    size_t body0 = 0, body1 = 0, buf0 = 0, buf1 = 0;
+    std::vector<int> held;
+  };
+  struct Stamp {
+    const ir::Op *op = nullptr; // none yet
+    bool usable = false;        // what it emitted can be copied (checked once, as recorded)
+    std::vector<StampedDevice> devices;
+  };
+  std::vector<Stamp> stamps_; // by class
+  bool stampAlike_ = true;
+  size_t stamped_ = 0, stampable_ = 0;
+  // Device -> buffer id -> the value the buffer was made for, while specialize emits.
+  std::vector<std::vector<const ir::Value *>> madeFor_;
+  // This builder's devices and their programs, while specialize emits.
+  std::vector<std::pair<int, ir::DeviceProgram *>> emitting_;
+  // The devices' body and buffer counts and operands' buffers before `op` is emitted.
+  std::vector<StampedDevice> beforeEmitting(const ir::Op &op) const;
+  // Keeps what `op` emitted (since `before`) as its class's stamp.
+  void record(const ir::Op &op, std::vector<StampedDevice> before, Stamp &stamp);
+  // Emits `op` as a copy of `stamp`'s op's emission; false (and nothing emitted) where an
+  // operand is held differently than it was.
+  bool stampFrom(const ir::Op &op, const Stamp &stamp);
   // Specialize's and optimizer-step's parts: a builder per thread for `devices` (programs_'s)
   // round-robin, so that each gets devices of every stage, each sharing this one's analysis.
   std::vector<std::unique_ptr<ProgramBuilder>> makeParts(size_t parts, const std::vector<int> &devices) const;

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <unordered_map>
 
 namespace hspmd::passes {
 
@@ -34,6 +35,10 @@ void ProgramBuilder::specialize() {
   });
   for (size_t i = 0; i < devices.size(); ++i)
     moveDevice(*builders[i % parts], *this, devices[i]);
+  for (const auto &part : builders) {
+    stamped_ += part->stamped_;
+    stampable_ += part->stampable_;
+  }
 }
 
 std::vector<std::unique_ptr<ProgramBuilder>> ProgramBuilder::makeParts(size_t parts,
@@ -47,6 +52,8 @@ std::vector<std::unique_ptr<ProgramBuilder>> ProgramBuilder::makeParts(size_t pa
     part->batchDims_ = batchDims_; // read only while the parts work
     part->gradientValues_ = gradientValues_;
     part->opAttrs_ = opAttrs_;
+    part->opClass_ = opClass_;
+    part->stampAlike_ = stampAlike_;
     part->keptF32_ = keptF32_;
     builders.push_back(std::move(part));
   }
@@ -98,6 +105,7 @@ void ProgramBuilder::analyse() {
   opAttrs_->reserve(graph_.ops().size());
   for (const auto &op : graph_.ops())
     opAttrs_->push_back(op->attrs);
+  classifyOps();
 }
 
 void ProgramBuilder::findKeptF32() {
@@ -141,15 +149,260 @@ void ProgramBuilder::emitAll() {
                               (o != optimizer.end() ? o->second : 0));
       program.body.reserve(valuesOn_[d] + valuesOn_[d] / 4 + (o != optimizer.end() ? o->second : 0));
     }
+  for (auto &[d, program] : programs_)
+    if (mine(d))
+      emitting_.push_back({d, &program});
+  madeFor_.assign(emitting_.empty() ? 0 : static_cast<size_t>(emitting_.back().first) + 1, {});
+  stamps_.assign(opClass_->empty() ? 0 : static_cast<size_t>(*std::max_element(opClass_->begin(), opClass_->end())) + 1,
+                 Stamp{});
   for (const auto &op : graph_.ops()) {
     phase_ = phaseOf(*op);
+    const auto id = static_cast<size_t>(op->id);
+    const int c = id < opClass_->size() ? (*opClass_)[id] : -1;
+    Stamp *stamp = c >= 0 && stampAlike_ ? &stamps_[static_cast<size_t>(c)] : nullptr;
+    stampable_ += c >= 0;
+    if (stamp && stamp->usable && stampFrom(*op, *stamp)) {
+      ++stamped_;
+      continue;
+    }
+    std::vector<StampedDevice> before;
+    if (stamp && !stamp->op)
+      before = beforeEmitting(*op);
     emit(*op);
     if (phase_ == ir::Phase::Backward)
       for (const ir::Value *result : op->results) // rmsnorm_grad's second result is dw
         if (gradientValues_.count(result))
           accumulate(result);
+    if (stamp && !stamp->op)
+      record(*op, std::move(before), *stamp);
   }
+  stamps_.clear();
+  madeFor_.clear();
+  emitting_.clear();
   reportLoss();
+}
+
+namespace {
+
+void mix(uint64_t &h, uint64_t x) {
+  h = (h ^ x) * 0x100000001b3ULL;
+}
+
+} // namespace
+
+// Classes of ops that emit alike, found by a hash of what they emit from and compared in
+// full. Parameters, inputs and other plans' reshards are emitted as they are (they emit no
+// instructions).
+void ProgramBuilder::classifyOps() {
+  auto &classes = *opClass_;
+  classes.assign(graph_.ops().size(), -1);
+  std::unordered_map<uint64_t, std::vector<int>> buckets;
+  std::vector<const ir::Op *> first; // by class
+  for (const auto &op : graph_.ops()) {
+    if (op->kind == ir::OpKind::Param || op->kind == ir::OpKind::Input || !annotationOf(op->result()) ||
+        (op->kind == ir::OpKind::Reshard && ir::intAttr(op->attrs, "plan", -1) != plan_.index) ||
+        op->operands.size() > 16)
+      continue;
+    uint64_t h = 0xcbf29ce484222325ULL;
+    mix(h, static_cast<uint64_t>(op->kind));
+    mix(h, op->operands.size());
+    auto value = [&](const ir::Value *v) {
+      for (int64_t size : concrete(*v))
+        mix(h, static_cast<uint64_t>(size));
+      if (const ir::Annotation *a = annotationOf(v))
+        for (const ir::LocalAnnotation &group : a->subgroups) {
+          mix(h, group.devices.size());
+          if (!group.devices.empty())
+            mix(h, static_cast<uint64_t>(group.devices.front()));
+          for (const ir::MeshAxis &axis : group.axes)
+            mix(h, static_cast<uint64_t>(axis.kind) * 4096 + static_cast<uint64_t>(axis.dim) * 64 +
+                       static_cast<uint64_t>(axis.count));
+        }
+    };
+    for (const ir::Value *v : op->operands)
+      value(v);
+    for (const ir::Value *v : op->results)
+      value(v);
+    auto &bucket = buckets[h];
+    int c = -1;
+    for (int candidate : bucket)
+      if (emitsAlike(*first[static_cast<size_t>(candidate)], *op)) {
+        c = candidate;
+        break;
+      }
+    if (c < 0) {
+      c = static_cast<int>(first.size());
+      first.push_back(op.get());
+      bucket.push_back(c);
+    }
+    classes[static_cast<size_t>(op->id)] = c;
+  }
+}
+
+// Whether `a` and `b` emit the same instructions and buffers on every device, but for the
+// values' names, buffer ids, tags and locations: the same kind and attributes, operands and
+// results alike (element type, shape, annotation, batch dimensions, buffer type, gradient or
+// not), the same operand repeated alike, the same phase and communication plan.
+bool ProgramBuilder::emitsAlike(const ir::Op &a, const ir::Op &b) const {
+  if (a.kind != b.kind || a.operands.size() != b.operands.size() || a.results.size() != b.results.size() ||
+      !(a.attrs == b.attrs) || phaseOf(a) != phaseOf(b))
+    return false;
+  auto alike = [&](const ir::Value *x, const ir::Value *y) {
+    const ir::Annotation *ax = annotationOf(x), *ay = annotationOf(y);
+    return x->type.dtype == y->type.dtype && concrete(*x) == concrete(*y) && (ax == nullptr) == (ay == nullptr) &&
+           (!ax || *ax == *ay) && batchDimsOf(*x) == batchDimsOf(*y) && storageType(*x) == storageType(*y) &&
+           gradientValues_.count(x) == gradientValues_.count(y);
+  };
+  for (size_t i = 0; i < a.operands.size(); ++i) {
+    if (!alike(a.operands[i], b.operands[i]))
+      return false;
+    for (size_t j = 0; j < i; ++j)
+      if ((a.operands[i] == a.operands[j]) != (b.operands[i] == b.operands[j]))
+        return false;
+  }
+  for (size_t r = 0; r < a.results.size(); ++r)
+    if (!alike(a.results[r], b.results[r]))
+      return false;
+  if (a.kind == ir::OpKind::Reshard) {
+    const auto pa = plan_.communication.find(&a), pb = plan_.communication.find(&b);
+    const bool hasA = pa != plan_.communication.end(), hasB = pb != plan_.communication.end();
+    if (hasA != hasB || (hasA && pa->second != pb->second))
+      return false;
+  }
+  return true;
+}
+
+std::vector<ProgramBuilder::StampedDevice> ProgramBuilder::beforeEmitting(const ir::Op &op) const {
+  std::vector<StampedDevice> devices;
+  devices.reserve(emitting_.size());
+  for (const auto &[d, program] : emitting_) {
+    StampedDevice device;
+    device.device = d;
+    device.program = program;
+    device.body0 = program->body.size();
+    device.buf0 = program->buffers.size();
+    for (const ir::Value *operand : op.operands)
+      device.held.push_back(heldBuffer(d, operand));
+    devices.push_back(std::move(device));
+  }
+  return devices;
+}
+
+// The stamp is usable where everything the op emitted can be renamed and renumbered: each
+// buffer made for one of its values, each buffer an instruction names made here or holding
+// an operand, each tag the op's own, each location the op's.
+void ProgramBuilder::record(const ir::Op &op, std::vector<StampedDevice> before, Stamp &stamp) {
+  stamp.op = &op;
+  stamp.usable = true;
+  auto ownValue = [&op](const ir::Value *v) {
+    return v && (std::find(op.results.begin(), op.results.end(), v) != op.results.end() ||
+                 std::find(op.operands.begin(), op.operands.end(), v) != op.operands.end());
+  };
+  for (StampedDevice &device : before) {
+    device.body1 = device.program->body.size();
+    device.buf1 = device.program->buffers.size();
+    if (device.body1 == device.body0 && device.buf1 == device.buf0)
+      continue;
+    const auto &made = madeFor_[static_cast<size_t>(device.device)];
+    for (size_t b = device.buf0; b < device.buf1; ++b)
+      stamp.usable = stamp.usable && b < made.size() && ownValue(made[b]);
+    for (const ir::Value *result : op.results) // held in a buffer made here, if at all
+      if (const int held = heldBuffer(device.device, result); held >= 0)
+        stamp.usable =
+            stamp.usable && static_cast<size_t>(held) >= device.buf0 && static_cast<size_t>(held) < device.buf1;
+    auto known = [&](int id) {
+      return (id >= 0 && static_cast<size_t>(id) >= device.buf0 && static_cast<size_t>(id) < device.buf1) ||
+             (id >= 0 && std::find(device.held.begin(), device.held.end(), id) != device.held.end());
+    };
+    for (size_t i = device.body0; i < device.body1 && stamp.usable; ++i) {
+      const ir::Instruction &in = device.program->body[i];
+      for (int id : in.inputs)
+        stamp.usable = stamp.usable && known(id);
+      for (int id : in.outputs)
+        stamp.usable = stamp.usable && known(id);
+      const bool tagged = in.kind != ir::InstrKind::Kernel || !in.group.empty();
+      stamp.usable = stamp.usable && (tagged ? in.tag / ir::tags::kSlotsPerOp == op.id : in.tag == 0) &&
+                     in.loc.file == op.loc.file && in.loc.line == op.loc.line && in.loc.col == op.loc.col &&
+                     in.loc.length == op.loc.length;
+    }
+    stamp.devices.push_back(std::move(device));
+  }
+}
+
+bool ProgramBuilder::stampFrom(const ir::Op &op, const Stamp &stamp) {
+  const ir::Op &from = *stamp.op;
+  // The operands must be held alike on each device: held or not, the same buffer where the
+  // stamp's op had one buffer for two operands.
+  for (const StampedDevice &device : stamp.devices)
+    for (size_t p = 0; p < op.operands.size(); ++p) {
+      const int mine = heldBuffer(device.device, op.operands[p]);
+      if ((mine >= 0) != (device.held[p] >= 0))
+        return false;
+      for (size_t q = 0; q < p; ++q)
+        if ((device.held[p] == device.held[q]) != (mine == heldBuffer(device.device, op.operands[q])))
+          return false;
+    }
+  auto counterpart = [&](const ir::Value *v) -> const ir::Value * {
+    for (size_t r = 0; r < from.results.size(); ++r)
+      if (from.results[r] == v)
+        return op.results[r];
+    for (size_t p = 0; p < from.operands.size(); ++p)
+      if (from.operands[p] == v)
+        return op.operands[p];
+    return nullptr;
+  };
+  const int64_t tagShift = (static_cast<int64_t>(op.id) - from.id) * ir::tags::kSlotsPerOp;
+  for (const StampedDevice &device : stamp.devices) {
+    const int d = device.device;
+    ir::DeviceProgram &program = *device.program;
+    const auto base = program.buffers.size();
+    auto renumber = [&](int id) {
+      const auto i = static_cast<size_t>(id);
+      if (i >= device.buf0 && i < device.buf1)
+        return static_cast<int>(base + (i - device.buf0));
+      for (size_t p = 0; p < device.held.size(); ++p)
+        if (device.held[p] == id)
+          return heldBuffer(d, op.operands[p]);
+      return -1; // not reached: record checked every id
+    };
+    auto &made = madeFor_[static_cast<size_t>(d)];
+    std::vector<char> *batched = nullptr;
+    if (auto it = perMicrobatch_.find(d); it != perMicrobatch_.end())
+      batched = &it->second;
+    for (size_t b = device.buf0; b < device.buf1; ++b) {
+      ir::Buffer copy = program.buffers[b];
+      const ir::Value *was = made[b], *is = counterpart(was);
+      copy.id = static_cast<int>(program.buffers.size());
+      copy.value = is->name + copy.value.substr(was->name.size());
+      if (batched && b < batched->size() && (*batched)[b])
+        markBatched(*batched, copy.id);
+      if (made.size() <= static_cast<size_t>(copy.id))
+        made.resize(static_cast<size_t>(copy.id) + 1, nullptr);
+      made[static_cast<size_t>(copy.id)] = is;
+      program.buffers.push_back(std::move(copy));
+    }
+    auto rememberAlike = [&](const ir::Value *was, const ir::Value *is) {
+      const int held = heldBuffer(d, was);
+      if (held >= 0 && static_cast<size_t>(held) >= device.buf0 && static_cast<size_t>(held) < device.buf1)
+        remember(d, is, renumber(held));
+    };
+    for (size_t r = 0; r < from.results.size(); ++r)
+      rememberAlike(from.results[r], op.results[r]);
+    for (size_t p = 0; p < from.operands.size(); ++p)
+      rememberAlike(from.operands[p], op.operands[p]);
+    for (size_t i = device.body0; i < device.body1; ++i) {
+      ir::Instruction in = program.body[i];
+      for (int &id : in.inputs)
+        id = renumber(id);
+      for (int &id : in.outputs)
+        id = renumber(id);
+      if (in.kind != ir::InstrKind::Kernel || !in.group.empty())
+        in.tag += tagShift;
+      in.loc = op.loc;
+      program.body.push_back(std::move(in));
+    }
+  }
+  return true;
 }
 
 // Gradient synchronisation runs once per step, after every micro-batch; the backward ops
@@ -250,6 +503,11 @@ int ProgramBuilder::buffer(int device, const ir::Value *value, const ir::Annotat
   if (isBatchDependent(*value))
     markBatched(perMicrobatch_[device], b.id);
   const int id = b.id;
+  if (const auto d = static_cast<size_t>(device); d < madeFor_.size()) {
+    if (madeFor_[d].size() <= static_cast<size_t>(id))
+      madeFor_[d].resize(static_cast<size_t>(id) + 1, nullptr);
+    madeFor_[d][static_cast<size_t>(id)] = value;
+  }
   program.buffers.push_back(std::move(b));
   if (suffix.empty())
     remember(device, value, id);

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <functional>
 #include <random>
 #include <set>
@@ -63,6 +64,54 @@ TEST(Specialize, EveryExamplePlanGivesVerifiedPrograms) {
       ASSERT_FALSE(p->result.programs.empty()) << plan;
       EXPECT_EQ(verify(p->result.programs[0]), std::vector<std::string>{}) << plan << (train ? " (train)" : "");
     }
+}
+
+// Specialize stamps an op from the first op that emits alike (identical layers) instead of
+// emitting it: the programs are those emitting every op gives, for every example plan,
+// training and inference, one thread and the machine's (renamed buffers, renumbered ids and
+// tags, each instruction at its own op's location). Most ops of the layered models are stamped
+// (more than 4 in 5 of the 32B model's on 48 devices).
+TEST(Specialize, StampedOpsGiveTheProgramsEmittingGives) {
+  std::vector<std::string> plans;
+  for (const char *dir : {"examples/gpt/plans", "examples/llama/plans"})
+    for (const auto &entry : std::filesystem::directory_iterator(dir))
+      if (entry.path().extension() == ".hspmd")
+        plans.push_back(entry.path().string());
+  std::sort(plans.begin(), plans.end());
+  ASSERT_GE(plans.size(), 40u);
+  auto compiled = [](const std::string &plan, bool train, bool stamp, int threads, std::string &text) {
+    auto b = hspmd::testing::buildExample(plan, {plan});
+    passes::PipelineOptions options;
+    options.train = train;
+    options.stamp = stamp;
+    options.threads = threads;
+    auto result = passes::runPipeline(*b->build->graph, b->build->plans, options, [](const passes::Problem &) {});
+    text = result.ok ? "" : "failed\n";
+    for (const auto &programs : result.programs)
+      for (const auto &[device, program] : programs)
+        text += ir::printProgram(program);
+    return result;
+  };
+  size_t stamped = 0, stampable = 0;
+  for (const std::string &plan : plans)
+    for (bool train : {false, true}) {
+      std::string emitted, stampedText;
+      const auto reference = compiled(plan, train, false, 1, emitted);
+      EXPECT_EQ(reference.stampedOps, 0u) << plan;
+      for (int threads : {1, 0}) {
+        const auto result = compiled(plan, train, true, threads, stampedText);
+        EXPECT_TRUE(stampedText == emitted) << plan << (train ? " (train)" : "") << " threads " << threads;
+        if (threads == 1) {
+          stamped += result.stampedOps;
+          stampable += result.stampableOps;
+        }
+        if (plan.find("llama32b_hetero48.") != std::string::npos && train && threads == 1) {
+          EXPECT_GT(result.stampedOps * 5, result.stampableOps * 4)
+              << result.stampedOps << " of " << result.stampableOps;
+        }
+      }
+    }
+  EXPECT_GT(stamped * 2, stampable) << stamped << " of " << stampable;
 }
 
 // Under context parallelism with tensor parallelism inside each group, a weight's gradient
