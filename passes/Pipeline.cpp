@@ -9,7 +9,8 @@
 //   resolve-communication  passes/ResolveCommunication.h
 //   verify                 ir/Graph.h (verifyGraph), then the caller's checkPlans (lint's
 //                          plan checks in a gate: a plan they reject gets no programs)
-//   specialize             passes/ProgramBuilder.h (Specialize.cpp)
+//   specialize             passes/ProgramBuilder.h (Specialize.cpp; ops alike, as in identical
+//                          layers, stamped from the first of them)
 //   recompute              passes/ProgramBuilder.h (Recompute.cpp)
 //   optimizer-step         passes/ProgramBuilder.h (OptimizerStep.cpp)
 //   schedule-pipeline      passes/ProgramBuilder.h (SchedulePipeline.cpp)
