@@ -5,7 +5,9 @@
 #include "passes/Parallel.h"
 #include "passes/ProgramBuilder.h"
 
+#include <algorithm>
 #include <memory>
+#include <unordered_map>
 #include <utility>
 
 namespace hspmd::passes {
@@ -26,9 +28,9 @@ void ProgramBuilder::addOptimizerStep() {
     program.body.reserve(added[d]);
   }
   const size_t parts = std::min(workerCount(threads_), devices.size());
+  classifyUpdates();
   if (parts <= 1) {
-    for (const auto &[param, grad] : plan_.gradients)
-      optimizerStep(*param, *grad);
+    updateAll();
   } else {
     // As in specialize: each part updates every parameter on its devices, their programs and
     // buffer tables moved in and back; a device's steps depend on nothing another device's do.
@@ -36,14 +38,94 @@ void ProgramBuilder::addOptimizerStep() {
     for (size_t i = 0; i < devices.size(); ++i)
       moveDevice(*this, *builders[i % parts], devices[i]);
     parallelFor(parts, static_cast<int>(parts), [&](size_t t) {
-      for (const auto &[param, grad] : plan_.gradients)
-        builders[t]->optimizerStep(*param, *grad);
+      builders[t]->updateClass_ = updateClass_;
+      builders[t]->updateAll();
     });
     for (size_t i = 0; i < devices.size(); ++i)
       moveDevice(*builders[i % parts], *this, devices[i]);
+    for (const auto &part : builders) {
+      stampedUpdates_ += part->stampedUpdates_;
+      stampableUpdates_ += part->stampableUpdates_;
+    }
   }
   for (auto &[device, program] : programs_)
     updates_[device] = std::exchange(program.body, std::move(bodies[device]));
+}
+
+// Each parameter's update on this builder's devices, stamped from the first update alike
+// (classifyUpdates) where there is one.
+void ProgramBuilder::updateAll() {
+  const auto &classes = *updateClass_;
+  startStamping(classes.empty() ? 0 : static_cast<size_t>(*std::max_element(classes.begin(), classes.end())) + 1);
+  size_t i = 0;
+  for (const auto &[param, grad] : plan_.gradients) {
+    const int c = i < classes.size() ? classes[i] : -1;
+    ++i;
+    StampUnit unit;
+    if (c >= 0) {
+      unit.anchor = param->def->id;
+      unit.loc = param->def->loc;
+      unit.inputs = {param, syncedOf(*grad)};
+    }
+    stampableUpdates_ += c >= 0;
+    stampedUpdates_ += emitStamped(c, unit, [&] { optimizerStep(*param, *grad); });
+  }
+  stopStamping();
+}
+
+const ir::Value *ProgramBuilder::syncedOf(const ir::Value &grad) const {
+  auto found = plan_.syncedGradients.find(&grad);
+  return found != plan_.syncedGradients.end() ? found->second : &grad;
+}
+
+// Parameters whose updates emit alike: the same element type, shape, annotation and buffer
+// type, the same optimizer state layout, and gradients alike (the parameters of identical
+// layers). By position in plan_.gradients; -1 where the parameter has no op or annotation.
+void ProgramBuilder::classifyUpdates() {
+  auto &classes = *updateClass_;
+  classes.clear();
+  std::unordered_map<uint64_t, std::vector<int>> buckets;
+  std::vector<std::pair<const ir::Value *, const ir::Value *>> first; // by class
+  auto alike = [&](const ir::Value *x, const ir::Value *y) {
+    const ir::Annotation *ax = annotationOf(x), *ay = annotationOf(y);
+    return x->type.dtype == y->type.dtype && concrete(*x) == concrete(*y) && ax && ay && *ax == *ay &&
+           storageType(*x) == storageType(*y) && batchDimsOf(*x) == batchDimsOf(*y);
+  };
+  auto stateOf = [&](const ir::Value *param) {
+    auto state = plan_.optimizerState.find(param->name);
+    return state != plan_.optimizerState.end() ? &state->second : nullptr;
+  };
+  for (const auto &[param, grad] : plan_.gradients) {
+    const ir::Value *synced = syncedOf(*grad);
+    const ir::Annotation *layout = annotationOf(param);
+    if (!param->def || !layout || !annotationOf(synced)) {
+      classes.push_back(-1);
+      continue;
+    }
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (int64_t size : concrete(*param))
+      h = (h ^ static_cast<uint64_t>(size)) * 0x100000001b3ULL;
+    const std::vector<int> devices = layout->devices();
+    h = (h ^ devices.size()) * 0x100000001b3ULL;
+    if (!devices.empty())
+      h = (h ^ static_cast<uint64_t>(devices.front())) * 0x100000001b3ULL;
+    auto &bucket = buckets[h];
+    int c = -1;
+    for (int candidate : bucket) {
+      const auto &[p, s] = first[static_cast<size_t>(candidate)];
+      const ir::Annotation *a = stateOf(p), *b = stateOf(param);
+      if (alike(p, param) && alike(s, synced) && (a == nullptr) == (b == nullptr) && (!a || *a == *b)) {
+        c = candidate;
+        break;
+      }
+    }
+    if (c < 0) {
+      c = static_cast<int>(first.size());
+      first.push_back({param, synced});
+      bucket.push_back(c);
+    }
+    classes.push_back(c);
+  }
 }
 
 std::map<int, size_t> ProgramBuilder::optimizerBuffers() const {
@@ -64,8 +146,7 @@ std::map<int, size_t> ProgramBuilder::optimizerBuffers() const {
 // back into the parameter's layout.
 void ProgramBuilder::optimizerStep(const ir::Value &param, const ir::Value &grad) {
   const ir::Annotation *layout = annotationOf(&param);
-  auto found = plan_.syncedGradients.find(&grad);
-  const ir::Value *synced = found != plan_.syncedGradients.end() ? found->second : &grad;
+  const ir::Value *synced = syncedOf(grad);
   const ir::Annotation *gradLayout = annotationOf(synced);
   if (!layout || !gradLayout)
     return;
@@ -91,12 +172,17 @@ void ProgramBuilder::optimizerStep(const ir::Value &param, const ir::Value &grad
     else if (plan_.spec && plan_.spec->optimizerArgs.count("momentum") && plan_.spec->optimizerArgs.at("momentum") != 0)
       moments = {".momentum"};
     for (const char *name : moments) { // the region of `target`: `where`'s piece
-      in.inputs.push_back(sibling(d, target, param.name + name));
+      in.inputs.push_back(sibling(d, target, param.name + name, &param));
       programs_[d].buffers[static_cast<size_t>(in.inputs.back())].role = ir::BufferRole::State;
     }
-    if (plan_.spec)
-      for (const auto &[name, value] : plan_.spec->optimizerArgs)
-        in.attrs[name] = value;
+    if (!optimizerAttrs_) { // one map for every parameter's update (ir::SharedAttrs)
+      ir::AttrMap attrs;
+      if (plan_.spec)
+        for (const auto &[name, value] : plan_.spec->optimizerArgs)
+          attrs[name] = value;
+      optimizerAttrs_ = std::move(attrs);
+    }
+    in.attrs = *optimizerAttrs_;
     in.outputs = {target};
     updated.set(d, target);
     programs_[d].body.push_back(std::move(in));

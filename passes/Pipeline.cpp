@@ -150,8 +150,11 @@ bool recompute(State &s) {
 }
 
 bool optimizerStep(State &s) {
-  for (auto &builder : s.builders)
+  for (auto &builder : s.builders) {
     builder->addOptimizerStep();
+    s.result.stampedUpdates += builder->stampedUpdates();
+    s.result.stampableUpdates += builder->stampableUpdates();
+  }
   return !s.failed;
 }
 
@@ -284,6 +287,9 @@ PipelineResult runPipeline(ir::Graph &graph, const std::vector<ir::PlanSpec> &pl
       if (pass.run == specializeDevices && ok)
         *options.timing << " (" << s.result.stampedOps << " of " << s.result.stampableOps
                         << " op emissions stamped from an op alike)";
+      if (pass.run == optimizerStep && ok)
+        *options.timing << " (" << s.result.stampedUpdates << " of " << s.result.stampableUpdates
+                        << " parameter updates stamped from one alike)";
       *options.timing << "\n";
     }
     if (!ok)

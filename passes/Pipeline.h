@@ -50,6 +50,8 @@ struct PipelineResult {
   /// Specialize's ops (with instructions to emit) on each of its parts' devices: how many
   /// were stamped from an op alike, of how many, summed over plans and parts.
   size_t stampedOps = 0, stampableOps = 0;
+  /// The same for optimizer-step's parameter updates.
+  size_t stampedUpdates = 0, stampableUpdates = 0;
 };
 
 /// One row of the pass table: what `hspmc passes` prints, `--after` accepts and docs/cli.md lists.

@@ -56,6 +56,9 @@ public:
   /// Specialize's ops (those it could stamp) on each part's devices, and how many it stamped.
   size_t stampedOps() const { return stamped_; }
   size_t stampableOps() const { return stampable_; }
+  /// The same for optimizer-step's parameter updates.
+  size_t stampedUpdates() const { return stampedUpdates_; }
+  size_t stampableUpdates() const { return stampableUpdates_; }
 
 private:
   const ir::Graph &graph_;
@@ -159,9 +162,17 @@ private:
   std::shared_ptr<std::vector<int>> opClass_ = std::make_shared<std::vector<int>>();
   void classifyOps();
   bool emitsAlike(const ir::Op &a, const ir::Op &b) const;
-  // What the first op of a class emitted on one of this builder's devices: the instructions
-  // [body0, body1) and buffers [buf0, buf1) of its program, and which buffers held the op's
-  // operands before (-1: none).
+  // What is stamped: an op (its operands in, its results out), or a parameter's update (the
+  // parameter and its gradient in). Tags are the anchor op's (ir/Tags.h), locations the unit's.
+  struct StampUnit {
+    int anchor = 0;
+    ir::Location loc;
+    std::vector<const ir::Value *> inputs, outputs;
+  };
+  static StampUnit unitOf(const ir::Op &op);
+  // What the first unit of a class emitted on one of this builder's devices: the instructions
+  // [body0, body1) and buffers [buf0, buf1) of its program, and which buffers held the unit's
+  // inputs before (-1: none).
   struct StampedDevice {
     int device = 0;
     ir::DeviceProgram *program = nullptr;
@@ -169,24 +180,30 @@ private:
     std::vector<int> held;
   };
   struct Stamp {
-    const ir::Op *op = nullptr; // none yet
-    bool usable = false;        // what it emitted can be copied (checked once, as recorded)
+    bool recorded = false; // the first unit of the class has been emitted
+    bool usable = false;   // what it emitted can be copied (checked once, as recorded)
+    StampUnit unit;
     std::vector<StampedDevice> devices;
   };
   std::vector<Stamp> stamps_; // by class
   bool stampAlike_ = true;
   size_t stamped_ = 0, stampable_ = 0;
-  // Device -> buffer id -> the value the buffer was made for, while specialize emits.
+  // Device -> buffer id -> the value the buffer was made for, while stamping.
   std::vector<std::vector<const ir::Value *>> madeFor_;
-  // This builder's devices and their programs, while specialize emits.
+  // This builder's devices and their programs, while stamping.
   std::vector<std::pair<int, ir::DeviceProgram *>> emitting_;
-  // The devices' body and buffer counts and operands' buffers before `op` is emitted.
-  std::vector<StampedDevice> beforeEmitting(const ir::Op &op) const;
-  // Keeps what `op` emitted (since `before`) as its class's stamp.
-  void record(const ir::Op &op, std::vector<StampedDevice> before, Stamp &stamp);
-  // Emits `op` as a copy of `stamp`'s op's emission; false (and nothing emitted) where an
-  // operand is held differently than it was.
-  bool stampFrom(const ir::Op &op, const Stamp &stamp);
+  void startStamping(size_t classes);
+  void stopStamping();
+  // Emits `unit` of class `c` (-1: none) by stamping it from its class's first, or by
+  // `emitIt` (recording it where it is the first); true where stamped.
+  bool emitStamped(int c, const StampUnit &unit, const std::function<void()> &emitIt);
+  // The devices' body and buffer counts and inputs' buffers before `unit` is emitted.
+  std::vector<StampedDevice> beforeEmitting(const StampUnit &unit) const;
+  // Keeps what `unit` emitted (since `before`) as its class's stamp.
+  void record(StampUnit unit, std::vector<StampedDevice> before, Stamp &stamp);
+  // Emits `unit` as a copy of `stamp`'s unit's emission; false (and nothing emitted) where an
+  // input is held differently than it was.
+  bool stampFrom(const StampUnit &unit, const Stamp &stamp);
   // Specialize's and optimizer-step's parts: a builder per thread for `devices` (programs_'s)
   // round-robin, so that each gets devices of every stage, each sharing this one's analysis.
   std::vector<std::unique_ptr<ProgramBuilder>> makeParts(size_t parts, const std::vector<int> &devices) const;
@@ -210,7 +227,8 @@ private:
   // The buffer of `value` on `device` (its local piece under `layout`).
   int buffer(int device, const ir::Value *value, const ir::Annotation &layout, const std::string &suffix = "");
   // A new buffer named `name` holding the region `of` holds on `device` (its type too).
-  int sibling(int device, int of, const std::string &name);
+  // `value`: the value it belongs to (stamping renames it after its counterpart).
+  int sibling(int device, int of, const std::string &name, const ir::Value *value = nullptr);
   void findBatchDims(const ir::Op &op, ShardingRuleCache &rules);
   bool isBatchDependent(const ir::Value &value) const { return batchDimsOf(value).has_value(); }
   static void markBatched(std::vector<char> &batched, int id) {
@@ -267,6 +285,16 @@ private:
   // How many buffers optimizer-step adds on each device (a parameter's moments, and its shard
   // under `zero`; at most).
   std::map<int, size_t> optimizerBuffers() const;
+  // The parameters' updates, stamped where alike (as specialize stamps ops).
+  void updateAll();
+  void classifyUpdates();
+  // By position in plan_.gradients: the update's class, or -1. Shared by the parts.
+  std::shared_ptr<std::vector<int>> updateClass_ = std::make_shared<std::vector<int>>();
+  size_t stampedUpdates_ = 0, stampableUpdates_ = 0;
+  // The gradient the optimizer reads for `grad`: synchronised, where that is another value.
+  const ir::Value *syncedOf(const ir::Value &grad) const;
+  // The optimizer's attributes (the plan's optimizer arguments), made once.
+  std::optional<ir::SharedAttrs> optimizerAttrs_;
 
   // SchedulePipeline.cpp
   // Values a forward pass produces (or loads: the inputs) and a later backward pass of the

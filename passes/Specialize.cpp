@@ -149,36 +149,21 @@ void ProgramBuilder::emitAll() {
                               (o != optimizer.end() ? o->second : 0));
       program.body.reserve(valuesOn_[d] + valuesOn_[d] / 4 + (o != optimizer.end() ? o->second : 0));
     }
-  for (auto &[d, program] : programs_)
-    if (mine(d))
-      emitting_.push_back({d, &program});
-  madeFor_.assign(emitting_.empty() ? 0 : static_cast<size_t>(emitting_.back().first) + 1, {});
-  stamps_.assign(opClass_->empty() ? 0 : static_cast<size_t>(*std::max_element(opClass_->begin(), opClass_->end())) + 1,
-                 Stamp{});
+  startStamping(opClass_->empty() ? 0 : static_cast<size_t>(*std::max_element(opClass_->begin(), opClass_->end())) + 1);
   for (const auto &op : graph_.ops()) {
     phase_ = phaseOf(*op);
     const auto id = static_cast<size_t>(op->id);
     const int c = id < opClass_->size() ? (*opClass_)[id] : -1;
-    Stamp *stamp = c >= 0 && stampAlike_ ? &stamps_[static_cast<size_t>(c)] : nullptr;
     stampable_ += c >= 0;
-    if (stamp && stamp->usable && stampFrom(*op, *stamp)) {
-      ++stamped_;
-      continue;
-    }
-    std::vector<StampedDevice> before;
-    if (stamp && !stamp->op)
-      before = beforeEmitting(*op);
-    emit(*op);
-    if (phase_ == ir::Phase::Backward)
-      for (const ir::Value *result : op->results) // rmsnorm_grad's second result is dw
-        if (gradientValues_.count(result))
-          accumulate(result);
-    if (stamp && !stamp->op)
-      record(*op, std::move(before), *stamp);
+    stamped_ += emitStamped(c, c >= 0 ? unitOf(*op) : StampUnit{}, [&] {
+      emit(*op);
+      if (phase_ == ir::Phase::Backward)
+        for (const ir::Value *result : op->results) // rmsnorm_grad's second result is dw
+          if (gradientValues_.count(result))
+            accumulate(result);
+    });
   }
-  stamps_.clear();
-  madeFor_.clear();
-  emitting_.clear();
+  stopStamping();
   reportLoss();
 }
 
@@ -272,7 +257,27 @@ bool ProgramBuilder::emitsAlike(const ir::Op &a, const ir::Op &b) const {
   return true;
 }
 
-std::vector<ProgramBuilder::StampedDevice> ProgramBuilder::beforeEmitting(const ir::Op &op) const {
+namespace {
+
+// Whether the instruction's tag is its op's (ir/Tags.h): messages, collectives, and kernels
+// that exchange inside (the vocabulary-parallel cross-entropy). Kernels and copies have none.
+bool tagged(const ir::Instruction &in) {
+  return in.kind == ir::InstrKind::Collective || in.kind == ir::InstrKind::Send || in.kind == ir::InstrKind::Recv ||
+         (in.kind == ir::InstrKind::Kernel && !in.group.empty());
+}
+
+} // namespace
+
+ProgramBuilder::StampUnit ProgramBuilder::unitOf(const ir::Op &op) {
+  StampUnit unit;
+  unit.anchor = op.id;
+  unit.loc = op.loc;
+  unit.inputs.assign(op.operands.begin(), op.operands.end());
+  unit.outputs.assign(op.results.begin(), op.results.end());
+  return unit;
+}
+
+std::vector<ProgramBuilder::StampedDevice> ProgramBuilder::beforeEmitting(const StampUnit &unit) const {
   std::vector<StampedDevice> devices;
   devices.reserve(emitting_.size());
   for (const auto &[d, program] : emitting_) {
@@ -281,22 +286,22 @@ std::vector<ProgramBuilder::StampedDevice> ProgramBuilder::beforeEmitting(const 
     device.program = program;
     device.body0 = program->body.size();
     device.buf0 = program->buffers.size();
-    for (const ir::Value *operand : op.operands)
-      device.held.push_back(heldBuffer(d, operand));
+    for (const ir::Value *input : unit.inputs)
+      device.held.push_back(heldBuffer(d, input));
     devices.push_back(std::move(device));
   }
   return devices;
 }
 
-// The stamp is usable where everything the op emitted can be renamed and renumbered: each
+// The stamp is usable where everything the unit emitted can be renamed and renumbered: each
 // buffer made for one of its values, each buffer an instruction names made here or holding
-// an operand, each tag the op's own, each location the op's.
-void ProgramBuilder::record(const ir::Op &op, std::vector<StampedDevice> before, Stamp &stamp) {
-  stamp.op = &op;
+// an input, each output held (if at all) in a buffer made here, each tag the unit's own,
+// each location the unit's.
+void ProgramBuilder::record(StampUnit unit, std::vector<StampedDevice> before, Stamp &stamp) {
   stamp.usable = true;
-  auto ownValue = [&op](const ir::Value *v) {
-    return v && (std::find(op.results.begin(), op.results.end(), v) != op.results.end() ||
-                 std::find(op.operands.begin(), op.operands.end(), v) != op.operands.end());
+  auto ownValue = [&unit](const ir::Value *v) {
+    return v && (std::find(unit.outputs.begin(), unit.outputs.end(), v) != unit.outputs.end() ||
+                 std::find(unit.inputs.begin(), unit.inputs.end(), v) != unit.inputs.end());
   };
   for (StampedDevice &device : before) {
     device.body1 = device.program->body.size();
@@ -306,8 +311,8 @@ void ProgramBuilder::record(const ir::Op &op, std::vector<StampedDevice> before,
     const auto &made = madeFor_[static_cast<size_t>(device.device)];
     for (size_t b = device.buf0; b < device.buf1; ++b)
       stamp.usable = stamp.usable && b < made.size() && ownValue(made[b]);
-    for (const ir::Value *result : op.results) // held in a buffer made here, if at all
-      if (const int held = heldBuffer(device.device, result); held >= 0)
+    for (const ir::Value *output : unit.outputs)
+      if (const int held = heldBuffer(device.device, output); held >= 0)
         stamp.usable =
             stamp.usable && static_cast<size_t>(held) >= device.buf0 && static_cast<size_t>(held) < device.buf1;
     auto known = [&](int id) {
@@ -320,38 +325,39 @@ void ProgramBuilder::record(const ir::Op &op, std::vector<StampedDevice> before,
         stamp.usable = stamp.usable && known(id);
       for (int id : in.outputs)
         stamp.usable = stamp.usable && known(id);
-      const bool tagged = in.kind != ir::InstrKind::Kernel || !in.group.empty();
-      stamp.usable = stamp.usable && (tagged ? in.tag / ir::tags::kSlotsPerOp == op.id : in.tag == 0) &&
-                     in.loc.file == op.loc.file && in.loc.line == op.loc.line && in.loc.col == op.loc.col &&
-                     in.loc.length == op.loc.length;
+      stamp.usable = stamp.usable && (tagged(in) ? in.tag / ir::tags::kSlotsPerOp == unit.anchor : in.tag == 0) &&
+                     in.loc.file == unit.loc.file && in.loc.line == unit.loc.line && in.loc.col == unit.loc.col &&
+                     in.loc.length == unit.loc.length;
     }
     stamp.devices.push_back(std::move(device));
   }
+  stamp.unit = std::move(unit);
+  stamp.recorded = true;
 }
 
-bool ProgramBuilder::stampFrom(const ir::Op &op, const Stamp &stamp) {
-  const ir::Op &from = *stamp.op;
-  // The operands must be held alike on each device: held or not, the same buffer where the
-  // stamp's op had one buffer for two operands.
+bool ProgramBuilder::stampFrom(const StampUnit &unit, const Stamp &stamp) {
+  const StampUnit &from = stamp.unit;
+  // The inputs must be held alike on each device: held or not, the same buffer where the
+  // stamp's unit had one buffer for two inputs.
   for (const StampedDevice &device : stamp.devices)
-    for (size_t p = 0; p < op.operands.size(); ++p) {
-      const int mine = heldBuffer(device.device, op.operands[p]);
+    for (size_t p = 0; p < unit.inputs.size(); ++p) {
+      const int mine = heldBuffer(device.device, unit.inputs[p]);
       if ((mine >= 0) != (device.held[p] >= 0))
         return false;
       for (size_t q = 0; q < p; ++q)
-        if ((device.held[p] == device.held[q]) != (mine == heldBuffer(device.device, op.operands[q])))
+        if ((device.held[p] == device.held[q]) != (mine == heldBuffer(device.device, unit.inputs[q])))
           return false;
     }
   auto counterpart = [&](const ir::Value *v) -> const ir::Value * {
-    for (size_t r = 0; r < from.results.size(); ++r)
-      if (from.results[r] == v)
-        return op.results[r];
-    for (size_t p = 0; p < from.operands.size(); ++p)
-      if (from.operands[p] == v)
-        return op.operands[p];
+    for (size_t r = 0; r < from.outputs.size(); ++r)
+      if (from.outputs[r] == v)
+        return unit.outputs[r];
+    for (size_t p = 0; p < from.inputs.size(); ++p)
+      if (from.inputs[p] == v)
+        return unit.inputs[p];
     return nullptr;
   };
-  const int64_t tagShift = (static_cast<int64_t>(op.id) - from.id) * ir::tags::kSlotsPerOp;
+  const int64_t tagShift = (static_cast<int64_t>(unit.anchor) - from.anchor) * ir::tags::kSlotsPerOp;
   for (const StampedDevice &device : stamp.devices) {
     const int d = device.device;
     ir::DeviceProgram &program = *device.program;
@@ -362,7 +368,7 @@ bool ProgramBuilder::stampFrom(const ir::Op &op, const Stamp &stamp) {
         return static_cast<int>(base + (i - device.buf0));
       for (size_t p = 0; p < device.held.size(); ++p)
         if (device.held[p] == id)
-          return heldBuffer(d, op.operands[p]);
+          return heldBuffer(d, unit.inputs[p]);
       return -1; // not reached: record checked every id
     };
     auto &made = madeFor_[static_cast<size_t>(d)];
@@ -386,23 +392,52 @@ bool ProgramBuilder::stampFrom(const ir::Op &op, const Stamp &stamp) {
       if (held >= 0 && static_cast<size_t>(held) >= device.buf0 && static_cast<size_t>(held) < device.buf1)
         remember(d, is, renumber(held));
     };
-    for (size_t r = 0; r < from.results.size(); ++r)
-      rememberAlike(from.results[r], op.results[r]);
-    for (size_t p = 0; p < from.operands.size(); ++p)
-      rememberAlike(from.operands[p], op.operands[p]);
+    for (size_t r = 0; r < from.outputs.size(); ++r)
+      rememberAlike(from.outputs[r], unit.outputs[r]);
+    for (size_t p = 0; p < from.inputs.size(); ++p)
+      rememberAlike(from.inputs[p], unit.inputs[p]);
     for (size_t i = device.body0; i < device.body1; ++i) {
       ir::Instruction in = program.body[i];
       for (int &id : in.inputs)
         id = renumber(id);
       for (int &id : in.outputs)
         id = renumber(id);
-      if (in.kind != ir::InstrKind::Kernel || !in.group.empty())
+      if (tagged(in))
         in.tag += tagShift;
-      in.loc = op.loc;
+      in.loc = unit.loc;
       program.body.push_back(std::move(in));
     }
   }
   return true;
+}
+
+void ProgramBuilder::startStamping(size_t classes) {
+  emitting_.clear();
+  for (auto &[d, program] : programs_)
+    if (mine(d))
+      emitting_.push_back({d, &program});
+  madeFor_.assign(emitting_.empty() ? 0 : static_cast<size_t>(emitting_.back().first) + 1, {});
+  stamps_.assign(classes, Stamp{});
+}
+
+void ProgramBuilder::stopStamping() {
+  stamps_.clear();
+  madeFor_.clear();
+  emitting_.clear();
+}
+
+bool ProgramBuilder::emitStamped(int c, const StampUnit &unit, const std::function<void()> &emitIt) {
+  Stamp *stamp = c >= 0 && stampAlike_ ? &stamps_[static_cast<size_t>(c)] : nullptr;
+  if (stamp && stamp->usable && stampFrom(unit, *stamp))
+    return true;
+  if (!stamp || stamp->recorded) {
+    emitIt();
+    return false;
+  }
+  std::vector<StampedDevice> before = beforeEmitting(unit);
+  emitIt();
+  record(unit, std::move(before), *stamp);
+  return false;
 }
 
 // Gradient synchronisation runs once per step, after every micro-batch; the backward ops
@@ -514,7 +549,7 @@ int ProgramBuilder::buffer(int device, const ir::Value *value, const ir::Annotat
   return id;
 }
 
-int ProgramBuilder::sibling(int device, int of, const std::string &name) {
+int ProgramBuilder::sibling(int device, int of, const std::string &name, const ir::Value *value) {
   ir::DeviceProgram &program = programs_[device];
   ir::Buffer b;
   const ir::Buffer &like = program.buffers[static_cast<size_t>(of)];
@@ -527,6 +562,11 @@ int ProgramBuilder::sibling(int device, int of, const std::string &name) {
                                                   static_cast<size_t>(of) < batched->second.size() &&
                                                   batched->second[static_cast<size_t>(of)])
     markBatched(batched->second, b.id);
+  if (const auto d = static_cast<size_t>(device); value && d < madeFor_.size()) {
+    if (madeFor_[d].size() <= static_cast<size_t>(b.id))
+      madeFor_[d].resize(static_cast<size_t>(b.id) + 1, nullptr);
+    madeFor_[d][static_cast<size_t>(b.id)] = value;
+  }
   program.buffers.push_back(std::move(b));
   return program.buffers.back().id;
 }

@@ -67,10 +67,11 @@ TEST(Specialize, EveryExamplePlanGivesVerifiedPrograms) {
 }
 
 // Specialize stamps an op from the first op that emits alike (identical layers) instead of
-// emitting it: the programs are those emitting every op gives, for every example plan,
-// training and inference, one thread and the machine's (renamed buffers, renumbered ids and
-// tags, each instruction at its own op's location). Most ops of the layered models are stamped
-// (more than 4 in 5 of the 32B model's on 48 devices).
+// emitting it, and optimizer-step a parameter's update from the first update alike: the
+// programs are those emitting every op and update gives, for every example plan, training and
+// inference, one thread and the machine's (renamed buffers, renumbered ids and tags, each
+// instruction at its own op's location). Most are stamped (more than 9 in 10 of the 32B model's
+// ops and updates on 48 devices).
 TEST(Specialize, StampedOpsGiveTheProgramsEmittingGives) {
   std::vector<std::string> plans;
   for (const char *dir : {"examples/gpt/plans", "examples/llama/plans"})
@@ -97,7 +98,7 @@ TEST(Specialize, StampedOpsGiveTheProgramsEmittingGives) {
     for (bool train : {false, true}) {
       std::string emitted, stampedText;
       const auto reference = compiled(plan, train, false, 1, emitted);
-      EXPECT_EQ(reference.stampedOps, 0u) << plan;
+      EXPECT_EQ(reference.stampedOps + reference.stampedUpdates, 0u) << plan;
       for (int threads : {1, 0}) {
         const auto result = compiled(plan, train, true, threads, stampedText);
         EXPECT_TRUE(stampedText == emitted) << plan << (train ? " (train)" : "") << " threads " << threads;
@@ -106,8 +107,10 @@ TEST(Specialize, StampedOpsGiveTheProgramsEmittingGives) {
           stampable += result.stampableOps;
         }
         if (plan.find("llama32b_hetero48.") != std::string::npos && train && threads == 1) {
-          EXPECT_GT(result.stampedOps * 5, result.stampableOps * 4)
+          EXPECT_GT(result.stampedOps * 10, result.stampableOps * 9)
               << result.stampedOps << " of " << result.stampableOps;
+          EXPECT_GT(result.stampedUpdates * 10, result.stampableUpdates * 9)
+              << result.stampedUpdates << " of " << result.stampableUpdates;
         }
       }
     }
