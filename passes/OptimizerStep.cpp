@@ -68,7 +68,17 @@ void ProgramBuilder::updateAll() {
       unit.inputs = {param, syncedOf(*grad)};
     }
     stampableUpdates_ += c >= 0;
-    stampedUpdates_ += emitStamped(c, unit, [&] { optimizerStep(*param, *grad); });
+    if (!emitStamped(c, unit, [&] { optimizerStep(*param, *grad); }))
+      continue;
+    ++stampedUpdates_;
+    // What the update does to a buffer it did not make: the parameter's own buffer (where the
+    // state is not sharded) becomes a parameter's, whatever made it.
+    auto state = plan_.optimizerState.find(param->name);
+    const ir::Annotation &layout = *annotationOf(param);
+    if (state == plan_.optimizerState.end() || state->second == layout)
+      for (int d : layout.devices())
+        if (const int held = mine(d) ? heldBuffer(d, param) : -1; held >= 0)
+          programs_[d].buffers[static_cast<size_t>(held)].role = ir::BufferRole::Parameter;
   }
   stopStamping();
 }

@@ -284,10 +284,10 @@ PipelineResult runPipeline(ir::Graph &graph, const std::vector<ir::PlanSpec> &pl
     const auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (options.timing) {
       *options.timing << "pass " << pass.info.name << ": " << seconds * 1e3 << " ms";
-      if (pass.run == specializeDevices && ok)
+      if (pass.run == specializeDevices && ok && s.result.stampableOps > 0)
         *options.timing << " (" << s.result.stampedOps << " of " << s.result.stampableOps
                         << " op emissions stamped from an op alike)";
-      if (pass.run == optimizerStep && ok)
+      if (pass.run == optimizerStep && ok && s.result.stampableUpdates > 0)
         *options.timing << " (" << s.result.stampedUpdates << " of " << s.result.stampableUpdates
                         << " parameter updates stamped from one alike)";
       *options.timing << "\n";
