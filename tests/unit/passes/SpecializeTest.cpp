@@ -71,22 +71,27 @@ TEST(Specialize, EveryExamplePlanGivesVerifiedPrograms) {
 // programs are those emitting every op and update gives, for every example plan, training and
 // inference, one thread and the machine's (renamed buffers, renumbered ids and tags, each
 // instruction at its own op's location). Most are stamped (more than 9 in 10 of the 32B model's
-// ops and updates on 48 devices).
+// ops and updates on 48 devices). Builds of two plans (a value annotated per plan, each
+// plan's programs its own) too.
 TEST(Specialize, StampedOpsGiveTheProgramsEmittingGives) {
-  std::vector<std::string> plans;
+  std::vector<std::vector<std::string>> plans;
   for (const char *dir : {"examples/gpt/plans", "examples/llama/plans"})
     for (const auto &entry : std::filesystem::directory_iterator(dir))
       if (entry.path().extension() == ".hspmd")
-        plans.push_back(entry.path().string());
+        plans.push_back({entry.path().string()});
   std::sort(plans.begin(), plans.end());
   ASSERT_GE(plans.size(), 40u);
-  auto compiled = [](const std::string &plan, bool train, bool stamp, int threads, std::string &text) {
-    auto b = hspmd::testing::buildExample(plan, {plan});
+  plans.push_back({"examples/gpt/plans/pipeline2.hspmd", "examples/gpt/plans/dp2_zero.hspmd"});
+  plans.push_back({"examples/gpt/plans/hetero4.hspmd", "examples/gpt/plans/tp2.hspmd"});
+  auto compiled = [](const std::vector<std::string> &plan, bool train, bool stamp, int threads, std::string &text) {
+    auto b = hspmd::testing::buildExample(plan[0], plan);
+    EXPECT_EQ(b->build->plans.size(), plan.size()) << plan[0];
     passes::PipelineOptions options;
     options.train = train;
     options.stamp = stamp;
     options.threads = threads;
     auto result = passes::runPipeline(*b->build->graph, b->build->plans, options, [](const passes::Problem &) {});
+    EXPECT_TRUE(result.ok) << plan[0];
     text = result.ok ? "" : "failed\n";
     for (const auto &programs : result.programs)
       for (const auto &[device, program] : programs)
@@ -94,13 +99,14 @@ TEST(Specialize, StampedOpsGiveTheProgramsEmittingGives) {
     return result;
   };
   size_t stamped = 0, stampable = 0;
-  for (const std::string &plan : plans)
+  for (const auto &files : plans)
     for (bool train : {false, true}) {
+      const std::string plan = files.size() == 1 ? files[0] : files[0] + " and " + files[1];
       std::string emitted, stampedText;
-      const auto reference = compiled(plan, train, false, 1, emitted);
+      const auto reference = compiled(files, train, false, 1, emitted);
       EXPECT_EQ(reference.stampedOps + reference.stampedUpdates, 0u) << plan;
       for (int threads : {1, 0}) {
-        const auto result = compiled(plan, train, true, threads, stampedText);
+        const auto result = compiled(files, train, true, threads, stampedText);
         EXPECT_TRUE(stampedText == emitted) << plan << (train ? " (train)" : "") << " threads " << threads;
         if (threads == 1) {
           stamped += result.stampedOps;
