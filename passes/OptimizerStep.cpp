@@ -58,7 +58,8 @@ void ProgramBuilder::updateAll() {
   const auto &classes = *updateClass_;
   startStamping(classes.empty() ? 0 : static_cast<size_t>(*std::max_element(classes.begin(), classes.end())) + 1);
   size_t i = 0;
-  for (const auto &[param, grad] : plan_.gradients) {
+  for (const auto &entry : plan_.gradients) {
+    const ir::Value *param = entry.first, *grad = entry.second; // lambdas capture these (not bindings)
     const int c = i < classes.size() ? classes[i] : -1;
     ++i;
     StampUnit unit;
