@@ -1852,6 +1852,30 @@ TEST(Cli, DumpIrAfterAPass) {
   CliRun timed = hspmc("dump-ir examples/gpt/plans/tp2.hspmd --time-passes");
   EXPECT_EQ(timed.code, 0);
   EXPECT_NE(timed.output.find("pass deduce-annotations: "), std::string::npos);
+  EXPECT_EQ(timed.output.find("parameter updates stamped"), std::string::npos); // inference: no updates
+  // Specialize's and optimizer-step's lines say how much they stamped (docs/cli.md): most of
+  // the ops and updates of a model of identical layers.
+  CliRun trained = hspmc("dump-ir examples/gpt/plans/tp2.hspmd --train --time-passes");
+  EXPECT_EQ(trained.code, 0);
+  auto line = [&trained](const std::string &start) {
+    const size_t at = trained.output.find(start);
+    return at == std::string::npos ? std::string() : trained.output.substr(at, trained.output.find('\n', at) - at);
+  };
+  std::smatch ops, updates;
+  const std::string specialize = line("pass specialize: "), optimizer = line("pass optimizer-step: ");
+  ASSERT_TRUE(std::regex_match(
+      specialize, ops,
+      std::regex(R"(pass specialize: [0-9.e+-]+ ms \(([0-9]+) of ([0-9]+) op emissions stamped from an op alike\))")))
+      << specialize;
+  ASSERT_TRUE(std::regex_match(
+      optimizer, updates,
+      std::regex(
+          R"(pass optimizer-step: [0-9.e+-]+ ms \(([0-9]+) of ([0-9]+) parameter updates stamped from one alike\))")))
+      << optimizer;
+  for (const std::smatch *counts : {&ops, &updates}) {
+    EXPECT_GT(std::stoi((*counts)[1]) * 2, std::stoi((*counts)[2]));
+    EXPECT_LE(std::stoi((*counts)[1]), std::stoi((*counts)[2]));
+  }
 }
 
 } // namespace
