@@ -113,13 +113,13 @@ void ProgramBuilder::classifyUpdates() {
       classes.push_back(-1);
       continue;
     }
-    uint64_t h = 0xcbf29ce484222325ULL;
+    uint64_t h = kHashStart;
     for (int64_t size : concrete(*param))
-      h = (h ^ static_cast<uint64_t>(size)) * 0x100000001b3ULL;
+      mix(h, static_cast<uint64_t>(size));
     const std::vector<int> devices = layout->devices();
-    h = (h ^ devices.size()) * 0x100000001b3ULL;
+    mix(h, devices.size());
     if (!devices.empty())
-      h = (h ^ static_cast<uint64_t>(devices.front())) * 0x100000001b3ULL;
+      mix(h, static_cast<uint64_t>(devices.front()));
     auto &bucket = buckets[h];
     int c = -1;
     for (int candidate : bucket) {

@@ -161,6 +161,9 @@ private:
   // By op id: the op's class, or -1 (always emitted). Shared by specialize's parts.
   std::shared_ptr<std::vector<int>> opClass_ = std::make_shared<std::vector<int>>();
   void classifyOps();
+  // The classes' buckets: an FNV-1a hash of what a class is compared by, word by word.
+  static constexpr uint64_t kHashStart = 0xcbf29ce484222325ULL;
+  static void mix(uint64_t &h, uint64_t x) { h = (h ^ x) * 0x100000001b3ULL; }
   bool emitsAlike(const ir::Op &a, const ir::Op &b) const;
   // What is stamped: an op (its operands in, its results out), or a parameter's update (the
   // parameter and its gradient in). Tags are the anchor op's (ir/Tags.h), locations the unit's.

@@ -167,14 +167,6 @@ void ProgramBuilder::emitAll() {
   reportLoss();
 }
 
-namespace {
-
-void mix(uint64_t &h, uint64_t x) {
-  h = (h ^ x) * 0x100000001b3ULL;
-}
-
-} // namespace
-
 // Classes of ops that emit alike, found by a hash of what they emit from and compared in
 // full. Parameters, inputs and other plans' reshards are emitted as they are (they emit no
 // instructions).
@@ -188,7 +180,7 @@ void ProgramBuilder::classifyOps() {
         (op->kind == ir::OpKind::Reshard && ir::intAttr(op->attrs, "plan", -1) != plan_.index) ||
         op->operands.size() > 16)
       continue;
-    uint64_t h = 0xcbf29ce484222325ULL;
+    uint64_t h = kHashStart;
     mix(h, static_cast<uint64_t>(op->kind));
     mix(h, op->operands.size());
     auto value = [&](const ir::Value *v) {
