@@ -1,14 +1,15 @@
 #!/usr/bin/python3
 """bench/startup.py: what an hspmc command costs before it does anything, against what linking
-cuBLAS costs a process, in the same run. Every command (check, lint, plan, train) pays its
-process's start; hspmc loads cuBLAS only when a GPU stream is made (runtime/gpu/Kernels.cu),
-since libcublasLt's static initializers run in every process that links it.
+cuBLAS or COIN-OR CBC costs a process, in the same run. Every command (check, lint, plan, train)
+pays its process's start; hspmc loads cuBLAS only when a GPU stream is made
+(runtime/gpu/Kernels.cu), since libcublasLt's static initializers run in every process that
+links it, and CBC only when the planner first solves an integer program (planner/Cbc.h).
 
     python3 bench/startup.py build/tools/hspmc/hspmc
 
 Prints the median wall clock of 15 runs each: an empty C++ program, the same program linked
-with the toolkit's cuBLAS (skipped where there is none), `hspmc --version`, and `hspmc check`
-of a small plan.
+with the toolkit's cuBLAS (skipped where there is none), with CBC's libCbcSolver,
+`hspmc --version`, and `hspmc check` of a small plan.
 """
 import os
 import statistics
@@ -29,11 +30,11 @@ def median_seconds(command, runs=15):
     return statistics.median(times)
 
 
-def empty_program(folder, libraries):
+def empty_program(folder, libraries, suffix=""):
     source = os.path.join(folder, "empty.cpp")
     with open(source, "w") as f:
         f.write("int main() { return 0; }\n")
-    binary = os.path.join(folder, "empty" + ("_cublas" if libraries else ""))
+    binary = os.path.join(folder, "empty" + suffix)
     link = ["-L" + CUDA_LIB, "-Wl,--no-as-needed"] + libraries + ["-Wl,-rpath," + CUDA_LIB] if libraries else []
     subprocess.run(["c++", source, "-o", binary] + link, check=True, capture_output=True)
     return binary
@@ -46,9 +47,13 @@ def main():
     with tempfile.TemporaryDirectory() as folder:
         rows = [("empty C++ program", [empty_program(folder, [])])]
         try:
-            rows.append(("empty C++ program linking cuBLAS", [empty_program(folder, ["-lcublas"])]))
+            rows.append(("empty C++ program linking cuBLAS", [empty_program(folder, ["-lcublas"], "_cublas")]))
         except subprocess.CalledProcessError:
             print("(no cuBLAS to link here: that row is left out)")
+        try:
+            rows.append(("empty C++ program linking CBC", [empty_program(folder, ["-lCbcSolver"], "_cbc")]))
+        except subprocess.CalledProcessError:
+            print("(no CBC to link here: that row is left out)")
         rows.append(("hspmc --version", [hspmc, "--version"]))
         rows.append(("hspmc check examples/gpt/plans/tp2.hspmd", [hspmc, "check", "examples/gpt/plans/tp2.hspmd"]))
         base = None

@@ -2,7 +2,7 @@
 // (planner/ContextShares.h).
 #include "planner/ContextShares.h"
 
-#include <coin/Cbc_C_Interface.h>
+#include "planner/Cbc.h"
 
 #include <algorithm>
 #include <functional>
@@ -51,28 +51,28 @@ ContextPlan planContextShares(const std::vector<ShareDevice> &devices, int64_t s
                  std::to_string(block) + ")";
     return plan;
   }
-  Cbc_Model *model = Cbc_newModel();
-  Cbc_setParameter(model, "log", "0");
-  Cbc_setMaximumSeconds(model, timeLimitSeconds);
+  Cbc_Model *model = cbc().newModel();
+  cbc().setParameter(model, "log", "0");
+  cbc().setMaximumSeconds(model, timeLimitSeconds);
   // Columns: y[d][k] for d < n - 1 (device n - 1 holds what is left), then T.
   auto y = [&](int d, int64_t k) { return static_cast<int>(d * blocks + k); };
   for (int d = 0; d + 1 < n; ++d)
     for (int64_t k = 0; k < blocks; ++k)
-      Cbc_addCol(model, "", 0, 1, 0, 1, 0, nullptr, nullptr);
+      cbc().addCol(model, "", 0, 1, 0, 1, 0, nullptr, nullptr);
   const int T = (n - 1) * static_cast<int>(blocks);
-  Cbc_addCol(model, "", 0, std::numeric_limits<double>::max(), 1, 0, 0, nullptr, nullptr);
+  cbc().addCol(model, "", 0, std::numeric_limits<double>::max(), 1, 0, 0, nullptr, nullptr);
   // Prefixes: y[d][k] >= y[d][k + 1]; nested: y[d][k] <= y[d + 1][k].
   for (int d = 0; d + 1 < n; ++d)
     for (int64_t k = 0; k < blocks; ++k) {
       if (k + 1 < blocks) {
         int cols[2] = {y(d, k), y(d, k + 1)};
         double coefs[2] = {1, -1};
-        Cbc_addRow(model, "", 2, cols, coefs, 'G', 0);
+        cbc().addRow(model, "", 2, cols, coefs, 'G', 0);
       }
       if (d + 2 < n) {
         int cols[2] = {y(d, k), y(d + 1, k)};
         double coefs[2] = {1, -1};
-        Cbc_addRow(model, "", 2, cols, coefs, 'L', 0);
+        cbc().addRow(model, "", 2, cols, coefs, 'L', 0);
       }
     }
   // Device d holds x[d][k] = y[d][k] - y[d - 1][k] (y[-1] = 0, y[n - 1] = 1).
@@ -102,19 +102,19 @@ ContextPlan planContextShares(const std::vector<ShareDevice> &devices, int64_t s
     std::vector<double> timeCoefs = time;
     timeCols.push_back(T);
     timeCoefs.push_back(-1);
-    Cbc_addRow(model, "", static_cast<int>(timeCols.size()), timeCols.data(), timeCoefs.data(), 'L', -constantTime);
+    cbc().addRow(model, "", static_cast<int>(timeCols.size()), timeCols.data(), timeCoefs.data(), 'L', -constantTime);
     if (devices[static_cast<size_t>(d)].memoryBytes > 0)
-      Cbc_addRow(model, "", static_cast<int>(cols.size()), cols.data(), memory.data(), 'L',
-                 devices[static_cast<size_t>(d)].memoryBytes - constantMemory);
+      cbc().addRow(model, "", static_cast<int>(cols.size()), cols.data(), memory.data(), 'L',
+                   devices[static_cast<size_t>(d)].memoryBytes - constantMemory);
   }
-  Cbc_solve(model);
-  if (Cbc_isProvenInfeasible(model)) {
+  cbc().solve(model);
+  if (cbc().isProvenInfeasible(model)) {
     plan.error = "no split of " + std::to_string(sequence) + " positions fits the devices' memory";
-    Cbc_deleteModel(model);
+    cbc().deleteModel(model);
     return plan;
   }
-  const double *solution = Cbc_getColSolution(model);
-  plan.optimal = Cbc_isProvenOptimal(model) != 0;
+  const double *solution = cbc().getColSolution(model);
+  plan.optimal = cbc().isProvenOptimal(model) != 0;
   int64_t previous = 0;
   for (int d = 0; d < n; ++d) {
     int64_t upTo = blocks;
@@ -126,7 +126,7 @@ ContextPlan planContextShares(const std::vector<ShareDevice> &devices, int64_t s
     plan.lengths.push_back((upTo - previous) * block);
     previous = upTo;
   }
-  Cbc_deleteModel(model);
+  cbc().deleteModel(model);
   plan.makespan = contextMakespan(devices, plan.lengths, cost);
   return plan;
 }

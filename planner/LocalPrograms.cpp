@@ -4,7 +4,7 @@
 // for COIN-OR CBC.
 #include "planner/Search.h"
 
-#include <coin/Cbc_C_Interface.h>
+#include "planner/Cbc.h"
 
 #include <algorithm>
 #include <cmath>
@@ -20,13 +20,13 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // A small CBC model: columns and rows by value, minimising the last column (T).
 class Program {
 public:
-  Program() : model_(Cbc_newModel()) { Cbc_setParameter(model_, "log", "0"); }
-  ~Program() { Cbc_deleteModel(model_); }
+  Program() : model_(cbc().newModel()) { cbc().setParameter(model_, "log", "0"); }
+  ~Program() { cbc().deleteModel(model_); }
   Program(const Program &) = delete;
   Program &operator=(const Program &) = delete;
 
   int column(double lower, double upper, bool integer, double objective = 0) {
-    Cbc_addCol(model_, "", lower, upper, objective, integer ? 1 : 0, 0, nullptr, nullptr);
+    cbc().addCol(model_, "", lower, upper, objective, integer ? 1 : 0, 0, nullptr, nullptr);
     return columns_++;
   }
   void row(const std::vector<std::pair<int, double>> &terms, char sense, double rhs) {
@@ -36,17 +36,17 @@ public:
       cols.push_back(c);
       coefs.push_back(v);
     }
-    Cbc_addRow(model_, "", static_cast<int>(cols.size()), cols.data(), coefs.data(), sense, rhs);
+    cbc().addRow(model_, "", static_cast<int>(cols.size()), cols.data(), coefs.data(), sense, rhs);
   }
   // Solves; false when infeasible (or no solution within the time limit).
   bool solve(double seconds = 30) {
-    Cbc_setMaximumSeconds(model_, seconds);
-    Cbc_solve(model_);
-    return !Cbc_isProvenInfeasible(model_) && Cbc_getColSolution(model_) != nullptr &&
-           Cbc_numberSavedSolutions(model_) > 0;
+    cbc().setMaximumSeconds(model_, seconds);
+    cbc().solve(model_);
+    return !cbc().isProvenInfeasible(model_) && cbc().getColSolution(model_) != nullptr &&
+           cbc().numberSavedSolutions(model_) > 0;
   }
-  bool optimal() const { return Cbc_isProvenOptimal(model_) != 0; }
-  int64_t integer(int c) const { return std::llround(Cbc_getColSolution(model_)[c]); }
+  bool optimal() const { return cbc().isProvenOptimal(model_) != 0; }
+  int64_t integer(int c) const { return std::llround(cbc().getColSolution(model_)[c]); }
 
 private:
   Cbc_Model *model_;

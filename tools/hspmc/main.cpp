@@ -16,6 +16,7 @@
 // Exit codes: 0 success, 1 user errors (diagnostics printed), 2 usage errors. Each command's
 // body is in its own file (tools/hspmc/Commands.h); this file only declares the options.
 #include "passes/Pipeline.h"
+#include "planner/Cbc.h"
 #include "planner/PlanSet.h"
 #include "runtime/CliNumbers.h"
 #include "runtime/DocumentsCli.h"
@@ -440,6 +441,9 @@ int main(int argc, char **argv) {
   // exception that reaches here is hspmc's own fault, and still ends with a message.
   try {
     return run(argc, argv);
+  } catch (const hspmd::planner::LibraryUnavailable &e) { // the machine's installation, not hspmc
+    std::cerr << "hspmc: error: " << e.what() << "\n";
+    return 1;
   } catch (const std::exception &e) {
     std::cerr << "hspmc: internal error: " << e.what() << " (please report it)\n";
     return 70; // EX_SOFTWARE

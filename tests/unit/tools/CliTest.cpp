@@ -1721,6 +1721,23 @@ TEST(Cli, VersionAndHelp) {
   }
 }
 
+// CBC's libraries cost every process about 3 ms as it starts (bench/startup.py): hspmc loads them
+// when the planner first solves an integer program (planner/Cbc.h), as it does cuBLAS when a GPU
+// stream is first made. The dynamic loader's log (LD_DEBUG=files) names every library loaded.
+TEST(Cli, LoadsCbcOnlyWhenThePlannerSolves) {
+  const CliRun version = shell("LD_DEBUG=files " + std::string(HSPMC_PATH) + " --version");
+  ASSERT_EQ(version.code, 0) << version.output;
+  EXPECT_NE(version.output.find("file=libjemalloc"), std::string::npos) << "the log names no library";
+  EXPECT_EQ(version.output.find("libCbcSolver"), std::string::npos) << version.output;
+  EXPECT_EQ(version.output.find("libcublas"), std::string::npos) << version.output;
+  const CliRun plan = shell("LD_DEBUG=files " + std::string(HSPMC_PATH) +
+                            " plan examples/gpt/tiny_gpt.hspmd --cluster examples/clusters/cpu_mixed4.toml --seq 64"
+                            " --tokens 512 -o build/cli_plan_loads_cbc.hspmd");
+  ASSERT_EQ(plan.code, 0) << plan.output;
+  EXPECT_NE(plan.output.find("file=libCbcSolver.so"), std::string::npos) << plan.output;
+  EXPECT_NE(plan.output.find("dynamically loaded"), std::string::npos) << plan.output;
+}
+
 TEST(Cli, DumpIrOf32BModelHas64Blocks) {
   CliRun run = hspmc("dump-ir examples/llama/llama32b.hspmd");
   ASSERT_EQ(run.code, 0) << run.output.substr(0, 2000);
