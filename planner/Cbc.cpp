@@ -14,9 +14,8 @@ const CbcLibrary &cbc() {
     if (!library)
       library = dlopen((std::string(HSPMD_CBC_DIR) + "/" + name).c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!library)
-      throw LibraryUnavailable("cannot load COIN-OR CBC (" + name +
-                               "), which the planner's integer programs need: " + dlerror() +
-                               " (install Debian's coinor-libcbc3, or run scripts/setup.sh)");
+      throw LibraryUnavailable("cannot load COIN-OR CBC (" + name + "), which the planner's integer programs need: " +
+                               dlerror() + " (install Debian's coinor-libcbc3, or run scripts/setup.sh)");
     auto symbol = [&](const char *symbolName) {
       void *found = dlsym(library, symbolName);
       if (!found)
