@@ -608,6 +608,9 @@ private:
     record.reason = reason;
     record.loc = before.loc;
     record.bytes = static_cast<int64_t>(reason == ReshardReason::Local ? 0 : valueBytes(*value));
+    record.backward = plan_.backwardOps.count(&before) || plan_.backwardReshards.count(&before);
+    if (record.backward)
+      plan_.backwardReshards.insert(reshard);
     plan_.reshards.push_back(record);
     return result;
   }
@@ -669,7 +672,7 @@ private:
         reshard->result()->annotations[q] = q == index_ ? target : grad->annotations[q];
       plan_.reshards.push_back(InsertedReshard{grad->name, reshard->result()->name, annotationOf(grad), target,
                                                ReshardReason::Reduction, grad->def->loc,
-                                               static_cast<int64_t>(valueBytes(*grad))});
+                                               static_cast<int64_t>(valueBytes(*grad)), true});
     }
   }
 

@@ -41,8 +41,9 @@ struct InsertedReshard {
   std::string result; // the reshard op's result
   ir::Annotation from, to;
   ReshardReason reason = ReshardReason::Layout;
-  ir::Location loc;  // the consumer that needed it
-  int64_t bytes = 0; // estimated bytes moved
+  ir::Location loc;      // the consumer that needed it
+  int64_t bytes = 0;     // estimated bytes moved
+  bool backward = false; // for an op of the backward pass (training builds)
 };
 
 struct LoweredPlan {
@@ -76,6 +77,8 @@ struct LoweredPlan {
   /// Training builds: the ops of the backward pass (they run once per micro-batch in the
   /// schedule's backward slots).
   std::set<const ir::Op *> backwardOps;
+  /// Training builds: the reshards deduce-annotations inserted for ops of the backward pass.
+  std::set<const ir::Op *> backwardReshards;
 };
 
 /// The role attribute of the reshard that synchronises a gradient once per step, after every
@@ -85,6 +88,13 @@ inline bool isGradientSync(const ir::Op &op) {
   auto role = op.attrs.find("role");
   return op.kind == ir::OpKind::Reshard && role != op.attrs.end() &&
          std::holds_alternative<std::string>(role->second) && std::get<std::string>(role->second) == kGradientSyncRole;
+}
+
+/// Whether `op` of a training build's graph is one the plan's inference build has too: not of
+/// the backward pass, not a reshard for it, not a gradient's synchronisation. Lint checks the
+/// plan on these (planner/Lint.h), so that both builds say the same.
+inline bool inForwardGraph(const LoweredPlan &plan, const ir::Op &op) {
+  return !plan.backwardOps.count(&op) && !plan.backwardReshards.count(&op) && !isGradientSync(op);
 }
 
 } // namespace hspmd::passes

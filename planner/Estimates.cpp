@@ -137,14 +137,14 @@ std::map<int, double> estimateCompute(const ir::Graph &graph, const passes::Lowe
   std::map<int, double> seconds;
   std::set<int> devices;
   for (const auto &op : graph.ops())
-    if (const auto &a = op->results[0]->annotations.at(plan.index))
+    if (const auto &a = op->results[0]->annotations.at(plan.index); a && passes::inForwardGraph(plan, *op))
       for (int d : a->devices())
         devices.insert(d);
   for (int d : devices)
     seconds[d] = 0;
   for (const auto &op : graph.ops()) {
     double flops = forwardFlops(*op);
-    if (flops == 0)
+    if (flops == 0 || !passes::inForwardGraph(plan, *op)) // the passes are priced from the forward ops
       continue;
     for (int d : devices) {
       if (d < 0 || d >= static_cast<int>(cluster.devices.size()))
@@ -189,7 +189,7 @@ std::map<int, DeviceMemory> estimateMemory(const ir::Graph &graph, const passes:
   std::map<int, double> step, entering, residual;
   std::map<int, std::pair<int, int>> where; // device -> (pipeline, stage)
   for (const auto &op : graph.ops()) {
-    if (op->kind == ir::OpKind::Param || op->kind == ir::OpKind::Constant)
+    if (op->kind == ir::OpKind::Param || op->kind == ir::OpKind::Constant || !passes::inForwardGraph(plan, *op))
       continue;
     if (auto stages = plan.stageOf.find(op.get()); stages != plan.stageOf.end())
       for (size_t p = 0; p < stages->second.size(); ++p)

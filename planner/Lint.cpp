@@ -207,7 +207,7 @@ private:
   bool tpDividesHeads(const ir::StageSpec &stage) {
     const std::set<int> devices(stage.devices.begin(), stage.devices.end());
     for (const auto &op : graph_.ops()) {
-      if (op->kind != ir::OpKind::Attention)
+      if (op->kind != ir::OpKind::Attention || !passes::inForwardGraph(plan_, *op))
         continue;
       const auto &annotation = op->result()->annotations.at(plan_.index);
       if (!annotation)
@@ -243,7 +243,7 @@ private:
         for (const auto &share : stage.hp)
           total += share.value;
         for (const auto &op : graph_.ops()) {
-          if (op->kind != ir::OpKind::Attention)
+          if (op->kind != ir::OpKind::Attention || !passes::inForwardGraph(plan_, *op))
             continue;
           auto heads = op->operands[0]->type.shape[2].constant(), kv = op->operands[1]->type.shape[2].constant();
           if (!heads || !kv)
@@ -482,7 +482,7 @@ private:
     };
     std::vector<std::pair<std::string, Group>> groups;
     for (const auto &reshard : plan_.reshards) {
-      if (reshard.reason != passes::ReshardReason::Layout)
+      if (reshard.reason != passes::ReshardReason::Layout || reshard.backward)
         continue;
       std::string key =
           reshard.loc.str() + "|" + ir::printAnnotation(reshard.from) + "|" + ir::printAnnotation(reshard.to);

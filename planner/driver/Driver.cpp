@@ -9,6 +9,7 @@
 #include "planner/PlanSet.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <set>
 
 namespace hspmd::driver {
@@ -113,12 +114,86 @@ void reportProblem(DiagnosticEngine &diags, const passes::Problem &problem) {
   diags.emit(diagnostic);
 }
 
+namespace {
+
+// The gate's common case, a plan that compiles clean, in one build: the training build, with
+// the plan's checks run on the forward ops of its deduced graph (passes::inForwardGraph: the
+// inference build's graph within it) when it has been verified. Where a pass reports a
+// problem or a check an error (or the build stops before the checks), nothing is reported and
+// it returns false: the two builds below then say it as lint always has. Half the gate's work
+// before the programs (elaborating, deducing and resolving the plan) was the inference
+// build's, done twice.
+bool lintInOneBuild(DiagnosticEngine &diags, Build &build, const planner::Cluster *cluster, bool warnings,
+                    passes::PipelineResult *training, bool memory, const std::atomic<bool> *cancelled, int threads,
+                    std::optional<bool> bf16) {
+  passes::PipelineOptions options;
+  options.cancelled = cancelled;
+  options.threads = threads;
+  options.train = true;
+  options.bf16 = bf16;
+  if (cluster)
+    options.links.assign(build.plans.size(), planner::linkModel(*cluster));
+  std::vector<passes::Problem> planProblems, passProblems;
+  bool planRejected = false, planChecked = false;
+  options.checkPlans = [&](const ir::Graph &graph, const std::vector<passes::LoweredPlan> &plans) {
+    planChecked = true;
+    for (const passes::LoweredPlan &plan : plans)
+      planner::lintPlan(
+          graph, plan, cluster,
+          [&](const passes::Problem &problem) {
+            planRejected = planRejected || problem.severity == passes::Severity::Error;
+            planProblems.push_back(problem);
+          },
+          {}, planner::LintPart::AllButMemory);
+    return !planRejected;
+  };
+  passes::PipelineResult trained = passes::runPipeline(
+      *build.graph, build.plans, options, [&](const passes::Problem &problem) { passProblems.push_back(problem); });
+  if (cancelled && cancelled->load())
+    return true; // nobody reads it
+  if (!planChecked || planRejected || !passProblems.empty() || !trained.ok) {
+    passes::releasePrograms(trained, threads);
+    return false;
+  }
+  auto report = [&](const passes::Problem &problem) {
+    if ((memory || problem.code != "HS111") && (warnings || problem.severity == passes::Severity::Error))
+      reportProblem(diags, problem);
+  };
+  if (memory && cluster)
+    for (size_t p = 0; p < trained.plans.size(); ++p) {
+      std::map<int, int64_t> peaks;
+      if (p < trained.programs.size())
+        for (const auto &[device, program] : trained.programs[p])
+          peaks[device] = program.peakBytes;
+      planner::lintPlan(*build.graph, trained.plans[p], cluster, report, peaks);
+    }
+  else
+    for (const passes::Problem &problem : planProblems)
+      report(problem);
+  if (training)
+    *training = std::move(trained);
+  else
+    passes::releasePrograms(trained, threads);
+  return true;
+}
+
+} // namespace
+
 void lintBuild(DiagnosticEngine &diags, const std::function<std::optional<Build>()> &make,
                const planner::Cluster *cluster, bool warnings, passes::PipelineResult *training, bool memory,
                const std::atomic<bool> *cancelled, int threads, std::optional<bool> bf16) {
   std::optional<Build> build = make();
   if (!build)
     return;
+  // HSPMD_GATE_TWO_BUILDS=1 always takes the two builds (a test compares the ways).
+  const char *twoBuilds = std::getenv("HSPMD_GATE_TWO_BUILDS");
+  if (!(twoBuilds && std::string(twoBuilds) == "1")) {
+    if (lintInOneBuild(diags, *build, cluster, warnings, training, memory, cancelled, threads, bf16))
+      return;
+    build = make(); // autodiff extended the first one's graph
+    if (!build)
+      return;
+  }
   // What is reported, so that the training build's problems are not said twice.
   std::set<std::string> said;
   int errors = 0;

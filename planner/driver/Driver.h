@@ -26,13 +26,13 @@ std::optional<Build> elaborateBuild(frontend::Compilation &compilation, const st
 /// Forwards a pass's problem to the diagnostics engine.
 void reportProblem(frontend::DiagnosticEngine &diags, const passes::Problem &problem);
 
-/// Lint's checks of the plan of what `make` builds (called twice: autodiff extends the graph
-/// of the training build), reported to `diags` (its warnings only when `warnings`): the
-/// passes' problems, the cross-device verifier's on the training programs, and the plan checks
-/// of planner/Lint.h (against `cluster` when given). `training`, when given, receives the
-/// training build's programs. Without `memory`, HS111 (a device over its memory) is left to the
-/// caller. `threads`: PipelineOptions::threads. `bf16`: PipelineOptions::bf16 of the training
-/// build (nothing: the plan's own precision), whose arenas HS111 weighs.
+/// Lint's checks of the plan of what `make` builds (called once for a plan that compiles
+/// clean, where the checks read the training build's forward ops; else again, for an inference
+/// build and a training build: autodiff extends a build's graph), reported to `diags` (its warnings only when
+/// `warnings`): the passes' problems, the cross-device verifier's on the training programs, and the plan checks of
+/// planner/Lint.h (against `cluster` when given). `training`, when given, receives the training build's programs.
+/// Without `memory`, HS111 (a device over its memory) is left to the caller. `threads`: PipelineOptions::threads.
+/// `bf16`: PipelineOptions::bf16 of the training build (nothing: the plan's own precision), whose arenas HS111 weighs.
 void lintBuild(frontend::DiagnosticEngine &diags, const std::function<std::optional<Build>()> &make,
                const planner::Cluster *cluster, bool warnings, passes::PipelineResult *training = nullptr,
                bool memory = true, const std::atomic<bool> *cancelled = nullptr, int threads = 0,
