@@ -116,6 +116,25 @@ void reportProblem(DiagnosticEngine &diags, const passes::Problem &problem) {
 
 namespace {
 
+// Lint's checks of each plan but the memory check (planner/Lint.h), on a deduced graph, as
+// the passes' checkPlans hook runs them: what they found, whether an error among it rejects
+// the plan, and whether they ran.
+struct PlanChecks {
+  std::vector<passes::Problem> problems;
+  bool rejected = false, checked = false;
+  void run(const ir::Graph &graph, const std::vector<passes::LoweredPlan> &plans, const planner::Cluster *cluster) {
+    checked = true;
+    for (const passes::LoweredPlan &plan : plans)
+      planner::lintPlan(
+          graph, plan, cluster,
+          [&](const passes::Problem &problem) {
+            rejected = rejected || problem.severity == passes::Severity::Error;
+            problems.push_back(problem);
+          },
+          {}, planner::LintPart::AllButMemory);
+  }
+};
+
 // The gate's common case, a plan that compiles clean, in one build: the training build, with
 // the plan's checks run on the forward ops of its deduced graph (passes::inForwardGraph: the
 // inference build's graph within it) when it has been verified. Where a pass reports a
@@ -133,25 +152,17 @@ bool lintInOneBuild(DiagnosticEngine &diags, Build &build, const planner::Cluste
   options.bf16 = bf16;
   if (cluster)
     options.links.assign(build.plans.size(), planner::linkModel(*cluster));
-  std::vector<passes::Problem> planProblems, passProblems;
-  bool planRejected = false, planChecked = false;
+  std::vector<passes::Problem> passProblems;
+  PlanChecks checks;
   options.checkPlans = [&](const ir::Graph &graph, const std::vector<passes::LoweredPlan> &plans) {
-    planChecked = true;
-    for (const passes::LoweredPlan &plan : plans)
-      planner::lintPlan(
-          graph, plan, cluster,
-          [&](const passes::Problem &problem) {
-            planRejected = planRejected || problem.severity == passes::Severity::Error;
-            planProblems.push_back(problem);
-          },
-          {}, planner::LintPart::AllButMemory);
-    return !planRejected;
+    checks.run(graph, plans, cluster);
+    return !checks.rejected;
   };
   passes::PipelineResult trained = passes::runPipeline(
       *build.graph, build.plans, options, [&](const passes::Problem &problem) { passProblems.push_back(problem); });
   if (cancelled && cancelled->load())
     return true; // nobody reads it
-  if (!planChecked || planRejected || !passProblems.empty() || !trained.ok) {
+  if (!checks.checked || checks.rejected || !passProblems.empty() || !trained.ok) {
     passes::releasePrograms(trained, threads);
     return false;
   }
@@ -168,7 +179,7 @@ bool lintInOneBuild(DiagnosticEngine &diags, Build &build, const planner::Cluste
       planner::lintPlan(*build.graph, trained.plans[p], cluster, report, peaks);
     }
   else
-    for (const passes::Problem &problem : planProblems)
+    for (const passes::Problem &problem : checks.problems)
       report(problem);
   if (training)
     *training = std::move(trained);
@@ -213,25 +224,16 @@ void lintBuild(DiagnosticEngine &diags, const std::function<std::optional<Build>
   // The plan's own checks first, on the inference build's deduced graph: a plan they reject
   // (the planner's finalists often are) gets no training build. The inference build makes no
   // DevicePrograms: the training build's include its forward passes.
-  std::vector<passes::Problem> planProblems;
-  bool planRejected = false, planChecked = false;
+  PlanChecks checks;
   passes::PipelineOptions inferenceOptions = options;
   inferenceOptions.checkPlans = [&](const ir::Graph &graph, const std::vector<passes::LoweredPlan> &plans) {
-    planChecked = true;
-    for (const passes::LoweredPlan &plan : plans)
-      planner::lintPlan(
-          graph, plan, cluster,
-          [&](const passes::Problem &problem) {
-            planRejected = planRejected || problem.severity == passes::Severity::Error;
-            planProblems.push_back(problem);
-          },
-          {}, planner::LintPart::AllButMemory);
+    checks.run(graph, plans, cluster);
     // Passed or not, the inference build stops here: the training build below builds the
     // programs that train (the forward passes among them) and runs the verifiers on them.
     return false;
   };
   auto result = passes::runPipeline(*build->graph, build->plans, inferenceOptions, report);
-  planRejected = planRejected || errors > 0;
+  const bool planRejected = checks.rejected || errors > 0;
   // The training build (on a graph of its own: autodiff extends the graph) gives the memory
   // plan of each device's program, and runs the cross-device verifier on the programs that
   // train: its errors are lint's too, so that a plan that lints clean trains.
@@ -251,11 +253,11 @@ void lintBuild(DiagnosticEngine &diags, const std::function<std::optional<Build>
     }
   // Every check in its order, the memory check (HS111) with the training programs' peaks
   // (its estimate where they were not compiled).
-  if (memory && cluster && planChecked)
+  if (memory && cluster && checks.checked)
     for (size_t p = 0; p < result.plans.size(); ++p)
       planner::lintPlan(*build->graph, result.plans[p], cluster, report, peaks[p]);
   else
-    for (const passes::Problem &problem : planProblems)
+    for (const passes::Problem &problem : checks.problems)
       report(problem);
   // A plan error explains what the compiled programs then get wrong: say only the first.
   const bool planErrors = errors > 0;
