@@ -1,13 +1,15 @@
 // bench_gpu - the GPU half, measured on a GPU (scripts/gpu-check.sh runs it): cuBLAS fp32
-// matrix products (TFLOP/s), and training steps of the single-device example plans on the GPU
-// (runtime/gpu/GpuOffload.h, what hspmc build --target cuda runs) against the CPU executor in
-// the same run (tokens/s and their ratio). Without a GPU it says so and exits 0.
+// matrix products (TFLOP/s); causal attention of the 1.2B GPT's shape, forward and backward, in
+// the tiled kernels against the row kernels (runtime/gpu/AttentionKernels.cu), in the same run;
+// and training steps of the single-device example plans on the GPU (runtime/gpu/GpuOffload.h,
+// what hspmc build --target cuda runs) against the CPU executor in the same run (tokens/s and
+// their ratio). Without a GPU it says so and exits 0.
 //
 // bench_gpu --mfu: the GPT of 1.2B parameters of bench/plans/gpt1b.hspmd (sequence 2048) on
 // the GPU: tokens/s, model FLOP/s and their share of the GPU's dense bf16 peak
 // (stdlib/devices.toml), the MFU, in fp32 and under --precision bf16 (activations stored
 // in bf16, the matrix products on tensor cores, the other kernels computing in fp32 on widened
-// copies), in the same run. The attention kernel is not a tiled one yet: the number to improve.
+// copies), in the same run.
 #include "Compiled.h"
 #include "planner/Cluster.h"
 #include "runtime/Data.h"
@@ -49,6 +51,34 @@ void matrixProducts() {
     std::printf("matmul fp32 %lld^3: %.1f TFLOP/s (cuBLAS, no TF32)\n", static_cast<long long>(n),
                 2.0 * static_cast<double>(n * n * n) * times / seconds / 1e12);
   }
+}
+
+// Causal attention of bench/plans/gpt1b.hspmd's shape (4 x 2048 tokens, 16 heads of 128),
+// forward and backward, in the tiled kernels and in the row kernels (HSPMD_GPU_ATTENTION=rows,
+// read once by the first launch: this runs the row kernels in a child process of its own).
+double attentionSeconds() {
+  const int64_t B = 4, S = 2048, H = 16, D = 128, elements = B * S * H * D;
+  runtime::gpu::GpuStream stream;
+  std::vector<std::unique_ptr<runtime::gpu::DeviceBuffer>> memory;
+  std::vector<runtime::TensorView> tensors;
+  for (int i = 0; i < 8; ++i) { // q, k, v, dy, y, dq, dk, dv
+    memory.push_back(std::make_unique<runtime::gpu::DeviceBuffer>(elements * 4));
+    runtime::gpu::zeroBytes(memory.back()->data(), elements * 4, stream);
+    tensors.push_back({memory.back()->data(), ir::DType::F32, {B, S, H, D}});
+  }
+  const ir::AttrMap attrs{{"causal", true}};
+  auto step = [&] {
+    runtime::gpu::runKernel("attention", attrs, {tensors.data(), 3}, {tensors.data() + 4, 1}, {}, stream);
+    runtime::gpu::runKernel("attention_grad", attrs, {tensors.data(), 4}, {tensors.data() + 5, 3}, {}, stream);
+  };
+  step();
+  stream.synchronize();
+  const int times = 3;
+  const auto start = Clock::now();
+  for (int i = 0; i < times; ++i)
+    step();
+  stream.synchronize();
+  return since(start) / times;
 }
 
 void training(const std::string &path) {
@@ -139,6 +169,10 @@ int main(int argc, char **argv) {
   const std::string name = runtime::gpu::gpuName(0);
   const auto type = runtime::gpu::deviceTypeOf(name, types);
   std::printf("GPU 0: %s (device type %s)\n", name.c_str(), type ? type->c_str() : "unknown to stdlib/devices.toml");
+  if (argc > 1 && std::string(argv[1]) == "--attention-seconds") { // the child of the comparison below
+    std::printf("%.6f\n", attentionSeconds());
+    return 0;
+  }
   if (argc > 1 && std::string(argv[1]) == "--mfu") {
     std::optional<double> peak;
     if (type)
@@ -148,6 +182,19 @@ int main(int argc, char **argv) {
     return 0;
   }
   matrixProducts();
+  {
+    const double tiled = attentionSeconds();
+    double rows = 0;
+    const std::string command = "HSPMD_GPU_ATTENTION=rows '" + std::string(argv[0]) + "' --attention-seconds";
+    if (FILE *child = popen(command.c_str(), "r")) {
+      if (std::fscanf(child, "%lf", &rows) != 1)
+        rows = 0;
+      pclose(child);
+    }
+    std::printf("attention 4 x 2048 x 16 heads of 128, causal, forward + backward: tiled %.1f ms, row kernels %.1f ms "
+                "(%.1fx)\n",
+                tiled * 1e3, rows * 1e3, tiled > 0 ? rows / tiled : 0.0);
+  }
   for (const char *plan : {"examples/gpt/plans/single.hspmd", "examples/llama/plans/tiny_llama_single.hspmd"})
     training(std::string(HSPMD_SOURCE_DIR "/") + plan);
   return 0;

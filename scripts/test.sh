@@ -11,7 +11,7 @@ start=$(date +%s)
 export OMP_WAIT_POLICY=passive
 
 echo "== formatting (clang-format, our sources only)"
-git ls-files '*.cpp' '*.h' '*.cu' | grep -v '^grammar/generated/' | xargs clang-format --dry-run --Werror
+git ls-files '*.cpp' '*.h' '*.cu' '*.cuh' | grep -v '^grammar/generated/' | xargs clang-format --dry-run --Werror
 
 echo "== build (RelWithDebInfo, warnings are errors)"
 scripts/build.sh build

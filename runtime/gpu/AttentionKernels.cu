@@ -1,11 +1,16 @@
 // AttentionKernels.cu - causal attention with grouped KV heads, query and key offsets and
-// documents (runtime/kernels/Attention.cpp's contract), forward and backward. One block per
-// (batch, head, query row), keys in chunks with an online softmax (no [S, T] matrix in
-// memory); the backward pass recomputes each row's maximum and sum, then adds its share of dK
-// and dV atomically. Correct, not yet fast: a tiled kernel (or cuDNN's) is docs/gpu.md's next step.
+// documents (runtime/kernels/Attention.cpp's contract), forward and backward. Heads of up to 128
+// values run in tiles (runtime/gpu/TiledAttention.cuh: 32 query rows a block, K and V read once
+// for them). Larger heads, or a GPU whose blocks cannot hold the tiles' shared memory, take the
+// row kernels below: one block per (batch, head, query row), keys in chunks with an online
+// softmax (no [S, T] matrix in memory); their backward pass recomputes each row's maximum and
+// sum, then adds its share of dK and dV atomically.
 #include "runtime/gpu/KernelFamilies.h"
+#include "runtime/gpu/TiledAttention.cuh"
 
 #include <cmath>
+#include <cstdlib>
+#include <string>
 
 namespace hspmd::runtime::gpu {
 
@@ -13,27 +18,7 @@ namespace {
 
 constexpr int kThreads = 128, kChunk = 128;
 
-struct Dims {
-  int64_t B, S, T, H, Hk, D, Dv, group;
-  float scale;
-  bool causal;
-  int64_t queryOffset, keyOffset, seq;
-  const int32_t *starts; // [B, seq] block starts of the kernel's rows (device memory), or null
-};
-
-// The keys [lo, hi) query s of batch row b sees.
-__device__ void visible(const Dims &n, int64_t b, int64_t s, int64_t &lo, int64_t &hi) {
-  lo = 0;
-  hi = n.T;
-  if (n.starts) {
-    const int64_t start = n.starts[b * n.seq + n.queryOffset + s] - n.keyOffset;
-    lo = start < 0 ? 0 : start > n.T ? n.T : start;
-  }
-  if (n.causal) {
-    const int64_t end = n.queryOffset + s - n.keyOffset + 1;
-    hi = end < 0 ? 0 : end > n.T ? n.T : end;
-  }
-}
+using Dims = AttentionDims;
 
 __device__ float dot(const float *a, const float *b, int64_t n) {
   float sum = 0;
@@ -92,7 +77,7 @@ __global__ void attentionForward(Dims n, const float *q, const float *k, const f
   for (int64_t item = blockIdx.x; item < n.B * n.H * n.S; item += gridDim.x) {
     const int64_t b = item / (n.H * n.S), h = item / n.S % n.H, s = item % n.S, kv = h / n.group;
     int64_t lo, hi;
-    visible(n, b, s, lo, hi);
+    visibleKeys(n, b, s, lo, hi);
     __syncthreads();
     for (int64_t j = threadIdx.x; j < n.D; j += blockDim.x)
       qs[j] = q[((b * n.S + s) * n.H + h) * n.D + j];
@@ -133,7 +118,7 @@ __global__ void attentionBackward(Dims n, const float *q, const float *k, const 
   for (int64_t item = blockIdx.x; item < n.B * n.H * n.S; item += gridDim.x) {
     const int64_t b = item / (n.H * n.S), h = item / n.S % n.H, s = item % n.S, kv = h / n.group;
     int64_t lo, hi;
-    visible(n, b, s, lo, hi);
+    visibleKeys(n, b, s, lo, hi);
     __syncthreads();
     for (int64_t j = threadIdx.x; j < n.D; j += blockDim.x) {
       qs[j] = q[((b * n.S + s) * n.H + h) * n.D + j];
@@ -189,6 +174,38 @@ __global__ void attentionBackward(Dims n, const float *q, const float *k, const 
   }
 }
 
+// The tiled kernels, where they take the heads and the GPU gives a block their shared memory
+// (over 48 KiB needs asking: heads of 128 values take 53 KiB forward, 74 KiB backward); false
+// where they do not (the row kernels run).
+// HSPMD_GPU_ATTENTION=rows runs the row kernels for every head (bench_gpu's comparison).
+bool tiledLaunch(const Dims &n, bool forward, const TensorView &q, const TensorView &k, const TensorView &v, In in,
+                 In out, cudaStream_t stream) {
+  static const bool rows = [] {
+    const char *kind = std::getenv("HSPMD_GPU_ATTENTION");
+    return kind && std::string(kind) == "rows";
+  }();
+  if (rows || !tiled::takes(n.D, n.Dv))
+    return false;
+  const size_t shared = forward ? tiled::forwardSharedBytes(n.D, n.Dv) : tiled::backwardSharedBytes(n.D, n.Dv);
+  const void *kernel = forward ? reinterpret_cast<const void *>(&tiled::attentionForward)
+                               : reinterpret_cast<const void *>(&tiled::attentionBackward);
+  if (shared > 48 * 1024 && cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                 static_cast<int>(shared)) != cudaSuccess) {
+    (void)cudaGetLastError(); // the GPU's limit is lower: not an error of the run
+    return false;
+  }
+  const int64_t items = tiled::items(n);
+  const int64_t blocks = items < kMaxBlocks ? items : kMaxBlocks;
+  if (blocks == 0)
+    return true;
+  if (forward)
+    tiled::attentionForward<<<blocks, tiled::kThreads, shared, stream>>>(n, q.f32(), k.f32(), v.f32(), out[0].f32());
+  else
+    tiled::attentionBackward<<<blocks, tiled::kThreads, shared, stream>>>(n, q.f32(), k.f32(), v.f32(), in[3].f32(),
+                                                                          out[0].f32(), out[1].f32(), out[2].f32());
+  return true;
+}
+
 } // namespace
 
 bool attentionKernel(const std::string &op, const ir::AttrMap &attrs, In in, In out, const KernelContext &context,
@@ -221,14 +238,22 @@ bool attentionKernel(const std::string &op, const ir::AttrMap &attrs, In in, In 
         "cudaMemcpyAsync");
     n.starts = static_cast<const int32_t *>(starts);
   }
+  const bool forward = op == "attention";
+  if (!forward) {
+    check(cudaMemsetAsync(out[1].data, 0, static_cast<size_t>(out[1].numel()) * 4, stream), "cudaMemsetAsync");
+    check(cudaMemsetAsync(out[2].data, 0, static_cast<size_t>(out[2].numel()) * 4, stream), "cudaMemsetAsync");
+  }
+  if (tiledLaunch(n, forward, q, k, v, in, out, stream)) {
+    if (starts)
+      check(cudaFreeAsync(starts, stream), "cudaFreeAsync");
+    return true;
+  }
   const LaunchShape shape = rowLaunch(n.B * n.H * n.S, kThreads);
-  if (op == "attention") {
+  if (forward) {
     const size_t shared = static_cast<size_t>(n.D + n.Dv + kChunk + 1) * sizeof(float);
     if (shape.blocks)
       attentionForward<<<shape.blocks, kThreads, shared, stream>>>(n, q.f32(), k.f32(), v.f32(), out[0].f32());
   } else {
-    check(cudaMemsetAsync(out[1].data, 0, static_cast<size_t>(out[1].numel()) * 4, stream), "cudaMemsetAsync");
-    check(cudaMemsetAsync(out[2].data, 0, static_cast<size_t>(out[2].numel()) * 4, stream), "cudaMemsetAsync");
     const size_t shared = static_cast<size_t>(2 * n.D + n.Dv + 2 * kChunk + 1) * sizeof(float);
     if (shape.blocks)
       attentionBackward<<<shape.blocks, kThreads, shared, stream>>>(n, q.f32(), k.f32(), v.f32(), in[3].f32(),

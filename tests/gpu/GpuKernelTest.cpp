@@ -228,18 +228,21 @@ TEST(GpuKernels, Layout) {
 }
 
 // Causal attention with grouped KV heads on a sequence piece (query and key offsets), forward
-// and backward, over more keys than one chunk.
+// and backward, over more keys than one chunk; heads of 8 and 128 values in tiles
+// (runtime/gpu/TiledAttention.cuh; 128 needs more than 48 KiB of shared memory a block), heads
+// of 160 in the row kernels.
 TEST(GpuKernels, Attention) {
   SKIP_WITHOUT_GPU();
   std::mt19937 random(7);
-  for (int64_t T : {16, 300}) {
-    const int64_t S = T / 2;
-    const ir::AttrMap attrs{{"causal", true}, {"query_offset", T - S}, {"key_offset", int64_t{0}}};
-    const Tensor q = f32({2, S, 4, 8}, random), k = f32({2, T, 2, 8}, random), v = f32({2, T, 2, 8}, random);
-    compare("attention", attrs, {q, k, v}, {zeros({2, S, 4, 8})});
-    compare("attention_grad", attrs, {q, k, v, f32({2, S, 4, 8}, random)},
-            {zeros({2, S, 4, 8}), zeros({2, T, 2, 8}), zeros({2, T, 2, 8})});
-  }
+  for (int64_t D : {8, 128, 160})
+    for (int64_t T : {16, 300}) {
+      const int64_t S = T / 2;
+      const ir::AttrMap attrs{{"causal", true}, {"query_offset", T - S}, {"key_offset", int64_t{0}}};
+      const Tensor q = f32({2, S, 4, D}, random), k = f32({2, T, 2, D}, random), v = f32({2, T, 2, D}, random);
+      compare("attention", attrs, {q, k, v}, {zeros({2, S, 4, D})});
+      compare("attention_grad", attrs, {q, k, v, f32({2, S, 4, D}, random)},
+              {zeros({2, S, 4, D}), zeros({2, T, 2, D}), zeros({2, T, 2, D})});
+    }
 }
 
 // --precision bf16: the GPU widens bf16 tensors around a kernel and rounds what it wrote, as
