@@ -4,6 +4,7 @@
 // cross-entropy one block per row, parameter gradients of the norms one thread per column
 // adding rows in order, matrix products through cuBLAS (no TF32: fp32 products; bf16 ones on
 // tensor cores under --precision bf16).
+#include "runtime/gpu/ElementwiseKernels.cuh"
 #include "runtime/gpu/KernelFamilies.h"
 
 #include <cublas_v2.h>
@@ -17,6 +18,8 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
+#include <type_traits>
 
 namespace hspmd::runtime::gpu {
 
@@ -86,94 +89,54 @@ cudaStream_t streamOf(const GpuStream &s) {
   return static_cast<cudaStream_t>(s.stream());
 }
 
-// ---- elementwise ----------------------------------------------------------------------
+// ---- elementwise (runtime/gpu/ElementwiseKernels.cuh) -------------------------------------
 
-struct Add {
-  __device__ float operator()(float a, float b) const { return a + b; }
-};
-struct Sub {
-  __device__ float operator()(float a, float b) const { return a - b; }
-};
-struct Mul {
-  __device__ float operator()(float a, float b) const { return a * b; }
-};
-struct Div {
-  __device__ float operator()(float a, float b) const { return a / b; }
-};
-struct First { // broadcast: the first operand's element
-  __device__ float operator()(float a, float) const { return a; }
-};
-struct GeluGrad {
-  __device__ float operator()(float x, float dy) const {
-    const float cdf = 0.5f * (1.0f + erff(x * static_cast<float>(M_SQRT1_2)));
-    const float pdf = expf(-0.5f * x * x) * static_cast<float>(0.5 * M_2_SQRTPI * M_SQRT1_2);
-    return dy * (cdf + x * pdf);
-  }
-};
-struct SiluGrad {
-  __device__ float operator()(float x, float dy) const {
-    const float s = 1.0f / (1.0f + expf(-x));
-    return dy * (s + x * s * (1 - s));
-  }
-};
-struct ReluGrad {
-  __device__ float operator()(float x, float dy) const { return x > 0 ? dy : 0.0f; }
-};
-struct Neg {
-  __device__ float operator()(float x) const { return -x; }
-};
-struct Gelu {
-  __device__ float operator()(float x) const { return x * 0.5f * (1.0f + erff(x * static_cast<float>(M_SQRT1_2))); }
-};
-struct Silu {
-  __device__ float operator()(float x) const { return x / (1.0f + expf(-x)); }
-};
-struct Relu {
-  __device__ float operator()(float x) const { return x > 0 ? x : 0.0f; }
-};
-
-template <typename F>
-__global__ void binaryKernel(const float *a, const float *b, float *y, int64_t n, BroadcastStrides s, F f) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    int64_t rest = i, ia = 0, ib = 0;
-    for (int d = s.rank - 1; d >= 0; --d) {
-      const int64_t at = rest % s.out[d];
-      rest /= s.out[d];
-      ia += at * s.a[d];
-      ib += at * s.b[d];
-    }
-    y[i] = f(a[ia], b[ib]);
+// Calls `call` with a null pointer to the element type `t` is stored in: f32, or bf16 (the
+// elementwise kernels read and write bf16 tensors as they are).
+template <typename Call> void byElementType(const TensorView &t, const char *op, const Call &call) {
+  if (t.dtype == ir::DType::BF16)
+    call(static_cast<Bf16Bits *>(nullptr));
+  else {
+    expect(t.dtype == ir::DType::F32, op, "the elementwise kernels take f32 and bf16 tensors");
+    call(static_cast<float *>(nullptr));
   }
 }
 
-template <typename F> __global__ void unaryKernel(const float *x, float *y, int64_t n, F f) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
-    y[i] = f(x[i]);
-}
+template <typename T> using Element = std::remove_pointer_t<T>;
 
-__global__ void fillKernel(float *y, int64_t n, float value) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
-    y[i] = value;
-}
-
-template <typename F> void binary(In in, In out, F f, cudaStream_t stream) {
+template <typename F> void binary(const char *op, In in, In out, F f, cudaStream_t stream) {
   const int64_t n = out[0].numel();
   const LaunchShape shape = elementwiseLaunch(n);
   if (!shape.blocks)
     return;
-  const BroadcastStrides s = broadcastStrides(in[0].shape, in.size() > 1 ? in[1].shape : in[0].shape, out[0].shape);
-  binaryKernel<<<shape.blocks, shape.threads, 0, stream>>>(in[0].f32(), in.size() > 1 ? in[1].f32() : in[0].f32(),
-                                                           out[0].f32(), n, s, f);
+  const TensorView &a = in[0], &b = in.size() > 1 ? in[1] : in[0], &y = out[0];
+  const BroadcastStrides s = broadcastStrides(a.shape, b.shape, y.shape);
+  byElementType(a, op, [&](auto *ta) {
+    byElementType(b, op, [&](auto *tb) {
+      byElementType(y, op, [&](auto *ty) {
+        using A = Element<decltype(ta)>;
+        using B = Element<decltype(tb)>;
+        using Y = Element<decltype(ty)>;
+        binaryKernel<<<shape.blocks, shape.threads, 0, stream>>>(
+            static_cast<const A *>(a.data), static_cast<const B *>(b.data), static_cast<Y *>(y.data), n, s, f);
+      });
+    });
+  });
 }
 
-template <typename F> void unary(In in, In out, F f, cudaStream_t stream) {
+template <typename F> void unary(const char *op, In in, In out, F f, cudaStream_t stream) {
   const int64_t n = out[0].numel();
   const LaunchShape shape = elementwiseLaunch(n);
-  if (shape.blocks)
-    unaryKernel<<<shape.blocks, shape.threads, 0, stream>>>(in[0].f32(), out[0].f32(), n, f);
+  if (!shape.blocks)
+    return;
+  byElementType(in[0], op, [&](auto *tx) {
+    byElementType(out[0], op, [&](auto *ty) {
+      using X = Element<decltype(tx)>;
+      using Y = Element<decltype(ty)>;
+      unaryKernel<<<shape.blocks, shape.threads, 0, stream>>>(static_cast<const X *>(in[0].data),
+                                                              static_cast<Y *>(out[0].data), n, f);
+    });
+  });
 }
 
 // ---- rows: norms, softmax, cross-entropy ------------------------------------------------
@@ -612,13 +575,13 @@ const std::map<std::string, Runner> &runners() {
   static const std::map<std::string, Runner> table = [] {
     std::map<std::string, Runner> t;
     auto bin = [&](const char *name, auto f) {
-      t[name] = [f](const ir::AttrMap &, In in, In out, const KernelContext &, GpuStream &s) {
-        binary(in, out, f, streamOf(s));
+      t[name] = [name, f](const ir::AttrMap &, In in, In out, const KernelContext &, GpuStream &s) {
+        binary(name, in, out, f, streamOf(s));
       };
     };
     auto un = [&](const char *name, auto f) {
-      t[name] = [f](const ir::AttrMap &, In in, In out, const KernelContext &, GpuStream &s) {
-        unary(in, out, f, streamOf(s));
+      t[name] = [name, f](const ir::AttrMap &, In in, In out, const KernelContext &, GpuStream &s) {
+        unary(name, in, out, f, streamOf(s));
       };
     };
     bin("add", Add{});
@@ -633,13 +596,16 @@ const std::map<std::string, Runner> &runners() {
     un("silu", Silu{});
     un("relu", Relu{});
     t["broadcast"] = [](const ir::AttrMap &, In in, In out, const KernelContext &, GpuStream &s) {
-      binary(in.subspan(0, 1), out, First{}, streamOf(s));
+      binary("broadcast", in.subspan(0, 1), out, First{}, streamOf(s));
     };
     t["constant"] = [](const ir::AttrMap &attrs, In, In out, const KernelContext &, GpuStream &s) {
       const LaunchShape shape = elementwiseLaunch(out[0].numel());
       if (shape.blocks)
-        fillKernel<<<shape.blocks, shape.threads, 0, streamOf(s)>>>(out[0].f32(), out[0].numel(),
-                                                                    static_cast<float>(ir::floatAttr(attrs, "value")));
+        byElementType(out[0], "constant", [&](auto *ty) {
+          fillKernel<<<shape.blocks, shape.threads, 0, streamOf(s)>>>(
+              static_cast<Element<decltype(ty)> *>(out[0].data), out[0].numel(),
+              static_cast<float>(ir::floatAttr(attrs, "value")));
+        });
     };
     for (const char *name : {"layernorm", "layernorm_grad", "rmsnorm", "rmsnorm_grad"})
       t[name] = [op = std::string(name)](const ir::AttrMap &attrs, In in, In out, const KernelContext &, GpuStream &s) {
@@ -851,13 +817,34 @@ std::vector<std::string> gpuKernelNames() {
   return names;
 }
 
+namespace {
+
+// Kernels that take bf16 tensors as they are: products (bf16 on tensor cores), the elementwise
+// kernels (they read and write bf16, computing in f32: bit for bit the widened kernel's
+// rounded result), and layout ops that only move elements where every tensor has one type
+// (a bf16 copied is a bf16 widened, copied and rounded back). The others run on widened copies.
+bool readsBf16(const std::string &op, std::span<const TensorView> inputs, std::span<const TensorView> outputs) {
+  static const std::set<std::string> elementwise = {"add",       "sub",       "mul",     "div",       "neg",
+                                                    "gelu",      "silu",      "relu",    "gelu_grad", "silu_grad",
+                                                    "relu_grad", "broadcast", "constant"},
+                                     moves = {"reshape", "transpose", "unbind", "split", "concat", "slice", "pad"};
+  if (op == "matmul" || elementwise.count(op))
+    return true;
+  if (!moves.count(op))
+    return false;
+  auto same = [&](const TensorView &t) { return t.dtype == (inputs.empty() ? outputs[0] : inputs[0]).dtype; };
+  return std::all_of(inputs.begin(), inputs.end(), same) && std::all_of(outputs.begin(), outputs.end(), same);
+}
+
+} // namespace
+
 void runKernel(const std::string &op, const ir::AttrMap &attrs, std::span<const TensorView> inputs,
                std::span<const TensorView> outputs, const KernelContext &context, GpuStream &stream) {
   // bf16 tensors: the kernel runs in f32 on widened copies (outputs too: a kernel may add to
   // what its output holds), and what it wrote is rounded back; the copies are freed in stream
   // order. Products are the exception: bf16 on tensor cores (matmul).
   auto bf16 = [](const TensorView &t) { return t.dtype == ir::DType::BF16; };
-  if (op != "matmul" && // a bf16 product runs on tensor cores as it is (matmul)
+  if (!readsBf16(op, inputs, outputs) &&
       (std::any_of(inputs.begin(), inputs.end(), bf16) || std::any_of(outputs.begin(), outputs.end(), bf16))) {
     const cudaStream_t on = streamOf(stream);
     std::vector<std::unique_ptr<Scratch>> wide;
@@ -884,7 +871,7 @@ void runKernel(const std::string &op, const ir::AttrMap &attrs, std::span<const 
     return;
   }
   for (const TensorView &t : inputs)
-    expect(t.dtype == ir::DType::F32 || t.dtype == ir::DType::I32 || (op == "matmul" && bf16(t)), op,
+    expect(t.dtype == ir::DType::F32 || t.dtype == ir::DType::I32 || (bf16(t) && readsBf16(op, inputs, outputs)), op,
            "the GPU kernels take f32 and i32 tensors");
   if (auto it = runners().find(op); it != runners().end())
     it->second(attrs, inputs, outputs, context, stream);

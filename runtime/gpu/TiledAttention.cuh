@@ -13,7 +13,7 @@
 // to them too). Not yet on tensor cores: fp32 products from shared memory.
 //
 // Compiled by nvcc for AttentionKernels.cu, and by the host compiler for
-// tests/unit/runtime/TiledAttentionTest.cpp, which runs these kernels on CPU threads
+// tests/unit/runtime/GpuEmulatedKernelsTest.cpp, which runs these kernels on CPU threads
 // (runtime/gpu/Emulation.h) against the CPU kernel on any machine.
 #pragma once
 

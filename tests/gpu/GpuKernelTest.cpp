@@ -246,7 +246,8 @@ TEST(GpuKernels, Attention) {
 }
 
 // --precision bf16: the GPU widens bf16 tensors around a kernel and rounds what it wrote, as
-// the CPU does (the two agree to a bf16 rounding of their f32 results); bf16 boxes add in
+// the CPU does (the two agree to a bf16 rounding of their f32 results), or, in the elementwise
+// kernels and element moves, reads and writes bf16 as it is with the same result; bf16 boxes add in
 // float and round, bit for bit the CPU's. Products run on tensor cores instead, the f32
 // parameter rounded to bf16 (within 1e-2 of the CPU's, which multiplies by the f32 one), an
 // f32 result (a weight gradient of bf16 activations) written as f32.

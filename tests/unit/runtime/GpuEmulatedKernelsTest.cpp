@@ -1,0 +1,312 @@
+// GPU kernels written as headers (runtime/gpu/*.cuh), compiled for the host and run on CPU
+// threads (runtime/gpu/Emulation.h) against the CPU kernels: any machine, CI included. On a GPU,
+// GpuKernels.* runs them for real.
+//
+// - The tiled attention kernels (TiledAttention.cuh), within 1e-5 relative (GpuKernels.Attention's
+//   bound on a GPU).
+// - The elementwise kernels (ElementwiseKernels.cuh) on f32 and bf16 tensors in every mix: on bf16
+//   tensors bit for bit what the f32 kernel on widened copies, rounded, writes (what runKernel ran
+//   before they took bf16), and near the CPU's kernels.
+#include "runtime/Bf16.h"
+#include "runtime/Kernels.h"
+#include "runtime/gpu/ElementwiseKernels.cuh"
+#include "runtime/gpu/TiledAttention.cuh"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+using namespace hspmd;
+namespace tiled = runtime::gpu::tiled;
+namespace gpu = runtime::gpu;
+
+namespace {
+
+struct Case {
+  std::string name;
+  int64_t B, S, T, H, Hk, D, Dv;
+  bool causal;
+  int64_t queryOffset, keyOffset;
+  std::vector<int32_t> starts; // documents: [B, seq] block starts; empty: none
+  int64_t seq = 0;
+  unsigned blocks = 3; // fewer than the items: the grid-stride loop takes the rest
+};
+
+std::vector<float> randoms(size_t count, std::mt19937 &random) {
+  std::uniform_real_distribution<float> values(-2, 2);
+  std::vector<float> out(count);
+  for (float &x : out)
+    x = values(random);
+  return out;
+}
+
+void expectNear(const std::vector<float> &got, const std::vector<float> &want, const std::string &what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], 1e-5 * std::max(1.0f, std::fabs(want[i]))) << what << " element " << i;
+}
+
+void check(const Case &c) {
+  SCOPED_TRACE(c.name);
+  std::mt19937 random(11);
+  const auto q = randoms(static_cast<size_t>(c.B * c.S * c.H * c.D), random);
+  const auto k = randoms(static_cast<size_t>(c.B * c.T * c.Hk * c.D), random);
+  const auto v = randoms(static_cast<size_t>(c.B * c.T * c.Hk * c.Dv), random);
+  const auto dy = randoms(static_cast<size_t>(c.B * c.S * c.H * c.Dv), random);
+  ir::AttrMap attrs{{"causal", c.causal}, {"query_offset", c.queryOffset}, {"key_offset", c.keyOffset}};
+  runtime::KernelContext context;
+  if (!c.starts.empty()) {
+    context.blockStarts = c.starts.data();
+    context.seq = c.seq;
+  }
+  auto view = [](const std::vector<float> &data, std::vector<int64_t> shape) {
+    return runtime::TensorView{const_cast<float *>(data.data()), ir::DType::F32, std::move(shape)};
+  };
+  const std::vector<int64_t> qShape{c.B, c.S, c.H, c.D}, kShape{c.B, c.T, c.Hk, c.D}, vShape{c.B, c.T, c.Hk, c.Dv},
+      yShape{c.B, c.S, c.H, c.Dv};
+  std::vector<float> y(dy.size()), dq(q.size()), dk(k.size()), dv(v.size());
+  const std::vector<runtime::TensorView> forwardIn{view(q, qShape), view(k, kShape), view(v, vShape)},
+      forwardOut{view(y, yShape)}, backwardIn{view(q, qShape), view(k, kShape), view(v, vShape), view(dy, yShape)},
+      backwardOut{view(dq, qShape), view(dk, kShape), view(dv, vShape)};
+  runtime::runKernel("attention", attrs, forwardIn, forwardOut, context);
+  runtime::runKernel("attention_grad", attrs, backwardIn, backwardOut, context);
+
+  const runtime::gpu::AttentionDims n{c.B,
+                                      c.S,
+                                      c.T,
+                                      c.H,
+                                      c.Hk,
+                                      c.D,
+                                      c.Dv,
+                                      c.H / c.Hk,
+                                      static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.D))),
+                                      c.causal,
+                                      c.queryOffset,
+                                      c.keyOffset,
+                                      c.seq,
+                                      c.starts.empty() ? nullptr : c.starts.data()};
+  ASSERT_TRUE(tiled::takes(c.D, c.Dv));
+  const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(c.blocks, tiled::items(n)));
+  std::vector<float> gy(y.size(), -7.0f), gdq(q.size(), -7.0f), gdk(k.size(), 0.0f), gdv(v.size(), 0.0f);
+  runtime::gpu::emulation::launch(blocks, tiled::kThreads, tiled::forwardSharedBytes(c.D, c.Dv),
+                                  tiled::attentionForward, n, q.data(), k.data(), v.data(), gy.data());
+  expectNear(gy, y, "y");
+  runtime::gpu::emulation::launch(blocks, tiled::kThreads, tiled::backwardSharedBytes(c.D, c.Dv),
+                                  tiled::attentionBackward, n, q.data(), k.data(), v.data(), dy.data(), gdq.data(),
+                                  gdk.data(), gdv.data());
+  expectNear(gdq, dq, "dq");
+  expectNear(gdk, dk, "dk");
+  expectNear(gdv, dv, "dv");
+}
+
+} // namespace
+
+TEST(TiledAttention, MatchesTheCpuKernel) {
+  // Documents of a batch of 2 rows x 80 tokens: row 0 split at 30 and 61, row 1 one document.
+  std::vector<int32_t> starts(160);
+  for (int32_t i = 0; i < 80; ++i)
+    starts[static_cast<size_t>(i)] = i < 30 ? 0 : i < 61 ? 30 : 61;
+  const std::vector<Case> cases = {
+      {"causal, one tile", 1, 16, 16, 2, 2, 8, 8, true, 0, 0, {}},
+      // Rows and keys past a tile, GQA (4 query heads on 2 KV heads), D != Dv.
+      {"causal, GQA, 70 rows", 2, 70, 70, 4, 2, 16, 12, true, 0, 0, {}},
+      {"not causal", 1, 45, 45, 2, 1, 8, 8, false, 0, 0, {}},
+      // A context-parallel piece: the second half's queries over every key.
+      {"piece, query offset", 2, 40, 80, 2, 2, 8, 8, true, 40, 0, {}},
+      // Keys of a later piece: the first rows see none of them (their output and dQ zero).
+      {"piece, key offset", 1, 64, 32, 2, 2, 8, 8, true, 0, 20, {}},
+      {"documents", 2, 80, 80, 2, 1, 8, 8, true, 0, 0, starts, 80},
+      {"documents, piece", 2, 40, 40, 2, 1, 8, 8, true, 40, 40, starts, 80},
+      // The largest heads the tiled kernels take.
+      {"heads of 128", 1, 40, 40, 1, 1, 128, 128, true, 0, 0, {}, 0, 2},
+      // GpuKernels.Attention's largest tiled case: 10 key tiles, 4 heads adding to each KV head.
+      {"GpuKernels.Attention's", 2, 150, 300, 4, 2, 128, 128, true, 150, 0, {}, 0, 3},
+  };
+  for (const Case &c : cases)
+    check(c);
+}
+
+// The row kernels stay for heads larger than kMaxHead (their launch is in AttentionKernels.cu).
+TEST(TiledAttention, TakesHeadsUpTo128) {
+  EXPECT_TRUE(tiled::takes(64, 64));
+  EXPECT_TRUE(tiled::takes(128, 128));
+  EXPECT_FALSE(tiled::takes(160, 128));
+  EXPECT_FALSE(tiled::takes(128, 256));
+  EXPECT_FALSE(tiled::takes(0, 8));
+}
+
+namespace {
+
+// A tensor of either storage type, from float values (rounded where bf16).
+struct Stored {
+  ir::DType dtype;
+  std::vector<int64_t> shape;
+  std::vector<float> f32;
+  std::vector<uint16_t> bf16;
+  Stored(ir::DType type, std::vector<int64_t> dims, const std::vector<float> &values) : dtype(type), shape(dims) {
+    if (dtype == ir::DType::BF16)
+      for (float x : values)
+        bf16.push_back(runtime::toBf16(x));
+    else
+      f32 = values;
+  }
+  void *data() { return dtype == ir::DType::BF16 ? static_cast<void *>(bf16.data()) : f32.data(); }
+  runtime::TensorView view() { return runtime::TensorView{data(), dtype, shape}; }
+  std::vector<float> widened() const {
+    if (dtype != ir::DType::BF16)
+      return f32;
+    std::vector<float> out;
+    for (uint16_t x : bf16)
+      out.push_back(runtime::fromBf16(x));
+    return out;
+  }
+  // The bits of each element (exact comparisons, NaNs included).
+  std::vector<uint32_t> bits() const {
+    std::vector<uint32_t> out;
+    if (dtype == ir::DType::BF16)
+      for (uint16_t x : bf16)
+        out.push_back(x);
+    else
+      for (float x : f32) {
+        uint32_t b;
+        std::memcpy(&b, &x, 4);
+        out.push_back(b);
+      }
+    return out;
+  }
+};
+
+// The f32 result rounded as a Y tensor stores it.
+std::vector<uint32_t> storedBits(ir::DType dtype, const std::vector<float> &values) {
+  return Stored(dtype, {static_cast<int64_t>(values.size())}, values).bits();
+}
+
+template <typename Call> void withType(ir::DType dtype, const Call &call) {
+  if (dtype == ir::DType::BF16)
+    call(static_cast<gpu::Bf16Bits *>(nullptr));
+  else
+    call(static_cast<float *>(nullptr));
+}
+
+template <typename T> using Element = std::remove_pointer_t<T>;
+
+constexpr unsigned kBlocks = 2, kThreads = 32; // fewer threads than elements: the grid-stride loop
+
+template <typename F> void checkBinary(const std::string &op, F f, std::mt19937 &random) {
+  const std::vector<int64_t> aShape{4, 33}, bShape{33};
+  const std::vector<float> av = randoms(4 * 33, random), bv = randoms(33, random);
+  for (ir::DType ta : {ir::DType::F32, ir::DType::BF16})
+    for (ir::DType tb : {ir::DType::F32, ir::DType::BF16})
+      for (ir::DType ty : {ir::DType::F32, ir::DType::BF16}) {
+        SCOPED_TRACE(op + " " + std::string(ir::dtypeName(ta)) + ", " + std::string(ir::dtypeName(tb)) + " -> " +
+                     std::string(ir::dtypeName(ty)));
+        Stored a(ta, aShape, av), b(tb, bShape, bv), y(ty, aShape, std::vector<float>(4 * 33, -7.0f));
+        const gpu::BroadcastStrides s = gpu::broadcastStrides(aShape, bShape, aShape);
+        withType(ta, [&](auto *pa) {
+          withType(tb, [&](auto *pb) {
+            withType(ty, [&](auto *py) {
+              gpu::emulation::launch(
+                  kBlocks, kThreads, 0,
+                  gpu::binaryKernel<Element<decltype(pa)>, Element<decltype(pb)>, Element<decltype(py)>, F>,
+                  static_cast<const Element<decltype(pa)> *>(a.data()),
+                  static_cast<const Element<decltype(pb)> *>(b.data()), static_cast<Element<decltype(py)> *>(y.data()),
+                  int64_t{4 * 33}, s, f);
+            });
+          });
+        });
+        // The f32 kernel on widened copies, its result rounded.
+        std::vector<float> wa = a.widened(), wb = b.widened(), wide(4 * 33);
+        gpu::emulation::launch(kBlocks, kThreads, 0, gpu::binaryKernel<float, float, float, F>,
+                               static_cast<const float *>(wa.data()), static_cast<const float *>(wb.data()),
+                               wide.data(), int64_t{4 * 33}, s, f);
+        EXPECT_EQ(y.bits(), storedBits(ty, wide));
+        // The CPU's kernel on the same tensors.
+        Stored want(ty, aShape, std::vector<float>(4 * 33, 0.0f));
+        const std::vector<runtime::TensorView> in = op == "broadcast"
+                                                        ? std::vector<runtime::TensorView>{b.view()}
+                                                        : std::vector<runtime::TensorView>{a.view(), b.view()};
+        if (op == "broadcast")
+          continue; // broadcast's operand is b alone here: checked against First below
+        const std::vector<runtime::TensorView> out{want.view()};
+        runtime::runKernel(op, {}, in, out);
+        const std::vector<float> got = y.widened(), expected = want.widened();
+        const double bound = ty == ir::DType::BF16 ? 1e-2 : 1e-5;
+        for (size_t i = 0; i < got.size(); ++i)
+          ASSERT_NEAR(got[i], expected[i], bound * std::max(1.0f, std::fabs(expected[i]))) << "element " << i;
+      }
+}
+
+template <typename F> void checkUnary(const std::string &op, F f, std::mt19937 &random) {
+  const std::vector<float> xv = randoms(5 * 7, random);
+  for (ir::DType tx : {ir::DType::F32, ir::DType::BF16})
+    for (ir::DType ty : {ir::DType::F32, ir::DType::BF16}) {
+      SCOPED_TRACE(op + " " + std::string(ir::dtypeName(tx)) + " -> " + std::string(ir::dtypeName(ty)));
+      Stored x(tx, {5, 7}, xv), y(ty, {5, 7}, std::vector<float>(35, -7.0f));
+      withType(tx, [&](auto *px) {
+        withType(ty, [&](auto *py) {
+          gpu::emulation::launch(kBlocks, kThreads, 0,
+                                 gpu::unaryKernel<Element<decltype(px)>, Element<decltype(py)>, F>,
+                                 static_cast<const Element<decltype(px)> *>(x.data()),
+                                 static_cast<Element<decltype(py)> *>(y.data()), int64_t{35}, f);
+        });
+      });
+      std::vector<float> wx = x.widened(), wide(35);
+      gpu::emulation::launch(kBlocks, kThreads, 0, gpu::unaryKernel<float, float, F>,
+                             static_cast<const float *>(wx.data()), wide.data(), int64_t{35}, f);
+      EXPECT_EQ(y.bits(), storedBits(ty, wide));
+      Stored want(ty, {5, 7}, std::vector<float>(35, 0.0f));
+      const std::vector<runtime::TensorView> in{x.view()}, out{want.view()};
+      runtime::runKernel(op, {}, in, out);
+      const std::vector<float> got = y.widened(), expected = want.widened();
+      const double bound = ty == ir::DType::BF16 ? 1e-2 : 1e-5;
+      for (size_t i = 0; i < got.size(); ++i)
+        ASSERT_NEAR(got[i], expected[i], bound * std::max(1.0f, std::fabs(expected[i]))) << "element " << i;
+    }
+}
+
+} // namespace
+
+TEST(ElementwiseKernels, TakeBf16AsTheWidenedKernelsDo) {
+  std::mt19937 random(5);
+  checkBinary("add", gpu::Add{}, random);
+  checkBinary("sub", gpu::Sub{}, random);
+  checkBinary("mul", gpu::Mul{}, random);
+  checkBinary("div", gpu::Div{}, random);
+  checkBinary("gelu_grad", gpu::GeluGrad{}, random);
+  checkBinary("silu_grad", gpu::SiluGrad{}, random);
+  checkBinary("relu_grad", gpu::ReluGrad{}, random);
+  checkBinary("broadcast", gpu::First{}, random);
+  checkUnary("neg", gpu::Neg{}, random);
+  checkUnary("gelu", gpu::Gelu{}, random);
+  checkUnary("silu", gpu::Silu{}, random);
+  checkUnary("relu", gpu::Relu{}, random);
+  // constant: the value rounded as the CPU rounds it.
+  std::vector<uint16_t> filled(40, 0);
+  gpu::emulation::launch(kBlocks, kThreads, 0, gpu::fillKernel<gpu::Bf16Bits>,
+                         reinterpret_cast<gpu::Bf16Bits *>(filled.data()), int64_t{40}, 0.3f);
+  EXPECT_EQ(filled, std::vector<uint16_t>(40, runtime::toBf16(0.3f)));
+}
+
+// The kernels' rounding to bf16 is runtime/Bf16.h's (ties to even, NaNs quiet), bit for bit.
+TEST(ElementwiseKernels, RoundToBf16AsTheCpuDoes) {
+  std::vector<uint32_t> patterns = {0x00000000u, 0x80000000u, 0x3f808000u, 0x3f818000u, 0x3f80ffffu, 0x7f7fffffu,
+                                    0x7f800000u, 0xff800000u, 0x7fc00000u, 0x7f800001u, 0xffbfffffu, 0x00008000u};
+  std::mt19937 random(3);
+  for (int i = 0; i < 100000; ++i)
+    patterns.push_back(static_cast<uint32_t>(random()));
+  for (uint32_t bits : patterns) {
+    float value;
+    std::memcpy(&value, &bits, 4);
+    gpu::Bf16Bits stored{};
+    gpu::storeElement(&stored, value);
+    ASSERT_EQ(stored.bits, runtime::toBf16(value)) << std::hex << bits;
+    ASSERT_EQ(gpu::bitsOfFloat(gpu::loadElement(stored)), static_cast<uint32_t>(stored.bits) << 16) << std::hex << bits;
+  }
+}
