@@ -14,14 +14,21 @@
 #define HSPMD_DEVICE __device__
 #define HSPMD_HOST_DEVICE __host__ __device__
 #define HSPMD_SHARED_FLOATS(name) extern __shared__ float name[]
+#define HSPMD_SHARED(type, name, count) __shared__ type name[count]
+#define HSPMD_LAUNCH(blocks, threads, shared, stream, ...) __VA_ARGS__<<<blocks, threads, shared, stream>>>
 
 #else
 
+#include <algorithm>
 #include <atomic>
 #include <barrier>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <math.h>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -29,6 +36,9 @@
 #define HSPMD_DEVICE
 #define HSPMD_HOST_DEVICE
 #define HSPMD_SHARED_FLOATS(name) float *name = ::hspmd::runtime::gpu::emulation::sharedMemory
+#define HSPMD_SHARED(type, name, count) type *name = ::hspmd::runtime::gpu::emulation::staticShared<type>(count)
+#define HSPMD_LAUNCH(blocks, threads, shared, stream, ...)                                                             \
+  ::hspmd::runtime::gpu::emulation::Launch(blocks, threads, shared, stream, __VA_ARGS__)
 
 namespace hspmd::runtime::gpu {
 
@@ -40,8 +50,34 @@ struct EmulatedDim3 {
 inline thread_local EmulatedDim3 threadIdx, blockIdx, blockDim, gridDim;
 
 namespace emulation {
-inline thread_local float *sharedMemory = nullptr;
+
+// A warp's threads exchanging values (__shfl_down_sync): each writes its value to its slot, and
+// once all have, reads its partner's.
+struct Warp {
+  explicit Warp(unsigned lanes) : size(lanes), sync(lanes) {}
+  unsigned size;
+  std::barrier<> sync;
+  alignas(8) unsigned char slots[32][8] = {};
+};
+
+inline thread_local float *sharedMemory = nullptr;       // the block's dynamic shared memory
+inline thread_local unsigned char *staticArea = nullptr; // the block's __shared__ arrays
+inline thread_local size_t staticUsed = 0;               // of staticArea, by this thread's declarations so far
 inline thread_local std::barrier<> *block = nullptr;
+inline thread_local Warp *warp = nullptr;
+inline constexpr size_t kStaticBytes = 16 * 1024;
+
+/// A kernel's `__shared__ T name[count]`: every thread of a block declares its arrays in the
+/// same order, so each gets the same place in the block's area.
+template <typename T> T *staticShared(size_t count) {
+  staticUsed = (staticUsed + 15) / 16 * 16;
+  T *at = reinterpret_cast<T *>(staticArea + staticUsed);
+  staticUsed += count * sizeof(T);
+  if (staticUsed > kStaticBytes)
+    std::abort(); // more __shared__ arrays than the emulation holds: raise kStaticBytes
+  return at;
+}
+
 } // namespace emulation
 
 inline void __syncthreads() {
@@ -52,31 +88,97 @@ inline float atomicAdd(float *at, float value) {
   return std::atomic_ref<float>(*at).fetch_add(value);
 }
 
+template <typename T> T __shfl_down_sync(unsigned, T value, unsigned offset) {
+  static_assert(sizeof(T) <= 8, "a warp shuffle moves up to 8 bytes");
+  emulation::Warp &w = *emulation::warp;
+  const unsigned lane = threadIdx.x % 32;
+  std::memcpy(w.slots[lane], &value, sizeof(T));
+  w.sync.arrive_and_wait();
+  T out = value;
+  if (lane + offset < w.size)
+    std::memcpy(&out, w.slots[lane + offset], sizeof(T));
+  w.sync.arrive_and_wait(); // nobody writes its slot again before every partner has read it
+  return out;
+}
+
+// The CUDA runtime calls the kernels' launches make: host memory stands for the GPU's, and a
+// stream is nothing (everything runs at once, in order).
+struct EmulatedStream;
+using cudaStream_t = EmulatedStream *;
+enum cudaError_t { cudaSuccess = 0, cudaErrorMemoryAllocation = 2 };
+enum cudaMemcpyKind { cudaMemcpyHostToHost, cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost, cudaMemcpyDeviceToDevice };
+inline cudaError_t cudaMallocAsync(void **at, size_t bytes, cudaStream_t) {
+  *at = std::malloc(std::max<size_t>(bytes, 1));
+  return *at ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+inline cudaError_t cudaFreeAsync(void *at, cudaStream_t) {
+  std::free(at);
+  return cudaSuccess;
+}
+inline cudaError_t cudaMemsetAsync(void *at, int value, size_t bytes, cudaStream_t) {
+  std::memset(at, value, bytes);
+  return cudaSuccess;
+}
+inline cudaError_t cudaMemcpyAsync(void *to, const void *from, size_t bytes, cudaMemcpyKind, cudaStream_t) {
+  std::memmove(to, from, bytes);
+  return cudaSuccess;
+}
+inline cudaError_t cudaStreamSynchronize(cudaStream_t) {
+  return cudaSuccess;
+}
+inline cudaError_t cudaGetLastError() {
+  return cudaSuccess;
+}
+inline const char *cudaGetErrorString(cudaError_t status) {
+  return status == cudaSuccess ? "no error" : "out of memory";
+}
+
 namespace emulation {
 
 /// Runs `kernel(args...)` as `blocks` blocks of `threads` threads with `sharedBytes` of
 /// (zeroed) dynamic shared memory each, one block after another.
 template <typename Kernel, typename... Args>
-void launch(unsigned blocks, unsigned threads, size_t sharedBytes, Kernel kernel, const Args &...args) {
-  for (unsigned b = 0; b < blocks; ++b) {
+void launch(int64_t blocks, int64_t threads, size_t sharedBytes, Kernel kernel, const Args &...args) {
+  const auto n = static_cast<unsigned>(threads);
+  for (unsigned b = 0; b < static_cast<unsigned>(blocks); ++b) {
     std::vector<float> shared(sharedBytes / sizeof(float) + 1, 0.0f);
-    std::barrier<> barrier(threads);
+    auto area = std::make_unique<unsigned char[]>(kStaticBytes);
+    std::barrier<> barrier(n);
+    std::vector<std::unique_ptr<Warp>> warps;
+    for (unsigned w = 0; w * 32 < n; ++w)
+      warps.push_back(std::make_unique<Warp>(std::min(32u, n - w * 32)));
     std::vector<std::thread> team;
-    team.reserve(threads);
-    for (unsigned t = 0; t < threads; ++t)
+    team.reserve(n);
+    for (unsigned t = 0; t < n; ++t)
       team.emplace_back([&, t] {
         threadIdx = {t, 0, 0};
         blockIdx = {b, 0, 0};
-        blockDim = {threads, 1, 1};
-        gridDim = {blocks, 1, 1};
+        blockDim = {n, 1, 1};
+        gridDim = {static_cast<unsigned>(blocks), 1, 1};
         sharedMemory = shared.data();
+        staticArea = area.get();
+        staticUsed = 0;
         block = &barrier;
+        warp = warps[t / 32].get();
         kernel(args...);
       });
     for (std::thread &thread : team)
       thread.join();
   }
 }
+
+/// HSPMD_LAUNCH's: `kernel<<<blocks, threads, shared, stream>>>(args...)` as
+/// Launch(blocks, threads, shared, stream, kernel)(args...): the stream is nothing here.
+template <typename Kernel> struct Launch {
+  Launch(int64_t gridBlocks, int64_t blockThreads, size_t sharedBytes, cudaStream_t, Kernel what)
+      : blocks(gridBlocks), threads(blockThreads), shared(sharedBytes), kernel(what) {}
+  template <typename... Args> void operator()(const Args &...args) const {
+    launch(blocks, threads, shared, kernel, args...);
+  }
+  int64_t blocks, threads;
+  size_t shared;
+  Kernel kernel;
+};
 
 } // namespace emulation
 } // namespace hspmd::runtime::gpu

@@ -7,9 +7,12 @@
 // - The elementwise kernels (ElementwiseKernels.cuh) on f32 and bf16 tensors in every mix: on bf16
 //   tensors bit for bit what the f32 kernel on widened copies, rounded, writes (what runKernel ran
 //   before they took bf16), and near the CPU's kernels.
+// - Every op of KernelTable.cuh (all but products, layout ops and attention), through the table
+//   runKernel uses, with GpuKernels.*'s cases and bound (1e-5 relative).
 #include "runtime/Bf16.h"
 #include "runtime/Kernels.h"
 #include "runtime/gpu/ElementwiseKernels.cuh"
+#include "runtime/gpu/KernelTable.cuh"
 #include "runtime/gpu/TiledAttention.cuh"
 
 #include <gtest/gtest.h>
@@ -19,6 +22,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <set>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -309,4 +313,159 @@ TEST(ElementwiseKernels, RoundToBf16AsTheCpuDoes) {
     ASSERT_EQ(stored.bits, runtime::toBf16(value)) << std::hex << bits;
     ASSERT_EQ(gpu::bitsOfFloat(gpu::loadElement(stored)), static_cast<uint32_t>(stored.bits) << 16) << std::hex << bits;
   }
+}
+
+namespace {
+
+struct Tensor {
+  ir::DType dtype = ir::DType::F32;
+  std::vector<int64_t> shape;
+  std::vector<char> bytes;
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    return n;
+  }
+  float *f32() { return reinterpret_cast<float *>(bytes.data()); }
+};
+
+Tensor f32(std::vector<int64_t> shape, std::mt19937 &random, float lo = -2, float hi = 2) {
+  Tensor t{ir::DType::F32, std::move(shape), {}};
+  t.bytes.resize(static_cast<size_t>(t.numel()) * 4);
+  std::uniform_real_distribution<float> values(lo, hi);
+  for (int64_t i = 0; i < t.numel(); ++i)
+    t.f32()[i] = values(random);
+  return t;
+}
+
+Tensor i32(std::vector<int64_t> shape, std::vector<int32_t> values) {
+  Tensor t{ir::DType::I32, std::move(shape), {}};
+  t.bytes.resize(values.size() * 4);
+  std::memcpy(t.bytes.data(), values.data(), t.bytes.size());
+  return t;
+}
+
+Tensor zeros(std::vector<int64_t> shape) {
+  Tensor t{ir::DType::F32, std::move(shape), {}};
+  t.bytes.assign(static_cast<size_t>(t.numel()) * 4, 0);
+  return t;
+}
+
+std::vector<runtime::TensorView> views(std::vector<Tensor> &tensors) {
+  std::vector<runtime::TensorView> out;
+  for (Tensor &t : tensors)
+    out.push_back(runtime::TensorView{t.bytes.data(), t.dtype, t.shape});
+  return out;
+}
+
+// `op` through the CPU's kernel and through KernelTable.cuh's on CPU threads, from the same
+// tensors: every f32 output, and every f32 input (an optimizer updates its state in place),
+// within 1e-5 relative.
+void compare(const std::string &op, const ir::AttrMap &attrs, std::vector<Tensor> inputs, std::vector<Tensor> outputs,
+             const runtime::KernelContext &context = {}) {
+  SCOPED_TRACE(op);
+  std::vector<Tensor> cpuIn = inputs, cpuOut = outputs, gpuIn = inputs, gpuOut = outputs;
+  runtime::runKernel(op, attrs, views(cpuIn), views(cpuOut), context);
+  const auto runner = gpu::kernelTable().find(op);
+  ASSERT_NE(runner, gpu::kernelTable().end());
+  runner->second(attrs, views(gpuIn), views(gpuOut), context, nullptr);
+  auto check = [](std::vector<Tensor> &cpu, std::vector<Tensor> &emulated, const char *what) {
+    for (size_t k = 0; k < cpu.size(); ++k) {
+      if (cpu[k].dtype != ir::DType::F32)
+        continue;
+      for (int64_t i = 0; i < cpu[k].numel(); ++i) {
+        const float want = cpu[k].f32()[i], got = emulated[k].f32()[i];
+        ASSERT_NEAR(got, want, 1e-5 * std::max(1.0f, std::fabs(want))) << what << " " << k << " element " << i;
+      }
+    }
+  };
+  check(cpuIn, gpuIn, "input");
+  check(cpuOut, gpuOut, "output");
+}
+
+} // namespace
+
+// The table has every op of the CPU's but those of LayoutKernels.cu, AttentionKernels.cu and the
+// products (GpuKernels.EveryCpuKernelHasAGpuKernel checks the whole set where nvcc is).
+TEST(KernelTable, HoldsTheCpuOpsButLayoutAttentionAndProducts) {
+  std::set<std::string> expected;
+  for (const std::string &name : runtime::kernelNames())
+    expected.insert(name);
+  for (const char *name : {"matmul", "reshape", "transpose", "unbind", "split", "concat", "slice", "pad", "sum", "mean",
+                           "attention", "attention_grad"})
+    expected.erase(name);
+  std::set<std::string> table;
+  for (const auto &[name, _] : gpu::kernelTable())
+    table.insert(name);
+  EXPECT_EQ(table, expected);
+}
+
+TEST(KernelTable, Elementwise) {
+  std::mt19937 random(1);
+  for (const char *op : {"add", "sub", "mul"}) {
+    compare(op, {}, {f32({4, 33}, random), f32({4, 33}, random)}, {zeros({4, 33})});
+    compare(op, {}, {f32({4, 33}, random), f32({33}, random)}, {zeros({4, 33})});
+    compare(op, {}, {f32({4, 1, 5}, random), f32({3, 1}, random)}, {zeros({4, 3, 5})});
+  }
+  compare("div", {}, {f32({4, 33}, random), f32({33}, random, 0.5f, 2.0f)}, {zeros({4, 33})});
+  for (const char *op : {"neg", "gelu", "silu", "relu"})
+    compare(op, {}, {f32({1000}, random, -6, 6)}, {zeros({1000})});
+  for (const char *op : {"gelu_grad", "silu_grad", "relu_grad"})
+    compare(op, {}, {f32({1000}, random, -6, 6), f32({1000}, random)}, {zeros({1000})});
+  compare("broadcast", {}, {f32({33}, random)}, {zeros({4, 33})});
+  compare("constant", {{"value", 2.5}}, {}, {zeros({7, 5})});
+}
+
+TEST(KernelTable, NormsAndSoftmax) {
+  std::mt19937 random(2);
+  compare("layernorm", {{"eps", 1e-5}}, {f32({6, 100}, random), f32({100}, random), f32({100}, random)},
+          {zeros({6, 100})});
+  compare("layernorm_grad", {{"eps", 1e-5}}, {f32({6, 100}, random), f32({100}, random), f32({6, 100}, random)},
+          {zeros({6, 100}), zeros({100}), zeros({100})});
+  compare("rmsnorm", {{"eps", 1e-6}}, {f32({5, 2000}, random), f32({2000}, random)}, {zeros({5, 2000})});
+  compare("rmsnorm_grad", {{"eps", 1e-6}}, {f32({5, 64}, random), f32({64}, random), f32({5, 64}, random)},
+          {zeros({5, 64}), zeros({64})});
+  compare("softmax", {{"dim", int64_t{1}}}, {f32({3, 17, 5}, random, -8, 8)}, {zeros({3, 17, 5})});
+}
+
+TEST(KernelTable, EmbeddingAndCrossEntropy) {
+  std::mt19937 random(3);
+  const Tensor targets = i32({12}, {0, 5, 49, -1, 7, 7, 3, 20, 33, 48, 1, 2});
+  compare("cross_entropy", {{"tokens", int64_t{22}}}, {f32({12, 50}, random, -5, 5), targets}, {zeros({})});
+  compare("cross_entropy_grad", {{"tokens", int64_t{22}}},
+          {f32({12, 50}, random, -5, 5), targets, f32({}, random, 0.5f, 1.5f)}, {zeros({12, 50})});
+  const Tensor ids = i32({3, 4}, {10, 11, 59, 60, 5, 12, 12, 30, 10, 59, 0, 41});
+  compare("embedding", {{"vocab_offset", int64_t{10}}}, {f32({50, 16}, random), ids}, {zeros({3, 4, 16})});
+  compare("embedding_grad", {{"vocab_offset", int64_t{10}}}, {ids, f32({3, 4, 16}, random)}, {zeros({50, 16})});
+}
+
+// A target past the vocabulary: the GPU's kernel says so as the CPU's does.
+TEST(KernelTable, CrossEntropyRejectsATargetPastTheVocabulary) {
+  std::mt19937 random(8);
+  std::vector<Tensor> in{f32({2, 10}, random), i32({2}, {3, 10})}, out{zeros({})};
+  EXPECT_THROW(gpu::kernelTable().at("cross_entropy")({{"tokens", int64_t{2}}}, views(in), views(out), {}, nullptr),
+               runtime::KernelError);
+}
+
+TEST(KernelTable, VocabularyParallelCrossEntropySteps) {
+  std::mt19937 random(7);
+  const ir::AttrMap attrs = {{"tokens", int64_t{22}}, {"vocab_offset", int64_t{25}}};
+  const Tensor logits = f32({12, 50}, random, -5, 5), peak = f32({12}, random, 4, 5);
+  const Tensor targets = i32({12}, {0, 30, 49, -1, 74, 75, 3, 26, 33, 48, 100, 2});
+  const Tensor sums = f32({24}, random, 1, 40);
+  compare("vocab_parallel_max", attrs, {logits}, {zeros({12})});
+  compare("vocab_parallel_sums", attrs, {logits, targets, peak}, {zeros({24})});
+  compare("vocab_parallel_loss", attrs, {targets, peak, sums}, {zeros({})});
+  compare("vocab_parallel_grad", attrs, {logits, targets, peak, sums, f32({}, random, 0.5f, 1.5f)}, {zeros({12, 50})});
+}
+
+TEST(KernelTable, OptimizerSteps) {
+  std::mt19937 random(4);
+  runtime::KernelContext third;
+  third.step = 3;
+  const Tensor p = f32({1000}, random);
+  compare("adamw", {{"lr", 1e-2}},
+          {p, f32({1000}, random), f32({1000}, random, -0.1f, 0.1f), f32({1000}, random, 0, 0.1f)}, {p}, third);
+  compare("sgd", {{"lr", 0.1}, {"momentum", 0.9}}, {p, f32({1000}, random), f32({1000}, random)}, {p}, third);
 }

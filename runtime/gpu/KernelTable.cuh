@@ -1,0 +1,544 @@
+// KernelTable.cuh - the GPU kernels of every op but the products (Kernels.cu runs those through
+// cuBLAS), layout ops and attention (LayoutKernels.cu, AttentionKernels.cu), each with its launch:
+// kernelTable(), the op's name to what runs it on a stream. Each kernel follows its CPU kernel in
+// runtime/kernels/ (same formulas, sums in double where the CPU's are), so that fp32 results
+// agree to rounding: elementwise ops with numpy broadcasting as grid-stride loops
+// (ElementwiseKernels.cuh), norms and cross-entropy one block per row, parameter gradients of
+// the norms one thread per column adding rows in order.
+//
+// Compiled by nvcc for Kernels.cu, and by the host compiler for
+// tests/unit/runtime/GpuEmulatedKernelsTest.cpp, which runs the table on CPU threads
+// (runtime/gpu/Emulation.h: launches, shared memory, warp shuffles, and the few CUDA runtime
+// calls the launches make) against the CPU kernels. Everything here is in an unnamed namespace:
+// each binary has one file that includes it.
+#pragma once
+
+#include "runtime/Kernels.h"
+#include "runtime/gpu/ElementwiseKernels.cuh"
+#include "runtime/gpu/Emulation.h"
+#include "runtime/gpu/Launch.h"
+
+#ifdef __CUDACC__
+#include "runtime/gpu/KernelFamilies.h"
+#endif
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <span>
+#include <string>
+#include <type_traits>
+
+namespace hspmd::runtime::gpu {
+
+#ifndef __CUDACC__
+using In = std::span<const TensorView>;
+inline void check(cudaError_t status, const char *what) {
+  if (status != cudaSuccess)
+    throw KernelError(std::string(what) + ": " + cudaGetErrorString(status));
+}
+#endif
+
+/// What runs an op on a stream.
+using Runner = std::function<void(const ir::AttrMap &, In, In, const KernelContext &, cudaStream_t)>;
+
+namespace {
+
+using kernels::expect;
+
+// ---- elementwise (runtime/gpu/ElementwiseKernels.cuh) -------------------------------------
+
+// Calls `call` with a null pointer to the element type `t` is stored in: f32, or bf16 (the
+// elementwise kernels read and write bf16 tensors as they are).
+template <typename Call> void byElementType(const TensorView &t, const char *op, const Call &call) {
+  if (t.dtype == ir::DType::BF16)
+    call(static_cast<Bf16Bits *>(nullptr));
+  else {
+    expect(t.dtype == ir::DType::F32, op, "the elementwise kernels take f32 and bf16 tensors");
+    call(static_cast<float *>(nullptr));
+  }
+}
+
+template <typename T> using Element = std::remove_pointer_t<T>;
+
+template <typename F> void binary(const char *op, In in, In out, F f, cudaStream_t stream) {
+  const int64_t n = out[0].numel();
+  const LaunchShape shape = elementwiseLaunch(n);
+  if (!shape.blocks)
+    return;
+  const TensorView &a = in[0], &b = in.size() > 1 ? in[1] : in[0], &y = out[0];
+  const BroadcastStrides s = broadcastStrides(a.shape, b.shape, y.shape);
+  byElementType(a, op, [&](auto *ta) {
+    byElementType(b, op, [&](auto *tb) {
+      byElementType(y, op, [&](auto *ty) {
+        using A = Element<decltype(ta)>;
+        using B = Element<decltype(tb)>;
+        using Y = Element<decltype(ty)>;
+        HSPMD_LAUNCH(shape.blocks, shape.threads, 0, stream, binaryKernel<A, B, Y, F>)
+        (static_cast<const A *>(a.data), static_cast<const B *>(b.data), static_cast<Y *>(y.data), n, s, f);
+      });
+    });
+  });
+}
+
+template <typename F> void unary(const char *op, In in, In out, F f, cudaStream_t stream) {
+  const int64_t n = out[0].numel();
+  const LaunchShape shape = elementwiseLaunch(n);
+  if (!shape.blocks)
+    return;
+  byElementType(in[0], op, [&](auto *tx) {
+    byElementType(out[0], op, [&](auto *ty) {
+      using X = Element<decltype(tx)>;
+      using Y = Element<decltype(ty)>;
+      HSPMD_LAUNCH(shape.blocks, shape.threads, 0, stream, unaryKernel<X, Y, F>)
+      (static_cast<const X *>(in[0].data), static_cast<Y *>(out[0].data), n, f);
+    });
+  });
+}
+
+// ---- rows: norms, softmax, cross-entropy ------------------------------------------------
+
+// The sum of `value` over the block's threads (every thread gets it); `shared` holds 32 doubles.
+HSPMD_DEVICE inline double blockSum(double value, double *shared) {
+  for (int offset = 16; offset > 0; offset /= 2)
+    value += __shfl_down_sync(0xffffffffu, value, offset);
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  __syncthreads(); // `shared` may still be read by a previous call
+  if (lane == 0)
+    shared[warp] = value;
+  __syncthreads();
+  double total = 0;
+  for (int w = 0; w < static_cast<int>((blockDim.x + 31) / 32); ++w)
+    total += shared[w];
+  return total;
+}
+
+HSPMD_DEVICE inline float blockMax(float value, float *shared) {
+  for (int offset = 16; offset > 0; offset /= 2)
+    value = fmaxf(value, __shfl_down_sync(0xffffffffu, value, offset));
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  __syncthreads();
+  if (lane == 0)
+    shared[warp] = value;
+  __syncthreads();
+  float peak = -INFINITY;
+  for (int w = 0; w < static_cast<int>((blockDim.x + 31) / 32); ++w)
+    peak = fmaxf(peak, shared[w]);
+  return peak;
+}
+
+// Per row: its mean (0 for RMSNorm) and 1 / sqrt(variance or mean square + eps), kept for the
+// parameter gradients.
+HSPMD_KERNEL void normRowsKernel(const float *x, const float *w, const float *b, const float *dy, float *y,
+                                 double *stats, int64_t rows, int64_t n, double eps, bool layer) {
+  HSPMD_SHARED(double, shared, 32);
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const float *xr = x + row * n;
+    double mean = 0;
+    if (layer) {
+      double s = 0;
+      for (int64_t j = threadIdx.x; j < n; j += blockDim.x)
+        s += xr[j];
+      mean = blockSum(s, shared) / static_cast<double>(n);
+    }
+    double s2 = 0;
+    for (int64_t j = threadIdx.x; j < n; j += blockDim.x)
+      s2 += (xr[j] - mean) * (xr[j] - mean);
+    const double r = 1 / sqrt(blockSum(s2, shared) / static_cast<double>(n) + eps);
+    if (stats && threadIdx.x == 0) {
+      stats[2 * row] = mean;
+      stats[2 * row + 1] = r;
+    }
+    if (!dy) {
+      for (int64_t j = threadIdx.x; j < n; j += blockDim.x)
+        y[row * n + j] = static_cast<float>((xr[j] - mean) * r * w[j] + (layer ? b[j] : 0.0f));
+      continue;
+    }
+    const float *dyr = dy + row * n;
+    double sumG = 0, sumGX = 0;
+    for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+      const double xhat = (xr[j] - mean) * r, g = static_cast<double>(dyr[j]) * w[j];
+      sumG += g;
+      sumGX += g * xhat;
+    }
+    sumGX = blockSum(sumGX, shared);
+    sumG = layer ? blockSum(sumG, shared) : 0.0;
+    for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+      const double xhat = (xr[j] - mean) * r, g = static_cast<double>(dyr[j]) * w[j];
+      y[row * n + j] =
+          static_cast<float>(r * (g - sumG / static_cast<double>(n) - xhat * sumGX / static_cast<double>(n)));
+    }
+  }
+}
+
+// dw (and db) of a norm: one thread per column, adding the rows in order.
+HSPMD_KERNEL void normParamGradKernel(const float *x, const float *dy, const double *stats, float *dw, float *db,
+                                      int64_t rows, int64_t n) {
+  for (int64_t j = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; j < n;
+       j += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    double w = 0, b = 0;
+    for (int64_t row = 0; row < rows; ++row) {
+      const double xhat = (x[row * n + j] - stats[2 * row]) * stats[2 * row + 1];
+      w += dy[row * n + j] * xhat;
+      b += dy[row * n + j];
+    }
+    dw[j] = static_cast<float>(w);
+    if (db)
+      db[j] = static_cast<float>(b);
+  }
+}
+
+// Softmax along a dimension of extent n between `outer` and `inner` elements: one thread per
+// (outer, inner) pair.
+HSPMD_KERNEL void softmaxKernel(const float *x, float *y, int64_t outer, int64_t n, int64_t inner) {
+  for (int64_t p = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; p < outer * inner;
+       p += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t o = p / inner, i = p % inner;
+    const float *xr = x + o * n * inner + i;
+    float *yr = y + o * n * inner + i;
+    float peak = -INFINITY;
+    for (int64_t j = 0; j < n; ++j)
+      peak = fmaxf(peak, xr[j * inner]);
+    double total = 0;
+    for (int64_t j = 0; j < n; ++j)
+      total += exp(static_cast<double>(xr[j * inner] - peak));
+    for (int64_t j = 0; j < n; ++j)
+      yr[j * inner] = static_cast<float>(exp(static_cast<double>(xr[j * inner] - peak)) / total);
+  }
+}
+
+// Cross-entropy, one block per row: the row's loss into `rowLoss` (forward) or its gradient
+// into `grad`. A target < 0 is not scored; one outside the vocabulary sets `*bad` to it + 1.
+HSPMD_KERNEL void crossEntropyKernel(const float *logits, const int32_t *targets, double *rowLoss, float *grad,
+                                     const float *upstream, int64_t rows, int64_t V, double tokens, int64_t *bad) {
+  HSPMD_SHARED(double, shared, 32);
+  HSPMD_SHARED(float, peaks, 32);
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const float *xr = logits + row * V;
+    const int64_t target = targets[row];
+    if (target >= V) {
+      if (threadIdx.x == 0)
+        *bad = target + 1;
+      continue;
+    }
+    if (target < 0) {
+      if (grad)
+        for (int64_t c = threadIdx.x; c < V; c += blockDim.x)
+          grad[row * V + c] = 0.0f;
+      else if (threadIdx.x == 0)
+        rowLoss[row] = 0;
+      continue;
+    }
+    float peak = -INFINITY;
+    for (int64_t c = threadIdx.x; c < V; c += blockDim.x)
+      peak = fmaxf(peak, xr[c]);
+    peak = blockMax(peak, peaks);
+    double total = 0;
+    for (int64_t c = threadIdx.x; c < V; c += blockDim.x)
+      total += expf(xr[c] - peak);
+    total = blockSum(total, shared);
+    if (!grad) {
+      if (threadIdx.x == 0)
+        rowLoss[row] = log(total) + peak - xr[target];
+      continue;
+    }
+    const double up = *upstream;
+    const auto factor = static_cast<float>(up / total / tokens);
+    for (int64_t c = threadIdx.x; c < V; c += blockDim.x)
+      grad[row * V + c] = expf(xr[c] - peak) * factor - (c == target ? static_cast<float>(up / tokens) : 0.0f);
+  }
+}
+
+// The rows' losses added in row order (one thread: the same sum as the CPU's), over `tokens`.
+HSPMD_KERNEL void lossSumKernel(const double *rowLoss, int64_t rows, double tokens, float *loss) {
+  double total = 0;
+  for (int64_t r = 0; r < rows; ++r)
+    total += rowLoss[r];
+  *loss = static_cast<float>(total / tokens);
+}
+
+// The steps of the vocabulary-parallel cross-entropy (runtime/kernels/EmbeddingAndLoss.cpp:
+// the same formulas), one thread per row (per element for the gradient).
+HSPMD_KERNEL void vocabMaxKernel(const float *x, float *peak, int64_t rows, int64_t V) {
+  for (int64_t r = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; r < rows;
+       r += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    float m = -INFINITY;
+    for (int64_t c = 0; c < V; ++c)
+      m = fmaxf(m, x[r * V + c]);
+    peak[r] = m;
+  }
+}
+
+HSPMD_KERNEL void vocabSumsKernel(const float *x, const int32_t *targets, const float *peak, float *sums, int64_t rows,
+                                  int64_t V, int64_t offset) {
+  for (int64_t r = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; r < rows;
+       r += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    double total = 0;
+    for (int64_t c = 0; c < V; ++c)
+      total += exp(static_cast<double>(x[r * V + c] - peak[r]));
+    sums[r] = static_cast<float>(total);
+    const int64_t t = targets[r] - offset;
+    sums[rows + r] = t >= 0 && t < V ? x[r * V + t] : 0.0f;
+  }
+}
+
+// One thread: the rows' losses added in row order, as the CPU's.
+HSPMD_KERNEL void vocabLossKernel(const int32_t *targets, const float *peak, const float *sums, int64_t rows,
+                                  double tokens, float *loss) {
+  double total = 0;
+  for (int64_t r = 0; r < rows; ++r)
+    if (targets[r] >= 0)
+      total += log(static_cast<double>(sums[r])) + peak[r] - sums[rows + r];
+  *loss = static_cast<float>(total / tokens);
+}
+
+HSPMD_KERNEL void vocabGradKernel(const float *x, const int32_t *targets, const float *peak, const float *sums,
+                                  const float *upstream, float *g, int64_t rows, int64_t V, int64_t offset,
+                                  double tokens) {
+  for (int64_t k = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; k < rows * V;
+       k += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t r = k / V, c = k % V;
+    if (targets[r] < 0) {
+      g[k] = 0.0f;
+      continue;
+    }
+    const double p = exp(static_cast<double>(x[k] - peak[r])) / sums[r];
+    g[k] = static_cast<float>(upstream[0] * (p - (c + offset == targets[r] ? 1.0 : 0.0)) / tokens);
+  }
+}
+
+// ---- embedding, optimizer -------------------------------------------------------------
+
+HSPMD_KERNEL void embeddingKernel(const float *table, const int32_t *ids, float *y, int64_t count, int64_t V, int64_t D,
+                                  int64_t offset) {
+  for (int64_t k = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; k < count * D;
+       k += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t i = k / D, d = k % D, row = ids[i] - offset;
+    y[k] = row >= 0 && row < V ? table[row * D + d] : 0.0f;
+  }
+}
+
+// One thread per column of the table, adding the matching ids' rows in order (deterministic).
+HSPMD_KERNEL void embeddingGradKernel(const int32_t *ids, const float *dy, float *g, int64_t count, int64_t V,
+                                      int64_t D, int64_t offset) {
+  for (int64_t k = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; k < V * D;
+       k += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t row = k / D, d = k % D;
+    float sum = 0.0f;
+    for (int64_t i = 0; i < count; ++i)
+      if (ids[i] - offset == row)
+        sum += dy[i * D + d];
+    g[k] = sum;
+  }
+}
+
+HSPMD_KERNEL void adamwKernel(float *p, const float *g, float *m, float *v, int64_t n, double lr, double beta1,
+                              double beta2, double eps, double decay, double correction1, double correction2) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    m[i] = static_cast<float>(beta1 * m[i] + (1 - beta1) * g[i]);
+    v[i] = static_cast<float>(beta2 * v[i] + (1 - beta2) * static_cast<double>(g[i]) * g[i]);
+    const double update = (m[i] / correction1) / (sqrt(v[i] / correction2) + eps);
+    p[i] = static_cast<float>(p[i] * (1 - lr * decay) - lr * update);
+  }
+}
+
+HSPMD_KERNEL void sgdKernel(float *p, const float *g, float *momentum, int64_t n, double lr, double mu, double decay,
+                            bool first) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    double step = g[i] + decay * p[i];
+    if (momentum) {
+      momentum[i] = static_cast<float>(first ? step : mu * momentum[i] + step);
+      step = momentum[i];
+    }
+    p[i] = static_cast<float>(p[i] - lr * step);
+  }
+}
+
+// Scratch memory for one kernel call, freed in stream order.
+class Scratch {
+public:
+  Scratch(int64_t bytes, cudaStream_t stream) : stream_(stream) {
+    check(cudaMallocAsync(&data_, static_cast<size_t>(bytes), stream), "cudaMallocAsync");
+  }
+  ~Scratch() { cudaFreeAsync(data_, stream_); }
+  template <typename T> T *as() const { return static_cast<T *>(data_); }
+
+private:
+  void *data_ = nullptr;
+  cudaStream_t stream_;
+};
+
+void norm(const std::string &op, const ir::AttrMap &attrs, In in, In out, cudaStream_t stream) {
+  const bool layer = op.rfind("layernorm", 0) == 0, grad = op.size() > 5 && op.substr(op.size() - 5) == "_grad";
+  const int64_t n = in[0].shape.empty() ? 1 : in[0].shape.back(), rows = in[0].numel() / std::max<int64_t>(n, 1);
+  const double eps = ir::floatAttr(attrs, "eps", 1e-5);
+  const LaunchShape shape = rowLaunch(rows, n);
+  if (!shape.blocks)
+    return;
+  if (!grad) {
+    HSPMD_LAUNCH(shape.blocks, shape.threads, 0, stream, normRowsKernel)
+    (in[0].f32(), in[1].f32(), layer ? in[2].f32() : nullptr, nullptr, out[0].f32(), nullptr, rows, n, eps, layer);
+    return;
+  }
+  Scratch stats(rows * 2 * static_cast<int64_t>(sizeof(double)), stream);
+  HSPMD_LAUNCH(shape.blocks, shape.threads, 0, stream, normRowsKernel)
+  (in[0].f32(), in[1].f32(), nullptr, in[2].f32(), out[0].f32(), stats.as<double>(), rows, n, eps, layer);
+  const LaunchShape columns = elementwiseLaunch(n);
+  HSPMD_LAUNCH(columns.blocks, columns.threads, 0, stream, normParamGradKernel)
+  (in[0].f32(), in[2].f32(), stats.as<double>(), out[1].f32(), layer ? out[2].f32() : nullptr, rows, n);
+}
+
+void crossEntropy(const std::string &op, const ir::AttrMap &attrs, In in, In out, const KernelContext &context,
+                  cudaStream_t stream) {
+  const TensorView &logits = in[0], &targets = in[1];
+  const int64_t V = logits.shape.back(), rows = logits.numel() / std::max<int64_t>(V, 1);
+  const double tokens = static_cast<double>(context.scored > 0 ? context.scored : ir::intAttr(attrs, "tokens", rows));
+  const bool grad = op == "cross_entropy_grad";
+  Scratch scratch((grad ? 0 : rows * static_cast<int64_t>(sizeof(double))) + static_cast<int64_t>(sizeof(int64_t)),
+                  stream);
+  int64_t *bad = scratch.as<int64_t>();
+  check(cudaMemsetAsync(bad, 0, sizeof(int64_t), stream), "cudaMemsetAsync");
+  double *rowLoss = grad ? nullptr : reinterpret_cast<double *>(bad + 1);
+  const LaunchShape shape = rowLaunch(rows, V);
+  if (shape.blocks)
+    HSPMD_LAUNCH(shape.blocks, shape.threads, 0, stream, crossEntropyKernel)
+    (logits.f32(), targets.i32(), rowLoss, grad ? out[0].f32() : nullptr, grad ? in[2].f32() : nullptr, rows, V, tokens,
+     bad);
+  if (!grad)
+    HSPMD_LAUNCH(1, 1, 0, stream, lossSumKernel)(rowLoss, rows, tokens, out[0].f32());
+  int64_t target = 0; // the CPU kernel's check, at the cost of one wait per loss
+  check(cudaMemcpyAsync(&target, bad, sizeof target, cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync");
+  check(cudaStreamSynchronize(stream), op.c_str());
+  expect(target == 0, op, "target " + std::to_string(target - 1) + " outside the vocabulary");
+}
+
+inline const std::map<std::string, Runner> &kernelTable() {
+  static const std::map<std::string, Runner> table = [] {
+    std::map<std::string, Runner> t;
+    auto bin = [&](const char *name, auto f) {
+      t[name] = [name, f](const ir::AttrMap &, In in, In out, const KernelContext &, cudaStream_t s) {
+        binary(name, in, out, f, s);
+      };
+    };
+    auto un = [&](const char *name, auto f) {
+      t[name] = [name, f](const ir::AttrMap &, In in, In out, const KernelContext &, cudaStream_t s) {
+        unary(name, in, out, f, s);
+      };
+    };
+    bin("add", Add{});
+    bin("sub", Sub{});
+    bin("mul", Mul{});
+    bin("div", Div{});
+    bin("gelu_grad", GeluGrad{});
+    bin("silu_grad", SiluGrad{});
+    bin("relu_grad", ReluGrad{});
+    un("neg", Neg{});
+    un("gelu", Gelu{});
+    un("silu", Silu{});
+    un("relu", Relu{});
+    t["broadcast"] = [](const ir::AttrMap &, In in, In out, const KernelContext &, cudaStream_t s) {
+      binary("broadcast", in.subspan(0, 1), out, First{}, s);
+    };
+    t["constant"] = [](const ir::AttrMap &attrs, In, In out, const KernelContext &, cudaStream_t s) {
+      const LaunchShape shape = elementwiseLaunch(out[0].numel());
+      if (shape.blocks)
+        byElementType(out[0], "constant", [&](auto *ty) {
+          HSPMD_LAUNCH(shape.blocks, shape.threads, 0, s, fillKernel<Element<decltype(ty)>>)
+          (static_cast<Element<decltype(ty)> *>(out[0].data), out[0].numel(),
+           static_cast<float>(ir::floatAttr(attrs, "value")));
+        });
+    };
+    for (const char *name : {"layernorm", "layernorm_grad", "rmsnorm", "rmsnorm_grad"})
+      t[name] = [op = std::string(name)](const ir::AttrMap &attrs, In in, In out, const KernelContext &,
+                                         cudaStream_t s) { norm(op, attrs, in, out, s); };
+    t["softmax"] = [](const ir::AttrMap &attrs, In in, In out, const KernelContext &, cudaStream_t s) {
+      const auto dim = static_cast<size_t>(ir::intAttr(attrs, "dim"));
+      expect(dim < in[0].shape.size(), "softmax", "dimension out of range");
+      int64_t inner = 1, outer = 1;
+      for (size_t d = dim + 1; d < in[0].shape.size(); ++d)
+        inner *= in[0].shape[d];
+      for (size_t d = 0; d < dim; ++d)
+        outer *= in[0].shape[d];
+      const LaunchShape shape = elementwiseLaunch(outer * inner);
+      if (shape.blocks)
+        HSPMD_LAUNCH(shape.blocks, shape.threads, 0, s, softmaxKernel)
+        (in[0].f32(), out[0].f32(), outer, in[0].shape[dim], inner);
+    };
+    for (const char *name : {"cross_entropy", "cross_entropy_grad"})
+      t[name] = [op = std::string(name)](const ir::AttrMap &attrs, In in, In out, const KernelContext &context,
+                                         cudaStream_t s) { crossEntropy(op, attrs, in, out, context, s); };
+    // The vocabulary-parallel cross-entropy's steps: in[0] the logits but for the loss's.
+    auto tokensOf = [](const ir::AttrMap &attrs, const KernelContext &context, int64_t rows) {
+      return static_cast<double>(context.scored > 0 ? context.scored : ir::intAttr(attrs, "tokens", rows));
+    };
+    t["vocab_parallel_max"] = [](const ir::AttrMap &, In in, In out, const KernelContext &, cudaStream_t s) {
+      const int64_t V = std::max<int64_t>(in[0].shape.back(), 1), rows = in[0].numel() / V;
+      const LaunchShape shape = elementwiseLaunch(rows);
+      if (shape.blocks)
+        HSPMD_LAUNCH(shape.blocks, shape.threads, 0, s, vocabMaxKernel)(in[0].f32(), out[0].f32(), rows, V);
+    };
+    t["vocab_parallel_sums"] = [](const ir::AttrMap &attrs, In in, In out, const KernelContext &, cudaStream_t s) {
+      const int64_t V = std::max<int64_t>(in[0].shape.back(), 1), rows = in[0].numel() / V;
+      const LaunchShape shape = elementwiseLaunch(rows);
+      if (shape.blocks)
+        HSPMD_LAUNCH(shape.blocks, shape.threads, 0, s, vocabSumsKernel)
+        (in[0].f32(), in[1].i32(), in[2].f32(), out[0].f32(), rows, V, ir::intAttr(attrs, "vocab_offset"));
+    };
+    t["vocab_parallel_loss"] = [tokensOf](const ir::AttrMap &attrs, In in, In out, const KernelContext &context,
+                                          cudaStream_t s) {
+      const int64_t rows = in[1].numel();
+      HSPMD_LAUNCH(1, 1, 0, s, vocabLossKernel)
+      (in[0].i32(), in[1].f32(), in[2].f32(), rows, tokensOf(attrs, context, rows), out[0].f32());
+    };
+    t["vocab_parallel_grad"] = [tokensOf](const ir::AttrMap &attrs, In in, In out, const KernelContext &context,
+                                          cudaStream_t s) {
+      const int64_t V = std::max<int64_t>(in[0].shape.back(), 1), rows = in[0].numel() / V;
+      const LaunchShape shape = elementwiseLaunch(rows * V);
+      if (shape.blocks)
+        HSPMD_LAUNCH(shape.blocks, shape.threads, 0, s, vocabGradKernel)
+        (in[0].f32(), in[1].i32(), in[2].f32(), in[3].f32(), in[4].f32(), out[0].f32(), rows, V,
+         ir::intAttr(attrs, "vocab_offset"), tokensOf(attrs, context, rows));
+    };
+    t["embedding"] = [](const ir::AttrMap &attrs, In in, In out, const KernelContext &, cudaStream_t s) {
+      const int64_t V = in[0].shape[0], D = in[0].shape[1], count = in[1].numel();
+      const LaunchShape shape = elementwiseLaunch(count * D);
+      if (shape.blocks)
+        HSPMD_LAUNCH(shape.blocks, shape.threads, 0, s, embeddingKernel)
+        (in[0].f32(), in[1].i32(), out[0].f32(), count, V, D, ir::intAttr(attrs, "vocab_offset"));
+    };
+    t["embedding_grad"] = [](const ir::AttrMap &attrs, In in, In out, const KernelContext &, cudaStream_t s) {
+      const int64_t V = out[0].shape[0], D = out[0].shape[1], count = in[0].numel();
+      const LaunchShape shape = elementwiseLaunch(V * D);
+      if (shape.blocks)
+        HSPMD_LAUNCH(shape.blocks, shape.threads, 0, s, embeddingGradKernel)
+        (in[0].i32(), in[1].f32(), out[0].f32(), count, V, D, ir::intAttr(attrs, "vocab_offset"));
+    };
+    t["adamw"] = [](const ir::AttrMap &attrs, In in, In out, const KernelContext &context, cudaStream_t s) {
+      expect(in.size() == 4 && out.size() == 1, "adamw", "expects param, grad, m, v -> param");
+      const double beta1 = ir::floatAttr(attrs, "beta1", 0.9), beta2 = ir::floatAttr(attrs, "beta2", 0.999);
+      const LaunchShape shape = elementwiseLaunch(out[0].numel());
+      if (shape.blocks)
+        HSPMD_LAUNCH(shape.blocks, shape.threads, 0, s, adamwKernel)
+        (out[0].f32(), in[1].f32(), in[2].f32(), in[3].f32(), out[0].numel(), ir::floatAttr(attrs, "lr", 1e-3), beta1,
+         beta2, ir::floatAttr(attrs, "eps", 1e-8), ir::floatAttr(attrs, "weight_decay", 0.01),
+         1 - std::pow(beta1, static_cast<double>(context.step)),
+         1 - std::pow(beta2, static_cast<double>(context.step)));
+    };
+    t["sgd"] = [](const ir::AttrMap &attrs, In in, In out, const KernelContext &context, cudaStream_t s) {
+      const LaunchShape shape = elementwiseLaunch(out[0].numel());
+      if (shape.blocks)
+        HSPMD_LAUNCH(shape.blocks, shape.threads, 0, s, sgdKernel)
+        (out[0].f32(), in[1].f32(), in.size() > 2 ? in[2].f32() : nullptr, out[0].numel(),
+         ir::floatAttr(attrs, "lr", 1e-2), ir::floatAttr(attrs, "momentum", 0.0),
+         ir::floatAttr(attrs, "weight_decay", 0.0), context.step == 1);
+    };
+    return t;
+  }();
+  return table;
+}
+
+} // namespace
+} // namespace hspmd::runtime::gpu
