@@ -1,12 +1,22 @@
-// Emulation.h - CUDA kernels of a header (runtime/gpu/TiledAttention.cuh) compiled by the host
-// compiler and run on CPU threads, so that their indexing, masking and synchronisation are
-// tested on machines without a GPU (CI). Under nvcc, HSPMD_KERNEL, HSPMD_DEVICE and
-// HSPMD_HOST_DEVICE are __global__, __device__ and both, and nothing else here is used; elsewhere each block runs as
-// blockDim std::threads with its own shared memory, __syncthreads() a barrier of them, and atomicAdd an atomic add:
-// what a kernel computes is what the GPU computes, up to the order of its atomic adds. What this does not show: speed,
-// memory limits, warp-level behaviour (no kernel here uses warp intrinsics). A kernel whose threads do not all reach a
-// __syncthreads() hangs here, as it may on a GPU.
+// Emulation.h - CUDA kernels written in headers (runtime/gpu/*.cuh), compiled by nvcc for the GPU
+// and by the host compiler to run on CPU threads, so that their indexing, masking and
+// synchronisation are tested on machines without a GPU (CI). A kernel is HSPMD_KERNEL, its
+// helpers HSPMD_DEVICE (or HSPMD_HOST_DEVICE), its shared memory HSPMD_SHARED_FLOATS (dynamic)
+// or HSPMD_SHARED (an array), and it is launched by launchKernel(blocks, threads, shared,
+// stream, kernel, args...): under nvcc, __global__, __device__, __shared__ and <<<...>>>.
+//
+// On the host each block runs as blockDim std::threads with its own shared memory,
+// __syncthreads() a barrier of them, __shfl_down_sync an exchange within each warp of 32, and
+// atomicAdd an atomic add; blocks run one after another. The few CUDA runtime calls the
+// launches make (cudaMallocAsync, cudaMemsetAsync, cudaMemcpyAsync, ...) act on host memory,
+// and a stream is nothing. What a kernel computes is what the GPU computes, up to the order of
+// its atomic adds. What this does not show: speed, the GPU's memory limits, and what depends on
+// a GPU's scheduling (a barrier left out may pass here). A kernel whose threads do not all reach
+// a __syncthreads() hangs here, as it may on a GPU.
 #pragma once
+
+#include <cstddef>
+#include <cstdint>
 
 #ifdef __CUDACC__
 
@@ -15,7 +25,16 @@
 #define HSPMD_HOST_DEVICE __host__ __device__
 #define HSPMD_SHARED_FLOATS(name) extern __shared__ float name[]
 #define HSPMD_SHARED(type, name, count) __shared__ type name[count]
-#define HSPMD_LAUNCH(blocks, threads, shared, stream, ...) __VA_ARGS__<<<blocks, threads, shared, stream>>>
+
+namespace hspmd::runtime::gpu {
+/// `kernel<<<blocks, threads, shared, stream>>>(args...)`, written so that the host compiler
+/// runs the same line on CPU threads (below).
+template <typename... Params, typename... Args>
+void launchKernel(int64_t blocks, int64_t threads, size_t shared, cudaStream_t stream, void (*kernel)(Params...),
+                  const Args &...args) {
+  kernel<<<static_cast<unsigned>(blocks), static_cast<unsigned>(threads), shared, stream>>>(args...);
+}
+} // namespace hspmd::runtime::gpu
 
 #else
 
@@ -37,8 +56,6 @@
 #define HSPMD_HOST_DEVICE
 #define HSPMD_SHARED_FLOATS(name) float *name = ::hspmd::runtime::gpu::emulation::sharedMemory
 #define HSPMD_SHARED(type, name, count) type *name = ::hspmd::runtime::gpu::emulation::staticShared<type>(count)
-#define HSPMD_LAUNCH(blocks, threads, shared, stream, ...)                                                             \
-  ::hspmd::runtime::gpu::emulation::Launch(blocks, threads, shared, stream, __VA_ARGS__)
 
 namespace hspmd::runtime::gpu {
 
@@ -167,20 +184,16 @@ void launch(int64_t blocks, int64_t threads, size_t sharedBytes, Kernel kernel, 
   }
 }
 
-/// HSPMD_LAUNCH's: `kernel<<<blocks, threads, shared, stream>>>(args...)` as
-/// Launch(blocks, threads, shared, stream, kernel)(args...): the stream is nothing here.
-template <typename Kernel> struct Launch {
-  Launch(int64_t gridBlocks, int64_t blockThreads, size_t sharedBytes, cudaStream_t, Kernel what)
-      : blocks(gridBlocks), threads(blockThreads), shared(sharedBytes), kernel(what) {}
-  template <typename... Args> void operator()(const Args &...args) const {
-    launch(blocks, threads, shared, kernel, args...);
-  }
-  int64_t blocks, threads;
-  size_t shared;
-  Kernel kernel;
-};
-
 } // namespace emulation
+
+/// `kernel<<<blocks, threads, shared, stream>>>(args...)` on CPU threads (the stream is nothing
+/// here: everything runs at once, in order).
+template <typename... Params, typename... Args>
+void launchKernel(int64_t blocks, int64_t threads, size_t shared, cudaStream_t, void (*kernel)(Params...),
+                  const Args &...args) {
+  emulation::launch(blocks, threads, shared, kernel, args...);
+}
+
 } // namespace hspmd::runtime::gpu
 
 #endif

@@ -75,8 +75,8 @@ template <typename F> void binary(const char *op, In in, In out, F f, cudaStream
         using A = Element<decltype(ta)>;
         using B = Element<decltype(tb)>;
         using Y = Element<decltype(ty)>;
-        HSPMD_LAUNCH(shape.blocks, shape.threads, 0, stream, binaryKernel<A, B, Y, F>)
-        (static_cast<const A *>(a.data), static_cast<const B *>(b.data), static_cast<Y *>(y.data), n, s, f);
+        launchKernel(shape.blocks, shape.threads, 0, stream, binaryKernel<A, B, Y, F>, static_cast<const A *>(a.data),
+                     static_cast<const B *>(b.data), static_cast<Y *>(y.data), n, s, f);
       });
     });
   });
@@ -91,8 +91,8 @@ template <typename F> void unary(const char *op, In in, In out, F f, cudaStream_
     byElementType(out[0], op, [&](auto *ty) {
       using X = Element<decltype(tx)>;
       using Y = Element<decltype(ty)>;
-      HSPMD_LAUNCH(shape.blocks, shape.threads, 0, stream, unaryKernel<X, Y, F>)
-      (static_cast<const X *>(in[0].data), static_cast<Y *>(out[0].data), n, f);
+      launchKernel(shape.blocks, shape.threads, 0, stream, unaryKernel<X, Y, F>, static_cast<const X *>(in[0].data),
+                   static_cast<Y *>(out[0].data), n, f);
     });
   });
 }
@@ -379,16 +379,16 @@ void norm(const std::string &op, const ir::AttrMap &attrs, In in, In out, cudaSt
   if (!shape.blocks)
     return;
   if (!grad) {
-    HSPMD_LAUNCH(shape.blocks, shape.threads, 0, stream, normRowsKernel)
-    (in[0].f32(), in[1].f32(), layer ? in[2].f32() : nullptr, nullptr, out[0].f32(), nullptr, rows, n, eps, layer);
+    launchKernel(shape.blocks, shape.threads, 0, stream, normRowsKernel, in[0].f32(), in[1].f32(),
+                 layer ? in[2].f32() : nullptr, nullptr, out[0].f32(), nullptr, rows, n, eps, layer);
     return;
   }
   Scratch stats(rows * 2 * static_cast<int64_t>(sizeof(double)), stream);
-  HSPMD_LAUNCH(shape.blocks, shape.threads, 0, stream, normRowsKernel)
-  (in[0].f32(), in[1].f32(), nullptr, in[2].f32(), out[0].f32(), stats.as<double>(), rows, n, eps, layer);
+  launchKernel(shape.blocks, shape.threads, 0, stream, normRowsKernel, in[0].f32(), in[1].f32(), nullptr, in[2].f32(),
+               out[0].f32(), stats.as<double>(), rows, n, eps, layer);
   const LaunchShape columns = elementwiseLaunch(n);
-  HSPMD_LAUNCH(columns.blocks, columns.threads, 0, stream, normParamGradKernel)
-  (in[0].f32(), in[2].f32(), stats.as<double>(), out[1].f32(), layer ? out[2].f32() : nullptr, rows, n);
+  launchKernel(columns.blocks, columns.threads, 0, stream, normParamGradKernel, in[0].f32(), in[2].f32(),
+               stats.as<double>(), out[1].f32(), layer ? out[2].f32() : nullptr, rows, n);
 }
 
 void crossEntropy(const std::string &op, const ir::AttrMap &attrs, In in, In out, const KernelContext &context,
@@ -404,11 +404,10 @@ void crossEntropy(const std::string &op, const ir::AttrMap &attrs, In in, In out
   double *rowLoss = grad ? nullptr : reinterpret_cast<double *>(bad + 1);
   const LaunchShape shape = rowLaunch(rows, V);
   if (shape.blocks)
-    HSPMD_LAUNCH(shape.blocks, shape.threads, 0, stream, crossEntropyKernel)
-    (logits.f32(), targets.i32(), rowLoss, grad ? out[0].f32() : nullptr, grad ? in[2].f32() : nullptr, rows, V, tokens,
-     bad);
+    launchKernel(shape.blocks, shape.threads, 0, stream, crossEntropyKernel, logits.f32(), targets.i32(), rowLoss,
+                 grad ? out[0].f32() : nullptr, grad ? in[2].f32() : nullptr, rows, V, tokens, bad);
   if (!grad)
-    HSPMD_LAUNCH(1, 1, 0, stream, lossSumKernel)(rowLoss, rows, tokens, out[0].f32());
+    launchKernel(1, 1, 0, stream, lossSumKernel, rowLoss, rows, tokens, out[0].f32());
   int64_t target = 0; // the CPU kernel's check, at the cost of one wait per loss
   check(cudaMemcpyAsync(&target, bad, sizeof target, cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync");
   check(cudaStreamSynchronize(stream), op.c_str());
@@ -446,9 +445,9 @@ inline const std::map<std::string, Runner> &kernelTable() {
       const LaunchShape shape = elementwiseLaunch(out[0].numel());
       if (shape.blocks)
         byElementType(out[0], "constant", [&](auto *ty) {
-          HSPMD_LAUNCH(shape.blocks, shape.threads, 0, s, fillKernel<Element<decltype(ty)>>)
-          (static_cast<Element<decltype(ty)> *>(out[0].data), out[0].numel(),
-           static_cast<float>(ir::floatAttr(attrs, "value")));
+          launchKernel(shape.blocks, shape.threads, 0, s, fillKernel<Element<decltype(ty)>>,
+                       static_cast<Element<decltype(ty)> *>(out[0].data), out[0].numel(),
+                       static_cast<float>(ir::floatAttr(attrs, "value")));
         });
     };
     for (const char *name : {"layernorm", "layernorm_grad", "rmsnorm", "rmsnorm_grad"})
@@ -464,8 +463,8 @@ inline const std::map<std::string, Runner> &kernelTable() {
         outer *= in[0].shape[d];
       const LaunchShape shape = elementwiseLaunch(outer * inner);
       if (shape.blocks)
-        HSPMD_LAUNCH(shape.blocks, shape.threads, 0, s, softmaxKernel)
-        (in[0].f32(), out[0].f32(), outer, in[0].shape[dim], inner);
+        launchKernel(shape.blocks, shape.threads, 0, s, softmaxKernel, in[0].f32(), out[0].f32(), outer,
+                     in[0].shape[dim], inner);
     };
     for (const char *name : {"cross_entropy", "cross_entropy_grad"})
       t[name] = [op = std::string(name)](const ir::AttrMap &attrs, In in, In out, const KernelContext &context,
@@ -478,62 +477,62 @@ inline const std::map<std::string, Runner> &kernelTable() {
       const int64_t V = std::max<int64_t>(in[0].shape.back(), 1), rows = in[0].numel() / V;
       const LaunchShape shape = elementwiseLaunch(rows);
       if (shape.blocks)
-        HSPMD_LAUNCH(shape.blocks, shape.threads, 0, s, vocabMaxKernel)(in[0].f32(), out[0].f32(), rows, V);
+        launchKernel(shape.blocks, shape.threads, 0, s, vocabMaxKernel, in[0].f32(), out[0].f32(), rows, V);
     };
     t["vocab_parallel_sums"] = [](const ir::AttrMap &attrs, In in, In out, const KernelContext &, cudaStream_t s) {
       const int64_t V = std::max<int64_t>(in[0].shape.back(), 1), rows = in[0].numel() / V;
       const LaunchShape shape = elementwiseLaunch(rows);
       if (shape.blocks)
-        HSPMD_LAUNCH(shape.blocks, shape.threads, 0, s, vocabSumsKernel)
-        (in[0].f32(), in[1].i32(), in[2].f32(), out[0].f32(), rows, V, ir::intAttr(attrs, "vocab_offset"));
+        launchKernel(shape.blocks, shape.threads, 0, s, vocabSumsKernel, in[0].f32(), in[1].i32(), in[2].f32(),
+                     out[0].f32(), rows, V, ir::intAttr(attrs, "vocab_offset"));
     };
     t["vocab_parallel_loss"] = [tokensOf](const ir::AttrMap &attrs, In in, In out, const KernelContext &context,
                                           cudaStream_t s) {
       const int64_t rows = in[1].numel();
-      HSPMD_LAUNCH(1, 1, 0, s, vocabLossKernel)
-      (in[0].i32(), in[1].f32(), in[2].f32(), rows, tokensOf(attrs, context, rows), out[0].f32());
+      launchKernel(1, 1, 0, s, vocabLossKernel, in[0].i32(), in[1].f32(), in[2].f32(), rows,
+                   tokensOf(attrs, context, rows), out[0].f32());
     };
     t["vocab_parallel_grad"] = [tokensOf](const ir::AttrMap &attrs, In in, In out, const KernelContext &context,
                                           cudaStream_t s) {
       const int64_t V = std::max<int64_t>(in[0].shape.back(), 1), rows = in[0].numel() / V;
       const LaunchShape shape = elementwiseLaunch(rows * V);
       if (shape.blocks)
-        HSPMD_LAUNCH(shape.blocks, shape.threads, 0, s, vocabGradKernel)
-        (in[0].f32(), in[1].i32(), in[2].f32(), in[3].f32(), in[4].f32(), out[0].f32(), rows, V,
-         ir::intAttr(attrs, "vocab_offset"), tokensOf(attrs, context, rows));
+        launchKernel(shape.blocks, shape.threads, 0, s, vocabGradKernel, in[0].f32(), in[1].i32(), in[2].f32(),
+                     in[3].f32(), in[4].f32(), out[0].f32(), rows, V, ir::intAttr(attrs, "vocab_offset"),
+                     tokensOf(attrs, context, rows));
     };
     t["embedding"] = [](const ir::AttrMap &attrs, In in, In out, const KernelContext &, cudaStream_t s) {
       const int64_t V = in[0].shape[0], D = in[0].shape[1], count = in[1].numel();
       const LaunchShape shape = elementwiseLaunch(count * D);
       if (shape.blocks)
-        HSPMD_LAUNCH(shape.blocks, shape.threads, 0, s, embeddingKernel)
-        (in[0].f32(), in[1].i32(), out[0].f32(), count, V, D, ir::intAttr(attrs, "vocab_offset"));
+        launchKernel(shape.blocks, shape.threads, 0, s, embeddingKernel, in[0].f32(), in[1].i32(), out[0].f32(), count,
+                     V, D, ir::intAttr(attrs, "vocab_offset"));
     };
     t["embedding_grad"] = [](const ir::AttrMap &attrs, In in, In out, const KernelContext &, cudaStream_t s) {
       const int64_t V = out[0].shape[0], D = out[0].shape[1], count = in[0].numel();
       const LaunchShape shape = elementwiseLaunch(V * D);
       if (shape.blocks)
-        HSPMD_LAUNCH(shape.blocks, shape.threads, 0, s, embeddingGradKernel)
-        (in[0].i32(), in[1].f32(), out[0].f32(), count, V, D, ir::intAttr(attrs, "vocab_offset"));
+        launchKernel(shape.blocks, shape.threads, 0, s, embeddingGradKernel, in[0].i32(), in[1].f32(), out[0].f32(),
+                     count, V, D, ir::intAttr(attrs, "vocab_offset"));
     };
     t["adamw"] = [](const ir::AttrMap &attrs, In in, In out, const KernelContext &context, cudaStream_t s) {
       expect(in.size() == 4 && out.size() == 1, "adamw", "expects param, grad, m, v -> param");
       const double beta1 = ir::floatAttr(attrs, "beta1", 0.9), beta2 = ir::floatAttr(attrs, "beta2", 0.999);
       const LaunchShape shape = elementwiseLaunch(out[0].numel());
       if (shape.blocks)
-        HSPMD_LAUNCH(shape.blocks, shape.threads, 0, s, adamwKernel)
-        (out[0].f32(), in[1].f32(), in[2].f32(), in[3].f32(), out[0].numel(), ir::floatAttr(attrs, "lr", 1e-3), beta1,
-         beta2, ir::floatAttr(attrs, "eps", 1e-8), ir::floatAttr(attrs, "weight_decay", 0.01),
-         1 - std::pow(beta1, static_cast<double>(context.step)),
-         1 - std::pow(beta2, static_cast<double>(context.step)));
+        launchKernel(shape.blocks, shape.threads, 0, s, adamwKernel, out[0].f32(), in[1].f32(), in[2].f32(),
+                     in[3].f32(), out[0].numel(), ir::floatAttr(attrs, "lr", 1e-3), beta1, beta2,
+                     ir::floatAttr(attrs, "eps", 1e-8), ir::floatAttr(attrs, "weight_decay", 0.01),
+                     1 - std::pow(beta1, static_cast<double>(context.step)),
+                     1 - std::pow(beta2, static_cast<double>(context.step)));
     };
     t["sgd"] = [](const ir::AttrMap &attrs, In in, In out, const KernelContext &context, cudaStream_t s) {
       const LaunchShape shape = elementwiseLaunch(out[0].numel());
       if (shape.blocks)
-        HSPMD_LAUNCH(shape.blocks, shape.threads, 0, s, sgdKernel)
-        (out[0].f32(), in[1].f32(), in.size() > 2 ? in[2].f32() : nullptr, out[0].numel(),
-         ir::floatAttr(attrs, "lr", 1e-2), ir::floatAttr(attrs, "momentum", 0.0),
-         ir::floatAttr(attrs, "weight_decay", 0.0), context.step == 1);
+        launchKernel(shape.blocks, shape.threads, 0, s, sgdKernel, out[0].f32(), in[1].f32(),
+                     in.size() > 2 ? in[2].f32() : nullptr, out[0].numel(), ir::floatAttr(attrs, "lr", 1e-2),
+                     ir::floatAttr(attrs, "momentum", 0.0), ir::floatAttr(attrs, "weight_decay", 0.0),
+                     context.step == 1);
     };
     return t;
   }();
