@@ -1,6 +1,6 @@
 // bench_gpu - the GPU half, measured on a GPU (scripts/gpu-check.sh runs it): cuBLAS fp32
 // matrix products (TFLOP/s); causal attention of the 1.2B GPT's shape, forward and backward, in
-// the tiled kernels against the row kernels (runtime/gpu/AttentionKernels.cu), in the same run;
+// the tiled kernels against the row kernels (runtime/gpu/AttentionKernels.cuh), in the same run;
 // and training steps of the single-device example plans on the GPU (runtime/gpu/GpuOffload.h,
 // what hspmc build --target cuda runs) against the CPU executor in the same run (tokens/s and
 // their ratio). Without a GPU it says so and exits 0.

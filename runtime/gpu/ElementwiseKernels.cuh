@@ -54,10 +54,14 @@ HSPMD_HOST_DEVICE inline float loadElement(Bf16Bits x) {
 HSPMD_HOST_DEVICE inline void storeElement(float *at, float value) {
   *at = value;
 }
-HSPMD_HOST_DEVICE inline void storeElement(Bf16Bits *at, float value) {
+/// `value` rounded to bf16 as runtime/Bf16.h rounds it (to the nearest, ties to even; NaNs quiet).
+HSPMD_HOST_DEVICE inline uint16_t bf16BitsOf(float value) {
   const uint32_t bits = bitsOfFloat(value);
-  at->bits = static_cast<uint16_t>((bits & 0x7fffffffu) > 0x7f800000u ? (bits >> 16) | 0x40u
-                                                                      : (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+  return static_cast<uint16_t>((bits & 0x7fffffffu) > 0x7f800000u ? (bits >> 16) | 0x40u
+                                                                  : (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+}
+HSPMD_HOST_DEVICE inline void storeElement(Bf16Bits *at, float value) {
+  at->bits = bf16BitsOf(value);
 }
 
 // The ops, as runtime/kernels/Elementwise.cpp's in float.

@@ -1,6 +1,6 @@
 // KernelTable.cuh - the GPU kernels of every op but the products (Kernels.cu runs those through
-// cuBLAS), layout ops and attention (LayoutKernels.cu, AttentionKernels.cu), each with its launch:
-// kernelTable(), the op's name to what runs it on a stream. Each kernel follows its CPU kernel in
+// cuBLAS), each with its launch: kernelTable(), the op's name to what runs it on a stream. Layout
+// ops and attention are LayoutKernels.cuh's and AttentionKernels.cuh's. Each kernel follows its CPU kernel in
 // runtime/kernels/ (same formulas, sums in double where the CPU's are), so that fp32 results
 // agree to rounding: elementwise ops with numpy broadcasting as grid-stride loops
 // (ElementwiseKernels.cuh), norms and cross-entropy one block per row, parameter gradients of
@@ -14,13 +14,12 @@
 #pragma once
 
 #include "runtime/Kernels.h"
+#include "runtime/gpu/AttentionKernels.cuh"
 #include "runtime/gpu/ElementwiseKernels.cuh"
 #include "runtime/gpu/Emulation.h"
+#include "runtime/gpu/KernelSupport.cuh"
 #include "runtime/gpu/Launch.h"
-
-#ifdef __CUDACC__
-#include "runtime/gpu/KernelFamilies.h"
-#endif
+#include "runtime/gpu/LayoutKernels.cuh"
 
 #include <algorithm>
 #include <cmath>
@@ -31,14 +30,6 @@
 #include <type_traits>
 
 namespace hspmd::runtime::gpu {
-
-#ifndef __CUDACC__
-using In = std::span<const TensorView>;
-inline void check(cudaError_t status, const char *what) {
-  if (status != cudaSuccess)
-    throw KernelError(std::string(what) + ": " + cudaGetErrorString(status));
-}
-#endif
 
 /// What runs an op on a stream.
 using Runner = std::function<void(const ir::AttrMap &, In, In, const KernelContext &, cudaStream_t)>;
@@ -515,6 +506,14 @@ inline const std::map<std::string, Runner> &kernelTable() {
         launchKernel(shape.blocks, shape.threads, 0, s, embeddingGradKernel, in[0].i32(), in[1].f32(), out[0].f32(),
                      count, V, D, ir::intAttr(attrs, "vocab_offset"));
     };
+    for (const char *name : {"reshape", "transpose", "unbind", "split", "concat", "slice", "pad", "sum", "mean"})
+      t[name] = [name](const ir::AttrMap &attrs, In in, In out, const KernelContext &, cudaStream_t s) {
+        layoutKernel(name, attrs, in, out, s);
+      };
+    for (const char *name : {"attention", "attention_grad"})
+      t[name] = [name](const ir::AttrMap &attrs, In in, In out, const KernelContext &context, cudaStream_t s) {
+        attentionKernel(name, attrs, in, out, context, s);
+      };
     t["adamw"] = [](const ir::AttrMap &attrs, In in, In out, const KernelContext &context, cudaStream_t s) {
       expect(in.size() == 4 && out.size() == 1, "adamw", "expects param, grad, m, v -> param");
       const double beta1 = ir::floatAttr(attrs, "beta1", 0.9), beta2 = ir::floatAttr(attrs, "beta2", 0.999);

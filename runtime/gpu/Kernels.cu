@@ -1,9 +1,8 @@
 // Kernels.cu - the GPU's kernels (GpuKernels.h): runKernel's dispatch (bf16 widened around the
 // kernels that do not take it), matrix products through cuBLAS (no TF32: fp32 products; bf16
 // ones on tensor cores under --precision bf16), and the GPU's memory, streams and devices. The
-// other kernels are KernelTable.cuh's (also run on CPU threads by the tests), LayoutKernels.cu's
-// and AttentionKernels.cu's.
-#include "runtime/gpu/KernelFamilies.h"
+// other kernels are KernelTable.cuh's (also run on CPU threads by the tests).
+#include "runtime/gpu/GpuKernels.h"
 #include "runtime/gpu/KernelTable.cuh"
 
 #include <cublas_v2.h>
@@ -312,9 +311,6 @@ std::vector<std::string> gpuKernelNames() {
   for (const auto &[name, _] : kernelTable())
     names.push_back(name);
   names.push_back("matmul");
-  for (const char *name : {"reshape", "transpose", "unbind", "split", "concat", "slice", "pad", "sum", "mean",
-                           "attention", "attention_grad"})
-    names.push_back(name);
   return names;
 }
 
@@ -378,8 +374,7 @@ void runKernel(const std::string &op, const ir::AttrMap &attrs, std::span<const 
     matmul(inputs, outputs, stream);
   else if (auto it = kernelTable().find(op); it != kernelTable().end())
     it->second(attrs, inputs, outputs, context, streamOf(stream));
-  else if (!layoutKernel(op, attrs, inputs, outputs, streamOf(stream)) &&
-           !attentionKernel(op, attrs, inputs, outputs, context, streamOf(stream)))
+  else
     throw KernelError("no GPU kernel for '" + op + "' yet (docs/gpu.md)");
   check(cudaGetLastError(), op.c_str());
 }

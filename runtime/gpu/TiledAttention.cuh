@@ -1,7 +1,7 @@
 // TiledAttention.cuh - causal attention on the GPU in tiles, in the manner of flash attention:
 // a block takes 32 query rows of one (batch row, head) and walks the keys they see in tiles of
 // 32, each tile of K and V read from global memory once for all 32 rows (the row kernels of
-// AttentionKernels.cu read them once per row), with an online softmax (no [S, T] matrix in
+// AttentionKernels.cuh read them once per row), with an online softmax (no [S, T] matrix in
 // memory). The contract is runtime/kernels/Attention.cpp's: grouped KV heads, query and key
 // offsets (a context-parallel piece), documents (each query sees its own document's keys).
 //
@@ -12,7 +12,7 @@
 // block's 32 rows and added atomically (other blocks' rows and heads of the same KV head add
 // to them too). Not yet on tensor cores: fp32 products from shared memory.
 //
-// Compiled by nvcc for AttentionKernels.cu, and by the host compiler for
+// Compiled by nvcc for Kernels.cu (through KernelTable.cuh), and by the host compiler for
 // tests/unit/runtime/GpuEmulatedKernelsTest.cpp, which runs these kernels on CPU threads
 // (runtime/gpu/Emulation.h) against the CPU kernel on any machine.
 #pragma once

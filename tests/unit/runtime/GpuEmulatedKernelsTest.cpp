@@ -7,10 +7,11 @@
 // - The elementwise kernels (ElementwiseKernels.cuh) on f32 and bf16 tensors in every mix: on bf16
 //   tensors bit for bit what the f32 kernel on widened copies, rounded, writes (what runKernel ran
 //   before they took bf16), and near the CPU's kernels.
-// - Every op of KernelTable.cuh (all but products, layout ops and attention), through the table
-//   runKernel uses, with GpuKernels.*'s cases and bound (1e-5 relative).
+// - Every op of KernelTable.cuh (every op but the products), through the table runKernel uses,
+//   with GpuKernels.*'s cases and bound (1e-5 relative); attention in tiles and in the row kernels.
 #include "runtime/Bf16.h"
 #include "runtime/Kernels.h"
+#include "runtime/Regions.h"
 #include "runtime/gpu/ElementwiseKernels.cuh"
 #include "runtime/gpu/KernelTable.cuh"
 #include "runtime/gpu/TiledAttention.cuh"
@@ -137,7 +138,7 @@ TEST(TiledAttention, MatchesTheCpuKernel) {
     check(c);
 }
 
-// The row kernels stay for heads larger than kMaxHead (their launch is in AttentionKernels.cu).
+// The row kernels stay for heads larger than kMaxHead (AttentionKernels.cuh).
 TEST(TiledAttention, TakesHeadsUpTo128) {
   EXPECT_TRUE(tiled::takes(64, 64));
   EXPECT_TRUE(tiled::takes(128, 128));
@@ -363,13 +364,17 @@ std::vector<runtime::TensorView> views(std::vector<Tensor> &tensors) {
 // tensors: every f32 output, and every f32 input (an optimizer updates its state in place),
 // within 1e-5 relative.
 void compare(const std::string &op, const ir::AttrMap &attrs, std::vector<Tensor> inputs, std::vector<Tensor> outputs,
-             const runtime::KernelContext &context = {}) {
+             const runtime::KernelContext &context = {}, bool rowAttention = false) {
   SCOPED_TRACE(op);
   std::vector<Tensor> cpuIn = inputs, cpuOut = outputs, gpuIn = inputs, gpuOut = outputs;
   runtime::runKernel(op, attrs, views(cpuIn), views(cpuOut), context);
-  const auto runner = gpu::kernelTable().find(op);
-  ASSERT_NE(runner, gpu::kernelTable().end());
-  runner->second(attrs, views(gpuIn), views(gpuOut), context, nullptr);
+  if (rowAttention) {
+    ASSERT_TRUE(gpu::attentionKernel(op, attrs, views(gpuIn), views(gpuOut), context, nullptr, true));
+  } else {
+    const auto runner = gpu::kernelTable().find(op);
+    ASSERT_NE(runner, gpu::kernelTable().end());
+    runner->second(attrs, views(gpuIn), views(gpuOut), context, nullptr);
+  }
   auto check = [](std::vector<Tensor> &cpu, std::vector<Tensor> &emulated, const char *what) {
     for (size_t k = 0; k < cpu.size(); ++k) {
       if (cpu[k].dtype != ir::DType::F32)
@@ -386,15 +391,13 @@ void compare(const std::string &op, const ir::AttrMap &attrs, std::vector<Tensor
 
 } // namespace
 
-// The table has every op of the CPU's but those of LayoutKernels.cu, AttentionKernels.cu and the
-// products (GpuKernels.EveryCpuKernelHasAGpuKernel checks the whole set where nvcc is).
-TEST(KernelTable, HoldsTheCpuOpsButLayoutAttentionAndProducts) {
+// The table has every op of the CPU's but the products (GpuKernels.EveryCpuKernelHasAGpuKernel
+// checks the whole set, matmul included, where nvcc is).
+TEST(KernelTable, HoldsEveryCpuOpButTheProducts) {
   std::set<std::string> expected;
   for (const std::string &name : runtime::kernelNames())
     expected.insert(name);
-  for (const char *name : {"matmul", "reshape", "transpose", "unbind", "split", "concat", "slice", "pad", "sum", "mean",
-                           "attention", "attention_grad"})
-    expected.erase(name);
+  expected.erase("matmul");
   std::set<std::string> table;
   for (const auto &[name, _] : gpu::kernelTable())
     table.insert(name);
@@ -468,4 +471,78 @@ TEST(KernelTable, OptimizerSteps) {
   compare("adamw", {{"lr", 1e-2}},
           {p, f32({1000}, random), f32({1000}, random, -0.1f, 0.1f), f32({1000}, random, 0, 0.1f)}, {p}, third);
   compare("sgd", {{"lr", 0.1}, {"momentum", 0.9}}, {p, f32({1000}, random), f32({1000}, random)}, {p}, third);
+}
+
+TEST(KernelTable, Layout) {
+  std::mt19937 random(6);
+  compare("reshape", {}, {f32({4, 6}, random)}, {zeros({2, 12})});
+  compare("transpose", {{"dim0", int64_t{1}}, {"dim1", int64_t{2}}}, {f32({2, 3, 4}, random)}, {zeros({2, 4, 3})});
+  compare("transpose", {{"dim0", int64_t{0}}, {"dim1", int64_t{2}}}, {f32({2, 3, 4}, random)}, {zeros({4, 3, 2})});
+  compare("unbind", {{"dim", int64_t{1}}}, {f32({2, 3, 4}, random)}, {zeros({2, 4}), zeros({2, 4}), zeros({2, 4})});
+  compare("split", {{"dim", int64_t{2}}}, {f32({2, 3, 5}, random)}, {zeros({2, 3, 2}), zeros({2, 3, 3})});
+  compare("concat", {{"dim", int64_t{0}}}, {f32({2, 3}, random), f32({1, 3}, random)}, {zeros({3, 3})});
+  compare("slice", {{"dim", int64_t{1}}, {"start", int64_t{2}}}, {f32({3, 7}, random)}, {zeros({3, 4})});
+  compare("pad", {{"dim", int64_t{0}}, {"before", int64_t{1}}}, {f32({2, 3}, random)}, {zeros({5, 3})});
+  const ir::AttrMap overRows{{"dims", std::vector<ir::SymExpr>{ir::SymExpr(int64_t{0}), ir::SymExpr(int64_t{1})}}};
+  compare("sum", overRows, {f32({4, 5, 6}, random)}, {zeros({6})});
+  const ir::AttrMap middle{{"dims", std::vector<ir::SymExpr>{ir::SymExpr(int64_t{1})}}};
+  compare("mean", middle, {f32({4, 5, 6}, random)}, {zeros({4, 6})});
+}
+
+// Boxes copied and added between buffers (the runtime's copies of a reshard's pieces): f32 adds
+// in float, bf16 adds in float and rounds, as runtime::copyBox does.
+TEST(KernelTable, BoxesCopyAndAddAsTheCpuDoes) {
+  std::mt19937 random(10);
+  const std::vector<float> from = randoms(4 * 6, random);
+  for (ir::DType dtype : {ir::DType::F32, ir::DType::BF16})
+    for (bool add : {false, true}) {
+      SCOPED_TRACE(std::string(ir::dtypeName(dtype)) + (add ? " add" : " copy"));
+      Stored src(dtype, {4, 6}, from), cpu(dtype, {5, 8}, randoms(5 * 8, random)), emulated = cpu;
+      // rows 1..3, columns 2..5 of src into rows 2..4, columns 0..3 of dst
+      runtime::copyBox(static_cast<int>(ir::dtypeBytes(dtype)), src.data(), {4, 6}, {1, 2}, cpu.data(), {5, 8}, {2, 0},
+                       {3, 4}, add);
+      gpu::stridedCopy(src.data(), emulated.data(), static_cast<int>(ir::dtypeBytes(dtype)),
+                       gpu::boxCopy({4, 6}, {1, 2}, {5, 8}, {2, 0}, {3, 4}), add, nullptr);
+      EXPECT_EQ(emulated.bits(), cpu.bits());
+    }
+}
+
+// Attention through the table (tiled: heads of 8) and through the row kernels, which the table
+// runs for heads over 128 values (and bench_gpu under HSPMD_GPU_ATTENTION=rows): GpuKernels.Attention's
+// case in tiles; in rows (a block of 128 threads per query row, each a std::thread here) fewer
+// rows, over more keys than a chunk of 128; and documents, both ways.
+TEST(KernelTable, AttentionInTilesAndInRows) {
+  std::mt19937 random(7);
+  for (int64_t T : {16, 300}) {
+    const int64_t S = T / 2, D = 8;
+    const ir::AttrMap attrs{{"causal", true}, {"query_offset", T - S}, {"key_offset", int64_t{0}}};
+    const Tensor q = f32({2, S, 4, D}, random), k = f32({2, T, 2, D}, random), v = f32({2, T, 2, D}, random);
+    compare("attention", attrs, {q, k, v}, {zeros({2, S, 4, D})});
+    compare("attention_grad", attrs, {q, k, v, f32({2, S, 4, D}, random)},
+            {zeros({2, S, 4, D}), zeros({2, T, 2, D}), zeros({2, T, 2, D})});
+  }
+  {
+    const ir::AttrMap attrs{{"causal", true}, {"query_offset", int64_t{130}}, {"key_offset", int64_t{0}}};
+    const Tensor q = f32({1, 10, 2, 8}, random), k = f32({1, 140, 1, 8}, random), v = f32({1, 140, 1, 8}, random);
+    compare("attention", attrs, {q, k, v}, {zeros({1, 10, 2, 8})}, {}, true);
+    compare("attention_grad", attrs, {q, k, v, f32({1, 10, 2, 8}, random)},
+            {zeros({1, 10, 2, 8}), zeros({1, 140, 1, 8}), zeros({1, 140, 1, 8})}, {}, true);
+  }
+  // Documents: row 0 of the batch split at 5 and 11, a piece of keys [8, 16) and queries [8, 16).
+  std::vector<int32_t> starts(2 * 16);
+  for (int32_t i = 0; i < 16; ++i) {
+    starts[static_cast<size_t>(i)] = i < 5 ? 0 : i < 11 ? 5 : 11;
+    starts[static_cast<size_t>(16 + i)] = 0;
+  }
+  runtime::KernelContext documents;
+  documents.blockStarts = starts.data();
+  documents.seq = 16;
+  const ir::AttrMap piece{{"causal", true}, {"query_offset", int64_t{8}}, {"key_offset", int64_t{8}}};
+  for (bool rows : {false, true}) {
+    SCOPED_TRACE(rows ? "documents, row kernels" : "documents, tiles");
+    const Tensor q = f32({2, 8, 2, 8}, random), k = f32({2, 8, 2, 8}, random), v = f32({2, 8, 2, 8}, random);
+    compare("attention", piece, {q, k, v}, {zeros({2, 8, 2, 8})}, documents, rows);
+    compare("attention_grad", piece, {q, k, v, f32({2, 8, 2, 8}, random)},
+            {zeros({2, 8, 2, 8}), zeros({2, 8, 2, 8}), zeros({2, 8, 2, 8})}, documents, rows);
+  }
 }

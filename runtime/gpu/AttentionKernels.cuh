@@ -1,11 +1,15 @@
-// AttentionKernels.cu - causal attention with grouped KV heads, query and key offsets and
+// AttentionKernels.cuh - causal attention with grouped KV heads, query and key offsets and
 // documents (runtime/kernels/Attention.cpp's contract), forward and backward. Heads of up to 128
 // values run in tiles (runtime/gpu/TiledAttention.cuh: 32 query rows a block, K and V read once
 // for them). Larger heads, or a GPU whose blocks cannot hold the tiles' shared memory, take the
 // row kernels below: one block per (batch, head, query row), keys in chunks with an online
 // softmax (no [S, T] matrix in memory); their backward pass recomputes each row's maximum and
-// sum, then adds its share of dK and dV atomically.
-#include "runtime/gpu/KernelFamilies.h"
+// sum, then adds its share of dK and dV atomically. Part of KernelTable.cuh (which includes it),
+// and so also run on CPU threads by the tests, the row kernels included.
+#pragma once
+
+#include "runtime/gpu/KernelSupport.cuh"
+#include "runtime/gpu/Launch.h"
 #include "runtime/gpu/TiledAttention.cuh"
 
 #include <cmath>
@@ -16,11 +20,11 @@ namespace hspmd::runtime::gpu {
 
 namespace {
 
-constexpr int kThreads = 128, kChunk = 128;
+constexpr int kRowThreads = 128, kChunk = 128;
 
 using Dims = AttentionDims;
 
-__device__ float dot(const float *a, const float *b, int64_t n) {
+HSPMD_DEVICE inline float rowDot(const float *a, const float *b, int64_t n) {
   float sum = 0;
   for (int64_t j = 0; j < n; ++j)
     sum += a[j] * b[j];
@@ -28,7 +32,7 @@ __device__ float dot(const float *a, const float *b, int64_t n) {
 }
 
 // Thread 0's serial reductions over a chunk, shared with the block.
-__device__ float chunkMax(const float *values, int count, float *slot) {
+HSPMD_DEVICE inline float chunkMax(const float *values, int count, float *slot) {
   __syncthreads();
   if (threadIdx.x == 0) {
     float top = -INFINITY;
@@ -40,7 +44,7 @@ __device__ float chunkMax(const float *values, int count, float *slot) {
   return *slot;
 }
 
-__device__ float chunkSum(const float *values, int count, float *slot) {
+HSPMD_DEVICE inline float chunkSum(const float *values, int count, float *slot) {
   __syncthreads();
   if (threadIdx.x == 0) {
     float sum = 0;
@@ -54,14 +58,14 @@ __device__ float chunkSum(const float *values, int count, float *slot) {
 
 // Each row's maximum score and softmax sum over its visible keys (shared memory `scores`
 // holds a chunk's scores).
-__device__ void rowStatistics(const Dims &n, const float *q, const float *k, int64_t b, int64_t kv, int64_t lo,
-                              int64_t hi, float *scores, float *slot, float &peak, float &sum) {
+HSPMD_DEVICE inline void rowStatistics(const Dims &n, const float *q, const float *k, int64_t b, int64_t kv, int64_t lo,
+                                       int64_t hi, float *scores, float *slot, float &peak, float &sum) {
   peak = -INFINITY;
   sum = 0;
   for (int64_t c = lo; c < hi; c += kChunk) {
     const int count = static_cast<int>(hi - c < kChunk ? hi - c : kChunk);
     for (int t = threadIdx.x; t < count; t += blockDim.x)
-      scores[t] = dot(q, k + ((b * n.T + c + t) * n.Hk + kv) * n.D, n.D) * n.scale;
+      scores[t] = rowDot(q, k + ((b * n.T + c + t) * n.Hk + kv) * n.D, n.D) * n.scale;
     const float top = fmaxf(peak, chunkMax(scores, count, slot));
     for (int t = threadIdx.x; t < count; t += blockDim.x)
       scores[t] = expf(scores[t] - top);
@@ -71,8 +75,8 @@ __device__ void rowStatistics(const Dims &n, const float *q, const float *k, int
   }
 }
 
-__global__ void attentionForward(Dims n, const float *q, const float *k, const float *v, float *y) {
-  extern __shared__ float shared[];
+HSPMD_KERNEL void rowAttentionForward(Dims n, const float *q, const float *k, const float *v, float *y) {
+  HSPMD_SHARED_FLOATS(shared);
   float *qs = shared, *acc = qs + n.D, *scores = acc + n.Dv, *slot = scores + kChunk;
   for (int64_t item = blockIdx.x; item < n.B * n.H * n.S; item += gridDim.x) {
     const int64_t b = item / (n.H * n.S), h = item / n.S % n.H, s = item % n.S, kv = h / n.group;
@@ -88,7 +92,7 @@ __global__ void attentionForward(Dims n, const float *q, const float *k, const f
       const int count = static_cast<int>(hi - c < kChunk ? hi - c : kChunk);
       __syncthreads();
       for (int t = threadIdx.x; t < count; t += blockDim.x)
-        scores[t] = dot(qs, k + ((b * n.T + c + t) * n.Hk + kv) * n.D, n.D) * n.scale;
+        scores[t] = rowDot(qs, k + ((b * n.T + c + t) * n.Hk + kv) * n.D, n.D) * n.scale;
       const float top = fmaxf(peak, chunkMax(scores, count, slot));
       for (int t = threadIdx.x; t < count; t += blockDim.x)
         scores[t] = expf(scores[t] - top);
@@ -111,9 +115,9 @@ __global__ void attentionForward(Dims n, const float *q, const float *k, const f
 
 // dS = P (dP - delta) scale with dP = dY v^T and delta = rowsum(P dP); dQ = dS k, dK += dS^T q,
 // dV += P^T dY.
-__global__ void attentionBackward(Dims n, const float *q, const float *k, const float *v, const float *dy, float *dq,
-                                  float *dk, float *dv) {
-  extern __shared__ float shared[];
+HSPMD_KERNEL void rowAttentionBackward(Dims n, const float *q, const float *k, const float *v, const float *dy,
+                                       float *dq, float *dk, float *dv) {
+  HSPMD_SHARED_FLOATS(shared);
   float *qs = shared, *dys = qs + n.D, *dqs = dys + n.Dv, *p = dqs + n.D, *dp = p + kChunk, *slot = dp + kChunk;
   for (int64_t item = blockIdx.x; item < n.B * n.H * n.S; item += gridDim.x) {
     const int64_t b = item / (n.H * n.S), h = item / n.S % n.H, s = item % n.S, kv = h / n.group;
@@ -134,8 +138,8 @@ __global__ void attentionBackward(Dims n, const float *q, const float *k, const 
     auto chunk = [&](int64_t c, int count) {
       __syncthreads();
       for (int t = threadIdx.x; t < count; t += blockDim.x) {
-        p[t] = expf(dot(qs, k + ((b * n.T + c + t) * n.Hk + kv) * n.D, n.D) * n.scale - peak) * inverse;
-        dp[t] = dot(dys, v + ((b * n.T + c + t) * n.Hk + kv) * n.Dv, n.Dv);
+        p[t] = expf(rowDot(qs, k + ((b * n.T + c + t) * n.Hk + kv) * n.D, n.D) * n.scale - peak) * inverse;
+        dp[t] = rowDot(dys, v + ((b * n.T + c + t) * n.Hk + kv) * n.Dv, n.Dv);
       }
       __syncthreads();
     };
@@ -177,14 +181,9 @@ __global__ void attentionBackward(Dims n, const float *q, const float *k, const 
 // The tiled kernels, where they take the heads and the GPU gives a block their shared memory
 // (over 48 KiB needs asking: heads of 128 values take 53 KiB forward, 74 KiB backward); false
 // where they do not (the row kernels run).
-// HSPMD_GPU_ATTENTION=rows runs the row kernels for every head (bench_gpu's comparison).
 bool tiledLaunch(const Dims &n, bool forward, const TensorView &q, const TensorView &k, const TensorView &v, In in,
                  In out, cudaStream_t stream) {
-  static const bool rows = [] {
-    const char *kind = std::getenv("HSPMD_GPU_ATTENTION");
-    return kind && std::string(kind) == "rows";
-  }();
-  if (rows || !tiled::takes(n.D, n.Dv))
+  if (!tiled::takes(n.D, n.Dv))
     return false;
   const size_t shared = forward ? tiled::forwardSharedBytes(n.D, n.Dv) : tiled::backwardSharedBytes(n.D, n.Dv);
   const void *kernel = forward ? reinterpret_cast<const void *>(&tiled::attentionForward)
@@ -199,17 +198,27 @@ bool tiledLaunch(const Dims &n, bool forward, const TensorView &q, const TensorV
   if (blocks == 0)
     return true;
   if (forward)
-    tiled::attentionForward<<<blocks, tiled::kThreads, shared, stream>>>(n, q.f32(), k.f32(), v.f32(), out[0].f32());
+    launchKernel(blocks, tiled::kThreads, shared, stream, tiled::attentionForward, n, q.f32(), k.f32(), v.f32(),
+                 out[0].f32());
   else
-    tiled::attentionBackward<<<blocks, tiled::kThreads, shared, stream>>>(n, q.f32(), k.f32(), v.f32(), in[3].f32(),
-                                                                          out[0].f32(), out[1].f32(), out[2].f32());
+    launchKernel(blocks, tiled::kThreads, shared, stream, tiled::attentionBackward, n, q.f32(), k.f32(), v.f32(),
+                 in[3].f32(), out[0].f32(), out[1].f32(), out[2].f32());
   return true;
 }
 
-} // namespace
+/// HSPMD_GPU_ATTENTION=rows: the row kernels for every head (bench_gpu's comparison).
+inline bool rowKernelsAsked() {
+  static const bool rows = [] {
+    const char *kind = std::getenv("HSPMD_GPU_ATTENTION");
+    return kind && std::string(kind) == "rows";
+  }();
+  return rows;
+}
 
+/// attention and attention_grad (false for other ops): in tiles where they take the heads,
+/// else (or with `rows`) in the row kernels.
 bool attentionKernel(const std::string &op, const ir::AttrMap &attrs, In in, In out, const KernelContext &context,
-                     cudaStream_t stream) {
+                     cudaStream_t stream, bool rows = rowKernelsAsked()) {
   if (op != "attention" && op != "attention_grad")
     return false;
   const TensorView &q = in[0], &k = in[1], &v = in[2];
@@ -243,25 +252,27 @@ bool attentionKernel(const std::string &op, const ir::AttrMap &attrs, In in, In 
     check(cudaMemsetAsync(out[1].data, 0, static_cast<size_t>(out[1].numel()) * 4, stream), "cudaMemsetAsync");
     check(cudaMemsetAsync(out[2].data, 0, static_cast<size_t>(out[2].numel()) * 4, stream), "cudaMemsetAsync");
   }
-  if (tiledLaunch(n, forward, q, k, v, in, out, stream)) {
+  if (!rows && tiledLaunch(n, forward, q, k, v, in, out, stream)) {
     if (starts)
       check(cudaFreeAsync(starts, stream), "cudaFreeAsync");
     return true;
   }
-  const LaunchShape shape = rowLaunch(n.B * n.H * n.S, kThreads);
+  const LaunchShape shape = rowLaunch(n.B * n.H * n.S, kRowThreads);
   if (forward) {
     const size_t shared = static_cast<size_t>(n.D + n.Dv + kChunk + 1) * sizeof(float);
     if (shape.blocks)
-      attentionForward<<<shape.blocks, kThreads, shared, stream>>>(n, q.f32(), k.f32(), v.f32(), out[0].f32());
+      launchKernel(shape.blocks, kRowThreads, shared, stream, rowAttentionForward, n, q.f32(), k.f32(), v.f32(),
+                   out[0].f32());
   } else {
     const size_t shared = static_cast<size_t>(2 * n.D + n.Dv + 2 * kChunk + 1) * sizeof(float);
     if (shape.blocks)
-      attentionBackward<<<shape.blocks, kThreads, shared, stream>>>(n, q.f32(), k.f32(), v.f32(), in[3].f32(),
-                                                                    out[0].f32(), out[1].f32(), out[2].f32());
+      launchKernel(shape.blocks, kRowThreads, shared, stream, rowAttentionBackward, n, q.f32(), k.f32(), v.f32(),
+                   in[3].f32(), out[0].f32(), out[1].f32(), out[2].f32());
   }
   if (starts)
     check(cudaFreeAsync(starts, stream), "cudaFreeAsync");
   return true;
 }
 
+} // namespace
 } // namespace hspmd::runtime::gpu

@@ -1,19 +1,30 @@
-// LayoutKernels.cu - reshape, transpose, unbind/split/concat, slice/pad as strided copies
+// LayoutKernels.cuh - reshape, transpose, unbind/split/concat, slice/pad as strided copies
 // (runtime/gpu/Launch.h computes their strides on the host), and sum/mean with one thread per
 // result element adding its terms in order, in double (runtime/kernels/Layout.cpp's contract).
-#include "runtime/gpu/KernelFamilies.h"
+// Part of KernelTable.cuh (which includes it), and so also run on CPU threads by the tests.
+#pragma once
 
-#include <cuda_bf16.h>
+#include "runtime/Kernels.h"
+#include "runtime/gpu/ElementwiseKernels.cuh"
+#include "runtime/gpu/Emulation.h"
+#include "runtime/gpu/KernelSupport.cuh"
+#include "runtime/gpu/Launch.h"
+
+#include <span>
+#include <string>
+#include <vector>
 
 namespace hspmd::runtime::gpu {
 
 namespace {
 
+void stridedCopy(const void *src, void *dst, int elementBytes, const StridedCopy &copy, bool add, cudaStream_t stream);
+
 int elementBytes(const TensorView &t) {
   return ir::dtypeBytes(t.dtype);
 }
 
-template <typename T> __global__ void stridedCopyKernel(const T *src, T *dst, StridedCopy c, bool add) {
+template <typename T> HSPMD_KERNEL void stridedCopyKernel(const T *src, T *dst, StridedCopy c, bool add) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < c.count;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     int64_t rest = i, from = c.srcBase, to = c.dstBase;
@@ -25,15 +36,14 @@ template <typename T> __global__ void stridedCopyKernel(const T *src, T *dst, St
     }
     if constexpr (sizeof(T) == 4) {
       if (add) {
-        dst[to] = __float_as_uint(__uint_as_float(dst[to]) + __uint_as_float(src[from]));
+        dst[to] = bitsOfFloat(floatOfBits(dst[to]) + floatOfBits(src[from]));
         continue;
       }
     }
     if constexpr (sizeof(T) == 2) { // bf16: added in float, rounded (runtime::copyBox)
       if (add) {
-        const float sum =
-            __bfloat162float(__ushort_as_bfloat16(dst[to])) + __bfloat162float(__ushort_as_bfloat16(src[from]));
-        dst[to] = __bfloat16_as_ushort(__float2bfloat16(sum));
+        dst[to] = bf16BitsOf(floatOfBits(static_cast<uint32_t>(dst[to]) << 16) +
+                             floatOfBits(static_cast<uint32_t>(src[from]) << 16));
         continue;
       }
     }
@@ -41,7 +51,7 @@ template <typename T> __global__ void stridedCopyKernel(const T *src, T *dst, St
   }
 }
 
-__global__ void reduceKernel(const float *x, float *y, Reduction r, double scale) {
+HSPMD_KERNEL void reduceKernel(const float *x, float *y, Reduction r, double scale) {
   for (int64_t j = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; j < r.results;
        j += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     int64_t rest = j, base = 0;
@@ -76,31 +86,31 @@ void along(const TensorView &whole, const TensorView &part, size_t dim, int64_t 
                 false, stream);
 }
 
-} // namespace
-
 void stridedCopy(const void *src, void *dst, int elementBytes, const StridedCopy &copy, bool add, cudaStream_t stream) {
   const LaunchShape shape = elementwiseLaunch(copy.count);
   if (!shape.blocks)
     return;
   switch (elementBytes) {
   case 2:
-    stridedCopyKernel<<<shape.blocks, shape.threads, 0, stream>>>(static_cast<const uint16_t *>(src),
-                                                                  static_cast<uint16_t *>(dst), copy, add);
+    launchKernel(shape.blocks, shape.threads, 0, stream, stridedCopyKernel<uint16_t>,
+                 static_cast<const uint16_t *>(src), static_cast<uint16_t *>(dst), copy, add);
     break;
   case 4:
-    stridedCopyKernel<<<shape.blocks, shape.threads, 0, stream>>>(static_cast<const uint32_t *>(src),
-                                                                  static_cast<uint32_t *>(dst), copy, add);
+    launchKernel(shape.blocks, shape.threads, 0, stream, stridedCopyKernel<uint32_t>,
+                 static_cast<const uint32_t *>(src), static_cast<uint32_t *>(dst), copy, add);
     break;
   case 8:
-    stridedCopyKernel<<<shape.blocks, shape.threads, 0, stream>>>(static_cast<const uint64_t *>(src),
-                                                                  static_cast<uint64_t *>(dst), copy, false);
+    launchKernel(shape.blocks, shape.threads, 0, stream, stridedCopyKernel<uint64_t>,
+                 static_cast<const uint64_t *>(src), static_cast<uint64_t *>(dst), copy, false);
     break;
   default:
     throw KernelError("no strided copy of " + std::to_string(elementBytes) + "-byte elements");
   }
 }
 
-bool layoutKernel(const std::string &op, const ir::AttrMap &attrs, In in, In out, cudaStream_t stream) {
+/// reshape, transpose, unbind, split, concat, slice, pad, sum, mean; false for other ops.
+bool layoutKernel(const std::string &op, const ir::AttrMap &attrs, std::span<const TensorView> in,
+                  std::span<const TensorView> out, cudaStream_t stream) {
   if (op == "reshape") {
     kernels::expect(in[0].numel() == out[0].numel(), op, "element counts differ");
     if (in[0].data != out[0].data)
@@ -139,11 +149,12 @@ bool layoutKernel(const std::string &op, const ir::AttrMap &attrs, In in, In out
     const double scale = op == "mean" && r.terms > 0 ? 1.0 / static_cast<double>(r.terms) : 1.0;
     const LaunchShape shape = elementwiseLaunch(r.results);
     if (shape.blocks)
-      reduceKernel<<<shape.blocks, shape.threads, 0, stream>>>(in[0].f32(), out[0].f32(), r, scale);
+      launchKernel(shape.blocks, shape.threads, 0, stream, reduceKernel, in[0].f32(), out[0].f32(), r, scale);
   } else {
     return false;
   }
   return true;
 }
 
+} // namespace
 } // namespace hspmd::runtime::gpu
