@@ -4,6 +4,7 @@
 // other kernels are KernelTable.cuh's (also run on CPU threads by the tests).
 #include "runtime/gpu/GpuKernels.h"
 #include "runtime/gpu/KernelTable.cuh"
+#include "runtime/gpu/MatmulKernels.cuh"
 
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
@@ -100,28 +101,23 @@ __global__ void narrowKernel(const float *in, uint16_t *out, int64_t n) {
     out[i] = __bfloat16_as_ushort(__float2bfloat16(in[i]));
 }
 
-// One product y = a b of row-major matrices (a: rows x K, b: K x N) through cuBLAS's
-// column-major one, y^T = b^T a^T. fp32: cublasSgemm (the handle's pedantic math: no TF32).
-// bf16 operands (--precision bf16): cublasGemmEx on tensor cores, f32 accumulation, y in its
-// own type (bf16 activations, f32 weight gradients).
-struct Gemm {
+// A product on cuBLAS (MatmulKernels.cuh's GemmArgs: column-major, no transposes). fp32:
+// cublasSgemm (the handle's pedantic math: no TF32). bf16 operands (--precision bf16):
+// cublasGemmEx on tensor cores, f32 accumulation, the result in its own type (bf16 activations,
+// f32 weight gradients).
+struct CublasGemm {
   cublasHandle_t handle;
-  bool bf16;
-  cudaDataType yType;
-  void operator()(int64_t rows, int64_t K, int64_t N, const void *a, const void *b, void *y) const {
+  void operator()(const GemmArgs &g) const {
     const float one = 1.0f, zero = 0.0f;
-    if (!bf16) {
-      checkBlas(cublas().sgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(rows),
-                               static_cast<int>(K), &one, static_cast<const float *>(b), static_cast<int>(N),
-                               static_cast<const float *>(a), static_cast<int>(K), &zero, static_cast<float *>(y),
-                               static_cast<int>(N)),
+    if (!g.bf16Operands) {
+      checkBlas(cublas().sgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, g.m, g.n, g.k, &one, static_cast<const float *>(g.A),
+                               g.lda, static_cast<const float *>(g.B), g.ldb, &zero, static_cast<float *>(g.C), g.ldc),
                 "cublasSgemm");
       return;
     }
-    checkBlas(cublas().gemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(rows),
-                              static_cast<int>(K), &one, b, CUDA_R_16BF, static_cast<int>(N), a, CUDA_R_16BF,
-                              static_cast<int>(K), &zero, y, yType, static_cast<int>(N), CUBLAS_COMPUTE_32F,
-                              CUBLAS_GEMM_DEFAULT),
+    checkBlas(cublas().gemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, g.m, g.n, g.k, &one, g.A, CUDA_R_16BF, g.lda, g.B,
+                              CUDA_R_16BF, g.ldb, &zero, g.C, g.bf16Result ? CUDA_R_16BF : CUDA_R_32F, g.ldc,
+                              CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
               "cublasGemmEx");
   }
 };
@@ -141,60 +137,14 @@ private:
   cublasHandle_t handle_;
 };
 
-// y = a b with numpy's batch broadcasting. In fp32 when every tensor is f32; otherwise (bf16
-// storage) a bf16 product, an f32 operand (a parameter) rounded to bf16 in scratch first.
+// y = a b (MatmulKernels.cuh) on cuBLAS, a bf16 product on tensor cores.
 void matmul(In in, In out, const GpuStream &s) {
-  const TensorView &a = in[0], &b = in[1], &y = out[0];
-  expect(a.shape.size() >= 2 && b.shape.size() >= 2, "matmul", "operands need at least 2 dimensions");
-  const int64_t M = a.shape[a.shape.size() - 2], K = a.shape.back(), N = b.shape.back();
-  expect(b.shape[b.shape.size() - 2] == K && y.shape.back() == N, "matmul", "shapes do not fit");
-  const bool bf16 = a.dtype == ir::DType::BF16 || b.dtype == ir::DType::BF16 || y.dtype == ir::DType::BF16;
-  const int64_t yBytes = y.dtype == ir::DType::BF16 ? 2 : 4, operandBytes = bf16 ? 2 : 4;
-  cudaStream_t stream = streamOf(s);
-  if (M * N == 0)
-    return;
-  if (K == 0) {
-    check(cudaMemsetAsync(y.data, 0, static_cast<size_t>(y.numel() * yBytes), stream), "cudaMemsetAsync");
-    return;
-  }
-  std::vector<std::unique_ptr<Scratch>> narrowed; // freed in stream order, after the products
-  auto operand = [&](const TensorView &t) -> const char * {
-    if (!bf16 || t.dtype == ir::DType::BF16)
-      return static_cast<const char *>(t.data);
-    const int64_t n = t.numel();
-    narrowed.push_back(std::make_unique<Scratch>(std::max<int64_t>(n, 1) * 2, stream));
-    if (const LaunchShape shape = elementwiseLaunch(n); shape.blocks)
-      narrowKernel<<<shape.blocks, shape.threads, 0, stream>>>(t.f32(), narrowed.back()->as<uint16_t>(), n);
-    return narrowed.back()->as<const char>();
-  };
-  const char *A = operand(a), *B = operand(b);
-  char *Y = static_cast<char *>(y.data);
   auto handle = static_cast<cublasHandle_t>(s.blas());
   std::optional<TensorCoreMath> math;
-  if (bf16)
+  if (std::any_of(in.begin(), in.end(), [](const TensorView &t) { return t.dtype == ir::DType::BF16; }) ||
+      out[0].dtype == ir::DType::BF16)
     math.emplace(handle);
-  const Gemm gemm{handle, bf16, y.dtype == ir::DType::BF16 ? CUDA_R_16BF : CUDA_R_32F};
-  if (b.shape.size() == 2) { // every row of a against one matrix
-    gemm(a.numel() / K, K, N, A, B, Y);
-    return;
-  }
-  // Batched: one product per batch index of the result, operands found by broadcasting.
-  const std::vector<int64_t> batch(y.shape.begin(), y.shape.end() - 2);
-  const std::vector<int64_t> aBatch(a.shape.begin(), a.shape.end() - 2), bBatch(b.shape.begin(), b.shape.end() - 2);
-  const BroadcastStrides strides = broadcastStrides(aBatch, bBatch, batch);
-  int64_t count = 1;
-  for (int64_t d : batch)
-    count *= d;
-  for (int64_t i = 0; i < count; ++i) {
-    int64_t ia = 0, ib = 0, rest = i;
-    for (int d = strides.rank - 1; d >= 0; --d) {
-      const int64_t at = rest % strides.out[d];
-      rest /= strides.out[d];
-      ia += at * strides.a[d];
-      ib += at * strides.b[d];
-    }
-    gemm(M, K, N, A + ia * M * K * operandBytes, B + ib * K * N * operandBytes, Y + i * M * N * yBytes);
-  }
+  matmulWith(CublasGemm{handle}, in, out, streamOf(s));
 }
 
 } // namespace

@@ -9,11 +9,14 @@
 //   before they took bf16), and near the CPU's kernels.
 // - Every op of KernelTable.cuh (every op but the products), through the table runKernel uses,
 //   with GpuKernels.*'s cases and bound (1e-5 relative); attention in tiles and in the row kernels.
+// - The products (MatmulKernels.cuh) on a reference GEMM with cuBLAS's conventions (column-major,
+//   leading dimensions) in place of cuBLAS, f32 and bf16.
 #include "runtime/Bf16.h"
 #include "runtime/Kernels.h"
 #include "runtime/Regions.h"
 #include "runtime/gpu/ElementwiseKernels.cuh"
 #include "runtime/gpu/KernelTable.cuh"
+#include "runtime/gpu/MatmulKernels.cuh"
 #include "runtime/gpu/TiledAttention.cuh"
 
 #include <gtest/gtest.h>
@@ -545,4 +548,93 @@ TEST(KernelTable, AttentionInTilesAndInRows) {
     compare("attention_grad", piece, {q, k, v, f32({2, 8, 2, 8}, random)},
             {zeros({2, 8, 2, 8}), zeros({2, 8, 2, 8}), zeros({2, 8, 2, 8})}, documents, rows);
   }
+}
+
+namespace {
+
+// cuBLAS's sgemm and gemmEx with no transposes, alpha 1 and beta 0, as the documentation states
+// them: column-major C (m x n) = A (m x k) B (k x n), element (i, j) of X at X[i + j * ldX];
+// bf16 operands widened, sums in double, a bf16 result rounded to the nearest.
+struct ReferenceGemm {
+  int *calls;
+  void operator()(const gpu::GemmArgs &g) const {
+    ++*calls;
+    auto at = [&](const void *x, int64_t index) {
+      return g.bf16Operands ? runtime::fromBf16(static_cast<const uint16_t *>(x)[index])
+                            : static_cast<const float *>(x)[index];
+    };
+    for (int64_t j = 0; j < g.n; ++j)
+      for (int64_t i = 0; i < g.m; ++i) {
+        double sum = 0;
+        for (int64_t p = 0; p < g.k; ++p)
+          sum += static_cast<double>(at(g.A, i + p * g.lda)) * at(g.B, p + j * g.ldb);
+        if (g.bf16Result)
+          static_cast<uint16_t *>(g.C)[i + j * g.ldc] = runtime::toBf16(static_cast<float>(sum));
+        else
+          static_cast<float *>(g.C)[i + j * g.ldc] = static_cast<float>(sum);
+      }
+  }
+};
+
+// matmul on the CPU and through MatmulKernels.cuh on the reference GEMM; `bound` relative.
+void compareProduct(std::vector<Tensor> inputs, Tensor output, double bound, int expectedCalls) {
+  std::vector<Tensor> cpuOut{output}, gpuOut{output};
+  runtime::runKernel("matmul", {}, views(inputs), views(cpuOut));
+  int calls = 0;
+  gpu::matmulWith(ReferenceGemm{&calls}, views(inputs), views(gpuOut), nullptr);
+  EXPECT_EQ(calls, expectedCalls);
+  const bool bf16 = output.dtype == ir::DType::BF16;
+  const int64_t n = output.numel();
+  for (int64_t i = 0; i < n; ++i) {
+    float want, got;
+    if (bf16) {
+      want = runtime::fromBf16(reinterpret_cast<const uint16_t *>(cpuOut[0].bytes.data())[i]);
+      got = runtime::fromBf16(reinterpret_cast<const uint16_t *>(gpuOut[0].bytes.data())[i]);
+    } else {
+      want = cpuOut[0].f32()[i];
+      got = gpuOut[0].f32()[i];
+    }
+    ASSERT_NEAR(got, want, bound * std::max(1.0f, std::fabs(want))) << "element " << i;
+  }
+}
+
+Tensor bf16Tensor(std::vector<int64_t> shape, std::mt19937 &random) {
+  Tensor wide = f32(shape, random), t{ir::DType::BF16, std::move(shape), {}};
+  t.bytes.resize(static_cast<size_t>(t.numel()) * 2);
+  runtime::narrowToBf16(wide.f32(), t.bytes.data(), t.numel());
+  return t;
+}
+
+Tensor bf16Zeros(std::vector<int64_t> shape) {
+  Tensor t{ir::DType::BF16, std::move(shape), {}};
+  t.bytes.assign(static_cast<size_t>(t.numel()) * 2, 0);
+  return t;
+}
+
+} // namespace
+
+// GpuKernels.MatrixProducts's cases: one matrix, a batch against one matrix, batches, a batch
+// broadcast against three, and a larger one; then bf16 (GpuKernels.Bf16TensorsWidenAroundEachKernel's).
+TEST(MatmulKernels, ProductsAsTheCpuMakesThem) {
+  std::mt19937 random(5);
+  compareProduct({f32({5, 7}, random), f32({7, 3}, random)}, zeros({5, 3}), 1e-5, 1);
+  compareProduct({f32({2, 5, 7}, random), f32({7, 3}, random)}, zeros({2, 5, 3}), 1e-5, 1);
+  compareProduct({f32({2, 5, 7}, random), f32({2, 7, 3}, random)}, zeros({2, 5, 3}), 1e-5, 2);
+  compareProduct({f32({1, 5, 7}, random), f32({3, 7, 4}, random)}, zeros({3, 5, 4}), 1e-5, 3);
+  // 256 terms a sum: float sums in another order differ by more than 1e-5 of a small result.
+  compareProduct({f32({64, 256}, random), f32({256, 96}, random)}, zeros({64, 96}), 1e-4, 1);
+  // bf16: an activation by an f32 parameter, which the GPU rounds to bf16 for the product where
+  // the CPU multiplies by it as it is (its values are bf16 numbers here, so that the two products
+  // differ only in their sums' order and roundings), a batched product of two bf16 tensors, and
+  // two bf16 activations into an f32 weight gradient.
+  Tensor parameter = f32({64, 48}, random);
+  for (int64_t i = 0; i < parameter.numel(); ++i)
+    parameter.f32()[i] = runtime::fromBf16(runtime::toBf16(parameter.f32()[i]));
+  compareProduct({bf16Tensor({8, 64}, random), parameter}, bf16Zeros({8, 48}), 1e-2, 1);
+  compareProduct({bf16Tensor({2, 3, 8, 64}, random), bf16Tensor({3, 64, 16}, random)}, bf16Zeros({2, 3, 8, 16}), 1e-2,
+                 6);
+  compareProduct({bf16Tensor({16, 32}, random), bf16Tensor({32, 24}, random)}, zeros({16, 24}), 1e-3, 1);
+  // An empty inner dimension: zeros, no product.
+  Tensor y = f32({2, 3}, random);
+  compareProduct({zeros({2, 0}), zeros({0, 3})}, y, 0, 0);
 }
