@@ -120,22 +120,24 @@ HSPMD_DEVICE inline float blockMax(float value, float *shared) {
 }
 
 // Per row: its mean (0 for RMSNorm) and 1 / sqrt(variance or mean square + eps), kept for the
-// parameter gradients.
-HSPMD_KERNEL void normRowsKernel(const float *x, const float *w, const float *b, const float *dy, float *y,
-                                 double *stats, int64_t rows, int64_t n, double eps, bool layer) {
+// parameter gradients. x, dy and y in f32 or bf16 storage (read as floats, y rounded), the
+// parameters f32.
+template <typename X, typename DY, typename Y>
+HSPMD_KERNEL void normRowsKernel(const X *x, const float *w, const float *b, const DY *dy, Y *y, double *stats,
+                                 int64_t rows, int64_t n, double eps, bool layer) {
   HSPMD_SHARED(double, shared, 32);
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
-    const float *xr = x + row * n;
+    const X *xr = x + row * n;
     double mean = 0;
     if (layer) {
       double s = 0;
       for (int64_t j = threadIdx.x; j < n; j += blockDim.x)
-        s += xr[j];
+        s += loadElement(xr[j]);
       mean = blockSum(s, shared) / static_cast<double>(n);
     }
     double s2 = 0;
     for (int64_t j = threadIdx.x; j < n; j += blockDim.x)
-      s2 += (xr[j] - mean) * (xr[j] - mean);
+      s2 += (loadElement(xr[j]) - mean) * (loadElement(xr[j]) - mean);
     const double r = 1 / sqrt(blockSum(s2, shared) / static_cast<double>(n) + eps);
     if (stats && threadIdx.x == 0) {
       stats[2 * row] = mean;
@@ -143,36 +145,38 @@ HSPMD_KERNEL void normRowsKernel(const float *x, const float *w, const float *b,
     }
     if (!dy) {
       for (int64_t j = threadIdx.x; j < n; j += blockDim.x)
-        y[row * n + j] = static_cast<float>((xr[j] - mean) * r * w[j] + (layer ? b[j] : 0.0f));
+        storeElement(y + row * n + j,
+                     static_cast<float>((loadElement(xr[j]) - mean) * r * w[j] + (layer ? b[j] : 0.0f)));
       continue;
     }
-    const float *dyr = dy + row * n;
+    const DY *dyr = dy + row * n;
     double sumG = 0, sumGX = 0;
     for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
-      const double xhat = (xr[j] - mean) * r, g = static_cast<double>(dyr[j]) * w[j];
+      const double xhat = (loadElement(xr[j]) - mean) * r, g = static_cast<double>(loadElement(dyr[j])) * w[j];
       sumG += g;
       sumGX += g * xhat;
     }
     sumGX = blockSum(sumGX, shared);
     sumG = layer ? blockSum(sumG, shared) : 0.0;
     for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
-      const double xhat = (xr[j] - mean) * r, g = static_cast<double>(dyr[j]) * w[j];
-      y[row * n + j] =
-          static_cast<float>(r * (g - sumG / static_cast<double>(n) - xhat * sumGX / static_cast<double>(n)));
+      const double xhat = (loadElement(xr[j]) - mean) * r, g = static_cast<double>(loadElement(dyr[j])) * w[j];
+      storeElement(y + row * n + j,
+                   static_cast<float>(r * (g - sumG / static_cast<double>(n) - xhat * sumGX / static_cast<double>(n))));
     }
   }
 }
 
 // dw (and db) of a norm: one thread per column, adding the rows in order.
-HSPMD_KERNEL void normParamGradKernel(const float *x, const float *dy, const double *stats, float *dw, float *db,
-                                      int64_t rows, int64_t n) {
+template <typename X, typename DY>
+HSPMD_KERNEL void normParamGradKernel(const X *x, const DY *dy, const double *stats, float *dw, float *db, int64_t rows,
+                                      int64_t n) {
   for (int64_t j = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; j < n;
        j += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     double w = 0, b = 0;
     for (int64_t row = 0; row < rows; ++row) {
-      const double xhat = (x[row * n + j] - stats[2 * row]) * stats[2 * row + 1];
-      w += dy[row * n + j] * xhat;
-      b += dy[row * n + j];
+      const double xhat = (loadElement(x[row * n + j]) - stats[2 * row]) * stats[2 * row + 1];
+      w += loadElement(dy[row * n + j]) * xhat;
+      b += loadElement(dy[row * n + j]);
     }
     dw[j] = static_cast<float>(w);
     if (db)
@@ -362,6 +366,20 @@ private:
   cudaStream_t stream_;
 };
 
+/// Whether a norm (or its gradient) takes these tensors as they are: activations (x, dy, y or
+/// dx) f32 or bf16, parameters and their gradients f32. Otherwise runKernel widens them.
+inline bool normTakes(const std::string &op, In in, In out) {
+  const bool layer = op.rfind("layernorm", 0) == 0, grad = op.size() > 5 && op.substr(op.size() - 5) == "_grad";
+  auto f32 = [](const TensorView &t) { return t.dtype == ir::DType::F32; };
+  auto activation = [](const TensorView &t) { return t.dtype == ir::DType::F32 || t.dtype == ir::DType::BF16; };
+  if (in.size() < 2 || out.empty() || !activation(in[0]) || !f32(in[1]) || !activation(out[0]))
+    return false;
+  if (!grad)
+    return !layer || (in.size() > 2 && f32(in[2]));
+  return in.size() > 2 && activation(in[2]) && out.size() >= (layer ? 3u : 2u) && f32(out[1]) &&
+         (!layer || f32(out[2]));
+}
+
 void norm(const std::string &op, const ir::AttrMap &attrs, In in, In out, cudaStream_t stream) {
   const bool layer = op.rfind("layernorm", 0) == 0, grad = op.size() > 5 && op.substr(op.size() - 5) == "_grad";
   const int64_t n = in[0].shape.empty() ? 1 : in[0].shape.back(), rows = in[0].numel() / std::max<int64_t>(n, 1);
@@ -369,17 +387,36 @@ void norm(const std::string &op, const ir::AttrMap &attrs, In in, In out, cudaSt
   const LaunchShape shape = rowLaunch(rows, n);
   if (!shape.blocks)
     return;
+  const char *name = op.c_str();
   if (!grad) {
-    launchKernel(shape.blocks, shape.threads, 0, stream, normRowsKernel, in[0].f32(), in[1].f32(),
-                 layer ? in[2].f32() : nullptr, nullptr, out[0].f32(), nullptr, rows, n, eps, layer);
+    byElementType(in[0], name, [&](auto *tx) {
+      byElementType(out[0], name, [&](auto *ty) {
+        using X = Element<decltype(tx)>;
+        using Y = Element<decltype(ty)>;
+        launchKernel(shape.blocks, shape.threads, 0, stream, normRowsKernel<X, float, Y>,
+                     static_cast<const X *>(in[0].data), in[1].f32(), layer ? in[2].f32() : nullptr,
+                     static_cast<const float *>(nullptr), static_cast<Y *>(out[0].data), nullptr, rows, n, eps, layer);
+      });
+    });
     return;
   }
   Scratch stats(rows * 2 * static_cast<int64_t>(sizeof(double)), stream);
-  launchKernel(shape.blocks, shape.threads, 0, stream, normRowsKernel, in[0].f32(), in[1].f32(), nullptr, in[2].f32(),
-               out[0].f32(), stats.as<double>(), rows, n, eps, layer);
   const LaunchShape columns = elementwiseLaunch(n);
-  launchKernel(columns.blocks, columns.threads, 0, stream, normParamGradKernel, in[0].f32(), in[2].f32(),
-               stats.as<double>(), out[1].f32(), layer ? out[2].f32() : nullptr, rows, n);
+  byElementType(in[0], name, [&](auto *tx) {
+    byElementType(in[2], name, [&](auto *tdy) {
+      using X = Element<decltype(tx)>;
+      using DY = Element<decltype(tdy)>;
+      byElementType(out[0], name, [&](auto *tdx) {
+        using DX = Element<decltype(tdx)>;
+        launchKernel(shape.blocks, shape.threads, 0, stream, normRowsKernel<X, DY, DX>,
+                     static_cast<const X *>(in[0].data), in[1].f32(), nullptr, static_cast<const DY *>(in[2].data),
+                     static_cast<DX *>(out[0].data), stats.as<double>(), rows, n, eps, layer);
+      });
+      launchKernel(columns.blocks, columns.threads, 0, stream, normParamGradKernel<X, DY>,
+                   static_cast<const X *>(in[0].data), static_cast<const DY *>(in[2].data), stats.as<double>(),
+                   out[1].f32(), layer ? out[2].f32() : nullptr, rows, n);
+    });
+  });
 }
 
 void crossEntropy(const std::string &op, const ir::AttrMap &attrs, In in, In out, const KernelContext &context,

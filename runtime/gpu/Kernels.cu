@@ -267,8 +267,8 @@ std::vector<std::string> gpuKernelNames() {
 namespace {
 
 // Kernels that take bf16 tensors as they are: products (bf16 on tensor cores), the elementwise
-// kernels (they read and write bf16, computing in f32: bit for bit the widened kernel's
-// rounded result), and layout ops that only move elements where every tensor has one type
+// kernels and the norms (they read and write bf16, computing in f32 or double: bit for bit the
+// widened kernel's rounded result), and layout ops that only move elements where every tensor has one type
 // (a bf16 copied is a bf16 widened, copied and rounded back). The others run on widened copies.
 bool readsBf16(const std::string &op, std::span<const TensorView> inputs, std::span<const TensorView> outputs) {
   static const std::set<std::string> elementwise = {"add",       "sub",       "mul",     "div",       "neg",
@@ -277,6 +277,8 @@ bool readsBf16(const std::string &op, std::span<const TensorView> inputs, std::s
                                      moves = {"reshape", "transpose", "unbind", "split", "concat", "slice", "pad"};
   if (op == "matmul" || elementwise.count(op))
     return true;
+  if (op == "layernorm" || op == "rmsnorm" || op == "layernorm_grad" || op == "rmsnorm_grad")
+    return normTakes(op, inputs, outputs);
   if (!moves.count(op))
     return false;
   auto same = [&](const TensorView &t) { return t.dtype == (inputs.empty() ? outputs[0] : inputs[0]).dtype; };

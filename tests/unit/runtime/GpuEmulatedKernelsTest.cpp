@@ -638,3 +638,72 @@ TEST(MatmulKernels, ProductsAsTheCpuMakesThem) {
   Tensor y = f32({2, 3}, random);
   compareProduct({zeros({2, 0}), zeros({0, 3})}, y, 0, 0);
 }
+
+namespace {
+
+// `op` through the kernel table on tensors as they are (bf16 ones included), and on widened f32
+// copies with the bf16 results rounded (what runKernel does for a kernel that does not take
+// bf16): bit for bit the same outputs.
+void expectWidenedEquivalent(const std::string &op, const ir::AttrMap &attrs, std::vector<Tensor> inputs,
+                             std::vector<Tensor> outputs) {
+  auto widened = [](std::vector<Tensor> tensors) {
+    for (Tensor &t : tensors)
+      if (t.dtype == ir::DType::BF16) {
+        Tensor wide{ir::DType::F32, t.shape, std::vector<char>(static_cast<size_t>(t.numel()) * 4)};
+        runtime::widenBf16(t.bytes.data(), wide.f32(), t.numel());
+        t = std::move(wide);
+      }
+    return tensors;
+  };
+  std::vector<Tensor> wideIn = widened(inputs), wideOut = widened(outputs);
+  gpu::kernelTable().at(op)(attrs, views(inputs), views(outputs), {}, nullptr);
+  gpu::kernelTable().at(op)(attrs, views(wideIn), views(wideOut), {}, nullptr);
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    std::vector<char> expected = wideOut[k].bytes;
+    if (outputs[k].dtype == ir::DType::BF16) {
+      expected.resize(static_cast<size_t>(outputs[k].numel()) * 2);
+      runtime::narrowToBf16(wideOut[k].f32(), expected.data(), outputs[k].numel());
+    }
+    EXPECT_EQ(outputs[k].bytes, expected) << op << " output " << k;
+  }
+}
+
+} // namespace
+
+// The norms read and write bf16 activations as they are (parameters and their gradients f32):
+// bit for bit the widened kernels' results, rounded (docs/gpu.md).
+TEST(KernelTable, NormsTakeBf16AsTheWidenedKernelsDo) {
+  std::mt19937 random(12);
+  for (const char *op : {"layernorm", "rmsnorm"}) {
+    const bool layer = std::string(op) == "layernorm";
+    for (bool bf16In : {false, true})
+      for (bool bf16Out : {false, true}) {
+        SCOPED_TRACE(std::string(op) + (bf16In ? " bf16 in" : " f32 in") + (bf16Out ? ", bf16 out" : ", f32 out"));
+        std::vector<Tensor> in{bf16In ? bf16Tensor({6, 100}, random) : f32({6, 100}, random), f32({100}, random)};
+        if (layer)
+          in.push_back(f32({100}, random));
+        expectWidenedEquivalent(op, {{"eps", 1e-5}}, in, {bf16Out ? bf16Zeros({6, 100}) : zeros({6, 100})});
+        std::vector<Tensor> gradIn{bf16In ? bf16Tensor({6, 100}, random) : f32({6, 100}, random), f32({100}, random),
+                                   bf16Out ? bf16Tensor({6, 100}, random) : f32({6, 100}, random)};
+        std::vector<Tensor> gradOut{bf16In ? bf16Zeros({6, 100}) : zeros({6, 100}), zeros({100})};
+        if (layer)
+          gradOut.push_back(zeros({100}));
+        expectWidenedEquivalent(std::string(op) + "_grad", {{"eps", 1e-5}}, gradIn, gradOut);
+      }
+  }
+}
+
+// Which norms runKernel hands bf16 tensors as they are: activations f32 or bf16, parameters and
+// their gradients f32 (a bf16 parameter is widened around the kernel instead).
+TEST(KernelTable, NormsTakeBf16ActivationsWithF32Parameters) {
+  std::mt19937 random(13);
+  std::vector<Tensor> in{bf16Tensor({2, 8}, random), f32({8}, random), f32({8}, random)}, out{bf16Zeros({2, 8})};
+  EXPECT_TRUE(gpu::normTakes("layernorm", views(in), views(out)));
+  EXPECT_TRUE(gpu::normTakes("rmsnorm", views(in), views(out)));
+  std::vector<Tensor> bf16Parameter{bf16Tensor({2, 8}, random), bf16Tensor({8}, random)};
+  EXPECT_FALSE(gpu::normTakes("rmsnorm", views(bf16Parameter), views(out)));
+  std::vector<Tensor> gradIn{bf16Tensor({2, 8}, random), f32({8}, random), bf16Tensor({2, 8}, random)};
+  std::vector<Tensor> gradOut{bf16Zeros({2, 8}), zeros({8}), zeros({8})}, bf16Grads{bf16Zeros({2, 8}), bf16Zeros({8})};
+  EXPECT_TRUE(gpu::normTakes("layernorm_grad", views(gradIn), views(gradOut)));
+  EXPECT_FALSE(gpu::normTakes("rmsnorm_grad", views(gradIn), views(bf16Grads)));
+}
