@@ -5,6 +5,7 @@
 #include "runtime/Kernels.h"
 #include "runtime/Regions.h"
 #include "runtime/gpu/GpuKernels.h"
+#include "tests/unit/support/KernelCases.h"
 
 #include <gtest/gtest.h>
 
@@ -26,40 +27,10 @@ namespace {
       GTEST_SKIP() << "no GPU here (" << why << "): scripts/gpu-check.sh runs these on a GPU";                         \
   } while (0)
 
-struct Tensor {
-  ir::DType dtype = ir::DType::F32;
-  std::vector<int64_t> shape;
-  std::vector<char> bytes;
-  int64_t numel() const {
-    int64_t n = 1;
-    for (int64_t d : shape)
-      n *= d;
-    return n;
-  }
-  float *f32() { return reinterpret_cast<float *>(bytes.data()); }
-};
-
-Tensor f32(std::vector<int64_t> shape, std::mt19937 &random, float lo = -2, float hi = 2) {
-  Tensor t{ir::DType::F32, std::move(shape), {}};
-  t.bytes.resize(static_cast<size_t>(t.numel()) * 4);
-  std::uniform_real_distribution<float> values(lo, hi);
-  for (int64_t i = 0; i < t.numel(); ++i)
-    t.f32()[i] = values(random);
-  return t;
-}
-
-Tensor i32(std::vector<int64_t> shape, std::vector<int32_t> values) {
-  Tensor t{ir::DType::I32, std::move(shape), {}};
-  t.bytes.resize(values.size() * 4);
-  std::memcpy(t.bytes.data(), values.data(), t.bytes.size());
-  return t;
-}
-
-Tensor zeros(std::vector<int64_t> shape) {
-  Tensor t{ir::DType::F32, std::move(shape), {}};
-  t.bytes.assign(static_cast<size_t>(t.numel()) * 4, 0);
-  return t;
-}
+using Tensor = hspmd::testing::KernelTensor;
+using hspmd::testing::f32;
+using hspmd::testing::i32;
+using hspmd::testing::zeros;
 
 // `op` run on the CPU and on the GPU from the same inputs: the CPU's tensors after it, and the
 // GPU's memory (the inputs', then the outputs').
@@ -134,70 +105,29 @@ TEST(GpuKernels, CublasLoadsWithoutBeingLinked) {
 
 TEST(GpuKernels, Elementwise) {
   SKIP_WITHOUT_GPU();
-  std::mt19937 random(1);
-  for (const char *op : {"add", "sub", "mul"}) {
-    compare(op, {}, {f32({4, 33}, random), f32({4, 33}, random)}, {zeros({4, 33})});
-    compare(op, {}, {f32({4, 33}, random), f32({33}, random)}, {zeros({4, 33})});
-    compare(op, {}, {f32({4, 1, 5}, random), f32({3, 1}, random)}, {zeros({4, 3, 5})});
-  }
-  compare("div", {}, {f32({4, 33}, random), f32({33}, random, 0.5f, 2.0f)}, {zeros({4, 33})});
-  for (const char *op : {"neg", "gelu", "silu", "relu"})
-    compare(op, {}, {f32({1000}, random, -6, 6)}, {zeros({1000})});
-  for (const char *op : {"gelu_grad", "silu_grad", "relu_grad"})
-    compare(op, {}, {f32({1000}, random, -6, 6), f32({1000}, random)}, {zeros({1000})});
-  compare("broadcast", {}, {f32({33}, random)}, {zeros({4, 33})});
-  compare("constant", {{"value", 2.5}}, {}, {zeros({7, 5})});
+  hspmd::testing::kernelcases::elementwise(compare);
 }
 
 TEST(GpuKernels, NormsAndSoftmax) {
   SKIP_WITHOUT_GPU();
-  std::mt19937 random(2);
-  compare("layernorm", {{"eps", 1e-5}}, {f32({6, 100}, random), f32({100}, random), f32({100}, random)},
-          {zeros({6, 100})});
-  compare("layernorm_grad", {{"eps", 1e-5}}, {f32({6, 100}, random), f32({100}, random), f32({6, 100}, random)},
-          {zeros({6, 100}), zeros({100}), zeros({100})});
-  compare("rmsnorm", {{"eps", 1e-6}}, {f32({5, 2000}, random), f32({2000}, random)}, {zeros({5, 2000})});
-  compare("rmsnorm_grad", {{"eps", 1e-6}}, {f32({5, 64}, random), f32({64}, random), f32({5, 64}, random)},
-          {zeros({5, 64}), zeros({64})});
-  compare("softmax", {{"dim", int64_t{1}}}, {f32({3, 17, 5}, random, -8, 8)}, {zeros({3, 17, 5})});
+  hspmd::testing::kernelcases::normsAndSoftmax(compare);
 }
 
 TEST(GpuKernels, EmbeddingAndCrossEntropy) {
   SKIP_WITHOUT_GPU();
-  std::mt19937 random(3);
-  const Tensor targets = i32({12}, {0, 5, 49, -1, 7, 7, 3, 20, 33, 48, 1, 2});
-  compare("cross_entropy", {{"tokens", int64_t{22}}}, {f32({12, 50}, random, -5, 5), targets}, {zeros({})});
-  compare("cross_entropy_grad", {{"tokens", int64_t{22}}},
-          {f32({12, 50}, random, -5, 5), targets, f32({}, random, 0.5f, 1.5f)}, {zeros({12, 50})});
-  const Tensor ids = i32({3, 4}, {10, 11, 59, 60, 5, 12, 12, 30, 10, 59, 0, 41});
-  compare("embedding", {{"vocab_offset", int64_t{10}}}, {f32({50, 16}, random), ids}, {zeros({3, 4, 16})});
-  compare("embedding_grad", {{"vocab_offset", int64_t{10}}}, {ids, f32({3, 4, 16}, random)}, {zeros({50, 16})});
+  hspmd::testing::kernelcases::embeddingAndCrossEntropy(compare);
 }
 
-// The vocabulary-parallel cross-entropy's steps (the NCCL backend runs them on the GPU around
-// its all-reduces), on a piece of 50 columns from vocabulary offset 25.
+// The vocabulary-parallel cross-entropy's steps, on a piece of 50 columns from vocabulary offset
+// 25 (tests/unit/support/KernelCases.h).
 TEST(GpuKernels, VocabularyParallelCrossEntropySteps) {
   SKIP_WITHOUT_GPU();
-  std::mt19937 random(7);
-  const ir::AttrMap attrs = {{"tokens", int64_t{22}}, {"vocab_offset", int64_t{25}}};
-  const Tensor logits = f32({12, 50}, random, -5, 5), peak = f32({12}, random, 4, 5);
-  const Tensor targets = i32({12}, {0, 30, 49, -1, 74, 75, 3, 26, 33, 48, 100, 2});
-  const Tensor sums = f32({24}, random, 1, 40);
-  compare("vocab_parallel_max", attrs, {logits}, {zeros({12})});
-  compare("vocab_parallel_sums", attrs, {logits, targets, peak}, {zeros({24})});
-  compare("vocab_parallel_loss", attrs, {targets, peak, sums}, {zeros({})});
-  compare("vocab_parallel_grad", attrs, {logits, targets, peak, sums, f32({}, random, 0.5f, 1.5f)}, {zeros({12, 50})});
+  hspmd::testing::kernelcases::vocabularyParallelCrossEntropy(compare);
 }
 
 TEST(GpuKernels, OptimizerSteps) {
   SKIP_WITHOUT_GPU();
-  std::mt19937 random(4);
-  runtime::KernelContext third;
-  third.step = 3;
-  const Tensor p = f32({1000}, random);
-  compare("adamw", {{"lr", 1e-2}},
-          {p, f32({1000}, random), f32({1000}, random, -0.1f, 0.1f), f32({1000}, random, 0, 0.1f)}, {p}, third);
-  compare("sgd", {{"lr", 0.1}, {"momentum", 0.9}}, {p, f32({1000}, random), f32({1000}, random)}, {p}, third);
+  hspmd::testing::kernelcases::optimizerSteps(compare);
 }
 
 TEST(GpuKernels, MatrixProducts) {
@@ -214,19 +144,7 @@ TEST(GpuKernels, MatrixProducts) {
 
 TEST(GpuKernels, Layout) {
   SKIP_WITHOUT_GPU();
-  std::mt19937 random(6);
-  compare("reshape", {}, {f32({4, 6}, random)}, {zeros({2, 12})});
-  compare("transpose", {{"dim0", int64_t{1}}, {"dim1", int64_t{2}}}, {f32({2, 3, 4}, random)}, {zeros({2, 4, 3})});
-  compare("transpose", {{"dim0", int64_t{0}}, {"dim1", int64_t{2}}}, {f32({2, 3, 4}, random)}, {zeros({4, 3, 2})});
-  compare("unbind", {{"dim", int64_t{1}}}, {f32({2, 3, 4}, random)}, {zeros({2, 4}), zeros({2, 4}), zeros({2, 4})});
-  compare("split", {{"dim", int64_t{2}}}, {f32({2, 3, 5}, random)}, {zeros({2, 3, 2}), zeros({2, 3, 3})});
-  compare("concat", {{"dim", int64_t{0}}}, {f32({2, 3}, random), f32({1, 3}, random)}, {zeros({3, 3})});
-  compare("slice", {{"dim", int64_t{1}}, {"start", int64_t{2}}}, {f32({3, 7}, random)}, {zeros({3, 4})});
-  compare("pad", {{"dim", int64_t{0}}, {"before", int64_t{1}}}, {f32({2, 3}, random)}, {zeros({5, 3})});
-  const ir::AttrMap overRows{{"dims", std::vector<ir::SymExpr>{ir::SymExpr(int64_t{0}), ir::SymExpr(int64_t{1})}}};
-  compare("sum", overRows, {f32({4, 5, 6}, random)}, {zeros({6})});
-  const ir::AttrMap middle{{"dims", std::vector<ir::SymExpr>{ir::SymExpr(int64_t{1})}}};
-  compare("mean", middle, {f32({4, 5, 6}, random)}, {zeros({4, 6})});
+  hspmd::testing::kernelcases::layout(compare);
 }
 
 // Causal attention with grouped KV heads on a sequence piece (query and key offsets), forward

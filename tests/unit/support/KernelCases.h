@@ -1,0 +1,155 @@
+// KernelCases.h - test support: the GPU kernels' cases, each an op with its attributes, inputs
+// and outputs, handed to a comparison that runs the op on the CPU and on a GPU kernel. The GPU
+// tests (tests/gpu/GpuKernelTest.cpp: on a GPU) and the emulated ones
+// (tests/unit/runtime/GpuEmulatedKernelsTest.cpp: the same kernels on CPU threads) run the same
+// cases.
+#pragma once
+
+#include "ir/Ops.h"
+#include "runtime/Kernels.h"
+
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace hspmd::testing {
+
+/// A tensor in host memory: f32, i32 or bf16 bytes.
+struct KernelTensor {
+  ir::DType dtype = ir::DType::F32;
+  std::vector<int64_t> shape;
+  std::vector<char> bytes;
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    return n;
+  }
+  float *f32() { return reinterpret_cast<float *>(bytes.data()); }
+};
+
+inline KernelTensor f32(std::vector<int64_t> shape, std::mt19937 &random, float lo = -2, float hi = 2) {
+  KernelTensor t{ir::DType::F32, std::move(shape), {}};
+  t.bytes.resize(static_cast<size_t>(t.numel()) * 4);
+  std::uniform_real_distribution<float> values(lo, hi);
+  for (int64_t i = 0; i < t.numel(); ++i)
+    t.f32()[i] = values(random);
+  return t;
+}
+
+inline KernelTensor i32(std::vector<int64_t> shape, std::vector<int32_t> values) {
+  KernelTensor t{ir::DType::I32, std::move(shape), {}};
+  t.bytes.resize(values.size() * 4);
+  std::memcpy(t.bytes.data(), values.data(), t.bytes.size());
+  return t;
+}
+
+inline KernelTensor zeros(std::vector<int64_t> shape) {
+  KernelTensor t{ir::DType::F32, std::move(shape), {}};
+  t.bytes.assign(static_cast<size_t>(t.numel()) * 4, 0);
+  return t;
+}
+
+inline std::vector<runtime::TensorView> views(std::vector<KernelTensor> &tensors) {
+  std::vector<runtime::TensorView> out;
+  for (KernelTensor &t : tensors)
+    out.push_back(runtime::TensorView{t.bytes.data(), t.dtype, t.shape});
+  return out;
+}
+
+/// Runs `op` on the CPU and on the kernel under test from the same tensors and compares every
+/// f32 output and input (an optimizer updates its state in place) within `bound` relative.
+using KernelCompare =
+    std::function<void(const std::string &op, const ir::AttrMap &attrs, std::vector<KernelTensor> inputs,
+                       std::vector<KernelTensor> outputs, const runtime::KernelContext &context, double bound)>;
+
+namespace kernelcases {
+
+inline void elementwise(const KernelCompare &compare) {
+  std::mt19937 random(1);
+  for (const char *op : {"add", "sub", "mul"}) {
+    compare(op, {}, {f32({4, 33}, random), f32({4, 33}, random)}, {zeros({4, 33})}, {}, 1e-5);
+    compare(op, {}, {f32({4, 33}, random), f32({33}, random)}, {zeros({4, 33})}, {}, 1e-5);
+    compare(op, {}, {f32({4, 1, 5}, random), f32({3, 1}, random)}, {zeros({4, 3, 5})}, {}, 1e-5);
+  }
+  compare("div", {}, {f32({4, 33}, random), f32({33}, random, 0.5f, 2.0f)}, {zeros({4, 33})}, {}, 1e-5);
+  for (const char *op : {"neg", "gelu", "silu", "relu"})
+    compare(op, {}, {f32({1000}, random, -6, 6)}, {zeros({1000})}, {}, 1e-5);
+  for (const char *op : {"gelu_grad", "silu_grad", "relu_grad"})
+    compare(op, {}, {f32({1000}, random, -6, 6), f32({1000}, random)}, {zeros({1000})}, {}, 1e-5);
+  compare("broadcast", {}, {f32({33}, random)}, {zeros({4, 33})}, {}, 1e-5);
+  compare("constant", {{"value", 2.5}}, {}, {zeros({7, 5})}, {}, 1e-5);
+}
+
+inline void normsAndSoftmax(const KernelCompare &compare) {
+  std::mt19937 random(2);
+  compare("layernorm", {{"eps", 1e-5}}, {f32({6, 100}, random), f32({100}, random), f32({100}, random)},
+          {zeros({6, 100})}, {}, 1e-5);
+  compare("layernorm_grad", {{"eps", 1e-5}}, {f32({6, 100}, random), f32({100}, random), f32({6, 100}, random)},
+          {zeros({6, 100}), zeros({100}), zeros({100})}, {}, 1e-5);
+  compare("rmsnorm", {{"eps", 1e-6}}, {f32({5, 2000}, random), f32({2000}, random)}, {zeros({5, 2000})}, {}, 1e-5);
+  compare("rmsnorm_grad", {{"eps", 1e-6}}, {f32({5, 64}, random), f32({64}, random), f32({5, 64}, random)},
+          {zeros({5, 64}), zeros({64})}, {}, 1e-5);
+  compare("softmax", {{"dim", int64_t{1}}}, {f32({3, 17, 5}, random, -8, 8)}, {zeros({3, 17, 5})}, {}, 1e-5);
+}
+
+inline void embeddingAndCrossEntropy(const KernelCompare &compare) {
+  std::mt19937 random(3);
+  const KernelTensor targets = i32({12}, {0, 5, 49, -1, 7, 7, 3, 20, 33, 48, 1, 2});
+  compare("cross_entropy", {{"tokens", int64_t{22}}}, {f32({12, 50}, random, -5, 5), targets}, {zeros({})}, {}, 1e-5);
+  compare("cross_entropy_grad", {{"tokens", int64_t{22}}},
+          {f32({12, 50}, random, -5, 5), targets, f32({}, random, 0.5f, 1.5f)}, {zeros({12, 50})}, {}, 1e-5);
+  const KernelTensor ids = i32({3, 4}, {10, 11, 59, 60, 5, 12, 12, 30, 10, 59, 0, 41});
+  compare("embedding", {{"vocab_offset", int64_t{10}}}, {f32({50, 16}, random), ids}, {zeros({3, 4, 16})}, {}, 1e-5);
+  compare("embedding_grad", {{"vocab_offset", int64_t{10}}}, {ids, f32({3, 4, 16}, random)}, {zeros({50, 16})}, {},
+          1e-5);
+}
+
+// The vocabulary-parallel cross-entropy's steps (the NCCL backend runs them on the GPU around
+// its all-reduces), on a piece of 50 columns from vocabulary offset 25.
+inline void vocabularyParallelCrossEntropy(const KernelCompare &compare) {
+  std::mt19937 random(7);
+  const ir::AttrMap attrs = {{"tokens", int64_t{22}}, {"vocab_offset", int64_t{25}}};
+  const KernelTensor logits = f32({12, 50}, random, -5, 5), peak = f32({12}, random, 4, 5);
+  const KernelTensor targets = i32({12}, {0, 30, 49, -1, 74, 75, 3, 26, 33, 48, 100, 2});
+  const KernelTensor sums = f32({24}, random, 1, 40);
+  compare("vocab_parallel_max", attrs, {logits}, {zeros({12})}, {}, 1e-5);
+  compare("vocab_parallel_sums", attrs, {logits, targets, peak}, {zeros({24})}, {}, 1e-5);
+  compare("vocab_parallel_loss", attrs, {targets, peak, sums}, {zeros({})}, {}, 1e-5);
+  compare("vocab_parallel_grad", attrs, {logits, targets, peak, sums, f32({}, random, 0.5f, 1.5f)}, {zeros({12, 50})},
+          {}, 1e-5);
+}
+
+inline void optimizerSteps(const KernelCompare &compare) {
+  std::mt19937 random(4);
+  runtime::KernelContext third;
+  third.step = 3;
+  const KernelTensor p = f32({1000}, random);
+  compare("adamw", {{"lr", 1e-2}},
+          {p, f32({1000}, random), f32({1000}, random, -0.1f, 0.1f), f32({1000}, random, 0, 0.1f)}, {p}, third, 1e-5);
+  compare("sgd", {{"lr", 0.1}, {"momentum", 0.9}}, {p, f32({1000}, random), f32({1000}, random)}, {p}, third, 1e-5);
+}
+
+inline void layout(const KernelCompare &compare) {
+  std::mt19937 random(6);
+  compare("reshape", {}, {f32({4, 6}, random)}, {zeros({2, 12})}, {}, 1e-5);
+  compare("transpose", {{"dim0", int64_t{1}}, {"dim1", int64_t{2}}}, {f32({2, 3, 4}, random)}, {zeros({2, 4, 3})}, {},
+          1e-5);
+  compare("transpose", {{"dim0", int64_t{0}}, {"dim1", int64_t{2}}}, {f32({2, 3, 4}, random)}, {zeros({4, 3, 2})}, {},
+          1e-5);
+  compare("unbind", {{"dim", int64_t{1}}}, {f32({2, 3, 4}, random)}, {zeros({2, 4}), zeros({2, 4}), zeros({2, 4})}, {},
+          1e-5);
+  compare("split", {{"dim", int64_t{2}}}, {f32({2, 3, 5}, random)}, {zeros({2, 3, 2}), zeros({2, 3, 3})}, {}, 1e-5);
+  compare("concat", {{"dim", int64_t{0}}}, {f32({2, 3}, random), f32({1, 3}, random)}, {zeros({3, 3})}, {}, 1e-5);
+  compare("slice", {{"dim", int64_t{1}}, {"start", int64_t{2}}}, {f32({3, 7}, random)}, {zeros({3, 4})}, {}, 1e-5);
+  compare("pad", {{"dim", int64_t{0}}, {"before", int64_t{1}}}, {f32({2, 3}, random)}, {zeros({5, 3})}, {}, 1e-5);
+  const ir::AttrMap overRows{{"dims", std::vector<ir::SymExpr>{ir::SymExpr(int64_t{0}), ir::SymExpr(int64_t{1})}}};
+  compare("sum", overRows, {f32({4, 5, 6}, random)}, {zeros({6})}, {}, 1e-5);
+  const ir::AttrMap middle{{"dims", std::vector<ir::SymExpr>{ir::SymExpr(int64_t{1})}}};
+  compare("mean", middle, {f32({4, 5, 6}, random)}, {zeros({4, 6})}, {}, 1e-5);
+}
+
+} // namespace kernelcases
+} // namespace hspmd::testing
