@@ -5,14 +5,16 @@
 // or HSPMD_SHARED (an array), and it is launched by launchKernel(blocks, threads, shared,
 // stream, kernel, args...): under nvcc, __global__, __device__, __shared__ and <<<...>>>.
 //
-// On the host each block runs as blockDim std::threads with its own shared memory,
-// __syncthreads() a barrier of them, __shfl_down_sync an exchange within each warp of 32, and
-// atomicAdd an atomic add; blocks run one after another. The few CUDA runtime calls the
-// launches make (cudaMallocAsync, cudaMemsetAsync, cudaMemcpyAsync, ...) act on host memory,
-// and a stream is nothing. What a kernel computes is what the GPU computes, up to the order of
-// its atomic adds. What this does not show: speed, the GPU's memory limits, and what depends on
-// a GPU's scheduling (a barrier left out may pass here). A kernel whose threads do not all reach
-// a __syncthreads() hangs here, as it may on a GPU.
+// On the host a block's threads are fibers of the calling thread (ucontext; std::threads under
+// the sanitizers), each run until its next barrier in turn: __syncthreads() and each half of
+// __shfl_down_sync (an exchange within each warp of 32) are barriers. A kernel that met no
+// barrier when it first ran runs its threads one after another from then on (one that later
+// reaches a barrier throws std::logic_error). Blocks run one after another, each with its own
+// shared memory; atomicAdd is an atomic add. The few CUDA runtime calls the launches make
+// (cudaMallocAsync, cudaMemsetAsync, cudaMemcpyAsync, ...) act on host memory, and a stream is
+// nothing. What a kernel computes is what the GPU computes, up to the order of its atomic adds.
+// What this does not show: speed, the GPU's memory limits, and what depends on a GPU's
+// scheduling (a barrier left out may pass here).
 #pragma once
 
 #include <cstddef>
@@ -46,10 +48,27 @@ void launchKernel(int64_t blocks, int64_t threads, size_t shared, cudaStream_t s
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <map>
 #include <math.h>
 #include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
 #include <thread>
+#include <ucontext.h>
 #include <vector>
+
+// A block's threads are fibers of one OS thread (ucontext), each run until its next barrier in
+// turn, except under the sanitizers, which do not follow a stack switched by swapcontext: there
+// each is an std::thread, and a barrier an std::barrier (slower by about 50 times).
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define HSPMD_EMULATION_THREADS 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define HSPMD_EMULATION_THREADS 1
+#endif
+#endif
 
 #define HSPMD_KERNEL
 #define HSPMD_DEVICE
@@ -97,8 +116,97 @@ template <typename T> T *staticShared(size_t count) {
 
 } // namespace emulation
 
+namespace emulation {
+
+// The fibers of the block being run (none with HSPMD_EMULATION_THREADS).
+struct Fiber {
+  ucontext_t context;
+  size_t staticUsed = 0;
+  bool done = false;
+};
+struct FiberBlock {
+  ucontext_t scheduler;
+  std::vector<Fiber> fibers;
+  Fiber *current = nullptr;
+  const std::function<void()> *body = nullptr;
+};
+inline thread_local FiberBlock *fibers = nullptr;
+inline constexpr size_t kFiberStack = 256 * 1024;
+// The fibers' stacks, kept from block to block (their pages are touched only as they are used).
+inline thread_local std::vector<std::unique_ptr<char[]>> fiberStacks;
+
+/// The calling thread's wait at a barrier: its fiber yields to the scheduler, which runs the
+/// others up to the same barrier before it again; or its std::barrier.
+inline thread_local bool straight = false;  // the block's threads run one after another, no barrier
+inline std::atomic<int64_t> barriersMet{0}; // barriers waited at, by every launch so far
+
+inline void barrier(std::barrier<> &threads) {
+  if (straight) // a kernel that synchronized nowhere when it first ran synchronizes now
+    throw std::logic_error("a kernel run without barriers reached one (runtime/gpu/Emulation.h)");
+  ++barriersMet;
+  if (fibers)
+    swapcontext(&fibers->current->context, &fibers->scheduler);
+  else
+    threads.arrive_and_wait();
+}
+
+inline void fiberMain() {
+  FiberBlock &mine = *fibers;
+  (*mine.body)();
+  mine.current->done = true;
+  swapcontext(&mine.current->context, &mine.scheduler); // never resumed
+}
+
+/// Runs `body` as `n` fibers, `enter(t)` setting thread t's variables before each of its turns.
+// GCC warns that getcontext (marked to return twice, as setjmp) may clobber the loops' locals.
+// It returns once here: the contexts it fills are entered through makecontext's entry, never
+// resumed at the getcontext, and swapcontext returns as a call does, registers restored.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wclobbered"
+#endif
+inline void runFibers(unsigned n, const std::function<void(unsigned)> &enter, const std::function<void()> &body) {
+  FiberBlock fiberBlock;
+  fiberBlock.body = &body;
+  fiberBlock.fibers.resize(n);
+  while (fiberStacks.size() < n)
+    fiberStacks.emplace_back(new char[kFiberStack]);
+  for (unsigned t = 0; t < n; ++t) {
+    Fiber &fiber = fiberBlock.fibers[t];
+    getcontext(&fiber.context);
+    fiber.context.uc_stack.ss_sp = fiberStacks[t].get();
+    fiber.context.uc_stack.ss_size = kFiberStack;
+    fiber.context.uc_link = nullptr;
+    makecontext(&fiber.context, fiberMain, 0);
+  }
+  FiberBlock *const outer = fibers;
+  fibers = &fiberBlock;
+  // Each fiber runs until its next barrier (or its end), in turn: a round of them takes every
+  // thread of the block to the same barrier.
+  for (bool running = true; running;) {
+    running = false;
+    for (unsigned t = 0; t < n; ++t) {
+      Fiber &fiber = fiberBlock.fibers[t];
+      if (fiber.done)
+        continue;
+      enter(t);
+      staticUsed = fiber.staticUsed;
+      fiberBlock.current = &fiber;
+      swapcontext(&fiberBlock.scheduler, &fiber.context);
+      fiber.staticUsed = staticUsed;
+      running = running || !fiber.done;
+    }
+  }
+  fibers = outer;
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+} // namespace emulation
+
 inline void __syncthreads() {
-  emulation::block->arrive_and_wait();
+  emulation::barrier(*emulation::block);
 }
 
 inline float atomicAdd(float *at, float value) {
@@ -110,11 +218,11 @@ template <typename T> T __shfl_down_sync(unsigned, T value, unsigned offset) {
   emulation::Warp &w = *emulation::warp;
   const unsigned lane = threadIdx.x % 32;
   std::memcpy(w.slots[lane], &value, sizeof(T));
-  w.sync.arrive_and_wait();
+  emulation::barrier(w.sync);
   T out = value;
   if (lane + offset < w.size)
     std::memcpy(&out, w.slots[lane + offset], sizeof(T));
-  w.sync.arrive_and_wait(); // nobody writes its slot again before every partner has read it
+  emulation::barrier(w.sync); // nobody writes its slot again before every partner has read it
   return out;
 }
 
@@ -156,11 +264,43 @@ inline const char *cudaGetErrorString(cudaError_t status) {
 
 namespace emulation {
 
+/// The most blocks a launch runs (0: as many as it asks for). Every kernel of runtime/gpu/ walks
+/// its work in grid-stride loops, so that fewer blocks compute the same; a whole training run on
+/// CPU threads (tests/unit/support/EmulatedGpu.cpp) caps them to stay quick.
+inline std::atomic<int64_t> blockCap{0};
+
+/// Caps launches at `blocks` blocks while it lives.
+class BlockCap {
+public:
+  explicit BlockCap(int64_t blocks) : previous_(blockCap.exchange(blocks)) {}
+  ~BlockCap() { blockCap = previous_; }
+  BlockCap(const BlockCap &) = delete;
+  BlockCap &operator=(const BlockCap &) = delete;
+
+private:
+  int64_t previous_;
+};
+
 /// Runs `kernel(args...)` as `blocks` blocks of `threads` threads with `sharedBytes` of
 /// (zeroed) dynamic shared memory each, one block after another.
 template <typename Kernel, typename... Args>
 void launch(int64_t blocks, int64_t threads, size_t sharedBytes, Kernel kernel, const Args &...args) {
+  if (const int64_t cap = blockCap.load(); cap > 0)
+    blocks = std::min(blocks, cap);
   const auto n = static_cast<unsigned>(threads);
+  // Whether the kernel synchronizes: unknown until it first runs (as a block of fibers or
+  // threads); one that met no barrier then runs its threads one after another from then on,
+  // which is what makes a training run here quick.
+  static std::mutex kernelsMutex;
+  static std::map<const void *, bool> synchronizes;
+  const void *key = reinterpret_cast<const void *>(kernel);
+  std::optional<bool> known;
+  {
+    const std::lock_guard lock(kernelsMutex);
+    if (const auto it = synchronizes.find(key); it != synchronizes.end())
+      known = it->second;
+  }
+  const int64_t barriersBefore = barriersMet.load();
   for (unsigned b = 0; b < static_cast<unsigned>(blocks); ++b) {
     std::vector<float> shared(sharedBytes / sizeof(float) + 1, 0.0f);
     auto area = std::make_unique<unsigned char[]>(kStaticBytes);
@@ -168,23 +308,52 @@ void launch(int64_t blocks, int64_t threads, size_t sharedBytes, Kernel kernel, 
     std::vector<std::unique_ptr<Warp>> warps;
     for (unsigned w = 0; w * 32 < n; ++w)
       warps.push_back(std::make_unique<Warp>(std::min(32u, n - w * 32)));
+    auto enter = [&, b](unsigned t) {
+      threadIdx = {t, 0, 0};
+      blockIdx = {b, 0, 0};
+      blockDim = {n, 1, 1};
+      gridDim = {static_cast<unsigned>(blocks), 1, 1};
+      sharedMemory = shared.data();
+      staticArea = area.get();
+      block = &barrier;
+      warp = warps[t / 32].get();
+    };
+    if (known && !*known) { // a kernel with no barrier: its threads one after another
+      straight = true;
+      for (unsigned t = 0; t < n; ++t) {
+        enter(t);
+        staticUsed = 0;
+        try {
+          kernel(args...);
+        } catch (...) {
+          straight = false;
+          throw;
+        }
+      }
+      straight = false;
+      continue;
+    }
+#ifdef HSPMD_EMULATION_THREADS
     std::vector<std::thread> team;
     team.reserve(n);
     for (unsigned t = 0; t < n; ++t)
       team.emplace_back([&, t] {
-        threadIdx = {t, 0, 0};
-        blockIdx = {b, 0, 0};
-        blockDim = {n, 1, 1};
-        gridDim = {static_cast<unsigned>(blocks), 1, 1};
-        sharedMemory = shared.data();
-        staticArea = area.get();
+        enter(t);
         staticUsed = 0;
-        block = &barrier;
-        warp = warps[t / 32].get();
         kernel(args...);
       });
     for (std::thread &thread : team)
       thread.join();
+#else
+    const std::function<void()> body = [&] { kernel(args...); };
+    runFibers(n, enter, body);
+#endif
+  }
+  // Another thread's launch may have met barriers meanwhile: a kernel is taken to synchronize
+  // when any did, which only keeps it on the slower way.
+  if (!known && blocks > 0) {
+    const std::lock_guard lock(kernelsMutex);
+    synchronizes.emplace(key, barriersMet.load() != barriersBefore);
   }
 }
 

@@ -10,7 +10,7 @@
 // tests/unit/runtime/GpuEmulatedKernelsTest.cpp, which runs the table on CPU threads
 // (runtime/gpu/Emulation.h: launches, shared memory, warp shuffles, and the few CUDA runtime
 // calls the launches make) against the CPU kernels. Everything here is in an unnamed namespace:
-// each binary has one file that includes it.
+// a copy for each file that includes it.
 #pragma once
 
 #include "runtime/Kernels.h"

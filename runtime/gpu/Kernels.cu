@@ -1,7 +1,8 @@
-// Kernels.cu - the GPU's kernels (GpuKernels.h): runKernel's dispatch (bf16 widened around the
-// kernels that do not take it), matrix products through cuBLAS (no TF32: fp32 products; bf16
+// Kernels.cu - the GPU's kernels (GpuKernels.h): runKernel (Dispatch.cuh's dispatch: bf16
+// widened around the kernels that do not take it), matrix products through cuBLAS (no TF32: fp32 products; bf16
 // ones on tensor cores under --precision bf16), and the GPU's memory, streams and devices. The
 // other kernels are KernelTable.cuh's (also run on CPU threads by the tests).
+#include "runtime/gpu/Dispatch.cuh"
 #include "runtime/gpu/GpuKernels.h"
 #include "runtime/gpu/KernelTable.cuh"
 #include "runtime/gpu/MatmulKernels.cuh"
@@ -86,19 +87,6 @@ void checkBlas(cublasStatus_t status, const char *what) {
 
 cudaStream_t streamOf(const GpuStream &s) {
   return static_cast<cudaStream_t>(s.stream());
-}
-
-// bf16 storage (runKernel): widened to f32 for a kernel, its results rounded back.
-__global__ void widenKernel(const uint16_t *in, float *out, int64_t n) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
-    out[i] = __bfloat162float(__ushort_as_bfloat16(in[i]));
-}
-
-__global__ void narrowKernel(const float *in, uint16_t *out, int64_t n) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
-    out[i] = __bfloat16_as_ushort(__float2bfloat16(in[i]));
 }
 
 // A product on cuBLAS (MatmulKernels.cuh's GemmArgs: column-major, no transposes). fp32:
@@ -264,71 +252,10 @@ std::vector<std::string> gpuKernelNames() {
   return names;
 }
 
-namespace {
-
-// Kernels that take bf16 tensors as they are: products (bf16 on tensor cores), the elementwise
-// kernels and the norms (they read and write bf16, computing in f32 or double: bit for bit the
-// widened kernel's rounded result), and layout ops that only move elements where every tensor has one type
-// (a bf16 copied is a bf16 widened, copied and rounded back). The others run on widened copies.
-bool readsBf16(const std::string &op, std::span<const TensorView> inputs, std::span<const TensorView> outputs) {
-  static const std::set<std::string> elementwise = {"add",       "sub",       "mul",     "div",       "neg",
-                                                    "gelu",      "silu",      "relu",    "gelu_grad", "silu_grad",
-                                                    "relu_grad", "broadcast", "constant"},
-                                     moves = {"reshape", "transpose", "unbind", "split", "concat", "slice", "pad"};
-  if (op == "matmul" || elementwise.count(op))
-    return true;
-  if (op == "layernorm" || op == "rmsnorm" || op == "layernorm_grad" || op == "rmsnorm_grad")
-    return normTakes(op, inputs, outputs);
-  if (!moves.count(op))
-    return false;
-  auto same = [&](const TensorView &t) { return t.dtype == (inputs.empty() ? outputs[0] : inputs[0]).dtype; };
-  return std::all_of(inputs.begin(), inputs.end(), same) && std::all_of(outputs.begin(), outputs.end(), same);
-}
-
-} // namespace
-
 void runKernel(const std::string &op, const ir::AttrMap &attrs, std::span<const TensorView> inputs,
                std::span<const TensorView> outputs, const KernelContext &context, GpuStream &stream) {
-  // bf16 tensors: the kernel runs in f32 on widened copies (outputs too: a kernel may add to
-  // what its output holds), and what it wrote is rounded back; the copies are freed in stream
-  // order. Products are the exception: bf16 on tensor cores (matmul).
-  auto bf16 = [](const TensorView &t) { return t.dtype == ir::DType::BF16; };
-  if (!readsBf16(op, inputs, outputs) &&
-      (std::any_of(inputs.begin(), inputs.end(), bf16) || std::any_of(outputs.begin(), outputs.end(), bf16))) {
-    const cudaStream_t on = streamOf(stream);
-    std::vector<std::unique_ptr<Scratch>> wide;
-    auto widened = [&](std::span<const TensorView> views) {
-      std::vector<TensorView> out(views.begin(), views.end());
-      for (TensorView &t : out)
-        if (bf16(t)) {
-          const int64_t n = t.numel();
-          wide.push_back(std::make_unique<Scratch>(std::max<int64_t>(n, 1) * 4, on));
-          if (const LaunchShape shape = elementwiseLaunch(n); shape.blocks)
-            widenKernel<<<shape.blocks, shape.threads, 0, on>>>(static_cast<const uint16_t *>(t.data),
-                                                                wide.back()->as<float>(), n);
-          t = TensorView{wide.back()->as<float>(), ir::DType::F32, t.shape};
-        }
-      return out;
-    };
-    const std::vector<TensorView> in = widened(inputs), out = widened(outputs);
-    runKernel(op, attrs, in, out, context, stream);
-    for (size_t i = 0; i < outputs.size(); ++i)
-      if (const LaunchShape shape = elementwiseLaunch(outputs[i].numel()); bf16(outputs[i]) && shape.blocks)
-        narrowKernel<<<shape.blocks, shape.threads, 0, on>>>(out[i].f32(), static_cast<uint16_t *>(outputs[i].data),
-                                                             outputs[i].numel());
-    check(cudaGetLastError(), op.c_str());
-    return;
-  }
-  for (const TensorView &t : inputs)
-    expect(t.dtype == ir::DType::F32 || t.dtype == ir::DType::I32 || (bf16(t) && readsBf16(op, inputs, outputs)), op,
-           "the GPU kernels take f32 and i32 tensors");
-  if (op == "matmul")
-    matmul(inputs, outputs, stream);
-  else if (auto it = kernelTable().find(op); it != kernelTable().end())
-    it->second(attrs, inputs, outputs, context, streamOf(stream));
-  else
-    throw KernelError("no GPU kernel for '" + op + "' yet (docs/gpu.md)");
-  check(cudaGetLastError(), op.c_str());
+  dispatchKernel(op, attrs, inputs, outputs, context, streamOf(stream),
+                 [&](In in, In out) { matmul(in, out, stream); });
 }
 
 } // namespace hspmd::runtime::gpu

@@ -140,6 +140,9 @@ HSPMD_DEVICE inline void tileScores(const AttentionDims &n, const Tile &t, const
   }
 }
 
+// The kernels, one copy per file that includes this (each binary has one or two).
+namespace {
+
 HSPMD_KERNEL void attentionForward(AttentionDims n, const float *q, const float *k, const float *v, float *y) {
   HSPMD_SHARED_FLOATS(shared);
   float *qs = shared, *ks = qs + kRows * (n.D + 1), *vs = ks + kKeys * (n.D + 1), *ps = vs + kKeys * (n.Dv + 1);
@@ -286,5 +289,6 @@ HSPMD_KERNEL void attentionBackward(AttentionDims n, const float *q, const float
   }
 }
 
+} // namespace
 } // namespace tiled
 } // namespace hspmd::runtime::gpu

@@ -19,6 +19,7 @@
 #include "runtime/gpu/MatmulKernels.cuh"
 #include "runtime/gpu/TiledAttention.cuh"
 #include "tests/unit/support/KernelCases.h"
+#include "tests/unit/support/ReferenceGemm.h"
 
 #include <gtest/gtest.h>
 
@@ -476,36 +477,12 @@ TEST(KernelTable, AttentionInTilesAndInRows) {
 
 namespace {
 
-// cuBLAS's sgemm and gemmEx with no transposes, alpha 1 and beta 0, as the documentation states
-// them: column-major C (m x n) = A (m x k) B (k x n), element (i, j) of X at X[i + j * ldX];
-// bf16 operands widened, sums in double, a bf16 result rounded to the nearest.
-struct ReferenceGemm {
-  int *calls;
-  void operator()(const gpu::GemmArgs &g) const {
-    ++*calls;
-    auto at = [&](const void *x, int64_t index) {
-      return g.bf16Operands ? runtime::fromBf16(static_cast<const uint16_t *>(x)[index])
-                            : static_cast<const float *>(x)[index];
-    };
-    for (int64_t j = 0; j < g.n; ++j)
-      for (int64_t i = 0; i < g.m; ++i) {
-        double sum = 0;
-        for (int64_t p = 0; p < g.k; ++p)
-          sum += static_cast<double>(at(g.A, i + p * g.lda)) * at(g.B, p + j * g.ldb);
-        if (g.bf16Result)
-          static_cast<uint16_t *>(g.C)[i + j * g.ldc] = runtime::toBf16(static_cast<float>(sum));
-        else
-          static_cast<float *>(g.C)[i + j * g.ldc] = static_cast<float>(sum);
-      }
-  }
-};
-
 // matmul on the CPU and through MatmulKernels.cuh on the reference GEMM; `bound` relative.
 void compareProduct(std::vector<Tensor> inputs, Tensor output, double bound, int expectedCalls) {
   std::vector<Tensor> cpuOut{output}, gpuOut{output};
   runtime::runKernel("matmul", {}, views(inputs), views(cpuOut));
   int calls = 0;
-  gpu::matmulWith(ReferenceGemm{&calls}, views(inputs), views(gpuOut), nullptr);
+  gpu::matmulWith(hspmd::testing::ReferenceGemm{&calls}, views(inputs), views(gpuOut), nullptr);
   EXPECT_EQ(calls, expectedCalls);
   const bool bf16 = output.dtype == ir::DType::BF16;
   const int64_t n = output.numel();

@@ -1,0 +1,96 @@
+// EmulatedGpu.cpp - test support: runtime/gpu/GpuKernels.h on CPU threads, for the tests that run
+// runtime/gpu/GpuOffload.cpp (compiled into the same test binary) without a GPU. "GPU memory" is
+// host memory, a stream is nothing, and runKernel is Dispatch.cuh's dispatch over the kernel
+// table with the products on a reference GEMM (ReferenceGemm.h) in place of cuBLAS: what
+// Kernels.cu runs on a GPU, but for cuBLAS and the CUDA runtime. Launches run at most
+// kBlocks blocks (runtime/gpu/Emulation.h's BlockCap: every kernel is a grid-stride loop).
+#include "runtime/gpu/Dispatch.cuh"
+#include "runtime/gpu/GpuKernels.h"
+#include "runtime/gpu/LayoutKernels.cuh"
+#include "runtime/gpu/MatmulKernels.cuh"
+#include "tests/unit/support/ReferenceGemm.h"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace hspmd::runtime::gpu {
+
+namespace {
+constexpr int64_t kBlocks = 2;
+} // namespace
+
+bool gpuAvailable(std::string *) {
+  return true;
+}
+
+int gpuCount() {
+  return 1;
+}
+
+void useGpu(int) {}
+
+std::string gpuName(int) {
+  return "emulated GPU (CPU threads)";
+}
+
+bool loadBlas(std::string *) {
+  return true;
+}
+
+GpuStream::GpuStream() = default;
+GpuStream::~GpuStream() = default;
+void GpuStream::synchronize() {}
+
+DeviceBuffer::DeviceBuffer(int64_t bytes) {
+  data_ = std::calloc(static_cast<size_t>(std::max<int64_t>(bytes, 1)), 1);
+  if (!data_)
+    throw KernelError("out of memory for an emulated GPU buffer");
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  std::free(data_);
+}
+
+void DeviceBuffer::upload(const void *host, int64_t bytes, int64_t offset) {
+  std::memcpy(static_cast<char *>(data_) + offset, host, static_cast<size_t>(bytes));
+}
+
+void DeviceBuffer::download(void *host, int64_t bytes, int64_t offset) const {
+  std::memcpy(host, static_cast<const char *>(data_) + offset, static_cast<size_t>(bytes));
+}
+
+void copyBox(int elementBytes, const void *src, const std::vector<int64_t> &srcShape, const std::vector<int64_t> &srcLo,
+             void *dst, const std::vector<int64_t> &dstShape, const std::vector<int64_t> &dstLo,
+             const std::vector<int64_t> &size, bool add, GpuStream &) {
+  const emulation::BlockCap cap(kBlocks);
+  stridedCopy(src, dst, elementBytes, boxCopy(srcShape, srcLo, dstShape, dstLo, size), add, nullptr);
+}
+
+void zeroBytes(void *dst, int64_t bytes, GpuStream &) {
+  std::memset(dst, 0, static_cast<size_t>(bytes));
+}
+
+void copyToGpu(void *dst, const void *src, int64_t bytes, GpuStream &) {
+  std::memcpy(dst, src, static_cast<size_t>(bytes));
+}
+
+void copyToHost(void *dst, const void *src, int64_t bytes, GpuStream &) {
+  std::memcpy(dst, src, static_cast<size_t>(bytes));
+}
+
+std::vector<std::string> gpuKernelNames() {
+  std::vector<std::string> names;
+  for (const auto &[name, _] : kernelTable())
+    names.push_back(name);
+  names.push_back("matmul");
+  return names;
+}
+
+void runKernel(const std::string &op, const ir::AttrMap &attrs, std::span<const TensorView> inputs,
+               std::span<const TensorView> outputs, const KernelContext &context, GpuStream &) {
+  const emulation::BlockCap cap(kBlocks);
+  dispatchKernel(op, attrs, inputs, outputs, context, nullptr,
+                 [](In in, In out) { matmulWith(testing::ReferenceGemm{}, in, out, nullptr); });
+}
+
+} // namespace hspmd::runtime::gpu
