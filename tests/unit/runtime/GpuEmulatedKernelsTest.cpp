@@ -14,6 +14,7 @@
 #include "runtime/Bf16.h"
 #include "runtime/Kernels.h"
 #include "runtime/Regions.h"
+#include "runtime/gpu/Dispatch.cuh"
 #include "runtime/gpu/ElementwiseKernels.cuh"
 #include "runtime/gpu/KernelTable.cuh"
 #include "runtime/gpu/MatmulKernels.cuh"
@@ -607,4 +608,52 @@ TEST(KernelTable, NormsTakeBf16ActivationsWithF32Parameters) {
   std::vector<Tensor> gradOut{bf16Zeros({2, 8}), zeros({8}), zeros({8})}, bf16Grads{bf16Zeros({2, 8}), bf16Zeros({8})};
   EXPECT_TRUE(gpu::normTakes("layernorm_grad", views(gradIn), views(gradOut)));
   EXPECT_FALSE(gpu::normTakes("rmsnorm_grad", views(gradIn), views(bf16Grads)));
+}
+
+// runKernel's dispatch (Dispatch.cuh) on bf16 tensors, for kernels that take them (elementwise,
+// norms, moves) and kernels it widens them around (softmax, sum, attention, cross-entropy,
+// embedding): near the CPU's runKernel on the same tensors, which widens every kernel's.
+TEST(KernelTable, DispatchOnBf16IsNearTheCpu) {
+  std::mt19937 random(14);
+  const auto products = [](gpu::In in, gpu::In out) {
+    gpu::matmulWith(hspmd::testing::ReferenceGemm{}, in, out, nullptr);
+  };
+  struct Case {
+    std::string op;
+    ir::AttrMap attrs;
+    std::vector<Tensor> in, out;
+  };
+  const ir::AttrMap causal{{"causal", true}};
+  const std::vector<Case> cases = {
+      {"gelu", {}, {bf16Tensor({100}, random)}, {bf16Zeros({100})}},
+      {"rmsnorm", {{"eps", 1e-5}}, {bf16Tensor({4, 32}, random), f32({32}, random)}, {bf16Zeros({4, 32})}},
+      {"transpose", {{"dim0", int64_t{0}}, {"dim1", int64_t{1}}}, {bf16Tensor({5, 7}, random)}, {bf16Zeros({7, 5})}},
+      {"softmax", {{"dim", int64_t{1}}}, {bf16Tensor({3, 17}, random)}, {bf16Zeros({3, 17})}},
+      {"sum",
+       {{"dims", std::vector<ir::SymExpr>{ir::SymExpr(int64_t{0})}}},
+       {bf16Tensor({6, 9}, random)},
+       {bf16Zeros({9})}},
+      {"attention",
+       causal,
+       {bf16Tensor({1, 20, 2, 8}, random), bf16Tensor({1, 20, 2, 8}, random), bf16Tensor({1, 20, 2, 8}, random)},
+       {bf16Zeros({1, 20, 2, 8})}},
+      {"cross_entropy_grad",
+       {{"tokens", int64_t{4}}},
+       {bf16Tensor({4, 30}, random), i32({4}, {1, 29, 3, 0}), f32({}, random, 0.5f, 1.5f)},
+       {bf16Zeros({4, 30})}},
+      {"embedding", {}, {f32({30, 8}, random), i32({2, 3}, {1, 5, 29, 0, 7, 7})}, {bf16Zeros({2, 3, 8})}},
+      {"matmul", {}, {bf16Tensor({6, 16}, random), bf16Tensor({16, 5}, random)}, {bf16Zeros({6, 5})}},
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE(c.op);
+    std::vector<Tensor> in = c.in, cpuOut = c.out, gpuOut = c.out;
+    runtime::runKernel(c.op, c.attrs, views(in), views(cpuOut));
+    gpu::dispatchKernel(c.op, c.attrs, views(in), views(gpuOut), {}, nullptr, products);
+    const auto *want = reinterpret_cast<const uint16_t *>(cpuOut[0].bytes.data());
+    const auto *got = reinterpret_cast<const uint16_t *>(gpuOut[0].bytes.data());
+    for (int64_t i = 0; i < cpuOut[0].numel(); ++i) {
+      const float w = runtime::fromBf16(want[i]), g = runtime::fromBf16(got[i]);
+      ASSERT_NEAR(g, w, 1e-2 * std::max(1.0f, std::fabs(w))) << "element " << i;
+    }
+  }
 }
