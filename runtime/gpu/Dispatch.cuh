@@ -60,6 +60,15 @@ HSPMD_KERNEL void narrowKernel(const float *in, uint16_t *out, int64_t n) {
     out[i] = bf16BitsOf(in[i]);
 }
 
+/// The ops dispatchKernel runs: the kernel table's and the product.
+inline std::vector<std::string> dispatchedKernelNames() {
+  std::vector<std::string> names;
+  for (const auto &[name, _] : kernelTable())
+    names.push_back(name);
+  names.push_back("matmul");
+  return names;
+}
+
 /// runKernel: `op` on `stream` on tensors in device memory; products through `matmul(in, out)`.
 template <typename Matmul>
 void dispatchKernel(const std::string &op, const ir::AttrMap &attrs, In inputs, In outputs,

@@ -245,11 +245,7 @@ void copyToHost(void *dst, const void *src, int64_t bytes, GpuStream &stream) {
 }
 
 std::vector<std::string> gpuKernelNames() {
-  std::vector<std::string> names;
-  for (const auto &[name, _] : kernelTable())
-    names.push_back(name);
-  names.push_back("matmul");
-  return names;
+  return dispatchedKernelNames();
 }
 
 void runKernel(const std::string &op, const ir::AttrMap &attrs, std::span<const TensorView> inputs,

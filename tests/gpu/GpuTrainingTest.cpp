@@ -21,21 +21,6 @@
 
 using namespace hspmd;
 
-namespace {
-
-// The plan's DevicePrograms for training (failures reported to the test).
-passes::PipelineResult compileForTraining(const hspmd::testing::ExampleBuild &b, bool bf16 = false) {
-  passes::PipelineOptions options;
-  options.train = true;
-  options.bf16 = bf16;
-  return passes::runPipeline(*b.build->graph, b.build->plans, options, [](const passes::Problem &p) {
-    if (p.severity == passes::Severity::Error)
-      ADD_FAILURE() << p.message;
-  });
-}
-
-} // namespace
-
 TEST(GpuTraining, PlansMatchTheCpuExecutor) {
   std::string why;
   if (!runtime::gpu::gpuAvailable(&why))
@@ -45,7 +30,7 @@ TEST(GpuTraining, PlansMatchTheCpuExecutor) {
                            "examples/llama/plans/tiny_llama_cp_asym.hspmd"}) {
     auto b = hspmd::testing::buildExample(plan, {plan});
     ASSERT_TRUE(b->build) << plan;
-    const passes::PipelineResult result = compileForTraining(*b);
+    const passes::PipelineResult result = hspmd::testing::compileForTraining(*b);
     ASSERT_TRUE(result.ok) << plan;
     const runtime::ModelInfo model = driver::modelInfo(*b->build->graph);
     const auto dir = std::filesystem::temp_directory_path();
@@ -97,7 +82,8 @@ TEST(GpuTraining, Bf16PlansStayNearTheCpuExecutor) {
                            "examples/gpt/plans/tp2.hspmd"}) {
     auto b = hspmd::testing::buildExample(plan, {plan});
     ASSERT_TRUE(b->build) << plan;
-    const passes::PipelineResult full = compileForTraining(*b), half = compileForTraining(*b, true);
+    const passes::PipelineResult full = hspmd::testing::compileForTraining(*b),
+                                 half = hspmd::testing::compileForTraining(*b, true);
     ASSERT_TRUE(full.ok && half.ok) << plan;
     const runtime::ModelInfo model = driver::modelInfo(*b->build->graph);
     runtime::RunOptions run;
@@ -125,7 +111,7 @@ TEST(GpuTraining, PlansOnNcclMatchTheCpuExecutor) {
         "examples/gpt/plans/hetero4.hspmd", "examples/llama/plans/tiny_llama_hp_zero_heads.hspmd"}) {
     auto b = hspmd::testing::buildExample(plan, {plan});
     ASSERT_TRUE(b->build) << plan;
-    const passes::PipelineResult result = compileForTraining(*b);
+    const passes::PipelineResult result = hspmd::testing::compileForTraining(*b);
     ASSERT_TRUE(result.ok) << plan;
     if (static_cast<int>(result.programs[0].size()) > runtime::gpu::gpuCount())
       continue;

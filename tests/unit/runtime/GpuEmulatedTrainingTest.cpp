@@ -17,16 +17,6 @@ using namespace hspmd;
 
 namespace {
 
-passes::PipelineResult compileForTraining(const hspmd::testing::ExampleBuild &b, bool bf16 = false) {
-  passes::PipelineOptions options;
-  options.train = true;
-  options.bf16 = bf16;
-  return passes::runPipeline(*b.build->graph, b.build->plans, options, [](const passes::Problem &p) {
-    if (p.severity == passes::Severity::Error)
-      ADD_FAILURE() << p.message;
-  });
-}
-
 // The sanitizer build runs the emulated GPU's blocks on std::threads (runtime/gpu/Emulation.h),
 // too slow for a training run; the normal build runs these.
 #ifdef HSPMD_SANITIZED
@@ -43,7 +33,7 @@ TEST(GpuEmulatedTraining, PlanMatchesTheCpuExecutor) {
   const char *plan = "examples/gpt/plans/single.hspmd";
   auto b = hspmd::testing::buildExample(plan, {plan});
   ASSERT_TRUE(b->build);
-  const passes::PipelineResult result = compileForTraining(*b);
+  const passes::PipelineResult result = hspmd::testing::compileForTraining(*b);
   ASSERT_TRUE(result.ok);
   const runtime::ModelInfo model = driver::modelInfo(*b->build->graph);
   runtime::RunOptions run;
@@ -64,7 +54,8 @@ TEST(GpuEmulatedTraining, Bf16PlanStaysNearTheCpuExecutor) {
   const char *plan = "examples/llama/plans/tiny_llama_single.hspmd";
   auto b = hspmd::testing::buildExample(plan, {plan});
   ASSERT_TRUE(b->build);
-  const passes::PipelineResult full = compileForTraining(*b), half = compileForTraining(*b, true);
+  const passes::PipelineResult full = hspmd::testing::compileForTraining(*b),
+                               half = hspmd::testing::compileForTraining(*b, true);
   ASSERT_TRUE(full.ok && half.ok);
   const runtime::ModelInfo model = driver::modelInfo(*b->build->graph);
   runtime::RunOptions run;
