@@ -23,11 +23,11 @@ namespace hspmd::runtime::gpu {
 
 namespace {
 
-// Kernels that take bf16 tensors as they are: products (bf16 on tensor cores), the elementwise
-// kernels and the norms (they read and write bf16, computing in f32 or double: bit for bit the
-// widened kernel's rounded result), and layout ops that only move elements where every tensor has one type
-// (a bf16 copied is a bf16 widened, copied and rounded back). The others run on widened copies.
-/// Whether `op` takes these bf16 tensors as they are (else they are widened around it).
+/// Whether `op` takes these bf16 tensors as they are; the others run on widened copies. Products
+/// (bf16 on tensor cores), the elementwise kernels and the norms (they read and write bf16,
+/// computing in f32 or double: bit for bit the widened kernel's rounded result), and layout ops
+/// that only move elements, where every tensor has one type (a bf16 copied is a bf16 widened,
+/// copied and rounded back).
 inline bool readsBf16(const std::string &op, std::span<const TensorView> inputs, std::span<const TensorView> outputs) {
   static const std::set<std::string> elementwise = {"add",       "sub",       "mul",     "div",       "neg",
                                                     "gelu",      "silu",      "relu",    "gelu_grad", "silu_grad",
@@ -42,10 +42,6 @@ inline bool readsBf16(const std::string &op, std::span<const TensorView> inputs,
   auto same = [&](const TensorView &t) { return t.dtype == (inputs.empty() ? outputs[0] : inputs[0]).dtype; };
   return std::all_of(inputs.begin(), inputs.end(), same) && std::all_of(outputs.begin(), outputs.end(), same);
 }
-
-} // namespace
-
-namespace {
 
 // bf16 storage: widened to f32 for a kernel, its results rounded back (runtime/Bf16.h's rounding).
 HSPMD_KERNEL void widenKernel(const uint16_t *in, float *out, int64_t n) {
