@@ -1,6 +1,8 @@
 // bench_gpu - the GPU half, measured on a GPU (scripts/gpu-check.sh runs it): cuBLAS fp32
-// matrix products (TFLOP/s); causal attention of the 1.2B GPT's shape, forward and backward, in
-// the tiled kernels against the row kernels (runtime/gpu/AttentionKernels.cuh), in the same run;
+// matrix products (TFLOP/s); causal attention of the 1.2B GPT's shape, in f32 forward and
+// backward in the tiled kernels against the row kernels (runtime/gpu/AttentionKernels.cuh), and in
+// bf16 forward on tensor cores (TensorCoreAttention.cuh) against the f32 tiles on widened copies,
+// each pair in the same run;
 // and training steps of the single-device example plans on the GPU (runtime/gpu/GpuOffload.h,
 // what hspmc build --target cuda runs) against the CPU executor in the same run (tokens/s and
 // their ratio). Without a GPU it says so and exits 0.
@@ -53,23 +55,26 @@ void matrixProducts() {
   }
 }
 
-// Causal attention of bench/plans/gpt1b.hspmd's shape (4 x 2048 tokens, 16 heads of 128),
-// forward and backward, in the tiled kernels and in the row kernels (HSPMD_GPU_ATTENTION=rows,
-// read once by the first launch: this runs the row kernels in a child process of its own).
-double attentionSeconds() {
+// Causal attention of bench/plans/gpt1b.hspmd's shape (4 x 2048 tokens, 16 heads of 128): in f32
+// forward and backward, in bf16 forward only (what the tensor-core kernel takes). Which kernels
+// run is HSPMD_GPU_ATTENTION's (read once, by the first launch): each comparison below runs its
+// second side in a child process of its own.
+double attentionSeconds(bool bf16) {
   const int64_t B = 4, S = 2048, H = 16, D = 128, elements = B * S * H * D;
+  const int64_t bytes = elements * (bf16 ? 2 : 4);
   runtime::gpu::GpuStream stream;
   std::vector<std::unique_ptr<runtime::gpu::DeviceBuffer>> memory;
   std::vector<runtime::TensorView> tensors;
   for (int i = 0; i < 8; ++i) { // q, k, v, dy, y, dq, dk, dv
-    memory.push_back(std::make_unique<runtime::gpu::DeviceBuffer>(elements * 4));
-    runtime::gpu::zeroBytes(memory.back()->data(), elements * 4, stream);
-    tensors.push_back({memory.back()->data(), ir::DType::F32, {B, S, H, D}});
+    memory.push_back(std::make_unique<runtime::gpu::DeviceBuffer>(bytes));
+    runtime::gpu::zeroBytes(memory.back()->data(), bytes, stream);
+    tensors.push_back({memory.back()->data(), bf16 ? ir::DType::BF16 : ir::DType::F32, {B, S, H, D}});
   }
   const ir::AttrMap attrs{{"causal", true}};
   auto step = [&] {
     runtime::gpu::runKernel("attention", attrs, {tensors.data(), 3}, {tensors.data() + 4, 1}, {}, stream);
-    runtime::gpu::runKernel("attention_grad", attrs, {tensors.data(), 4}, {tensors.data() + 5, 3}, {}, stream);
+    if (!bf16)
+      runtime::gpu::runKernel("attention_grad", attrs, {tensors.data(), 4}, {tensors.data() + 5, 3}, {}, stream);
   };
   step();
   stream.synchronize();
@@ -79,6 +84,19 @@ double attentionSeconds() {
     step();
   stream.synchronize();
   return since(start) / times;
+}
+
+// The same attention in a child process under HSPMD_GPU_ATTENTION=`kind`; 0 where it failed.
+double childAttentionSeconds(const char *self, const char *kind, bool bf16) {
+  double seconds = 0;
+  const std::string command =
+      std::string("HSPMD_GPU_ATTENTION=") + kind + " '" + self + "' --attention-seconds " + (bf16 ? "bf16" : "f32");
+  if (FILE *child = popen(command.c_str(), "r")) {
+    if (std::fscanf(child, "%lf", &seconds) != 1)
+      seconds = 0;
+    pclose(child);
+  }
+  return seconds;
 }
 
 void training(const std::string &path) {
@@ -159,6 +177,10 @@ int main(int argc, char **argv) {
     std::printf("bench_gpu: skipped, no GPU (%s)\n", why.c_str());
     return 0;
   }
+  if (argc > 2 && std::string(argv[1]) == "--attention-seconds") { // a child of the comparisons below
+    std::printf("%.6f\n", attentionSeconds(std::string(argv[2]) == "bf16"));
+    return 0;
+  }
   // Which device type of stdlib/devices.toml this GPU is (what a cluster file would call it).
   std::vector<planner::ClusterError> errors;
   std::vector<std::string> types;
@@ -169,10 +191,6 @@ int main(int argc, char **argv) {
   const std::string name = runtime::gpu::gpuName(0);
   const auto type = runtime::gpu::deviceTypeOf(name, types);
   std::printf("GPU 0: %s (device type %s)\n", name.c_str(), type ? type->c_str() : "unknown to stdlib/devices.toml");
-  if (argc > 1 && std::string(argv[1]) == "--attention-seconds") { // the child of the comparison below
-    std::printf("%.6f\n", attentionSeconds());
-    return 0;
-  }
   if (argc > 1 && std::string(argv[1]) == "--mfu") {
     std::optional<double> peak;
     if (type)
@@ -183,17 +201,14 @@ int main(int argc, char **argv) {
   }
   matrixProducts();
   {
-    const double tiled = attentionSeconds();
-    double rows = 0;
-    const std::string command = "HSPMD_GPU_ATTENTION=rows '" + std::string(argv[0]) + "' --attention-seconds";
-    if (FILE *child = popen(command.c_str(), "r")) {
-      if (std::fscanf(child, "%lf", &rows) != 1)
-        rows = 0;
-      pclose(child);
-    }
-    std::printf("attention 4 x 2048 x 16 heads of 128, causal, forward + backward: tiled %.1f ms, row kernels %.1f ms "
-                "(%.1fx)\n",
+    const double tiled = attentionSeconds(false), rows = childAttentionSeconds(argv[0], "rows", false);
+    std::printf("attention 4 x 2048 x 16 heads of 128, causal, f32 forward + backward: tiled %.1f ms, row kernels "
+                "%.1f ms (%.1fx)\n",
                 tiled * 1e3, rows * 1e3, tiled > 0 ? rows / tiled : 0.0);
+    const double tensor = attentionSeconds(true), widened = childAttentionSeconds(argv[0], "tiles", true);
+    std::printf("attention 4 x 2048 x 16 heads of 128, causal, bf16 forward: tensor cores %.1f ms, f32 tiles on "
+                "widened copies %.1f ms (%.1fx)\n",
+                tensor * 1e3, widened * 1e3, tensor > 0 ? widened / tensor : 0.0);
   }
   for (const char *plan : {"examples/gpt/plans/single.hspmd", "examples/llama/plans/tiny_llama_single.hspmd"})
     training(std::string(HSPMD_SOURCE_DIR "/") + plan);

@@ -1,15 +1,17 @@
 // AttentionKernels.cuh - causal attention with grouped KV heads, query and key offsets and
-// documents (runtime/kernels/Attention.cpp's contract), forward and backward. Heads of up to 128
-// values run in tiles (runtime/gpu/TiledAttention.cuh: 32 query rows a block, K and V read once
-// for them). Larger heads, or a GPU whose blocks cannot hold the tiles' shared memory, take the
-// row kernels below: one block per (batch, head, query row), keys in chunks with an online
-// softmax (no [S, T] matrix in memory); their backward pass recomputes each row's maximum and
+// documents (runtime/kernels/Attention.cpp's contract), forward and backward. A forward pass on
+// bf16 tensors, heads of multiples of 16 up to 128, runs on tensor cores
+// (runtime/gpu/TensorCoreAttention.cuh). Otherwise heads of up to 128 values run in f32 tiles
+// (runtime/gpu/TiledAttention.cuh: 32 query rows a block, K and V read once for them). Larger heads, or a GPU whose
+// blocks cannot hold the tiles' shared memory, take the row kernels below: one block per (batch, head, query row), keys
+// in chunks with an online softmax (no [S, T] matrix in memory); their backward pass recomputes each row's maximum and
 // sum, then adds its share of dK and dV atomically. Part of KernelTable.cuh (which includes it),
 // and so also run on CPU threads by the tests, the row kernels included.
 #pragma once
 
 #include "runtime/gpu/KernelSupport.cuh"
 #include "runtime/gpu/Launch.h"
+#include "runtime/gpu/TensorCoreAttention.cuh"
 #include "runtime/gpu/TiledAttention.cuh"
 
 #include <cmath>
@@ -206,17 +208,40 @@ bool tiledLaunch(const Dims &n, bool forward, const TensorView &q, const TensorV
   return true;
 }
 
-/// HSPMD_GPU_ATTENTION=rows: the row kernels for every head (bench_gpu's comparison).
-inline bool rowKernelsAsked() {
-  static const bool rows = [] {
-    const char *kind = std::getenv("HSPMD_GPU_ATTENTION");
-    return kind && std::string(kind) == "rows";
+/// HSPMD_GPU_ATTENTION, read once: `rows` runs the row kernels for every head, `tiles` the f32
+/// tiled kernels where they take the heads (bf16 on widened copies, no tensor cores); anything
+/// else, or nothing, the fastest kernel that takes them (bench_gpu's comparisons).
+inline std::string attentionKernelsAsked() {
+  static const std::string kind = [] {
+    const char *asked = std::getenv("HSPMD_GPU_ATTENTION");
+    return std::string(asked ? asked : "");
   }();
-  return rows;
+  return kind;
 }
 
-/// attention and attention_grad (false for other ops): in tiles where they take the heads,
-/// else (or with `rows`) in the row kernels.
+inline bool rowKernelsAsked() {
+  return attentionKernelsAsked() == "rows";
+}
+
+/// Whether attention's forward pass takes these tensors as they are, in bf16, on tensor cores
+/// (TensorCoreAttention.cuh): q, k, v and the output bf16, heads it takes, a GPU with bf16
+/// tensor cores and the kernel's shared memory, and neither the row kernels nor the f32 tiles
+/// asked for (`others`: attentionKernelsAsked()). Else the dispatch widens them (Dispatch.cuh).
+inline bool tensorAttentionTakes(const std::string &op, In in, In out,
+                                 bool others = attentionKernelsAsked() == "rows" ||
+                                               attentionKernelsAsked() == "tiles") {
+  if (op != "attention" || others || in.size() != 3 || out.size() != 1)
+    return false;
+  for (const TensorView &t : {in[0], in[1], in[2], out[0]})
+    if (t.dtype != ir::DType::BF16 || t.shape.size() != 4)
+      return false;
+  const int64_t D = in[0].shape[3], Dv = in[2].shape[3];
+  return tensor::takes(D, Dv) && tensorCores(static_cast<size_t>(tensor::forwardLayout(D, Dv).bytes));
+}
+
+/// attention and attention_grad (false for other ops): a forward pass on bf16 tensors on tensor
+/// cores (tensorAttentionTakes; the dispatch widens the others), f32 tensors in tiles where they
+/// take the heads, else (or with `rows`) in the row kernels.
 bool attentionKernel(const std::string &op, const ir::AttrMap &attrs, In in, In out, const KernelContext &context,
                      cudaStream_t stream, bool rows = rowKernelsAsked()) {
   if (op != "attention" && op != "attention_grad")
@@ -234,6 +259,10 @@ bool attentionKernel(const std::string &op, const ir::AttrMap &attrs, In in, In 
   n.causal = ir::boolAttr(attrs, "causal");
   n.queryOffset = ir::intAttr(attrs, "query_offset");
   n.keyOffset = ir::intAttr(attrs, "key_offset");
+  const bool onTensorCores = tensorAttentionTakes(op, in, out, rows);
+  if (!onTensorCores)
+    for (const TensorView &t : {q, k, v, out[0]})
+      kernels::expect(t.dtype == ir::DType::F32, op, "bf16 attention runs on tensor cores or on widened copies");
   void *starts = nullptr;
   if (context.blockStarts) {
     kernels::expect(n.causal, op, "documents need causal attention");
@@ -248,6 +277,20 @@ bool attentionKernel(const std::string &op, const ir::AttrMap &attrs, In in, In 
     n.starts = static_cast<const int32_t *>(starts);
   }
   const bool forward = op == "attention";
+  if (onTensorCores) {
+    const size_t shared = static_cast<size_t>(tensor::forwardLayout(n.D, n.Dv).bytes);
+    check(cudaFuncSetAttribute(reinterpret_cast<const void *>(&tensor::attentionForward),
+                               cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared)),
+          "cudaFuncSetAttribute");
+    const int64_t items = tiled::items(n, tensor::kRows);
+    if (items > 0)
+      launchKernel(items < kMaxBlocks ? items : kMaxBlocks, tensor::kThreads, shared, stream, tensor::attentionForward,
+                   n, static_cast<const uint16_t *>(q.data), static_cast<const uint16_t *>(k.data),
+                   static_cast<const uint16_t *>(v.data), static_cast<uint16_t *>(out[0].data));
+    if (starts)
+      check(cudaFreeAsync(starts, stream), "cudaFreeAsync");
+    return true;
+  }
   if (!forward) {
     check(cudaMemsetAsync(out[1].data, 0, static_cast<size_t>(out[1].numel()) * 4, stream), "cudaMemsetAsync");
     check(cudaMemsetAsync(out[2].data, 0, static_cast<size_t>(out[2].numel()) * 4, stream), "cudaMemsetAsync");

@@ -25,10 +25,63 @@
 #define HSPMD_KERNEL __global__
 #define HSPMD_DEVICE __device__
 #define HSPMD_HOST_DEVICE __host__ __device__
-#define HSPMD_SHARED_FLOATS(name) extern __shared__ float name[]
+#define HSPMD_SHARED_FLOATS(name) extern __shared__ __align__(128) float name[]
 #define HSPMD_SHARED(type, name, count) __shared__ type name[count]
 
+#include <cuda_bf16.h>
+#include <mma.h>
+#include <type_traits>
+
 namespace hspmd::runtime::gpu {
+
+/// A warp's 16 x 16 tile of a product on tensor cores: c (f32, row-major, `ldc` a row) =
+/// a b, plus what c holds with `accumulate`, for a 16 x k and b k x 16 in bf16 (their bits),
+/// each row-major or, with `aColumns`/`bColumns`, column-major (a transposed matrix read where
+/// it lies). Every lane of the warp calls it; it synchronizes the warp before (the lanes' writes
+/// to a, b and c are seen) and after (c is written for every lane). wmma's rules: k a multiple
+/// of 16, every pointer 32-byte aligned, lda and ldb multiples of 8, ldc of 4 (the emulation
+/// checks them).
+template <bool aColumns, bool bColumns>
+__device__ inline void warpProduct(const uint16_t *a, int lda, const uint16_t *b, int ldb, float *c, int ldc, int k,
+                                   bool accumulate) {
+#if __CUDA_ARCH__ >= 800
+  using namespace nvcuda;
+  using ALayout = std::conditional_t<aColumns, wmma::col_major, wmma::row_major>;
+  using BLayout = std::conditional_t<bColumns, wmma::col_major, wmma::row_major>;
+  __syncwarp();
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> sum;
+  if (accumulate)
+    wmma::load_matrix_sync(sum, c, ldc, wmma::mem_row_major);
+  else
+    wmma::fill_fragment(sum, 0.0f);
+  const auto *as = reinterpret_cast<const __nv_bfloat16 *>(a), *bs = reinterpret_cast<const __nv_bfloat16 *>(b);
+  for (int i = 0; i < k; i += 16) {
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, ALayout> left;
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, BLayout> right;
+    wmma::load_matrix_sync(left, as + (aColumns ? static_cast<int64_t>(i) * lda : i), lda);
+    wmma::load_matrix_sync(right, bs + (bColumns ? i : static_cast<int64_t>(i) * ldb), ldb);
+    wmma::mma_sync(sum, left, right, sum);
+  }
+  wmma::store_matrix_sync(c, sum, ldc, wmma::mem_row_major);
+  __syncwarp();
+#else
+  __trap(); // bf16 tensor cores need compute capability 8.0 (tensorCores() says where they are)
+#endif
+}
+
+/// Whether this GPU has bf16 tensor cores (warpProduct) and gives a block `sharedBytes` of
+/// dynamic shared memory when asked.
+inline bool tensorCores(size_t sharedBytes) {
+  int device = 0, major = 0, optIn = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&optIn, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return major >= 8 && sharedBytes <= static_cast<size_t>(optIn);
+}
+
 /// `kernel<<<blocks, threads, shared, stream>>>(args...)`, written so that the host compiler
 /// runs the same line on CPU threads (below).
 template <typename... Params, typename... Args>
@@ -46,6 +99,7 @@ void launchKernel(int64_t blocks, int64_t threads, size_t shared, cudaStream_t s
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -213,6 +267,10 @@ inline float atomicAdd(float *at, float value) {
   return std::atomic_ref<float>(*at).fetch_add(value);
 }
 
+inline void __syncwarp(unsigned = 0xffffffffu) {
+  emulation::barrier(emulation::warp->sync);
+}
+
 template <typename T> T __shfl_down_sync(unsigned, T value, unsigned offset) {
   static_assert(sizeof(T) <= 8, "a warp shuffle moves up to 8 bytes");
   emulation::Warp &w = *emulation::warp;
@@ -224,6 +282,50 @@ template <typename T> T __shfl_down_sync(unsigned, T value, unsigned offset) {
     std::memcpy(&out, w.slots[lane + offset], sizeof(T));
   emulation::barrier(w.sync); // nobody writes its slot again before every partner has read it
   return out;
+}
+
+namespace emulation {
+
+inline float bf16Value(uint16_t bits) {
+  const uint32_t word = static_cast<uint32_t>(bits) << 16;
+  float value;
+  std::memcpy(&value, &word, sizeof value);
+  return value;
+}
+
+// A rule broken stops the program (as staticShared's overflow does): an exception cannot leave
+// a fiber or a thread of the block.
+inline void require(bool holds, const char *rule) {
+  if (!holds) {
+    std::fprintf(stderr, "warpProduct: %s (wmma's rules; runtime/gpu/Emulation.h)\n", rule);
+    std::abort();
+  }
+}
+
+} // namespace emulation
+
+/// The GPU's warpProduct (above, under __CUDACC__): lane 0 computes the tile between two
+/// barriers of the warp, in f32 sums of exact products, k in order (tensor cores may sum in
+/// another order). wmma's rules are checked, so that what passes here loads on the GPU.
+template <bool aColumns, bool bColumns>
+inline void warpProduct(const uint16_t *a, int lda, const uint16_t *b, int ldb, float *c, int ldc, int k,
+                        bool accumulate) {
+  auto aligned = [](const void *at) { return reinterpret_cast<uintptr_t>(at) % 32 == 0; };
+  emulation::require(k % 16 == 0 && k > 0, "k must be a positive multiple of 16");
+  emulation::require(aligned(a) && aligned(b) && aligned(c), "pointers must be 32-byte aligned");
+  emulation::require(lda % 8 == 0 && ldb % 8 == 0 && ldc % 4 == 0,
+                     "lda and ldb must be multiples of 8 elements, ldc of 4");
+  __syncwarp();
+  if (threadIdx.x % 32 == 0)
+    for (int r = 0; r < 16; ++r)
+      for (int col = 0; col < 16; ++col) {
+        float sum = accumulate ? c[r * ldc + col] : 0.0f;
+        for (int i = 0; i < k; ++i)
+          sum += emulation::bf16Value(aColumns ? a[r + i * lda] : a[r * lda + i]) *
+                 emulation::bf16Value(bColumns ? b[i + col * ldb] : b[i * ldb + col]);
+        c[r * ldc + col] = sum;
+      }
+  __syncwarp();
 }
 
 // The CUDA runtime calls the kernels' launches make: host memory stands for the GPU's, and a
@@ -254,6 +356,20 @@ inline cudaError_t cudaStreamSynchronize(cudaStream_t) {
 enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize };
 inline cudaError_t cudaFuncSetAttribute(const void *, cudaFuncAttribute, int) {
   return cudaSuccess; // a block's shared memory here is whatever it asks for
+}
+inline cudaError_t cudaGetDevice(int *device) {
+  *device = 0;
+  return cudaSuccess;
+}
+enum cudaDeviceAttr { cudaDevAttrComputeCapabilityMajor, cudaDevAttrMaxSharedMemoryPerBlockOptin };
+/// An H100's (compute capability 9.0, 227 KiB of shared memory a block).
+inline cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attribute, int) {
+  *value = attribute == cudaDevAttrComputeCapabilityMajor ? 9 : 227 * 1024;
+  return cudaSuccess;
+}
+/// As on an H100 (warpProduct is emulated).
+inline bool tensorCores(size_t sharedBytes) {
+  return sharedBytes <= 227 * 1024;
 }
 inline cudaError_t cudaGetLastError() {
   return cudaSuccess;
@@ -302,7 +418,11 @@ void launch(int64_t blocks, int64_t threads, size_t sharedBytes, Kernel kernel, 
   }
   const int64_t barriersBefore = barriersMet.load();
   for (unsigned b = 0; b < static_cast<unsigned>(blocks); ++b) {
-    std::vector<float> shared(sharedBytes / sizeof(float) + 1, 0.0f);
+    // Aligned as the GPU's (warpProduct's loads need 32 bytes; a vector's floats have 16).
+    const size_t sharedFloats = (sharedBytes / sizeof(float) + 1 + 31) / 32 * 32;
+    const std::unique_ptr<float[], void (*)(void *)> shared(
+        static_cast<float *>(std::aligned_alloc(128, sharedFloats * sizeof(float))), std::free);
+    std::fill_n(shared.get(), sharedFloats, 0.0f);
     auto area = std::make_unique<unsigned char[]>(kStaticBytes);
     std::barrier<> barrier(n);
     std::vector<std::unique_ptr<Warp>> warps;
@@ -313,7 +433,7 @@ void launch(int64_t blocks, int64_t threads, size_t sharedBytes, Kernel kernel, 
       blockIdx = {b, 0, 0};
       blockDim = {n, 1, 1};
       gridDim = {static_cast<unsigned>(blocks), 1, 1};
-      sharedMemory = shared.data();
+      sharedMemory = shared.get();
       staticArea = area.get();
       block = &barrier;
       warp = warps[t / 32].get();

@@ -72,9 +72,9 @@ inline size_t backwardSharedBytes(int64_t D, int64_t Dv) {
          sizeof(float);
 }
 
-/// Blocks: one per (batch row, head, 32 query rows).
-HSPMD_HOST_DEVICE inline int64_t items(const AttentionDims &n) {
-  return n.B * n.H * ((n.S + kRows - 1) / kRows);
+/// Blocks: one per (batch row, head, `perBlock` query rows).
+HSPMD_HOST_DEVICE inline int64_t items(const AttentionDims &n, int perBlock = kRows) {
+  return n.B * n.H * ((n.S + perBlock - 1) / perBlock);
 }
 
 HSPMD_DEVICE inline float dot(const float *a, const float *b, int64_t count) {
@@ -87,19 +87,19 @@ HSPMD_DEVICE inline float dot(const float *a, const float *b, int64_t count) {
 // Where a block's item is, and the keys its rows see.
 struct Tile {
   int64_t b, h, kv, row0;
-  int rows;            // of the block's kRows that exist (the last tile of a sequence may be short)
+  int rows;            // of the block's rows that exist (the last tile of a sequence may be short)
   int64_t first, last; // the keys any of them sees: [first, last), empty where none sees any
   int64_t lo, hi;      // the keys this thread's row sees
 };
 
-HSPMD_DEVICE inline Tile tileOf(const AttentionDims &n, int64_t item, int row) {
-  const int64_t tiles = (n.S + kRows - 1) / kRows;
+HSPMD_DEVICE inline Tile tileOf(const AttentionDims &n, int64_t item, int row, int perBlock = kRows) {
+  const int64_t tiles = (n.S + perBlock - 1) / perBlock;
   Tile t;
   t.b = item / (n.H * tiles);
   t.h = item / tiles % n.H;
   t.kv = t.h / n.group;
-  t.row0 = item % tiles * kRows;
-  t.rows = static_cast<int>(n.S - t.row0 < kRows ? n.S - t.row0 : kRows);
+  t.row0 = item % tiles * perBlock;
+  t.rows = static_cast<int>(n.S - t.row0 < perBlock ? n.S - t.row0 : perBlock);
   t.first = n.T;
   t.last = 0;
   t.lo = t.hi = 0;

@@ -171,7 +171,9 @@ TEST(GpuKernels, Attention) {
 // float and round, bit for bit the CPU's. Products run on tensor cores instead, the f32
 // parameter rounded to bf16 (here one whose values are bf16 numbers: within 1e-2 of the CPU's,
 // which multiplies by the f32 one), an f32 result (a weight gradient of bf16 activations)
-// written as f32.
+// written as f32. Attention's forward pass on bf16 runs on tensor cores too (P rounded to bf16
+// for its product with V: within 1e-2 as well; 5.8e-3 at most on CPU threads,
+// TensorCoreAttention.MatchesTheCpuKernelInBf16).
 TEST(GpuKernels, Bf16TensorsWidenAroundEachKernel) {
   SKIP_WITHOUT_GPU();
   std::mt19937 random(9);
@@ -207,7 +209,16 @@ TEST(GpuKernels, Bf16TensorsWidenAroundEachKernel) {
       {"matmul", {}, {bf16({8, 64}), bf16Valued({64, 48})}, {zero16({8, 48})}},
       {"matmul", {}, {bf16({2, 3, 8, 64}), bf16({3, 64, 16})}, {zero16({2, 3, 8, 16})}}, // batched, broadcast
       {"rmsnorm", {{"eps", 1e-5}}, {bf16({6, 100}), f32({100}, random)}, {zero16({6, 100})}},
-      {"transpose", {{"dim0", int64_t{0}}, {"dim1", int64_t{1}}}, {bf16({5, 7})}, {zero16({7, 5})}}};
+      {"transpose", {{"dim0", int64_t{0}}, {"dim1", int64_t{1}}}, {bf16({5, 7})}, {zero16({7, 5})}},
+      // On tensor cores (TensorCoreAttention.cuh): GQA, 3 key tiles; heads of 128.
+      {"attention",
+       {{"causal", true}},
+       {bf16({2, 150, 4, 64}), bf16({2, 150, 2, 64}), bf16({2, 150, 2, 64})},
+       {zero16({2, 150, 4, 64})}},
+      {"attention",
+       {{"causal", true}},
+       {bf16({1, 100, 2, 128}), bf16({1, 100, 2, 128}), bf16({1, 100, 2, 128})},
+       {zero16({1, 100, 2, 128})}}};
   for (const Case &c : cases) {
     RanOnBoth ran = runOnBoth(c.op, c.attrs, c.in, c.out);
     std::vector<uint16_t> got(static_cast<size_t>(ran.cpuOut[0].numel()));

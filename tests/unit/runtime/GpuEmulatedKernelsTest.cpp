@@ -611,8 +611,8 @@ TEST(KernelTable, NormsTakeBf16ActivationsWithF32Parameters) {
 }
 
 // runKernel's dispatch (Dispatch.cuh) on bf16 tensors, for kernels that take them (elementwise,
-// norms, moves) and kernels it widens them around (softmax, sum, attention, cross-entropy,
-// embedding): near the CPU's runKernel on the same tensors, which widens every kernel's.
+// norms, moves, attention's forward pass on heads of 16) and kernels it widens them around (softmax, sum, attention,
+// cross-entropy, embedding): near the CPU's runKernel on the same tensors, which widens every kernel's.
 TEST(KernelTable, DispatchOnBf16IsNearTheCpu) {
   std::mt19937 random(14);
   const auto products = [](gpu::In in, gpu::In out) {
@@ -637,6 +637,11 @@ TEST(KernelTable, DispatchOnBf16IsNearTheCpu) {
        causal,
        {bf16Tensor({1, 20, 2, 8}, random), bf16Tensor({1, 20, 2, 8}, random), bf16Tensor({1, 20, 2, 8}, random)},
        {bf16Zeros({1, 20, 2, 8})}},
+      // Heads of 16: taken as they are, on tensor cores (TensorCoreAttention.cuh).
+      {"attention",
+       causal,
+       {bf16Tensor({1, 20, 2, 16}, random), bf16Tensor({1, 20, 2, 16}, random), bf16Tensor({1, 20, 2, 16}, random)},
+       {bf16Zeros({1, 20, 2, 16})}},
       {"cross_entropy_grad",
        {{"tokens", int64_t{4}}},
        {bf16Tensor({4, 30}, random), i32({4}, {1, 29, 3, 0}), f32({}, random, 0.5f, 1.5f)},

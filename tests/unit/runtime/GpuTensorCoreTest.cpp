@@ -1,0 +1,225 @@
+// The tensor-core kernels on CPU threads (runtime/gpu/Emulation.h): warpProduct, the warp's
+// 16 x 16 tile product (wmma on a GPU), against a product in double in each layout, and its
+// alignment rules; attention's forward pass on bf16 tensors (TensorCoreAttention.cuh) against
+// the CPU kernel on the same values, and the dispatch's choice of it.
+#include "runtime/Bf16.h"
+#include "runtime/Kernels.h"
+#include "runtime/gpu/AttentionKernels.cuh"
+#include "runtime/gpu/TensorCoreAttention.cuh"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace hspmd;
+namespace gpu = runtime::gpu;
+
+namespace {
+
+// One warp's product of a 16 x k by a k x 16 matrix, each stored as its layout says.
+template <bool aColumns, bool bColumns>
+HSPMD_KERNEL void productKernel(const uint16_t *a, int lda, const uint16_t *b, int ldb, float *c, int ldc, int k,
+                                bool accumulate) {
+  gpu::warpProduct<aColumns, bColumns>(a, lda, b, ldb, c, ldc, k, accumulate);
+}
+
+// 32-byte aligned storage of `count` elements (the GPU's shared memory is).
+template <typename T> struct Aligned {
+  explicit Aligned(size_t count) : data(static_cast<T *>(std::aligned_alloc(64, (count * sizeof(T) + 63) / 64 * 64))) {
+    std::fill_n(data, count, T{});
+  }
+  ~Aligned() { std::free(data); }
+  Aligned(const Aligned &) = delete;
+  Aligned &operator=(const Aligned &) = delete;
+  T *data;
+};
+
+template <bool aColumns, bool bColumns> void checkProduct(int k, bool accumulate) {
+  SCOPED_TRACE("a " + std::string(aColumns ? "column" : "row") + "-major, b " + (bColumns ? "column" : "row") +
+               "-major, k " + std::to_string(k) + (accumulate ? ", accumulating" : ""));
+  std::mt19937 random(static_cast<unsigned>(k * 4 + aColumns * 2 + bColumns));
+  std::uniform_real_distribution<float> values(-2, 2);
+  const int lda = (aColumns ? 16 : k) + 8, ldb = (bColumns ? k : 16) + 8, ldc = 16 + 4;
+  Aligned<uint16_t> a(static_cast<size_t>(lda) * (aColumns ? k : 16)),
+      b(static_cast<size_t>(ldb) * (bColumns ? 16 : k));
+  Aligned<float> c(static_cast<size_t>(ldc) * 16);
+  auto at = [](int row, int col, int ld, bool columns) { return columns ? row + col * ld : row * ld + col; };
+  std::vector<double> want(16 * 16, 0.0);
+  for (int r = 0; r < 16; ++r)
+    for (int col = 0; col < 16; ++col) {
+      c.data[r * ldc + col] = values(random);
+      want[r * 16 + col] = accumulate ? c.data[r * ldc + col] : 0.0;
+    }
+  for (int r = 0; r < 16; ++r)
+    for (int i = 0; i < k; ++i)
+      a.data[at(r, i, lda, aColumns)] = runtime::toBf16(values(random));
+  for (int i = 0; i < k; ++i)
+    for (int col = 0; col < 16; ++col)
+      b.data[at(i, col, ldb, bColumns)] = runtime::toBf16(values(random));
+  for (int r = 0; r < 16; ++r)
+    for (int col = 0; col < 16; ++col)
+      for (int i = 0; i < k; ++i)
+        want[r * 16 + col] += static_cast<double>(runtime::fromBf16(a.data[at(r, i, lda, aColumns)])) *
+                              runtime::fromBf16(b.data[at(i, col, ldb, bColumns)]);
+  gpu::emulation::launch(1, 32, 0, productKernel<aColumns, bColumns>, static_cast<const uint16_t *>(a.data), lda,
+                         static_cast<const uint16_t *>(b.data), ldb, c.data, ldc, k, accumulate);
+  for (int r = 0; r < 16; ++r)
+    for (int col = 0; col < 16; ++col) // f32 sums of k exact products of numbers below 4
+      ASSERT_NEAR(c.data[r * ldc + col], want[r * 16 + col], 1e-6 * 4 * k) << "row " << r << ", column " << col;
+}
+
+} // namespace
+
+TEST(WarpProduct, MatchesAProductInEveryLayout) {
+  for (int k : {16, 48})
+    for (bool accumulate : {false, true}) {
+      checkProduct<false, false>(k, accumulate);
+      checkProduct<false, true>(k, accumulate);
+      checkProduct<true, false>(k, accumulate);
+      checkProduct<true, true>(k, accumulate);
+    }
+}
+
+// What wmma's loads would refuse on a GPU (or load wrongly) stops the emulation with the rule.
+TEST(WarpProductDeathTest, RefusesWhatWmmaRefuses) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  Aligned<uint16_t> a(16 * 40), b(16 * 40);
+  Aligned<float> c(16 * 20);
+  auto run = [&](const uint16_t *left, int lda, int ldc, int k) {
+    gpu::emulation::launch(1, 32, 0, productKernel<false, false>, left, lda, static_cast<const uint16_t *>(b.data), 24,
+                           c.data, ldc, k, false);
+  };
+  EXPECT_DEATH(run(a.data + 1, 24, 20, 16), "warpProduct: pointers must be 32-byte aligned");
+  EXPECT_DEATH(run(a.data, 20, 20, 16), "warpProduct: lda and ldb must be multiples of 8 elements, ldc of 4");
+  EXPECT_DEATH(run(a.data, 24, 18, 16), "warpProduct: lda and ldb must be multiples of 8 elements, ldc of 4");
+  EXPECT_DEATH(run(a.data, 24, 20, 24), "warpProduct: k must be a positive multiple of 16");
+}
+
+namespace {
+
+struct Case {
+  std::string name;
+  int64_t B, S, T, H, Hk, D, Dv;
+  bool causal;
+  int64_t queryOffset, keyOffset;
+  std::vector<int32_t> starts; // documents: [B, seq] block starts; empty: none
+  int64_t seq = 0;
+};
+
+struct Bf16Tensor {
+  std::vector<uint16_t> bits;
+  std::vector<float> widened; // the same values in f32
+  std::vector<int64_t> shape;
+  runtime::TensorView view() { return {bits.data(), ir::DType::BF16, shape}; }
+};
+
+Bf16Tensor bf16Random(std::vector<int64_t> shape, std::mt19937 &random) {
+  std::uniform_real_distribution<float> values(-2, 2);
+  Bf16Tensor t;
+  t.shape = std::move(shape);
+  int64_t count = 1;
+  for (int64_t d : t.shape)
+    count *= d;
+  for (int64_t i = 0; i < count; ++i) {
+    t.bits.push_back(runtime::toBf16(values(random)));
+    t.widened.push_back(runtime::fromBf16(t.bits.back()));
+  }
+  return t;
+}
+
+// The tensor-core forward pass (through attentionKernel, as the kernel table runs it, on 3
+// blocks: the grid-stride loop takes the rest) against the CPU kernel on the widened values.
+// Bound: P is rounded to bf16 before its product with V (a relative error of 2^-9 each, under
+// 2^-9 of V's largest value in all) and Y to bf16 (2^-9 of Y): 8e-3 of V's largest, 2, here.
+void check(const Case &c) {
+  SCOPED_TRACE(c.name);
+  std::mt19937 random(17);
+  Bf16Tensor q = bf16Random({c.B, c.S, c.H, c.D}, random), k = bf16Random({c.B, c.T, c.Hk, c.D}, random),
+             v = bf16Random({c.B, c.T, c.Hk, c.Dv}, random);
+  Bf16Tensor y{std::vector<uint16_t>(static_cast<size_t>(c.B * c.S * c.H * c.Dv), runtime::toBf16(-7.0f)),
+               {},
+               {c.B, c.S, c.H, c.Dv}};
+  ir::AttrMap attrs{{"causal", c.causal}, {"query_offset", c.queryOffset}, {"key_offset", c.keyOffset}};
+  runtime::KernelContext context;
+  if (!c.starts.empty()) {
+    context.blockStarts = c.starts.data();
+    context.seq = c.seq;
+  }
+  std::vector<float> want(y.bits.size());
+  auto f32 = [](std::vector<float> &data, const std::vector<int64_t> &shape) {
+    return runtime::TensorView{data.data(), ir::DType::F32, shape};
+  };
+  const std::vector<runtime::TensorView> cpuIn{f32(q.widened, q.shape), f32(k.widened, k.shape),
+                                               f32(v.widened, v.shape)},
+      cpuOut{f32(want, y.shape)};
+  runtime::runKernel("attention", attrs, cpuIn, cpuOut, context);
+  const std::vector<runtime::TensorView> in{q.view(), k.view(), v.view()}, out{y.view()};
+  ASSERT_TRUE(gpu::tensorAttentionTakes("attention", in, out, false));
+  const gpu::emulation::BlockCap cap(3);
+  ASSERT_TRUE(gpu::attentionKernel("attention", attrs, in, out, context, nullptr, false));
+  double worst = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const float got = runtime::fromBf16(y.bits[i]);
+    ASSERT_NEAR(got, want[i], 1.6e-2) << "element " << i;
+    worst = std::max(worst, std::fabs(static_cast<double>(got) - want[i]));
+  }
+  std::printf("%s: largest difference %.2e\n", c.name.c_str(), worst);
+}
+
+} // namespace
+
+TEST(TensorCoreAttention, MatchesTheCpuKernelInBf16) {
+  // Documents of a batch of 2 rows x 80 tokens: row 0 split at 30 and 61, row 1 one document.
+  std::vector<int32_t> starts(160);
+  for (int32_t i = 0; i < 80; ++i)
+    starts[static_cast<size_t>(i)] = i < 30 ? 0 : i < 61 ? 30 : 61;
+  const std::vector<Case> cases = {
+      {"causal, one tile", 1, 16, 16, 2, 2, 16, 16, true, 0, 0, {}},
+      // Rows and keys past a tile (two tiles of 64 and 6 more), GQA (4 query heads on 2 KV
+      // heads), D != Dv.
+      {"causal, GQA, 134 rows", 2, 134, 134, 4, 2, 16, 32, true, 0, 0, {}},
+      {"not causal", 1, 45, 45, 2, 1, 32, 16, false, 0, 0, {}},
+      // A context-parallel piece: the second half's queries over every key.
+      {"piece, query offset", 2, 40, 80, 2, 2, 16, 16, true, 40, 0, {}},
+      // Keys of a later piece: the first rows see none of them (their output zero).
+      {"piece, key offset", 1, 64, 32, 2, 2, 16, 16, true, 0, 20, {}},
+      {"documents", 2, 80, 80, 2, 1, 16, 16, true, 0, 0, starts, 80},
+      {"documents, piece", 2, 40, 40, 2, 1, 16, 16, true, 40, 40, starts, 80},
+      // The largest heads the kernel takes, keys over several tiles.
+      {"heads of 128", 1, 150, 150, 2, 1, 128, 128, true, 0, 0, {}},
+  };
+  for (const Case &c : cases)
+    check(c);
+}
+
+// The dispatch takes bf16 attention as it is where the kernel does (forward, heads of
+// multiples of 16 up to 128, every tensor bf16, the row kernels not asked for), else it widens.
+TEST(TensorCoreAttention, TakesBf16ForwardPassesOfHeadsItHolds) {
+  std::mt19937 random(3);
+  auto make = [&](int64_t D, int64_t Dv) {
+    return std::vector<Bf16Tensor>{bf16Random({1, 4, 2, D}, random), bf16Random({1, 4, 2, D}, random),
+                                   bf16Random({1, 4, 2, Dv}, random), bf16Random({1, 4, 2, Dv}, random)};
+  };
+  auto takes = [](std::vector<Bf16Tensor> &t, const std::string &op = "attention", bool rows = false) {
+    const std::vector<runtime::TensorView> in{t[0].view(), t[1].view(), t[2].view()}, out{t[3].view()};
+    return gpu::tensorAttentionTakes(op, in, out, rows);
+  };
+  auto heads16 = make(16, 16), heads128 = make(128, 64), heads8 = make(8, 8), heads24 = make(24, 24),
+       heads256 = make(256, 256);
+  EXPECT_TRUE(takes(heads16));
+  EXPECT_TRUE(takes(heads128));
+  EXPECT_FALSE(takes(heads16, "attention", true));
+  EXPECT_FALSE(takes(heads16, "attention_grad"));
+  EXPECT_FALSE(takes(heads8));
+  EXPECT_FALSE(takes(heads24));
+  EXPECT_FALSE(takes(heads256));
+  std::vector<float> f32(16 * 8);
+  const runtime::TensorView wide{f32.data(), ir::DType::F32, {1, 4, 2, 16}};
+  const std::vector<runtime::TensorView> mixed{heads16[0].view(), wide, heads16[2].view()}, out{heads16[3].view()};
+  EXPECT_FALSE(gpu::tensorAttentionTakes("attention", mixed, out, false));
+}
