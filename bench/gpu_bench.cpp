@@ -1,8 +1,8 @@
 // bench_gpu - the GPU half, measured on a GPU (scripts/gpu-check.sh runs it): cuBLAS fp32
 // matrix products (TFLOP/s); causal attention of the 1.2B GPT's shape, in f32 forward and
 // backward in the tiled kernels against the row kernels (runtime/gpu/AttentionKernels.cuh), and in
-// bf16 forward on tensor cores (TensorCoreAttention.cuh) against the f32 tiles on widened copies,
-// each pair in the same run;
+// bf16 on tensor cores (TensorCoreAttention.cuh) against the f32 tiles on widened copies, each
+// pair in the same run;
 // and training steps of the single-device example plans on the GPU (runtime/gpu/GpuOffload.h,
 // what hspmc build --target cuda runs) against the CPU executor in the same run (tokens/s and
 // their ratio). Without a GPU it says so and exits 0.
@@ -10,8 +10,8 @@
 // bench_gpu --mfu: the GPT of 1.2B parameters of bench/plans/gpt1b.hspmd (sequence 2048) on
 // the GPU: tokens/s, model FLOP/s and their share of the GPU's dense bf16 peak
 // (stdlib/devices.toml), the MFU, in fp32 and under --precision bf16 (activations stored
-// in bf16, the matrix products on tensor cores, the other kernels computing in fp32 on widened
-// copies), in the same run.
+// in bf16, the matrix products and attention on tensor cores, the elementwise kernels and norms
+// on bf16 as stored, the others computing in fp32 on widened copies), in the same run.
 #include "Compiled.h"
 #include "planner/Cluster.h"
 #include "runtime/Data.h"
@@ -55,8 +55,8 @@ void matrixProducts() {
   }
 }
 
-// Causal attention of bench/plans/gpt1b.hspmd's shape (4 x 2048 tokens, 16 heads of 128): in f32
-// forward and backward, in bf16 forward only (what the tensor-core kernel takes). Which kernels
+// Causal attention of bench/plans/gpt1b.hspmd's shape (4 x 2048 tokens, 16 heads of 128), forward
+// and backward, in f32 or in bf16 (what the tensor-core kernels take). Which kernels
 // run is HSPMD_GPU_ATTENTION's (read once, by the first launch): each comparison below runs its
 // second side in a child process of its own.
 double attentionSeconds(bool bf16) {
@@ -73,8 +73,7 @@ double attentionSeconds(bool bf16) {
   const ir::AttrMap attrs{{"causal", true}};
   auto step = [&] {
     runtime::gpu::runKernel("attention", attrs, {tensors.data(), 3}, {tensors.data() + 4, 1}, {}, stream);
-    if (!bf16)
-      runtime::gpu::runKernel("attention_grad", attrs, {tensors.data(), 4}, {tensors.data() + 5, 3}, {}, stream);
+    runtime::gpu::runKernel("attention_grad", attrs, {tensors.data(), 4}, {tensors.data() + 5, 3}, {}, stream);
   };
   step();
   stream.synchronize();
@@ -206,8 +205,8 @@ int main(int argc, char **argv) {
                 "%.1f ms (%.1fx)\n",
                 tiled * 1e3, rows * 1e3, tiled > 0 ? rows / tiled : 0.0);
     const double tensor = attentionSeconds(true), widened = childAttentionSeconds(argv[0], "tiles", true);
-    std::printf("attention 4 x 2048 x 16 heads of 128, causal, bf16 forward: tensor cores %.1f ms, f32 tiles on "
-                "widened copies %.1f ms (%.1fx)\n",
+    std::printf("attention 4 x 2048 x 16 heads of 128, causal, bf16 forward + backward: tensor cores %.1f ms, "
+                "f32 tiles on widened copies %.1f ms (%.1fx)\n",
                 tensor * 1e3, widened * 1e3, tensor > 0 ? widened / tensor : 0.0);
   }
   for (const char *plan : {"examples/gpt/plans/single.hspmd", "examples/llama/plans/tiny_llama_single.hspmd"})

@@ -1,7 +1,7 @@
 // AttentionKernels.cuh - causal attention with grouped KV heads, query and key offsets and
-// documents (runtime/kernels/Attention.cpp's contract), forward and backward. A forward pass on
-// bf16 tensors, heads of multiples of 16 up to 128, runs on tensor cores
-// (runtime/gpu/TensorCoreAttention.cuh). Otherwise heads of up to 128 values run in f32 tiles
+// documents (runtime/kernels/Attention.cpp's contract), forward and backward. On bf16 tensors,
+// heads of multiples of 16 up to 128 run on tensor cores (runtime/gpu/TensorCoreAttention.cuh).
+// Otherwise heads of up to 128 values run in f32 tiles
 // (runtime/gpu/TiledAttention.cuh: 32 query rows a block, K and V read once for them). Larger heads, or a GPU whose
 // blocks cannot hold the tiles' shared memory, take the row kernels below: one block per (batch, head, query row), keys
 // in chunks with an online softmax (no [S, T] matrix in memory); their backward pass recomputes each row's maximum and
@@ -14,6 +14,7 @@
 #include "runtime/gpu/TensorCoreAttention.cuh"
 #include "runtime/gpu/TiledAttention.cuh"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <string>
@@ -223,25 +224,66 @@ inline bool rowKernelsAsked() {
   return attentionKernelsAsked() == "rows";
 }
 
-/// Whether attention's forward pass takes these tensors as they are, in bf16, on tensor cores
-/// (TensorCoreAttention.cuh): q, k, v and the output bf16, heads it takes, a GPU with bf16
-/// tensor cores and the kernel's shared memory, and neither the row kernels nor the f32 tiles
-/// asked for (`others`: attentionKernelsAsked()). Else the dispatch widens them (Dispatch.cuh).
+/// Whether attention (or its gradient) takes these tensors as they are, in bf16, on tensor cores
+/// (TensorCoreAttention.cuh): every tensor bf16, heads it takes, a GPU with bf16 tensor cores and
+/// the kernels' shared memory, and neither the row kernels nor the f32 tiles asked for
+/// (`others`: attentionKernelsAsked()). Else the dispatch widens them (Dispatch.cuh).
 inline bool tensorAttentionTakes(const std::string &op, In in, In out,
                                  bool others = attentionKernelsAsked() == "rows" ||
                                                attentionKernelsAsked() == "tiles") {
-  if (op != "attention" || others || in.size() != 3 || out.size() != 1)
+  const bool forward = op == "attention";
+  if ((!forward && op != "attention_grad") || others || in.size() != (forward ? 3u : 4u) ||
+      out.size() != (forward ? 1u : 3u))
     return false;
-  for (const TensorView &t : {in[0], in[1], in[2], out[0]})
-    if (t.dtype != ir::DType::BF16 || t.shape.size() != 4)
-      return false;
+  for (In tensors : {in, out})
+    for (const TensorView &t : tensors)
+      if (t.dtype != ir::DType::BF16 || t.shape.size() != 4)
+        return false;
   const int64_t D = in[0].shape[3], Dv = in[2].shape[3];
-  return tensor::takes(D, Dv) && tensorCores(static_cast<size_t>(tensor::forwardLayout(D, Dv).bytes));
+  return tensor::takes(D, Dv) &&
+         tensorCores(forward ? tensor::forwardSharedBytes(D, Dv) : tensor::backwardSharedBytes(D, Dv));
 }
 
-/// attention and attention_grad (false for other ops): a forward pass on bf16 tensors on tensor
-/// cores (tensorAttentionTakes; the dispatch widens the others), f32 tensors in tiles where they
-/// take the heads, else (or with `rows`) in the row kernels.
+// The tensor-core kernels' launches: the forward pass, or the backward pass's rows kernel (dQ,
+// and each row's log-sum-exp and delta in scratch) then its keys kernel (dK, dV).
+void tensorLaunch(const Dims &n, bool forward, In in, In out, cudaStream_t stream) {
+  auto bf16 = [](const TensorView &t) { return static_cast<uint16_t *>(t.data); };
+  auto blocks = [](int64_t items) { return items < kMaxBlocks ? items : kMaxBlocks; };
+  auto ask = [](const void *kernel, int64_t bytes) {
+    check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)),
+          "cudaFuncSetAttribute");
+  };
+  const int64_t rowItems = tiled::items(n, tensor::kRows);
+  if (forward) {
+    const int64_t bytes = tensor::rowsLayout(n.D, n.Dv, false).bytes;
+    ask(reinterpret_cast<const void *>(&tensor::attentionForward), bytes);
+    if (rowItems > 0)
+      launchKernel(blocks(rowItems), tensor::kThreads, static_cast<size_t>(bytes), stream, tensor::attentionForward, n,
+                   static_cast<const uint16_t *>(bf16(in[0])), static_cast<const uint16_t *>(bf16(in[1])),
+                   static_cast<const uint16_t *>(bf16(in[2])), bf16(out[0]));
+    return;
+  }
+  const int64_t rowBytes = tensor::rowsLayout(n.D, n.Dv, true).bytes, keyBytes = tensor::keysLayout(n.D, n.Dv).bytes;
+  ask(reinterpret_cast<const void *>(&tensor::attentionBackwardRows), rowBytes);
+  ask(reinterpret_cast<const void *>(&tensor::attentionBackwardKeys), keyBytes);
+  void *stats = nullptr;
+  check(cudaMallocAsync(&stats, static_cast<size_t>(std::max<int64_t>(n.B * n.H * n.S, 1)) * 2 * sizeof(float), stream),
+        "cudaMallocAsync");
+  const auto *q = static_cast<const uint16_t *>(bf16(in[0])), *k = static_cast<const uint16_t *>(bf16(in[1])),
+             *v = static_cast<const uint16_t *>(bf16(in[2])), *dy = static_cast<const uint16_t *>(bf16(in[3]));
+  if (rowItems > 0)
+    launchKernel(blocks(rowItems), tensor::kThreads, static_cast<size_t>(rowBytes), stream,
+                 tensor::attentionBackwardRows, n, q, k, v, dy, bf16(out[0]), static_cast<float *>(stats));
+  if (const int64_t keyItems = tensor::keyItems(n); keyItems > 0)
+    launchKernel(blocks(keyItems), tensor::kThreads, static_cast<size_t>(keyBytes), stream,
+                 tensor::attentionBackwardKeys, n, q, k, v, dy, static_cast<const float *>(stats), bf16(out[1]),
+                 bf16(out[2]));
+  check(cudaFreeAsync(stats, stream), "cudaFreeAsync");
+}
+
+/// attention and attention_grad (false for other ops): on bf16 tensors on tensor cores
+/// (tensorAttentionTakes; the dispatch widens the others), f32 tensors in tiles where they take
+/// the heads, else (or with `rows`) in the row kernels.
 bool attentionKernel(const std::string &op, const ir::AttrMap &attrs, In in, In out, const KernelContext &context,
                      cudaStream_t stream, bool rows = rowKernelsAsked()) {
   if (op != "attention" && op != "attention_grad")
@@ -261,8 +303,9 @@ bool attentionKernel(const std::string &op, const ir::AttrMap &attrs, In in, In 
   n.keyOffset = ir::intAttr(attrs, "key_offset");
   const bool onTensorCores = tensorAttentionTakes(op, in, out, rows);
   if (!onTensorCores)
-    for (const TensorView &t : {q, k, v, out[0]})
-      kernels::expect(t.dtype == ir::DType::F32, op, "bf16 attention runs on tensor cores or on widened copies");
+    for (In tensors : {in, out})
+      for (const TensorView &t : tensors)
+        kernels::expect(t.dtype == ir::DType::F32, op, "bf16 attention runs on tensor cores or on widened copies");
   void *starts = nullptr;
   if (context.blockStarts) {
     kernels::expect(n.causal, op, "documents need causal attention");
@@ -278,15 +321,7 @@ bool attentionKernel(const std::string &op, const ir::AttrMap &attrs, In in, In 
   }
   const bool forward = op == "attention";
   if (onTensorCores) {
-    const size_t shared = static_cast<size_t>(tensor::forwardLayout(n.D, n.Dv).bytes);
-    check(cudaFuncSetAttribute(reinterpret_cast<const void *>(&tensor::attentionForward),
-                               cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared)),
-          "cudaFuncSetAttribute");
-    const int64_t items = tiled::items(n, tensor::kRows);
-    if (items > 0)
-      launchKernel(items < kMaxBlocks ? items : kMaxBlocks, tensor::kThreads, shared, stream, tensor::attentionForward,
-                   n, static_cast<const uint16_t *>(q.data), static_cast<const uint16_t *>(k.data),
-                   static_cast<const uint16_t *>(v.data), static_cast<uint16_t *>(out[0].data));
+    tensorLaunch(n, forward, in, out, stream);
     if (starts)
       check(cudaFreeAsync(starts, stream), "cudaFreeAsync");
     return true;

@@ -171,9 +171,8 @@ TEST(GpuKernels, Attention) {
 // float and round, bit for bit the CPU's. Products run on tensor cores instead, the f32
 // parameter rounded to bf16 (here one whose values are bf16 numbers: within 1e-2 of the CPU's,
 // which multiplies by the f32 one), an f32 result (a weight gradient of bf16 activations)
-// written as f32. Attention's forward pass on bf16 runs on tensor cores too (P rounded to bf16
-// for its product with V: within 1e-2 as well; 5.8e-3 at most on CPU threads,
-// TensorCoreAttention.MatchesTheCpuKernelInBf16).
+// written as f32. Attention on bf16 runs on tensor cores too, forward (P rounded to bf16 for its
+// product with V: within 1e-2 as well) and backward (below).
 TEST(GpuKernels, Bf16TensorsWidenAroundEachKernel) {
   SKIP_WITHOUT_GPU();
   std::mt19937 random(9);
@@ -227,6 +226,25 @@ TEST(GpuKernels, Bf16TensorsWidenAroundEachKernel) {
     for (size_t i = 0; i < got.size(); ++i) {
       const float g = runtime::fromBf16(got[i]), w = runtime::fromBf16(want[i]);
       ASSERT_NEAR(g, w, 1e-2 * std::max(1.0f, std::fabs(w))) << c.op << " element " << i;
+    }
+  }
+  { // attention's gradient on tensor cores: dQ, dK and dV, each within 1e-2 of its largest value
+    // (P and dS are rounded to bf16 for their products; 3.9e-3 at most on CPU threads,
+    // TensorCoreAttention.MatchesTheCpuKernelInBf16)
+    RanOnBoth ran =
+        runOnBoth("attention_grad", {{"causal", true}},
+                  {bf16({2, 150, 4, 64}), bf16({2, 150, 2, 64}), bf16({2, 150, 2, 64}), bf16({2, 150, 4, 64})},
+                  {zero16({2, 150, 4, 64}), zero16({2, 150, 2, 64}), zero16({2, 150, 2, 64})});
+    for (size_t o = 0; o < 3; ++o) {
+      std::vector<uint16_t> got(static_cast<size_t>(ran.cpuOut[o].numel()));
+      ran.memory[4 + o]->download(got.data(), static_cast<int64_t>(got.size() * 2));
+      const auto *want = reinterpret_cast<const uint16_t *>(ran.cpuOut[o].bytes.data());
+      float largest = 1;
+      for (size_t i = 0; i < got.size(); ++i)
+        largest = std::max(largest, std::fabs(runtime::fromBf16(want[i])));
+      for (size_t i = 0; i < got.size(); ++i)
+        ASSERT_NEAR(runtime::fromBf16(got[i]), runtime::fromBf16(want[i]), 1e-2 * largest)
+            << "attention_grad output " << o << " element " << i;
     }
   }
   { // two bf16 activations' product into an f32 weight gradient

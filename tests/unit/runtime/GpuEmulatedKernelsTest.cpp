@@ -610,8 +610,22 @@ TEST(KernelTable, NormsTakeBf16ActivationsWithF32Parameters) {
   EXPECT_FALSE(gpu::normTakes("rmsnorm_grad", views(gradIn), views(bf16Grads)));
 }
 
+// The dispatch hands bf16 attention, forward and backward, to the tensor-core kernels as it is
+// (heads of 16) and widens it for heads they do not take (8).
+TEST(KernelTable, DispatchTakesBf16AttentionWhereTensorCoresDo) {
+  std::mt19937 random(15);
+  for (int64_t D : {16, 8}) {
+    std::vector<Tensor> in{bf16Tensor({1, 4, 2, D}, random), bf16Tensor({1, 4, 2, D}, random),
+                           bf16Tensor({1, 4, 2, D}, random), bf16Tensor({1, 4, 2, D}, random)},
+        y{bf16Zeros({1, 4, 2, D})}, grads{bf16Zeros({1, 4, 2, D}), bf16Zeros({1, 4, 2, D}), bf16Zeros({1, 4, 2, D})};
+    const std::vector<runtime::TensorView> inputs = views(in);
+    EXPECT_EQ(gpu::readsBf16("attention", {inputs.data(), 3}, views(y)), D == 16);
+    EXPECT_EQ(gpu::readsBf16("attention_grad", inputs, views(grads)), D == 16);
+  }
+}
+
 // runKernel's dispatch (Dispatch.cuh) on bf16 tensors, for kernels that take them (elementwise,
-// norms, moves, attention's forward pass on heads of 16) and kernels it widens them around (softmax, sum, attention,
+// norms, moves, attention on heads of 16) and kernels it widens them around (softmax, sum, attention,
 // cross-entropy, embedding): near the CPU's runKernel on the same tensors, which widens every kernel's.
 TEST(KernelTable, DispatchOnBf16IsNearTheCpu) {
   std::mt19937 random(14);
@@ -637,11 +651,16 @@ TEST(KernelTable, DispatchOnBf16IsNearTheCpu) {
        causal,
        {bf16Tensor({1, 20, 2, 8}, random), bf16Tensor({1, 20, 2, 8}, random), bf16Tensor({1, 20, 2, 8}, random)},
        {bf16Zeros({1, 20, 2, 8})}},
-      // Heads of 16: taken as they are, on tensor cores (TensorCoreAttention.cuh).
+      // Heads of 16: taken as they are, on tensor cores (TensorCoreAttention.cuh); the gradient's dQ.
       {"attention",
        causal,
        {bf16Tensor({1, 20, 2, 16}, random), bf16Tensor({1, 20, 2, 16}, random), bf16Tensor({1, 20, 2, 16}, random)},
        {bf16Zeros({1, 20, 2, 16})}},
+      {"attention_grad",
+       causal,
+       {bf16Tensor({1, 20, 2, 16}, random), bf16Tensor({1, 20, 2, 16}, random), bf16Tensor({1, 20, 2, 16}, random),
+        bf16Tensor({1, 20, 2, 16}, random)},
+       {bf16Zeros({1, 20, 2, 16}), bf16Zeros({1, 20, 2, 16}), bf16Zeros({1, 20, 2, 16})}},
       {"cross_entropy_grad",
        {{"tokens", int64_t{4}}},
        {bf16Tensor({4, 30}, random), i32({4}, {1, 29, 3, 0}), f32({}, random, 0.5f, 1.5f)},

@@ -132,43 +132,68 @@ Bf16Tensor bf16Random(std::vector<int64_t> shape, std::mt19937 &random) {
   return t;
 }
 
-// The tensor-core forward pass (through attentionKernel, as the kernel table runs it, on 3
-// blocks: the grid-stride loop takes the rest) against the CPU kernel on the widened values.
-// Bound: P is rounded to bf16 before its product with V (a relative error of 2^-9 each, under
-// 2^-9 of V's largest value in all) and Y to bf16 (2^-9 of Y): 8e-3 of V's largest, 2, here.
+Bf16Tensor bf16Filled(std::vector<int64_t> shape) {
+  int64_t count = 1;
+  for (int64_t d : shape)
+    count *= d;
+  return {std::vector<uint16_t>(static_cast<size_t>(count), runtime::toBf16(-7.0f)), {}, std::move(shape)};
+}
+
+// Each element of `got` (bf16) within `bound` times the largest of `want` (at least 1) of it.
+void expectNear(const Bf16Tensor &got, const std::vector<float> &want, double bound, const char *what) {
+  float largest = 1;
+  for (float w : want)
+    largest = std::max(largest, std::fabs(w));
+  double worst = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const float g = runtime::fromBf16(got.bits[i]);
+    ASSERT_NEAR(g, want[i], bound * largest) << what << " element " << i;
+    worst = std::max(worst, std::fabs(static_cast<double>(g) - want[i]) / largest);
+  }
+  std::printf("  %s: largest difference %.2e of the largest value, %.3g\n", what, worst, largest);
+}
+
+// The tensor-core kernels (through attentionKernel, as the kernel table runs them, on 3 blocks:
+// the grid-stride loops take the rest) against the CPU kernel on the widened values, relative
+// to each tensor's largest value. Forward: P is rounded to bf16 before its product with V (a
+// relative error of 2^-9 each, under 2^-9 of V's largest value in all) and Y to bf16 (2^-9 of
+// Y): 8e-3 of V's largest, 2 here. Backward: P and dS are rounded for their products, and each
+// gradient on its way out; 1e-2 (3.9e-3 at most seen).
 void check(const Case &c) {
   SCOPED_TRACE(c.name);
+  std::printf("%s\n", c.name.c_str());
   std::mt19937 random(17);
   Bf16Tensor q = bf16Random({c.B, c.S, c.H, c.D}, random), k = bf16Random({c.B, c.T, c.Hk, c.D}, random),
-             v = bf16Random({c.B, c.T, c.Hk, c.Dv}, random);
-  Bf16Tensor y{std::vector<uint16_t>(static_cast<size_t>(c.B * c.S * c.H * c.Dv), runtime::toBf16(-7.0f)),
-               {},
-               {c.B, c.S, c.H, c.Dv}};
+             v = bf16Random({c.B, c.T, c.Hk, c.Dv}, random), dy = bf16Random({c.B, c.S, c.H, c.Dv}, random);
+  Bf16Tensor y = bf16Filled({c.B, c.S, c.H, c.Dv}), dq = bf16Filled(q.shape), dk = bf16Filled(k.shape),
+             dv = bf16Filled(v.shape);
   ir::AttrMap attrs{{"causal", c.causal}, {"query_offset", c.queryOffset}, {"key_offset", c.keyOffset}};
   runtime::KernelContext context;
   if (!c.starts.empty()) {
     context.blockStarts = c.starts.data();
     context.seq = c.seq;
   }
-  std::vector<float> want(y.bits.size());
+  std::vector<float> wantY(y.bits.size()), wantDq(q.bits.size()), wantDk(k.bits.size()), wantDv(v.bits.size());
   auto f32 = [](std::vector<float> &data, const std::vector<int64_t> &shape) {
     return runtime::TensorView{data.data(), ir::DType::F32, shape};
   };
   const std::vector<runtime::TensorView> cpuIn{f32(q.widened, q.shape), f32(k.widened, k.shape),
-                                               f32(v.widened, v.shape)},
-      cpuOut{f32(want, y.shape)};
-  runtime::runKernel("attention", attrs, cpuIn, cpuOut, context);
-  const std::vector<runtime::TensorView> in{q.view(), k.view(), v.view()}, out{y.view()};
-  ASSERT_TRUE(gpu::tensorAttentionTakes("attention", in, out, false));
+                                               f32(v.widened, v.shape), f32(dy.widened, dy.shape)},
+      cpuY{f32(wantY, y.shape)}, cpuGrads{f32(wantDq, q.shape), f32(wantDk, k.shape), f32(wantDv, v.shape)};
+  runtime::runKernel("attention", attrs, {cpuIn.data(), 3}, cpuY, context);
+  runtime::runKernel("attention_grad", attrs, cpuIn, cpuGrads, context);
+  const std::vector<runtime::TensorView> in{q.view(), k.view(), v.view(), dy.view()}, out{y.view()},
+      grads{dq.view(), dk.view(), dv.view()};
+  const gpu::In forwardIn{in.data(), 3};
+  ASSERT_TRUE(gpu::tensorAttentionTakes("attention", forwardIn, out, false));
+  ASSERT_TRUE(gpu::tensorAttentionTakes("attention_grad", in, grads, false));
   const gpu::emulation::BlockCap cap(3);
-  ASSERT_TRUE(gpu::attentionKernel("attention", attrs, in, out, context, nullptr, false));
-  double worst = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    const float got = runtime::fromBf16(y.bits[i]);
-    ASSERT_NEAR(got, want[i], 1.6e-2) << "element " << i;
-    worst = std::max(worst, std::fabs(static_cast<double>(got) - want[i]));
-  }
-  std::printf("%s: largest difference %.2e\n", c.name.c_str(), worst);
+  ASSERT_TRUE(gpu::attentionKernel("attention", attrs, forwardIn, out, context, nullptr, false));
+  ASSERT_TRUE(gpu::attentionKernel("attention_grad", attrs, in, grads, context, nullptr, false));
+  expectNear(y, wantY, 8e-3, "y");
+  expectNear(dq, wantDq, 1e-2, "dq");
+  expectNear(dk, wantDk, 1e-2, "dk");
+  expectNear(dv, wantDv, 1e-2, "dv");
 }
 
 } // namespace
@@ -188,6 +213,8 @@ TEST(TensorCoreAttention, MatchesTheCpuKernelInBf16) {
       {"piece, query offset", 2, 40, 80, 2, 2, 16, 16, true, 40, 0, {}},
       // Keys of a later piece: the first rows see none of them (their output zero).
       {"piece, key offset", 1, 64, 32, 2, 2, 16, 16, true, 0, 20, {}},
+      // Only the second half of a tile of 64 rows sees the keys (the keys kernel must not skip it).
+      {"piece, later keys", 1, 64, 32, 2, 2, 16, 16, true, 0, 40, {}},
       {"documents", 2, 80, 80, 2, 1, 16, 16, true, 0, 0, starts, 80},
       {"documents, piece", 2, 40, 40, 2, 1, 16, 16, true, 40, 40, starts, 80},
       // The largest heads the kernel takes, keys over several tiles.
@@ -197,29 +224,41 @@ TEST(TensorCoreAttention, MatchesTheCpuKernelInBf16) {
     check(c);
 }
 
-// The dispatch takes bf16 attention as it is where the kernel does (forward, heads of
-// multiples of 16 up to 128, every tensor bf16, the row kernels not asked for), else it widens.
-TEST(TensorCoreAttention, TakesBf16ForwardPassesOfHeadsItHolds) {
+// The dispatch takes bf16 attention as it is where the kernels do (heads of multiples of 16 up
+// to 128, every tensor bf16, neither the row kernels nor the f32 tiles asked for), forward and
+// backward, else it widens.
+TEST(TensorCoreAttention, TakesBf16WhereItHoldsTheHeads) {
   std::mt19937 random(3);
-  auto make = [&](int64_t D, int64_t Dv) {
-    return std::vector<Bf16Tensor>{bf16Random({1, 4, 2, D}, random), bf16Random({1, 4, 2, D}, random),
-                                   bf16Random({1, 4, 2, Dv}, random), bf16Random({1, 4, 2, Dv}, random)};
+  auto make = [&](int64_t D, int64_t Dv) { // q, k, v, dy; y; dq, dk, dv
+    return std::vector<Bf16Tensor>{bf16Random({1, 4, 2, D}, random),  bf16Random({1, 4, 2, D}, random),
+                                   bf16Random({1, 4, 2, Dv}, random), bf16Random({1, 4, 2, Dv}, random),
+                                   bf16Random({1, 4, 2, Dv}, random), bf16Random({1, 4, 2, D}, random),
+                                   bf16Random({1, 4, 2, D}, random),  bf16Random({1, 4, 2, Dv}, random)};
   };
-  auto takes = [](std::vector<Bf16Tensor> &t, const std::string &op = "attention", bool rows = false) {
-    const std::vector<runtime::TensorView> in{t[0].view(), t[1].view(), t[2].view()}, out{t[3].view()};
-    return gpu::tensorAttentionTakes(op, in, out, rows);
+  auto takes = [](std::vector<Bf16Tensor> &t, bool backward = false, bool others = false) {
+    const std::vector<runtime::TensorView> in{t[0].view(), t[1].view(), t[2].view(), t[3].view()}, y{t[4].view()},
+        grads{t[5].view(), t[6].view(), t[7].view()};
+    return backward ? gpu::tensorAttentionTakes("attention_grad", in, grads, others)
+                    : gpu::tensorAttentionTakes("attention", {in.data(), 3}, y, others);
   };
   auto heads16 = make(16, 16), heads128 = make(128, 64), heads8 = make(8, 8), heads24 = make(24, 24),
        heads256 = make(256, 256);
-  EXPECT_TRUE(takes(heads16));
-  EXPECT_TRUE(takes(heads128));
-  EXPECT_FALSE(takes(heads16, "attention", true));
-  EXPECT_FALSE(takes(heads16, "attention_grad"));
-  EXPECT_FALSE(takes(heads8));
-  EXPECT_FALSE(takes(heads24));
-  EXPECT_FALSE(takes(heads256));
+  for (bool backward : {false, true}) {
+    SCOPED_TRACE(backward ? "backward" : "forward");
+    EXPECT_TRUE(takes(heads16, backward));
+    EXPECT_TRUE(takes(heads128, backward));
+    EXPECT_FALSE(takes(heads16, backward, true));
+    EXPECT_FALSE(takes(heads8, backward));
+    EXPECT_FALSE(takes(heads24, backward));
+    EXPECT_FALSE(takes(heads256, backward));
+  }
+  // Any tensor in f32 (here k, or dK): widened.
   std::vector<float> f32(16 * 8);
   const runtime::TensorView wide{f32.data(), ir::DType::F32, {1, 4, 2, 16}};
-  const std::vector<runtime::TensorView> mixed{heads16[0].view(), wide, heads16[2].view()}, out{heads16[3].view()};
-  EXPECT_FALSE(gpu::tensorAttentionTakes("attention", mixed, out, false));
+  const std::vector<runtime::TensorView> mixed{heads16[0].view(), wide, heads16[2].view(), heads16[3].view()},
+      in{heads16[0].view(), heads16[1].view(), heads16[2].view(), heads16[3].view()}, y{heads16[4].view()},
+      grads{heads16[5].view(), wide, heads16[7].view()};
+  EXPECT_FALSE(gpu::tensorAttentionTakes("attention", {mixed.data(), 3}, y, false));
+  EXPECT_FALSE(gpu::tensorAttentionTakes("attention_grad", in, grads, false));
+  EXPECT_FALSE(gpu::tensorAttentionTakes("softmax", {in.data(), 1}, y, false));
 }
