@@ -25,8 +25,9 @@ namespace {
 
 /// Whether `op` takes these bf16 tensors as they are; the others run on widened copies. Products
 /// (bf16 on tensor cores), the elementwise kernels and the norms (they read and write bf16,
-/// computing in f32 or double: bit for bit the widened kernel's rounded result), attention on
-/// tensor cores where it takes the heads (tensorAttentionTakes), and layout ops
+/// computing in f32 or double: bit for bit the widened kernel's rounded result), softmax,
+/// cross-entropy and the embedding likewise (rowKernelTakes), attention on tensor cores where it
+/// takes the heads (tensorAttentionTakes), and layout ops
 /// that only move elements, where every tensor has one type (a bf16 copied is a bf16 widened,
 /// copied and rounded back).
 inline bool readsBf16(const std::string &op, std::span<const TensorView> inputs, std::span<const TensorView> outputs) {
@@ -40,6 +41,8 @@ inline bool readsBf16(const std::string &op, std::span<const TensorView> inputs,
     return normTakes(op, inputs, outputs);
   if (op == "attention" || op == "attention_grad")
     return tensorAttentionTakes(op, inputs, outputs);
+  if (rowKernelTakes(op, inputs, outputs))
+    return true;
   if (!moves.count(op))
     return false;
   auto same = [&](const TensorView &t) { return t.dtype == (inputs.empty() ? outputs[0] : inputs[0]).dtype; };

@@ -4,7 +4,9 @@
 // runtime/kernels/ (same formulas, sums in double where the CPU's are), so that fp32 results
 // agree to rounding: elementwise ops with numpy broadcasting as grid-stride loops
 // (ElementwiseKernels.cuh), norms and cross-entropy one block per row, parameter gradients of
-// the norms one thread per column adding rows in order.
+// the norms one thread per column adding rows in order. The elementwise kernels, the norms,
+// softmax, cross-entropy and the embedding read and write bf16 activations as they are
+// (normTakes, rowKernelTakes: the widened kernel's result, rounded).
 //
 // Compiled by nvcc for Kernels.cu, and by the host compiler for
 // tests/unit/runtime/GpuEmulatedKernelsTest.cpp, which runs the table on CPU threads
@@ -185,32 +187,36 @@ HSPMD_KERNEL void normParamGradKernel(const X *x, const DY *dy, const double *st
 }
 
 // Softmax along a dimension of extent n between `outer` and `inner` elements: one thread per
-// (outer, inner) pair.
-HSPMD_KERNEL void softmaxKernel(const float *x, float *y, int64_t outer, int64_t n, int64_t inner) {
+// (outer, inner) pair. X and Y: float or Bf16Bits (read exactly, written rounded).
+template <typename X, typename Y>
+HSPMD_KERNEL void softmaxKernel(const X *x, Y *y, int64_t outer, int64_t n, int64_t inner) {
   for (int64_t p = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; p < outer * inner;
        p += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t o = p / inner, i = p % inner;
-    const float *xr = x + o * n * inner + i;
-    float *yr = y + o * n * inner + i;
+    const X *xr = x + o * n * inner + i;
+    Y *yr = y + o * n * inner + i;
     float peak = -INFINITY;
     for (int64_t j = 0; j < n; ++j)
-      peak = fmaxf(peak, xr[j * inner]);
+      peak = fmaxf(peak, loadElement(xr[j * inner]));
     double total = 0;
     for (int64_t j = 0; j < n; ++j)
-      total += exp(static_cast<double>(xr[j * inner] - peak));
+      total += exp(static_cast<double>(loadElement(xr[j * inner]) - peak));
     for (int64_t j = 0; j < n; ++j)
-      yr[j * inner] = static_cast<float>(exp(static_cast<double>(xr[j * inner] - peak)) / total);
+      storeElement(yr + j * inner,
+                   static_cast<float>(exp(static_cast<double>(loadElement(xr[j * inner]) - peak)) / total));
   }
 }
 
 // Cross-entropy, one block per row: the row's loss into `rowLoss` (forward) or its gradient
 // into `grad`. A target < 0 is not scored; one outside the vocabulary sets `*bad` to it + 1.
-HSPMD_KERNEL void crossEntropyKernel(const float *logits, const int32_t *targets, double *rowLoss, float *grad,
+// X (the logits) and G (the gradient): float or Bf16Bits.
+template <typename X, typename G>
+HSPMD_KERNEL void crossEntropyKernel(const X *logits, const int32_t *targets, double *rowLoss, G *grad,
                                      const float *upstream, int64_t rows, int64_t V, double tokens, int64_t *bad) {
   HSPMD_SHARED(double, shared, 32);
   HSPMD_SHARED(float, peaks, 32);
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
-    const float *xr = logits + row * V;
+    const X *xr = logits + row * V;
     const int64_t target = targets[row];
     if (target >= V) {
       if (threadIdx.x == 0)
@@ -220,28 +226,29 @@ HSPMD_KERNEL void crossEntropyKernel(const float *logits, const int32_t *targets
     if (target < 0) {
       if (grad)
         for (int64_t c = threadIdx.x; c < V; c += blockDim.x)
-          grad[row * V + c] = 0.0f;
+          storeElement(grad + row * V + c, 0.0f);
       else if (threadIdx.x == 0)
         rowLoss[row] = 0;
       continue;
     }
     float peak = -INFINITY;
     for (int64_t c = threadIdx.x; c < V; c += blockDim.x)
-      peak = fmaxf(peak, xr[c]);
+      peak = fmaxf(peak, loadElement(xr[c]));
     peak = blockMax(peak, peaks);
     double total = 0;
     for (int64_t c = threadIdx.x; c < V; c += blockDim.x)
-      total += expf(xr[c] - peak);
+      total += expf(loadElement(xr[c]) - peak);
     total = blockSum(total, shared);
     if (!grad) {
       if (threadIdx.x == 0)
-        rowLoss[row] = log(total) + peak - xr[target];
+        rowLoss[row] = log(total) + peak - loadElement(xr[target]);
       continue;
     }
     const double up = *upstream;
     const auto factor = static_cast<float>(up / total / tokens);
     for (int64_t c = threadIdx.x; c < V; c += blockDim.x)
-      grad[row * V + c] = expf(xr[c] - peak) * factor - (c == target ? static_cast<float>(up / tokens) : 0.0f);
+      storeElement(grad + row * V + c,
+                   expf(loadElement(xr[c]) - peak) * factor - (c == target ? static_cast<float>(up / tokens) : 0.0f));
   }
 }
 
@@ -254,27 +261,29 @@ HSPMD_KERNEL void lossSumKernel(const double *rowLoss, int64_t rows, double toke
 }
 
 // The steps of the vocabulary-parallel cross-entropy (runtime/kernels/EmbeddingAndLoss.cpp:
-// the same formulas), one thread per row (per element for the gradient).
-HSPMD_KERNEL void vocabMaxKernel(const float *x, float *peak, int64_t rows, int64_t V) {
+// the same formulas), one thread per row (per element for the gradient). X (the logits) and G
+// (their gradient): float or Bf16Bits.
+template <typename X> HSPMD_KERNEL void vocabMaxKernel(const X *x, float *peak, int64_t rows, int64_t V) {
   for (int64_t r = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; r < rows;
        r += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     float m = -INFINITY;
     for (int64_t c = 0; c < V; ++c)
-      m = fmaxf(m, x[r * V + c]);
+      m = fmaxf(m, loadElement(x[r * V + c]));
     peak[r] = m;
   }
 }
 
-HSPMD_KERNEL void vocabSumsKernel(const float *x, const int32_t *targets, const float *peak, float *sums, int64_t rows,
+template <typename X>
+HSPMD_KERNEL void vocabSumsKernel(const X *x, const int32_t *targets, const float *peak, float *sums, int64_t rows,
                                   int64_t V, int64_t offset) {
   for (int64_t r = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; r < rows;
        r += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     double total = 0;
     for (int64_t c = 0; c < V; ++c)
-      total += exp(static_cast<double>(x[r * V + c] - peak[r]));
+      total += exp(static_cast<double>(loadElement(x[r * V + c]) - peak[r]));
     sums[r] = static_cast<float>(total);
     const int64_t t = targets[r] - offset;
-    sums[rows + r] = t >= 0 && t < V ? x[r * V + t] : 0.0f;
+    sums[rows + r] = t >= 0 && t < V ? loadElement(x[r * V + t]) : 0.0f;
   }
 }
 
@@ -288,42 +297,46 @@ HSPMD_KERNEL void vocabLossKernel(const int32_t *targets, const float *peak, con
   *loss = static_cast<float>(total / tokens);
 }
 
-HSPMD_KERNEL void vocabGradKernel(const float *x, const int32_t *targets, const float *peak, const float *sums,
-                                  const float *upstream, float *g, int64_t rows, int64_t V, int64_t offset,
-                                  double tokens) {
+template <typename X, typename G>
+HSPMD_KERNEL void vocabGradKernel(const X *x, const int32_t *targets, const float *peak, const float *sums,
+                                  const float *upstream, G *g, int64_t rows, int64_t V, int64_t offset, double tokens) {
   for (int64_t k = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; k < rows * V;
        k += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t r = k / V, c = k % V;
     if (targets[r] < 0) {
-      g[k] = 0.0f;
+      storeElement(g + k, 0.0f);
       continue;
     }
-    const double p = exp(static_cast<double>(x[k] - peak[r])) / sums[r];
-    g[k] = static_cast<float>(upstream[0] * (p - (c + offset == targets[r] ? 1.0 : 0.0)) / tokens);
+    const double p = exp(static_cast<double>(loadElement(x[k]) - peak[r])) / sums[r];
+    storeElement(g + k, static_cast<float>(upstream[0] * (p - (c + offset == targets[r] ? 1.0 : 0.0)) / tokens));
   }
 }
 
 // ---- embedding, optimizer -------------------------------------------------------------
 
-HSPMD_KERNEL void embeddingKernel(const float *table, const int32_t *ids, float *y, int64_t count, int64_t V, int64_t D,
+// The table f32 (a parameter), the rows Y: float or Bf16Bits.
+template <typename Y>
+HSPMD_KERNEL void embeddingKernel(const float *table, const int32_t *ids, Y *y, int64_t count, int64_t V, int64_t D,
                                   int64_t offset) {
   for (int64_t k = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; k < count * D;
        k += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t i = k / D, d = k % D, row = ids[i] - offset;
-    y[k] = row >= 0 && row < V ? table[row * D + d] : 0.0f;
+    storeElement(y + k, row >= 0 && row < V ? table[row * D + d] : 0.0f);
   }
 }
 
 // One thread per column of the table, adding the matching ids' rows in order (deterministic).
-HSPMD_KERNEL void embeddingGradKernel(const int32_t *ids, const float *dy, float *g, int64_t count, int64_t V,
-                                      int64_t D, int64_t offset) {
+// The rows' gradient DY: float or Bf16Bits; the table's gradient f32.
+template <typename DY>
+HSPMD_KERNEL void embeddingGradKernel(const int32_t *ids, const DY *dy, float *g, int64_t count, int64_t V, int64_t D,
+                                      int64_t offset) {
   for (int64_t k = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; k < V * D;
        k += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t row = k / D, d = k % D;
     float sum = 0.0f;
     for (int64_t i = 0; i < count; ++i)
       if (ids[i] - offset == row)
-        sum += dy[i * D + d];
+        sum += loadElement(dy[i * D + d]);
     g[k] = sum;
   }
 }
@@ -380,6 +393,44 @@ inline bool normTakes(const std::string &op, In in, In out) {
          (!layer || f32(out[2]));
 }
 
+/// Whether softmax, cross-entropy, its vocabulary-parallel steps or the embedding take these
+/// tensors as they are, f32 or bf16 where an activation, its gradient or the logits stand (read
+/// exactly, written rounded: the widened kernel's result, rounded), with their f32 parts f32: the
+/// embedding's table and its gradient, the loss and its upstream gradient, the steps' maxima and
+/// sums. The ids and targets are i32.
+inline bool rowKernelTakes(const std::string &op, In in, In out) {
+  // Per op: the inputs and outputs that may be bf16 ('b'), must be f32 ('f') or i32 ('i').
+  static const std::map<std::string, std::pair<std::string, std::string>> kinds = {
+      {"softmax", {"b", "b"}},
+      {"cross_entropy", {"bi", "f"}},
+      {"cross_entropy_grad", {"bif", "b"}},
+      {"vocab_parallel_max", {"b", "f"}},
+      {"vocab_parallel_sums", {"bif", "f"}},
+      {"vocab_parallel_grad", {"biff", "b"}},
+      {"embedding", {"fi", "b"}},
+      {"embedding_grad", {"ib", "f"}},
+  };
+  const auto it = kinds.find(op);
+  if (it == kinds.end())
+    return false;
+  auto fits = [](In tensors, const std::string &kind) {
+    if (tensors.size() < kind.size())
+      return false;
+    for (size_t k = 0; k < kind.size(); ++k) {
+      const ir::DType t = tensors[k].dtype;
+      if (kind[k] == 'i'   ? t != ir::DType::I32
+          : kind[k] == 'f' ? t != ir::DType::F32
+                           : t != ir::DType::F32 && t != ir::DType::BF16)
+        return false;
+    }
+    for (size_t k = kind.size(); k < tensors.size(); ++k) // vocab_parallel_grad's upstream, ...
+      if (tensors[k].dtype != ir::DType::F32)
+        return false;
+    return true;
+  };
+  return fits(in, it->second.first) && fits(out, it->second.second);
+}
+
 void norm(const std::string &op, const ir::AttrMap &attrs, In in, In out, cudaStream_t stream) {
   const bool layer = op.rfind("layernorm", 0) == 0, grad = op.size() > 5 && op.substr(op.size() - 5) == "_grad";
   const int64_t n = in[0].shape.empty() ? 1 : in[0].shape.back(), rows = in[0].numel() / std::max<int64_t>(n, 1);
@@ -432,8 +483,20 @@ void crossEntropy(const std::string &op, const ir::AttrMap &attrs, In in, In out
   double *rowLoss = grad ? nullptr : reinterpret_cast<double *>(bad + 1);
   const LaunchShape shape = rowLaunch(rows, V);
   if (shape.blocks)
-    launchKernel(shape.blocks, shape.threads, 0, stream, crossEntropyKernel, logits.f32(), targets.i32(), rowLoss,
-                 grad ? out[0].f32() : nullptr, grad ? in[2].f32() : nullptr, rows, V, tokens, bad);
+    byElementType(logits, op.c_str(), [&](auto *tx) {
+      using X = Element<decltype(tx)>;
+      if (!grad)
+        launchKernel(shape.blocks, shape.threads, 0, stream, crossEntropyKernel<X, float>,
+                     static_cast<const X *>(logits.data), targets.i32(), rowLoss, static_cast<float *>(nullptr),
+                     static_cast<const float *>(nullptr), rows, V, tokens, bad);
+      else
+        byElementType(out[0], op.c_str(), [&](auto *tg) {
+          using G = Element<decltype(tg)>;
+          launchKernel(shape.blocks, shape.threads, 0, stream, crossEntropyKernel<X, G>,
+                       static_cast<const X *>(logits.data), targets.i32(), rowLoss, static_cast<G *>(out[0].data),
+                       static_cast<const float *>(in[2].f32()), rows, V, tokens, bad);
+        });
+    });
   if (!grad)
     launchKernel(1, 1, 0, stream, lossSumKernel, rowLoss, rows, tokens, out[0].f32());
   int64_t target = 0; // the CPU kernel's check, at the cost of one wait per loss
@@ -491,8 +554,14 @@ inline const std::map<std::string, Runner> &kernelTable() {
         outer *= in[0].shape[d];
       const LaunchShape shape = elementwiseLaunch(outer * inner);
       if (shape.blocks)
-        launchKernel(shape.blocks, shape.threads, 0, s, softmaxKernel, in[0].f32(), out[0].f32(), outer,
-                     in[0].shape[dim], inner);
+        byElementType(in[0], "softmax", [&](auto *tx) {
+          byElementType(out[0], "softmax", [&](auto *ty) {
+            using X = Element<decltype(tx)>;
+            using Y = Element<decltype(ty)>;
+            launchKernel(shape.blocks, shape.threads, 0, s, softmaxKernel<X, Y>, static_cast<const X *>(in[0].data),
+                         static_cast<Y *>(out[0].data), outer, in[0].shape[dim], inner);
+          });
+        });
     };
     for (const char *name : {"cross_entropy", "cross_entropy_grad"})
       t[name] = [op = std::string(name)](const ir::AttrMap &attrs, In in, In out, const KernelContext &context,
@@ -505,14 +574,22 @@ inline const std::map<std::string, Runner> &kernelTable() {
       const int64_t V = std::max<int64_t>(in[0].shape.back(), 1), rows = in[0].numel() / V;
       const LaunchShape shape = elementwiseLaunch(rows);
       if (shape.blocks)
-        launchKernel(shape.blocks, shape.threads, 0, s, vocabMaxKernel, in[0].f32(), out[0].f32(), rows, V);
+        byElementType(in[0], "vocab_parallel_max", [&](auto *tx) {
+          using X = Element<decltype(tx)>;
+          launchKernel(shape.blocks, shape.threads, 0, s, vocabMaxKernel<X>, static_cast<const X *>(in[0].data),
+                       out[0].f32(), rows, V);
+        });
     };
     t["vocab_parallel_sums"] = [](const ir::AttrMap &attrs, In in, In out, const KernelContext &, cudaStream_t s) {
       const int64_t V = std::max<int64_t>(in[0].shape.back(), 1), rows = in[0].numel() / V;
       const LaunchShape shape = elementwiseLaunch(rows);
       if (shape.blocks)
-        launchKernel(shape.blocks, shape.threads, 0, s, vocabSumsKernel, in[0].f32(), in[1].i32(), in[2].f32(),
-                     out[0].f32(), rows, V, ir::intAttr(attrs, "vocab_offset"));
+        byElementType(in[0], "vocab_parallel_sums", [&](auto *tx) {
+          using X = Element<decltype(tx)>;
+          launchKernel(shape.blocks, shape.threads, 0, s, vocabSumsKernel<X>, static_cast<const X *>(in[0].data),
+                       in[1].i32(), static_cast<const float *>(in[2].f32()), out[0].f32(), rows, V,
+                       ir::intAttr(attrs, "vocab_offset"));
+        });
     };
     t["vocab_parallel_loss"] = [tokensOf](const ir::AttrMap &attrs, In in, In out, const KernelContext &context,
                                           cudaStream_t s) {
@@ -525,23 +602,37 @@ inline const std::map<std::string, Runner> &kernelTable() {
       const int64_t V = std::max<int64_t>(in[0].shape.back(), 1), rows = in[0].numel() / V;
       const LaunchShape shape = elementwiseLaunch(rows * V);
       if (shape.blocks)
-        launchKernel(shape.blocks, shape.threads, 0, s, vocabGradKernel, in[0].f32(), in[1].i32(), in[2].f32(),
-                     in[3].f32(), in[4].f32(), out[0].f32(), rows, V, ir::intAttr(attrs, "vocab_offset"),
-                     tokensOf(attrs, context, rows));
+        byElementType(in[0], "vocab_parallel_grad", [&](auto *tx) {
+          byElementType(out[0], "vocab_parallel_grad", [&](auto *tg) {
+            using X = Element<decltype(tx)>;
+            using G = Element<decltype(tg)>;
+            launchKernel(shape.blocks, shape.threads, 0, s, vocabGradKernel<X, G>, static_cast<const X *>(in[0].data),
+                         in[1].i32(), static_cast<const float *>(in[2].f32()), static_cast<const float *>(in[3].f32()),
+                         static_cast<const float *>(in[4].f32()), static_cast<G *>(out[0].data), rows, V,
+                         ir::intAttr(attrs, "vocab_offset"), tokensOf(attrs, context, rows));
+          });
+        });
     };
     t["embedding"] = [](const ir::AttrMap &attrs, In in, In out, const KernelContext &, cudaStream_t s) {
       const int64_t V = in[0].shape[0], D = in[0].shape[1], count = in[1].numel();
       const LaunchShape shape = elementwiseLaunch(count * D);
       if (shape.blocks)
-        launchKernel(shape.blocks, shape.threads, 0, s, embeddingKernel, in[0].f32(), in[1].i32(), out[0].f32(), count,
-                     V, D, ir::intAttr(attrs, "vocab_offset"));
+        byElementType(out[0], "embedding", [&](auto *ty) {
+          using Y = Element<decltype(ty)>;
+          launchKernel(shape.blocks, shape.threads, 0, s, embeddingKernel<Y>, static_cast<const float *>(in[0].f32()),
+                       in[1].i32(), static_cast<Y *>(out[0].data), count, V, D, ir::intAttr(attrs, "vocab_offset"));
+        });
     };
     t["embedding_grad"] = [](const ir::AttrMap &attrs, In in, In out, const KernelContext &, cudaStream_t s) {
       const int64_t V = out[0].shape[0], D = out[0].shape[1], count = in[0].numel();
       const LaunchShape shape = elementwiseLaunch(V * D);
       if (shape.blocks)
-        launchKernel(shape.blocks, shape.threads, 0, s, embeddingGradKernel, in[0].i32(), in[1].f32(), out[0].f32(),
-                     count, V, D, ir::intAttr(attrs, "vocab_offset"));
+        byElementType(in[1], "embedding_grad", [&](auto *tdy) {
+          using DY = Element<decltype(tdy)>;
+          launchKernel(shape.blocks, shape.threads, 0, s, embeddingGradKernel<DY>, in[0].i32(),
+                       static_cast<const DY *>(in[1].data), out[0].f32(), count, V, D,
+                       ir::intAttr(attrs, "vocab_offset"));
+        });
     };
     for (const char *name : {"reshape", "transpose", "unbind", "split", "concat", "slice", "pad", "sum", "mean"})
       t[name] = [name](const ir::AttrMap &attrs, In in, In out, const KernelContext &, cudaStream_t s) {

@@ -209,6 +209,13 @@ TEST(GpuKernels, Bf16TensorsWidenAroundEachKernel) {
       {"matmul", {}, {bf16({2, 3, 8, 64}), bf16({3, 64, 16})}, {zero16({2, 3, 8, 16})}}, // batched, broadcast
       {"rmsnorm", {{"eps", 1e-5}}, {bf16({6, 100}), f32({100}, random)}, {zero16({6, 100})}},
       {"transpose", {{"dim0", int64_t{0}}, {"dim1", int64_t{1}}}, {bf16({5, 7})}, {zero16({7, 5})}},
+      // Read and written as bf16 (rowKernelTakes): softmax, the loss's gradient, the embedding.
+      {"softmax", {{"dim", int64_t{1}}}, {bf16({3, 17})}, {zero16({3, 17})}},
+      {"cross_entropy_grad",
+       {{"tokens", int64_t{4}}},
+       {bf16({4, 30}), i32({4}, {1, 29, 3, 0}), f32({}, random)},
+       {zero16({4, 30})}},
+      {"embedding", {}, {f32({30, 8}, random), i32({2, 3}, {1, 5, 29, 0, 7, 7})}, {zero16({2, 3, 8})}},
       // On tensor cores (TensorCoreAttention.cuh): GQA, 3 key tiles; heads of 128.
       {"attention",
        {{"causal", true}},

@@ -595,6 +595,64 @@ TEST(KernelTable, NormsTakeBf16AsTheWidenedKernelsDo) {
   }
 }
 
+// Softmax, cross-entropy (forward, gradient, the vocabulary-parallel steps) and the embedding read
+// and write bf16 activations, logits and their gradients as they are: bit for bit the widened
+// kernels' results, rounded (a target < 0 not scored, an id outside this piece's rows zero).
+TEST(KernelTable, RowKernelsTakeBf16AsTheWidenedKernelsDo) {
+  std::mt19937 random(16);
+  auto either = [&](bool bf16, std::vector<int64_t> shape) {
+    return bf16 ? bf16Tensor(std::move(shape), random) : f32(std::move(shape), random);
+  };
+  auto none = [](bool bf16, std::vector<int64_t> shape) {
+    return bf16 ? bf16Zeros(std::move(shape)) : zeros(std::move(shape));
+  };
+  const Tensor targets = i32({4}, {1, 29, -1, 0});
+  const ir::AttrMap tokens{{"tokens", int64_t{3}}}, piece{{"vocab_offset", int64_t{10}}, {"tokens", int64_t{3}}};
+  for (bool in16 : {false, true})
+    for (bool out16 : {false, true}) {
+      SCOPED_TRACE(std::string(in16 ? "bf16 in" : "f32 in") + (out16 ? ", bf16 out" : ", f32 out"));
+      expectWidenedEquivalent("softmax", {{"dim", int64_t{1}}}, {either(in16, {3, 17, 2})}, {none(out16, {3, 17, 2})});
+      expectWidenedEquivalent("cross_entropy", tokens, {either(in16, {4, 30}), targets}, {zeros({})});
+      expectWidenedEquivalent("cross_entropy_grad", tokens,
+                              {either(in16, {4, 30}), targets, f32({}, random, 0.5f, 1.5f)}, {none(out16, {4, 30})});
+      const Tensor peak = f32({4}, random, 1.0f, 2.0f), sums = f32({8}, random, 3.0f, 5.0f);
+      expectWidenedEquivalent("vocab_parallel_max", {}, {either(in16, {4, 20})}, {zeros({4})});
+      expectWidenedEquivalent("vocab_parallel_sums", piece, {either(in16, {4, 20}), targets, peak}, {zeros({8})});
+      expectWidenedEquivalent("vocab_parallel_grad", piece,
+                              {either(in16, {4, 20}), targets, peak, sums, f32({}, random, 0.5f, 1.5f)},
+                              {none(out16, {4, 20})});
+      expectWidenedEquivalent("embedding", piece, {f32({20, 8}, random), i32({2, 3}, {11, 5, 29, 10, 17, 17})},
+                              {none(out16, {2, 3, 8})});
+      expectWidenedEquivalent("embedding_grad", piece, {i32({2, 3}, {11, 5, 29, 10, 17, 17}), either(in16, {2, 3, 8})},
+                              {zeros({20, 8})});
+    }
+}
+
+// Which of them runKernel hands bf16 tensors as they are: their f32 parts (the table and its
+// gradient, the loss and its upstream gradient, maxima and sums) f32, ids and targets i32.
+TEST(KernelTable, RowKernelsTakeBf16WhereTheirF32PartsAreF32) {
+  std::mt19937 random(17);
+  const Tensor targets = i32({4}, {1, 2, 3, 0});
+  std::vector<Tensor> logits{bf16Tensor({4, 30}, random), targets}, loss{zeros({})}, bf16Loss{bf16Zeros({})};
+  EXPECT_TRUE(gpu::rowKernelTakes("cross_entropy", views(logits), views(loss)));
+  EXPECT_FALSE(gpu::rowKernelTakes("cross_entropy", views(logits), views(bf16Loss)));
+  std::vector<Tensor> gradIn{bf16Tensor({4, 30}, random), targets, f32({}, random)},
+      bf16Upstream{bf16Tensor({4, 30}, random), targets, bf16Tensor({}, random)}, grad{bf16Zeros({4, 30})};
+  EXPECT_TRUE(gpu::rowKernelTakes("cross_entropy_grad", views(gradIn), views(grad)));
+  EXPECT_FALSE(gpu::rowKernelTakes("cross_entropy_grad", views(bf16Upstream), views(grad)));
+  std::vector<Tensor> table{f32({30, 8}, random), targets}, bf16Table{bf16Tensor({30, 8}, random), targets},
+      rows{bf16Zeros({4, 8})};
+  EXPECT_TRUE(gpu::rowKernelTakes("embedding", views(table), views(rows)));
+  EXPECT_FALSE(gpu::rowKernelTakes("embedding", views(bf16Table), views(rows)));
+  std::vector<Tensor> dy{targets, bf16Tensor({4, 8}, random)}, tableGrad{zeros({30, 8})},
+      bf16TableGrad{bf16Zeros({30, 8})};
+  EXPECT_TRUE(gpu::rowKernelTakes("embedding_grad", views(dy), views(tableGrad)));
+  EXPECT_FALSE(gpu::rowKernelTakes("embedding_grad", views(dy), views(bf16TableGrad)));
+  std::vector<Tensor> x{bf16Tensor({3, 5}, random)}, y{bf16Zeros({3, 5})};
+  EXPECT_TRUE(gpu::rowKernelTakes("softmax", views(x), views(y)));
+  EXPECT_FALSE(gpu::rowKernelTakes("sum", views(x), views(y)));
+}
+
 // Which norms runKernel hands bf16 tensors as they are: activations f32 or bf16, parameters and
 // their gradients f32 (a bf16 parameter is widened around the kernel instead).
 TEST(KernelTable, NormsTakeBf16ActivationsWithF32Parameters) {
