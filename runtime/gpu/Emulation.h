@@ -293,11 +293,11 @@ inline float bf16Value(uint16_t bits) {
   return value;
 }
 
-// A rule broken stops the program (as staticShared's overflow does): an exception cannot leave
-// a fiber or a thread of the block.
+/// A rule of the GPU's that a kernel broke (an alignment, ...) stops the program with `rule` (as
+/// staticShared's overflow does): an exception cannot leave a fiber or a thread of the block.
 inline void require(bool holds, const char *rule) {
   if (!holds) {
-    std::fprintf(stderr, "warpProduct: %s (wmma's rules; runtime/gpu/Emulation.h)\n", rule);
+    std::fprintf(stderr, "%s (a rule of the GPU's; runtime/gpu/Emulation.h)\n", rule);
     std::abort();
   }
 }
@@ -311,10 +311,10 @@ template <bool aColumns, bool bColumns>
 inline void warpProduct(const uint16_t *a, int lda, const uint16_t *b, int ldb, float *c, int ldc, int k,
                         bool accumulate) {
   auto aligned = [](const void *at) { return reinterpret_cast<uintptr_t>(at) % 32 == 0; };
-  emulation::require(k % 16 == 0 && k > 0, "k must be a positive multiple of 16");
-  emulation::require(aligned(a) && aligned(b) && aligned(c), "pointers must be 32-byte aligned");
+  emulation::require(k % 16 == 0 && k > 0, "warpProduct: k must be a positive multiple of 16");
+  emulation::require(aligned(a) && aligned(b) && aligned(c), "warpProduct: pointers must be 32-byte aligned");
   emulation::require(lda % 8 == 0 && ldb % 8 == 0 && ldc % 4 == 0,
-                     "lda and ldb must be multiples of 8 elements, ldc of 4");
+                     "warpProduct: lda and ldb must be multiples of 8 elements, ldc of 4");
   __syncwarp();
   if (threadIdx.x % 32 == 0)
     for (int r = 0; r < 16; ++r)

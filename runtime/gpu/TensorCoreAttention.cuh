@@ -28,6 +28,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 namespace hspmd::runtime::gpu::tensor {
 
@@ -128,10 +129,37 @@ HSPMD_HOST_DEVICE inline int64_t keyItems(const AttentionDims &n) {
   return n.B * n.Hk * ((n.T + kKeys - 1) / kKeys);
 }
 
+// 16 bytes (8 bf16 values) from `from` to `to`, both 16-byte aligned: one vector load and one
+// store on the GPU (the emulation checks the alignment).
+HSPMD_DEVICE inline void copy16(uint16_t *to, const uint16_t *from) {
+#ifdef __CUDACC__
+  *reinterpret_cast<uint4 *>(to) = *reinterpret_cast<const uint4 *>(from);
+#else
+  emulation::require(reinterpret_cast<uintptr_t>(to) % 16 == 0 && reinterpret_cast<uintptr_t>(from) % 16 == 0,
+                     "copy16: pointers must be 16-byte aligned");
+  std::memcpy(to, from, 16);
+#endif
+}
+
 // Rows [0, rows) of `width` bf16 values each from a [.., S or T, heads, width] tensor into shared
-// memory (`stride` a row), zeros past `count` rows.
+// memory (`stride` a row, a multiple of 8; `into` 16-byte aligned), zeros past `count` rows. 8
+// values a thread at a time where every row starts 16-byte aligned (`from` aligned, `width` a
+// multiple of 8), else one.
 HSPMD_DEVICE inline void loadBf16Rows(uint16_t *into, int stride, const uint16_t *from, int64_t b, int64_t length,
                                       int64_t heads, int64_t head, int64_t width, int64_t start, int count, int rows) {
+  if (width % 8 == 0 && reinterpret_cast<uintptr_t>(from) % 16 == 0) {
+    const int64_t chunks = width / 8;
+    for (int64_t e = threadIdx.x; e < rows * chunks; e += blockDim.x) {
+      const int64_t i = e / chunks, j = e % chunks * 8;
+      uint16_t *to = into + i * stride + j;
+      if (i < count)
+        copy16(to, from + ((b * length + start + i) * heads + head) * width + j);
+      else
+        for (int z = 0; z < 8; ++z)
+          to[z] = 0;
+    }
+    return;
+  }
   for (int64_t e = threadIdx.x; e < rows * width; e += blockDim.x) {
     const int64_t i = e / width, j = e % width;
     into[i * stride + j] = i < count ? from[((b * length + start + i) * heads + head) * width + j] : uint16_t{0};

@@ -224,6 +224,39 @@ TEST(TensorCoreAttention, MatchesTheCpuKernelInBf16) {
     check(c);
 }
 
+// Tensors whose rows do not start 16-byte aligned (here one element into their buffers) are read
+// an element at a time instead of 8: the same results, bit for bit.
+TEST(TensorCoreAttention, ReadsRowsNotAlignedForVectorsAsAlignedOnes) {
+  std::mt19937 random(19);
+  const std::vector<int64_t> shape{2, 70, 2, 16};
+  std::vector<Bf16Tensor> aligned;
+  for (int t = 0; t < 4; ++t) // q, k, v, dy
+    aligned.push_back(bf16Random(shape, random));
+  const ir::AttrMap attrs{{"causal", true}};
+  // Runs forward and backward on the four tensors `shift` elements into buffers of their own; Y,
+  // dQ, dK and dV.
+  auto run = [&](size_t shift) {
+    std::vector<std::vector<uint16_t>> buffers;
+    for (const Bf16Tensor &t : aligned) {
+      buffers.emplace_back(shift, uint16_t{0});
+      buffers.back().insert(buffers.back().end(), t.bits.begin(), t.bits.end());
+    }
+    std::vector<runtime::TensorView> in;
+    for (auto &buffer : buffers)
+      in.push_back({buffer.data() + shift, ir::DType::BF16, shape});
+    std::vector<Bf16Tensor> outs(4, bf16Filled(shape));
+    const std::vector<runtime::TensorView> y{outs[0].view()}, grads{outs[1].view(), outs[2].view(), outs[3].view()};
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(in[0].data) % 16 == 0, shift == 0);
+    EXPECT_TRUE(gpu::attentionKernel("attention", attrs, {in.data(), 3}, y, {}, nullptr, false));
+    EXPECT_TRUE(gpu::attentionKernel("attention_grad", attrs, in, grads, {}, nullptr, false));
+    std::vector<std::vector<uint16_t>> bits;
+    for (const Bf16Tensor &t : outs)
+      bits.push_back(t.bits);
+    return bits;
+  };
+  EXPECT_EQ(run(1), run(0));
+}
+
 // The dispatch takes bf16 attention as it is where the kernels do (heads of multiples of 16 up
 // to 128, every tensor bf16, neither the row kernels nor the f32 tiles asked for), forward and
 // backward, else it widens.
