@@ -69,19 +69,6 @@ __device__ inline void warpProduct(const uint16_t *a, int lda, const uint16_t *b
 #endif
 }
 
-/// Whether this GPU has bf16 tensor cores (warpProduct) and gives a block `sharedBytes` of
-/// dynamic shared memory when asked.
-inline bool tensorCores(size_t sharedBytes) {
-  int device = 0, major = 0, optIn = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&optIn, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  return major >= 8 && sharedBytes <= static_cast<size_t>(optIn);
-}
-
 /// `kernel<<<blocks, threads, shared, stream>>>(args...)`, written so that the host compiler
 /// runs the same line on CPU threads (below).
 template <typename... Params, typename... Args>
@@ -332,7 +319,17 @@ inline void warpProduct(const uint16_t *a, int lda, const uint16_t *b, int ldb, 
 // stream is nothing (everything runs at once, in order).
 struct EmulatedStream;
 using cudaStream_t = EmulatedStream *;
-enum cudaError_t { cudaSuccess = 0, cudaErrorMemoryAllocation = 2 };
+enum cudaError_t { cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorMemoryAllocation = 2 };
+
+namespace emulation {
+/// The emulated GPU: its compute capability's major number and the dynamic shared memory a block
+/// may ask for. An H100's (9, 227 KiB) unless a test sets another's.
+struct DeviceProperties {
+  int major = 9;
+  int sharedOptIn = 227 * 1024;
+};
+inline DeviceProperties device;
+} // namespace emulation
 enum cudaMemcpyKind { cudaMemcpyHostToHost, cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost, cudaMemcpyDeviceToDevice };
 inline cudaError_t cudaMallocAsync(void **at, size_t bytes, cudaStream_t) {
   *at = std::malloc(std::max<size_t>(bytes, 1));
@@ -354,28 +351,25 @@ inline cudaError_t cudaStreamSynchronize(cudaStream_t) {
   return cudaSuccess;
 }
 enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize };
-inline cudaError_t cudaFuncSetAttribute(const void *, cudaFuncAttribute, int) {
-  return cudaSuccess; // a block's shared memory here is whatever it asks for
+/// Refuses more shared memory than the emulated GPU gives a block (a launch here gets whatever
+/// it asks for, but a kernel that asks more than the GPU has must not pass).
+inline cudaError_t cudaFuncSetAttribute(const void *, cudaFuncAttribute, int bytes) {
+  return bytes <= emulation::device.sharedOptIn ? cudaSuccess : cudaErrorInvalidValue;
 }
 inline cudaError_t cudaGetDevice(int *device) {
   *device = 0;
   return cudaSuccess;
 }
 enum cudaDeviceAttr { cudaDevAttrComputeCapabilityMajor, cudaDevAttrMaxSharedMemoryPerBlockOptin };
-/// An H100's (compute capability 9.0, 227 KiB of shared memory a block).
 inline cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attribute, int) {
-  *value = attribute == cudaDevAttrComputeCapabilityMajor ? 9 : 227 * 1024;
+  *value = attribute == cudaDevAttrComputeCapabilityMajor ? emulation::device.major : emulation::device.sharedOptIn;
   return cudaSuccess;
-}
-/// As on an H100 (warpProduct is emulated).
-inline bool tensorCores(size_t sharedBytes) {
-  return sharedBytes <= 227 * 1024;
 }
 inline cudaError_t cudaGetLastError() {
   return cudaSuccess;
 }
 inline const char *cudaGetErrorString(cudaError_t status) {
-  return status == cudaSuccess ? "no error" : "out of memory";
+  return status == cudaSuccess ? "no error" : status == cudaErrorInvalidValue ? "invalid argument" : "out of memory";
 }
 
 namespace emulation {
@@ -490,3 +484,21 @@ void launchKernel(int64_t blocks, int64_t threads, size_t shared, cudaStream_t, 
 } // namespace hspmd::runtime::gpu
 
 #endif
+
+namespace hspmd::runtime::gpu {
+
+/// Whether this GPU has bf16 tensor cores (warpProduct: compute capability 8.0 and up) and gives
+/// a block `sharedBytes` of dynamic shared memory when asked (on CPU threads: the emulated GPU's,
+/// emulation::device).
+inline bool tensorCores(size_t sharedBytes) {
+  int device = 0, major = 0, optIn = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&optIn, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return major >= 8 && sharedBytes <= static_cast<size_t>(optIn);
+}
+
+} // namespace hspmd::runtime::gpu

@@ -40,15 +40,7 @@ namespace gpu = runtime::gpu;
 
 namespace {
 
-struct Case {
-  std::string name;
-  int64_t B, S, T, H, Hk, D, Dv;
-  bool causal;
-  int64_t queryOffset, keyOffset;
-  std::vector<int32_t> starts; // documents: [B, seq] block starts; empty: none
-  int64_t seq = 0;
-  unsigned blocks = 3; // fewer than the items: the grid-stride loop takes the rest
-};
+using Case = hspmd::testing::AttentionCase;
 
 std::vector<float> randoms(size_t count, std::mt19937 &random) {
   std::uniform_real_distribution<float> values(-2, 2);
@@ -120,26 +112,13 @@ void check(const Case &c) {
 } // namespace
 
 TEST(TiledAttention, MatchesTheCpuKernel) {
-  // Documents of a batch of 2 rows x 80 tokens: row 0 split at 30 and 61, row 1 one document.
-  std::vector<int32_t> starts(160);
-  for (int32_t i = 0; i < 80; ++i)
-    starts[static_cast<size_t>(i)] = i < 30 ? 0 : i < 61 ? 30 : 61;
-  const std::vector<Case> cases = {
-      {"causal, one tile", 1, 16, 16, 2, 2, 8, 8, true, 0, 0, {}},
-      // Rows and keys past a tile, GQA (4 query heads on 2 KV heads), D != Dv.
-      {"causal, GQA, 70 rows", 2, 70, 70, 4, 2, 16, 12, true, 0, 0, {}},
-      {"not causal", 1, 45, 45, 2, 1, 8, 8, false, 0, 0, {}},
-      // A context-parallel piece: the second half's queries over every key.
-      {"piece, query offset", 2, 40, 80, 2, 2, 8, 8, true, 40, 0, {}},
-      // Keys of a later piece: the first rows see none of them (their output and dQ zero).
-      {"piece, key offset", 1, 64, 32, 2, 2, 8, 8, true, 0, 20, {}},
-      {"documents", 2, 80, 80, 2, 1, 8, 8, true, 0, 0, starts, 80},
-      {"documents, piece", 2, 40, 40, 2, 1, 8, 8, true, 40, 40, starts, 80},
-      // The largest heads the tiled kernels take.
-      {"heads of 128", 1, 40, 40, 1, 1, 128, 128, true, 0, 0, {}, 0, 2},
-      // GpuKernels.Attention's largest tiled case: 10 key tiles, 4 heads adding to each KV head.
-      {"GpuKernels.Attention's", 2, 150, 300, 4, 2, 128, 128, true, 150, 0, {}, 0, 3},
-  };
+  std::vector<Case> cases = hspmd::testing::attentionMasks(8);
+  // Rows and keys past a tile, GQA (4 query heads on 2 KV heads), D != Dv.
+  cases.push_back({"causal, GQA, 70 rows", 2, 70, 70, 4, 2, 16, 12, true, 0, 0, {}});
+  // The largest heads the tiled kernels take.
+  cases.push_back({"heads of 128", 1, 40, 40, 1, 1, 128, 128, true, 0, 0, {}, 0, 2});
+  // GpuKernels.Attention's largest tiled case: 10 key tiles, 4 heads adding to each KV head.
+  cases.push_back({"GpuKernels.Attention's", 2, 150, 300, 4, 2, 128, 128, true, 150, 0, {}, 0, 3});
   for (const Case &c : cases)
     check(c);
 }

@@ -6,6 +6,7 @@
 #include "runtime/Kernels.h"
 #include "runtime/gpu/AttentionKernels.cuh"
 #include "runtime/gpu/TensorCoreAttention.cuh"
+#include "tests/unit/support/KernelCases.h"
 
 #include <gtest/gtest.h>
 
@@ -102,14 +103,7 @@ TEST(WarpProductDeathTest, RefusesWhatWmmaRefuses) {
 
 namespace {
 
-struct Case {
-  std::string name;
-  int64_t B, S, T, H, Hk, D, Dv;
-  bool causal;
-  int64_t queryOffset, keyOffset;
-  std::vector<int32_t> starts; // documents: [B, seq] block starts; empty: none
-  int64_t seq = 0;
-};
+using Case = hspmd::testing::AttentionCase;
 
 struct Bf16Tensor {
   std::vector<uint16_t> bits;
@@ -153,8 +147,8 @@ void expectNear(const Bf16Tensor &got, const std::vector<float> &want, double bo
   std::printf("  %s: largest difference %.2e of the largest value, %.3g\n", what, worst, largest);
 }
 
-// The tensor-core kernels (through attentionKernel, as the kernel table runs them, on 3 blocks:
-// the grid-stride loops take the rest) against the CPU kernel on the widened values, relative
+// The tensor-core kernels (through attentionKernel, as the kernel table runs them, on the case's
+// few blocks: the grid-stride loops take the rest) against the CPU kernel on the widened values, relative
 // to each tensor's largest value. Forward: P is rounded to bf16 before its product with V (a
 // relative error of 2^-9 each, under 2^-9 of V's largest value in all) and Y to bf16 (2^-9 of
 // Y): 8e-3 of V's largest, 2 here. Backward: P and dS are rounded for their products, and each
@@ -187,7 +181,7 @@ void check(const Case &c) {
   const gpu::In forwardIn{in.data(), 3};
   ASSERT_TRUE(gpu::tensorAttentionTakes("attention", forwardIn, out, false));
   ASSERT_TRUE(gpu::tensorAttentionTakes("attention_grad", in, grads, false));
-  const gpu::emulation::BlockCap cap(3);
+  const gpu::emulation::BlockCap cap(c.blocks);
   ASSERT_TRUE(gpu::attentionKernel("attention", attrs, forwardIn, out, context, nullptr, false));
   ASSERT_TRUE(gpu::attentionKernel("attention_grad", attrs, in, grads, context, nullptr, false));
   expectNear(y, wantY, 8e-3, "y");
@@ -199,27 +193,15 @@ void check(const Case &c) {
 } // namespace
 
 TEST(TensorCoreAttention, MatchesTheCpuKernelInBf16) {
-  // Documents of a batch of 2 rows x 80 tokens: row 0 split at 30 and 61, row 1 one document.
-  std::vector<int32_t> starts(160);
-  for (int32_t i = 0; i < 80; ++i)
-    starts[static_cast<size_t>(i)] = i < 30 ? 0 : i < 61 ? 30 : 61;
-  const std::vector<Case> cases = {
-      {"causal, one tile", 1, 16, 16, 2, 2, 16, 16, true, 0, 0, {}},
-      // Rows and keys past a tile (two tiles of 64 and 6 more), GQA (4 query heads on 2 KV
-      // heads), D != Dv.
-      {"causal, GQA, 134 rows", 2, 134, 134, 4, 2, 16, 32, true, 0, 0, {}},
-      {"not causal", 1, 45, 45, 2, 1, 32, 16, false, 0, 0, {}},
-      // A context-parallel piece: the second half's queries over every key.
-      {"piece, query offset", 2, 40, 80, 2, 2, 16, 16, true, 40, 0, {}},
-      // Keys of a later piece: the first rows see none of them (their output zero).
-      {"piece, key offset", 1, 64, 32, 2, 2, 16, 16, true, 0, 20, {}},
-      // Only the second half of a tile of 64 rows sees the keys (the keys kernel must not skip it).
-      {"piece, later keys", 1, 64, 32, 2, 2, 16, 16, true, 0, 40, {}},
-      {"documents", 2, 80, 80, 2, 1, 16, 16, true, 0, 0, starts, 80},
-      {"documents, piece", 2, 40, 40, 2, 1, 16, 16, true, 40, 40, starts, 80},
-      // The largest heads the kernel takes, keys over several tiles.
-      {"heads of 128", 1, 150, 150, 2, 1, 128, 128, true, 0, 0, {}},
-  };
+  std::vector<Case> cases = hspmd::testing::attentionMasks(16);
+  // Rows and keys past a tile (two tiles of 64 and 6 more), GQA (4 query heads on 2 KV heads),
+  // D != Dv.
+  cases.push_back({"causal, GQA, 134 rows", 2, 134, 134, 4, 2, 16, 32, true, 0, 0, {}});
+  cases.push_back({"not causal, D 32", 1, 45, 45, 2, 1, 32, 16, false, 0, 0, {}});
+  // Only the second half of a tile of 64 rows sees the keys (the keys kernel must not skip it).
+  cases.push_back({"piece, later keys", 1, 64, 32, 2, 2, 16, 16, true, 0, 40, {}});
+  // The largest heads the kernel takes, keys over several tiles.
+  cases.push_back({"heads of 128", 1, 150, 150, 2, 1, 128, 128, true, 0, 0, {}});
   for (const Case &c : cases)
     check(c);
 }
@@ -294,4 +276,41 @@ TEST(TensorCoreAttention, TakesBf16WhereItHoldsTheHeads) {
   EXPECT_FALSE(gpu::tensorAttentionTakes("attention", {mixed.data(), 3}, y, false));
   EXPECT_FALSE(gpu::tensorAttentionTakes("attention_grad", in, grads, false));
   EXPECT_FALSE(gpu::tensorAttentionTakes("softmax", {in.data(), 1}, y, false));
+}
+
+// The kernels ask the GPU for what they need: on an A100 (163 KiB of shared memory a block), heads
+// of 128 run forward on tensor cores (110.5 KiB) but backward on widened copies (the keys kernel
+// needs 178.5 KiB), heads of 64 both ways; a GPU without bf16 tensor cores (compute capability 7)
+// takes none, and refuses a kernel more shared memory than it has.
+TEST(TensorCoreAttention, AsksTheGpuForWhatItNeeds) {
+  std::mt19937 random(5);
+  auto takes = [&](int64_t D, bool backward) {
+    std::vector<Bf16Tensor> t;
+    for (int i = 0; i < 4; ++i)
+      t.push_back(bf16Random({1, 4, 2, D}, random));
+    std::vector<Bf16Tensor> outs(3, bf16Filled({1, 4, 2, D}));
+    const std::vector<runtime::TensorView> in{t[0].view(), t[1].view(), t[2].view(), t[3].view()},
+        grads{outs[0].view(), outs[1].view(), outs[2].view()};
+    return backward ? gpu::tensorAttentionTakes("attention_grad", in, grads, false)
+                    : gpu::tensorAttentionTakes("attention", {in.data(), 3}, {grads.data(), 1}, false);
+  };
+  const gpu::emulation::DeviceProperties h100 = gpu::emulation::device;
+  EXPECT_TRUE(takes(128, false) && takes(128, true));
+  // Heads of 128: forward Q, K, V tiles of 64 rows of 136 bf16 (17,408 bytes each), 4 warps' scores
+  // (64 rows of 68 floats, 17,408), P (64 of 72 bf16, 9,216), O (64 of 132 floats, 33,792) and 512
+  // bytes of exchange: 113,152. The keys kernel: K, V, Q, dY (4 x 17,408), S^T and dP^T (2 x
+  // 17,408), P^T (9,216), dK and dV (2 x 33,792), rows' statistics (512) and bounds (1,024):
+  // 182,784, more than the rows kernel's 147,968.
+  EXPECT_EQ(gpu::tensor::forwardSharedBytes(128, 128), 113152u);
+  EXPECT_EQ(gpu::tensor::backwardSharedBytes(128, 128), 182784u);
+  gpu::emulation::device = {8, 163 * 1024};
+  EXPECT_TRUE(takes(128, false));
+  EXPECT_FALSE(takes(128, true));
+  EXPECT_TRUE(takes(64, false) && takes(64, true));
+  EXPECT_EQ(gpu::cudaFuncSetAttribute(nullptr, gpu::cudaFuncAttributeMaxDynamicSharedMemorySize, 164 * 1024),
+            gpu::cudaErrorInvalidValue);
+  gpu::emulation::device = {7, 96 * 1024};
+  EXPECT_FALSE(takes(16, false));
+  EXPECT_FALSE(takes(16, true));
+  gpu::emulation::device = h100;
 }

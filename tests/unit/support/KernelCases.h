@@ -152,4 +152,34 @@ inline void layout(const KernelCompare &compare) {
 }
 
 } // namespace kernelcases
+
+/// An attention kernel's case: q [B, S, H, D], k [B, T, Hk, D], v [B, T, Hk, Dv], and the mask.
+struct AttentionCase {
+  std::string name;
+  int64_t B, S, T, H, Hk, D, Dv;
+  bool causal;
+  int64_t queryOffset, keyOffset;
+  std::vector<int32_t> starts; // documents: [B, seq] block starts; empty: none
+  int64_t seq = 0;
+  unsigned blocks = 3; // of a launch, fewer than its items: the grid-stride loops take the rest
+};
+
+/// The masks every attention kernel is tried on, with heads of D values: causal in one tile, not
+/// causal, context-parallel pieces (query offsets; key offsets, whose first rows see no key), and
+/// documents (a batch of 2 rows x 80 tokens: row 0 split at 30 and 61, row 1 one document), whole
+/// and in a piece.
+inline std::vector<AttentionCase> attentionMasks(int64_t D) {
+  std::vector<int32_t> starts(160);
+  for (int32_t i = 0; i < 80; ++i)
+    starts[static_cast<size_t>(i)] = i < 30 ? 0 : i < 61 ? 30 : 61;
+  return {
+      {"causal, one tile", 1, 16, 16, 2, 2, D, D, true, 0, 0, {}},
+      {"not causal", 1, 45, 45, 2, 1, D, D, false, 0, 0, {}},
+      {"piece, query offset", 2, 40, 80, 2, 2, D, D, true, 40, 0, {}},
+      {"piece, key offset", 1, 64, 32, 2, 2, D, D, true, 0, 20, {}},
+      {"documents", 2, 80, 80, 2, 1, D, D, true, 0, 0, starts, 80},
+      {"documents, piece", 2, 40, 40, 2, 1, D, D, true, 40, 40, starts, 80},
+  };
+}
+
 } // namespace hspmd::testing
