@@ -455,6 +455,28 @@ TEST(KernelTable, AttentionInTilesAndInRows) {
   }
 }
 
+// A GPU that gives a block no more than the 48 KiB it gets without asking refuses the tiled
+// kernels of heads of 128 (52.5 KiB forward, 72.8 KiB backward): attention falls back to the row
+// kernels, with the same results; heads of 64 (28.5 and 40.8 KiB) stay in tiles.
+TEST(KernelTable, AttentionFallsBackToRowsWhereTheGpuRefusesTheTiles) {
+  std::mt19937 random(18);
+  const gpu::emulation::DeviceProperties h100 = gpu::emulation::device;
+  gpu::emulation::device = {7, 48 * 1024};
+  for (int64_t D : {128, 64}) {
+    SCOPED_TRACE("heads of " + std::to_string(D));
+    std::vector<Tensor> in{f32({1, 20, 2, D}, random), f32({1, 20, 2, D}, random), f32({1, 20, 2, D}, random)},
+        out{zeros({1, 20, 2, D})};
+    const gpu::AttentionDims n{1, 20, 20, 2, 2, D, D, 1, 0.1f, true, 0, 0, 0, nullptr};
+    const std::vector<runtime::TensorView> inputs = views(in), outputs = views(out);
+    EXPECT_EQ(gpu::tiledLaunch(n, true, inputs[0], inputs[1], inputs[2], inputs, outputs, nullptr), D == 64);
+    const ir::AttrMap causal{{"causal", true}};
+    compare("attention", causal, in, out);
+    compare("attention_grad", causal, {in[0], in[1], in[2], f32({1, 20, 2, D}, random)},
+            {zeros({1, 20, 2, D}), zeros({1, 20, 2, D}), zeros({1, 20, 2, D})});
+  }
+  gpu::emulation::device = h100;
+}
+
 namespace {
 
 // matmul on the CPU and through MatmulKernels.cuh on the reference GEMM; `bound` relative.
