@@ -254,6 +254,10 @@ inline float atomicAdd(float *at, float value) {
   return std::atomic_ref<float>(*at).fetch_add(value);
 }
 
+inline int atomicAdd(int *at, int value) {
+  return std::atomic_ref<int>(*at).fetch_add(value);
+}
+
 inline void __syncwarp(unsigned = 0xffffffffu) {
   emulation::barrier(emulation::warp->sync);
 }

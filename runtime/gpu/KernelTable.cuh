@@ -325,18 +325,83 @@ HSPMD_KERNEL void embeddingKernel(const float *table, const int32_t *ids, Y *y, 
   }
 }
 
-// One thread per column of the table, adding the matching ids' rows in order (deterministic).
-// The rows' gradient DY: float or Bf16Bits; the table's gradient f32.
+// The embedding's gradient: each row of the table sums the rows of dY whose ids name it, in the
+// ids' order from 0.0f, as the CPU's loop does (so f32 results are the CPU's bit for bit), in
+// O((ids + table rows) x D) work. Five steps (embeddingGrad), on int32 scratch:
+//  1. counts: how many ids name each row (atomic integer adds: exact in any order);
+//  2. starts: the counts' exclusive prefix sums, in one block (starts[V]: the ids in the table);
+//  3. list: each id's index at its row's start plus a place taken from the row's cursor (a
+//     row's ids in any order);
+//  4. sorted: each row's ids in increasing order (an id's rank: how many of its row's are
+//     smaller; a row named n times costs n^2 comparisons, so one id repeated 64K times in a
+//     micro-batch costs about 4e9, a few milliseconds);
+//  5. each table element adds its row's dY in that order.
+HSPMD_KERNEL void embeddingCountKernel(const int32_t *ids, int32_t *counts, int64_t count, int64_t V, int64_t offset) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    if (const int64_t row = ids[i] - offset; row >= 0 && row < V)
+      atomicAdd(counts + row, 1);
+}
+
+constexpr int kStartsThreads = 256; // a block of them sums runs of V / 256 rows
+
+// One block of kStartsThreads: each thread sums a run of counts, the block scans the sums, and
+// each thread writes its run's starts.
+HSPMD_KERNEL void embeddingStartsKernel(const int32_t *counts, int32_t *starts, int64_t V) {
+  HSPMD_SHARED(int32_t, partial, kStartsThreads);
+  const int64_t per = (V + kStartsThreads - 1) / kStartsThreads;
+  const int64_t first = threadIdx.x * per, lo = first < V ? first : V, hi = lo + per < V ? lo + per : V;
+  int32_t sum = 0;
+  for (int64_t r = lo; r < hi; ++r)
+    sum += counts[r];
+  partial[threadIdx.x] = sum;
+  __syncthreads();
+  for (unsigned step = 1; step < kStartsThreads; step *= 2) { // inclusive scan of the sums
+    const int32_t before = threadIdx.x >= step ? partial[threadIdx.x - step] : 0;
+    __syncthreads();
+    partial[threadIdx.x] += before;
+    __syncthreads();
+  }
+  int32_t at = partial[threadIdx.x] - sum;
+  for (int64_t r = lo; r < hi; ++r) {
+    starts[r] = at;
+    at += counts[r];
+  }
+  if (threadIdx.x == kStartsThreads - 1)
+    starts[V] = partial[threadIdx.x];
+}
+
+HSPMD_KERNEL void embeddingListKernel(const int32_t *ids, const int32_t *starts, int32_t *cursors, int32_t *list,
+                                      int64_t count, int64_t V, int64_t offset) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    if (const int64_t row = ids[i] - offset; row >= 0 && row < V)
+      list[starts[row] + atomicAdd(cursors + row, 1)] = static_cast<int32_t>(i);
+}
+
+HSPMD_KERNEL void embeddingOrderKernel(const int32_t *ids, const int32_t *starts, const int32_t *list, int32_t *sorted,
+                                       int64_t V, int64_t offset) {
+  for (int64_t q = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; q < starts[V];
+       q += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int32_t i = list[q];
+    const int64_t row = ids[i] - offset;
+    int32_t rank = 0;
+    for (int32_t p = starts[row]; p < starts[row + 1]; ++p)
+      rank += list[p] < i;
+    sorted[starts[row] + rank] = i;
+  }
+}
+
+// dY: float or Bf16Bits; the table's gradient f32.
 template <typename DY>
-HSPMD_KERNEL void embeddingGradKernel(const int32_t *ids, const DY *dy, float *g, int64_t count, int64_t V, int64_t D,
-                                      int64_t offset) {
+HSPMD_KERNEL void embeddingSumKernel(const int32_t *starts, const int32_t *sorted, const DY *dy, float *g, int64_t V,
+                                     int64_t D) {
   for (int64_t k = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; k < V * D;
        k += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t row = k / D, d = k % D;
     float sum = 0.0f;
-    for (int64_t i = 0; i < count; ++i)
-      if (ids[i] - offset == row)
-        sum += loadElement(dy[i * D + d]);
+    for (int32_t p = starts[row]; p < starts[row + 1]; ++p)
+      sum += loadElement(dy[sorted[p] * D + d]);
     g[k] = sum;
   }
 }
@@ -378,6 +443,33 @@ private:
   void *data_ = nullptr;
   cudaStream_t stream_;
 };
+
+// The embedding's gradient (the five steps above embeddingCountKernel) of `count` ids into the
+// table's V x D gradient `g`.
+template <typename DY>
+void embeddingGrad(const int32_t *ids, const DY *dy, float *g, int64_t count, int64_t V, int64_t D, int64_t offset,
+                   cudaStream_t stream) {
+  expect(count < (int64_t{1} << 31), "embedding_grad", "more than 2^31 ids in one call");
+  // counts (reused as the cursors), starts, list, sorted
+  Scratch scratch((2 * V + 1 + 2 * count) * static_cast<int64_t>(sizeof(int32_t)), stream);
+  int32_t *counts = scratch.as<int32_t>(), *starts = counts + V, *list = starts + V + 1, *sorted = list + count;
+  const size_t countBytes = static_cast<size_t>(V) * sizeof(int32_t);
+  check(cudaMemsetAsync(counts, 0, countBytes, stream), "cudaMemsetAsync");
+  const LaunchShape perId = elementwiseLaunch(count);
+  if (perId.blocks)
+    launchKernel(perId.blocks, perId.threads, 0, stream, embeddingCountKernel, ids, counts, count, V, offset);
+  launchKernel(1, kStartsThreads, 0, stream, embeddingStartsKernel, static_cast<const int32_t *>(counts), starts, V);
+  check(cudaMemsetAsync(counts, 0, countBytes, stream), "cudaMemsetAsync");
+  if (perId.blocks) {
+    launchKernel(perId.blocks, perId.threads, 0, stream, embeddingListKernel, ids, static_cast<const int32_t *>(starts),
+                 counts, list, count, V, offset);
+    launchKernel(perId.blocks, perId.threads, 0, stream, embeddingOrderKernel, ids,
+                 static_cast<const int32_t *>(starts), static_cast<const int32_t *>(list), sorted, V, offset);
+  }
+  if (const LaunchShape perElement = elementwiseLaunch(V * D); perElement.blocks)
+    launchKernel(perElement.blocks, perElement.threads, 0, stream, embeddingSumKernel<DY>,
+                 static_cast<const int32_t *>(starts), static_cast<const int32_t *>(sorted), dy, g, V, D);
+}
 
 /// Whether a norm (or its gradient) takes these tensors as they are: activations (x, dy, y or
 /// dx) f32 or bf16, parameters and their gradients f32. Otherwise runKernel widens them.
@@ -625,14 +717,11 @@ inline const std::map<std::string, Runner> &kernelTable() {
     };
     t["embedding_grad"] = [](const ir::AttrMap &attrs, In in, In out, const KernelContext &, cudaStream_t s) {
       const int64_t V = out[0].shape[0], D = out[0].shape[1], count = in[0].numel();
-      const LaunchShape shape = elementwiseLaunch(V * D);
-      if (shape.blocks)
-        byElementType(in[1], "embedding_grad", [&](auto *tdy) {
-          using DY = Element<decltype(tdy)>;
-          launchKernel(shape.blocks, shape.threads, 0, s, embeddingGradKernel<DY>, in[0].i32(),
-                       static_cast<const DY *>(in[1].data), out[0].f32(), count, V, D,
-                       ir::intAttr(attrs, "vocab_offset"));
-        });
+      byElementType(in[1], "embedding_grad", [&](auto *tdy) {
+        using DY = Element<decltype(tdy)>;
+        embeddingGrad(in[0].i32(), static_cast<const DY *>(in[1].data), out[0].f32(), count, V, D,
+                      ir::intAttr(attrs, "vocab_offset"), s);
+      });
     };
     for (const char *name : {"reshape", "transpose", "unbind", "split", "concat", "slice", "pad", "sum", "mean"})
       t[name] = [name](const ir::AttrMap &attrs, In in, In out, const KernelContext &, cudaStream_t s) {

@@ -118,6 +118,13 @@ TEST(GpuKernels, EmbeddingAndCrossEntropy) {
   hspmd::testing::kernelcases::embeddingAndCrossEntropy(compare);
 }
 
+// The embedding's gradient in each row's order, bit for bit the CPU's: on a GPU the ids take their
+// places in any order, which its ordering step undoes (KernelCases.h).
+TEST(GpuKernels, EmbeddingGradientIsTheCpusBitForBit) {
+  SKIP_WITHOUT_GPU();
+  hspmd::testing::kernelcases::embeddingGradientInOrder(compare);
+}
+
 // The vocabulary-parallel cross-entropy's steps, on a piece of 50 columns from vocabulary offset
 // 25 (tests/unit/support/KernelCases.h).
 TEST(GpuKernels, VocabularyParallelCrossEntropySteps) {

@@ -377,6 +377,26 @@ TEST(KernelTable, EmbeddingAndCrossEntropy) {
   hspmd::testing::kernelcases::embeddingAndCrossEntropy(compare);
 }
 
+// The embedding's gradient sums each table row's ids in their order: bit for bit the CPU's
+// (KernelCases.h).
+TEST(KernelTable, EmbeddingGradientIsTheCpusBitForBit) {
+  hspmd::testing::kernelcases::embeddingGradientInOrder(compare);
+}
+
+// Its ordering step puts each row's ids in increasing order whatever order the list holds them
+// in (on a GPU the list's order is the order in which the ids' threads took their places).
+TEST(KernelTable, EmbeddingGradientOrdersEachRowsIds) {
+  const int64_t V = 4, offset = 1;
+  // ids 0..9 name rows 0, 2, 0, -, 3, 0, 2, 0, -, 3 (id 0 is outside, 5 past the piece's 4 rows)
+  const std::vector<int32_t> ids{1, 3, 1, 0, 4, 1, 3, 1, 5, 4};
+  const std::vector<int32_t> starts{0, 4, 4, 6, 8};        // row 0: 4 ids, row 1: none, ...
+  const std::vector<int32_t> list{7, 2, 5, 0, 6, 1, 9, 4}; // each row's ids scrambled
+  std::vector<int32_t> sorted(list.size(), -1);
+  gpu::launchKernel(2, 3, 0, nullptr, gpu::embeddingOrderKernel, ids.data(), starts.data(), list.data(), sorted.data(),
+                    V, offset);
+  EXPECT_EQ(sorted, (std::vector<int32_t>{0, 2, 5, 7, 1, 6, 4, 9}));
+}
+
 // A target past the vocabulary: the GPU's kernel says so as the CPU's does.
 TEST(KernelTable, CrossEntropyRejectsATargetPastTheVocabulary) {
   std::mt19937 random(8);

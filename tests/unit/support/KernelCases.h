@@ -107,6 +107,22 @@ inline void embeddingAndCrossEntropy(const KernelCompare &compare) {
           1e-5);
 }
 
+// The embedding's gradient sums each table row's ids in their order, as the CPU's loop does: bit
+// for bit the CPU's (bound 0), on 3000 ids of which 1200 name one row (its sum in another order
+// would differ in the last bits), the rest spread over a table of 2500 rows (more than the GPU
+// kernel's prefix-sum threads: each sums a run of rows), some outside this piece of it on both
+// sides, and rows no id names.
+inline void embeddingGradientInOrder(const KernelCompare &compare) {
+  std::mt19937 random(21);
+  const int64_t V = 2500, D = 8, offset = 7;
+  std::uniform_int_distribution<int32_t> anyId(0, 2100); // rows 2094 and on named by none
+  std::vector<int32_t> ids(3000);
+  for (size_t i = 0; i < ids.size(); ++i)
+    ids[i] = i % 5 < 2 ? static_cast<int32_t>(offset + 42) : i % 50 == 7 ? offset + V + 3 : anyId(random);
+  compare("embedding_grad", {{"vocab_offset", offset}}, {i32({3, 1000}, ids), f32({3, 1000, D}, random)},
+          {zeros({V, D})}, {}, 0.0);
+}
+
 // The vocabulary-parallel cross-entropy's steps (the NCCL backend runs them on the GPU around
 // its all-reduces), on a piece of 50 columns from vocabulary offset 25.
 inline void vocabularyParallelCrossEntropy(const KernelCompare &compare) {
