@@ -50,6 +50,9 @@ public:
   virtual char *memory() = 0;
   /// A step begins (`skipped`: its micro-batches that no device runs, padding only).
   virtual void beginStep(const std::vector<unsigned char> &skipped) { (void)skipped; }
+  /// Instruction `in` has written its outputs in the offload's memory by other means than
+  /// execute (an offload that communicates, around the one it wraps).
+  virtual void changed(const ir::Instruction &in) { (void)in; }
   /// Whether the offload carries out the program's sends, receives and collectives itself,
   /// in its own memory (communicate); otherwise the executor runs them on the host.
   virtual bool communicates() const { return false; }

@@ -75,6 +75,10 @@ void zeroBytes(void *dst, int64_t bytes, GpuStream &stream);
 void copyToGpu(void *dst, const void *src, int64_t bytes, GpuStream &stream);
 void copyToHost(void *dst, const void *src, int64_t bytes, GpuStream &stream);
 
+/// Rounds `n` f32 values to bf16 (the bits of runtime/Bf16.h's rounding) into `out`, on the
+/// stream: what a bf16 product does to an f32 operand, done once for a parameter's bf16 copy.
+void roundToBf16(const float *in, void *out, int64_t n, GpuStream &stream);
+
 /// The op names runKernel has a GPU kernel for.
 std::vector<std::string> gpuKernelNames();
 

@@ -3,7 +3,10 @@
 #include "runtime/Regions.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
+#include <string>
+#include <vector>
 
 namespace hspmd::runtime::gpu {
 
@@ -24,7 +27,86 @@ int gpuOf(const ir::DeviceProgram &program) {
 } // namespace
 
 GpuOffload::GpuOffload(const ir::DeviceProgram &program)
-    : program_(program), gpu_(gpuOf(program)), arena_(std::max<int64_t>(offloadBytes(program), 1)) {}
+    : program_(program), gpu_(gpuOf(program)), arena_(std::max<int64_t>(offloadBytes(program), 1)) {
+  if (const char *setting = std::getenv("HSPMD_GPU_PARAMETER_COPIES"); setting && std::string(setting) == "0")
+    return;
+  // The f32 parameters of bf16 products (a product with a bf16 tensor rounds its f32 operands).
+  auto buffer = [&](int id) -> const ir::Buffer & { return program.buffers[static_cast<size_t>(id)]; };
+  for (const ir::Instruction &in : program.body) {
+    if (in.kind != ir::InstrKind::Kernel || in.op != "matmul")
+      continue;
+    auto bf16 = [&](int id) { return buffer(id).dtype == ir::DType::BF16; };
+    if (std::none_of(in.inputs.begin(), in.inputs.end(), bf16) &&
+        std::none_of(in.outputs.begin(), in.outputs.end(), bf16))
+      continue;
+    for (int id : in.inputs)
+      if (const ir::Buffer &b = buffer(id); b.role == ir::BufferRole::Parameter && b.dtype == ir::DType::F32 &&
+                                            b.slots == 1 && b.offset >= 0 && b.bytes() > 0)
+        copies_[id];
+  }
+  // wrote() finds them by offset, which needs them disjoint: any that overlap another get none.
+  std::vector<std::pair<int64_t, int>> byOffset;
+  for (const auto &[id, copy] : copies_)
+    byOffset.push_back({buffer(id).offset, id});
+  std::sort(byOffset.begin(), byOffset.end());
+  std::vector<int> overlapping;
+  for (size_t i = 1; i < byOffset.size(); ++i)
+    if (const ir::Buffer &before = buffer(byOffset[i - 1].second); before.offset + before.bytes() > byOffset[i].first)
+      overlapping.insert(overlapping.end(), {byOffset[i - 1].second, byOffset[i].second});
+  for (int id : overlapping)
+    copies_.erase(id);
+  for (const auto &[id, copy] : copies_)
+    copiedAt_[buffer(id).offset] = id;
+}
+
+void GpuOffload::wrote(int64_t begin, int64_t end) {
+  // The copied parameters are disjoint, so their ends grow with their offsets: those before
+  // `end` that end after `begin`.
+  for (auto at = copiedAt_.lower_bound(end); at != copiedAt_.begin();) {
+    --at;
+    const ir::Buffer &b = program_.buffers[static_cast<size_t>(at->second)];
+    if (b.offset + b.bytes() <= begin)
+      break;
+    copies_.at(at->second).current = false;
+  }
+}
+
+void GpuOffload::wroteOutputs(const ir::Instruction &in) {
+  for (int id : in.outputs) {
+    const ir::Buffer &b = program_.buffers[static_cast<size_t>(id)];
+    wrote(b.offset, b.offset + b.arenaBytes());
+  }
+}
+
+void GpuOffload::beginStep(const std::vector<unsigned char> &) {
+  for (auto &[id, copy] : copies_)
+    copy.current = false;
+}
+
+void GpuOffload::changed(const ir::Instruction &in) {
+  wroteOutputs(in);
+}
+
+TensorView GpuOffload::operandOf(const ir::Instruction &in, int buffer, TensorView view) {
+  const auto found = copies_.find(buffer);
+  if (found == copies_.end() || in.op != "matmul")
+    return view;
+  ParameterCopy &copy = found->second;
+  if (!copy.current) {
+    if (!copy.bf16)
+      try {
+        copy.bf16 = std::make_unique<DeviceBuffer>(view.numel() * 2);
+      } catch (const KernelError &) { // no room: this parameter's products round it, as without copies
+        copiedAt_.erase(program_.buffers[static_cast<size_t>(buffer)].offset);
+        copies_.erase(found);
+        return view;
+      }
+    roundToBf16(static_cast<const float *>(view.data), copy.bf16->data(), view.numel(), stream_);
+    copy.current = true;
+    ++copiesMade_;
+  }
+  return TensorView{copy.bf16->data(), ir::DType::BF16, view.shape};
+}
 
 char *GpuOffload::onGpu(int buffer, int microbatch) const {
   const ir::Buffer &b = program_.buffers[static_cast<size_t>(buffer)];
@@ -33,6 +115,7 @@ char *GpuOffload::onGpu(int buffer, int microbatch) const {
 
 void GpuOffload::upload(int64_t offset, const char *from, int64_t bytes) {
   useGpu(gpu_);
+  wrote(offset, offset + bytes);
   copyToGpu(static_cast<char *>(arena_.data()) + offset, from, bytes, stream_);
 }
 
@@ -43,7 +126,20 @@ void GpuOffload::download(int64_t offset, char *to, int64_t bytes) {
 
 void GpuOffload::zero(int64_t offset, int64_t bytes) {
   useGpu(gpu_);
+  wrote(offset, offset + bytes);
   zeroBytes(static_cast<char *>(arena_.data()) + offset, bytes, stream_);
+}
+
+void GpuOffload::run(const std::string &op, const ir::AttrMap &attrs, std::span<const TensorView> inputs,
+                     std::span<const TensorView> outputs, const KernelContext &context) {
+  useGpu(gpu_);
+  runKernel(op, attrs, inputs, outputs, context, stream_);
+  // An output in the arena (by address: the cross-entropy's scratch lies past it) changed it.
+  const auto base = reinterpret_cast<uintptr_t>(arena_.data());
+  for (const TensorView &t : outputs)
+    if (const auto at = reinterpret_cast<uintptr_t>(t.data);
+        at >= base && at - base < uintptr_t(offloadBytes(program_)))
+      wrote(static_cast<int64_t>(at - base), static_cast<int64_t>(at - base) + t.numel() * ir::dtypeBytes(t.dtype));
 }
 
 void GpuOffload::synchronize() {
@@ -60,12 +156,14 @@ void GpuOffload::execute(const ir::Instruction &in, int microbatch, const Kernel
   if (in.kind == ir::InstrKind::Kernel) {
     std::vector<TensorView> inputs, outputs;
     for (int b : in.inputs)
-      inputs.push_back(view(b));
+      inputs.push_back(operandOf(in, b, view(b)));
     for (int b : in.outputs)
       outputs.push_back(view(b));
     runKernel(in.op, in.attrs, inputs, outputs, context, stream_);
+    wroteOutputs(in);
     return;
   }
+  wroteOutputs(in);
   // Copies (the executor runs communication on the host).
   const ir::Buffer &to = program_.buffers[static_cast<size_t>(in.outputs.at(0))];
   if (in.op == "zero") {

@@ -7,10 +7,23 @@
 //
 // Which GPU: under mpirun the process's local rank (OMPI_COMM_WORLD_LOCAL_RANK), else the
 // device's number, modulo the GPUs the process sees; devices of one process may share one.
+//
+// bf16 copies of parameters: a bf16 product rounds an f32 operand to bf16 first (MatmulKernels.cuh).
+// For an f32 parameter that bf16 products read (`--precision bf16`: the master weights stay f32),
+// the offload keeps a bf16 copy beside it, rounded when a product first reads the parameter
+// after it changed, and hands the products the copy: the same bits, rounded once a step (after
+// the optimizer's update) instead of in every product of every micro-batch, as Megatron keeps bf16
+// weights beside f32 master weights. What changes a parameter: a kernel or copy writing it, an
+// upload or zero over it, a step's start, and the communication of an offload around this one
+// (changed()). 2 bytes a parameter more on the GPU; where they cannot be allocated, the products
+// round as before. HSPMD_GPU_PARAMETER_COPIES=0 turns the copies off.
 #pragma once
 
 #include "runtime/Offload.h"
 #include "runtime/gpu/GpuKernels.h"
+
+#include <map>
+#include <memory>
 
 namespace hspmd::runtime::gpu {
 
@@ -23,24 +36,38 @@ public:
   void zero(int64_t offset, int64_t bytes) override;
   void execute(const ir::Instruction &in, int microbatch, const KernelContext &context) override;
   void run(const std::string &op, const ir::AttrMap &attrs, std::span<const TensorView> inputs,
-           std::span<const TensorView> outputs, const KernelContext &context) override {
-    useGpu(gpu_);
-    runKernel(op, attrs, inputs, outputs, context, stream_);
-  }
+           std::span<const TensorView> outputs, const KernelContext &context) override;
   void synchronize() override;
+  void beginStep(const std::vector<unsigned char> &skipped) override;
+  void changed(const ir::Instruction &in) override;
   std::string name() const override { return gpuName(gpu_); }
   char *memory() override { return static_cast<char *>(arena_.data()); }
   /// The stream its kernels run on, and its GPU (the NCCL backend's, runtime/gpu/GpuNccl.h).
   GpuStream &stream() { return stream_; }
   int gpu() const { return gpu_; }
+  /// How many times a parameter's bf16 copy has been rounded (tests).
+  int64_t parameterCopiesMade() const { return copiesMade_; }
 
 private:
+  struct ParameterCopy {
+    std::unique_ptr<DeviceBuffer> bf16; // allocated at its first use
+    bool current = false;               // holds the parameter as it is now
+  };
   const ir::DeviceProgram &program_;
   int gpu_; // the GPU's ordinal, made the calling thread's before each call
   GpuStream stream_;
   DeviceBuffer arena_;
+  std::map<int, ParameterCopy> copies_; // by buffer: the f32 parameters bf16 products read
+  std::map<int64_t, int> copiedAt_;     // their offsets in the arena, to their buffers
+  int64_t copiesMade_ = 0;
 
   char *onGpu(int buffer, int microbatch) const;
+  /// The bytes [begin, end) of the arena changed: the copies of parameters there are stale.
+  void wrote(int64_t begin, int64_t end);
+  /// Where the outputs of `in` are (any micro-batch's copy: parameters have one).
+  void wroteOutputs(const ir::Instruction &in);
+  /// `view` of buffer `buffer`, an input of product `in`: its bf16 copy where it has one.
+  TensorView operandOf(const ir::Instruction &in, int buffer, TensorView view);
 };
 
 /// RunOptions::offload for a run on the machine's GPUs (hspmc build --target cuda).

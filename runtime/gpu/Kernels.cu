@@ -204,7 +204,11 @@ void GpuStream::synchronize() {
 }
 
 DeviceBuffer::DeviceBuffer(int64_t bytes) {
-  check(cudaMalloc(&data_, static_cast<size_t>(std::max<int64_t>(bytes, 1))), "cudaMalloc");
+  if (const cudaError_t status = cudaMalloc(&data_, static_cast<size_t>(std::max<int64_t>(bytes, 1)));
+      status != cudaSuccess) {
+    cudaGetLastError(); // a caller that can do without the memory goes on: the next check must not see this
+    check(status, "cudaMalloc");
+  }
 }
 
 DeviceBuffer::~DeviceBuffer() {
@@ -242,6 +246,13 @@ void copyToHost(void *dst, const void *src, int64_t bytes, GpuStream &stream) {
   check(cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes), cudaMemcpyDeviceToHost, streamOf(stream)),
         "cudaMemcpyAsync from the GPU");
   stream.synchronize();
+}
+
+void roundToBf16(const float *in, void *out, int64_t n, GpuStream &stream) {
+  if (const LaunchShape shape = elementwiseLaunch(n); shape.blocks)
+    launchKernel(shape.blocks, shape.threads, 0, streamOf(stream), roundToBf16Kernel, in, static_cast<uint16_t *>(out),
+                 n);
+  check(cudaGetLastError(), "rounding to bf16 on the GPU");
 }
 
 std::vector<std::string> gpuKernelNames() {

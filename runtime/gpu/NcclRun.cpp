@@ -52,6 +52,7 @@ char *NcclOffload::address(int buffer, int microbatch) {
 }
 
 void NcclOffload::communicate(const ir::Instruction &in, int microbatch, int64_t tag, const KernelContext &context) {
+  inner_->changed(in); // its writes, on the communication streams, come before what reads them
   if (in.kind == ir::InstrKind::Kernel) {
     crossEntropy(in, microbatch, tag, context);
     return;
@@ -208,6 +209,7 @@ void NcclOffload::crossEntropy(const ir::Instruction &in, int microbatch, int64_
 // Where receives only start, the staged ones of the step are posted now, in the plan's order
 // (their senders'), but for micro-batches no device runs.
 void NcclOffload::beginStep(const std::vector<unsigned char> &skipped) {
+  inner_->beginStep(skipped);
   if (!endpoint_->postsEarly())
     return;
   const std::vector<NcclCall> &calls = plan_->calls.at(program_.device);

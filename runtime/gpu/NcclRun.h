@@ -105,6 +105,7 @@ public:
     inner_->synchronize();
   }
   void beginStep(const std::vector<unsigned char> &skipped) override;
+  void changed(const ir::Instruction &in) override { inner_->changed(in); }
   std::string name() const override { return inner_->name(); }
   char *memory() override { return inner_->memory(); }
   bool communicates() const override { return true; }

@@ -11,7 +11,15 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
 
 using namespace hspmd;
 
@@ -48,10 +56,20 @@ TEST(GpuEmulatedTraining, PlanMatchesTheCpuExecutor) {
 }
 
 // --precision bf16: within 2e-2 of fp32 and 1e-2 of the CPU's bf16 run (GpuTraining.Bf16*'s
-// bounds; the GPU's products round their f32 parameter to bf16, the CPU's do not).
+// bounds; the GPU's products round their f32 parameter to bf16, the CPU's do not). The products
+// read bf16 copies of the parameters (GpuOffload.h), each rounded once a step, for every product
+// of every micro-batch: bit for bit the losses of products that round the parameters themselves
+// (HSPMD_GPU_PARAMETER_COPIES=0), the second step's after the update changed every parameter.
 TEST(GpuEmulatedTraining, Bf16PlanStaysNearTheCpuExecutor) {
   SKIP_WHEN_SANITIZED();
-  const char *plan = "examples/llama/plans/tiny_llama_single.hspmd";
+  // tiny_llama_single in 2 micro-batches (the products of each read the parameters).
+  const std::string plan = ::testing::TempDir() + "tiny_llama_single_microbatches2.hspmd";
+  std::ofstream(plan) << "import \"" HSPMD_SOURCE_DIR "/examples/llama/tiny_llama.hspmd\"\n"
+                      << "plan tiny_single_mb2 for TinyLLaMA {\n"
+                      << "  cluster \"" HSPMD_SOURCE_DIR "/examples/clusters/cpu4.toml\"\n"
+                      << "  bind B = 8, S = 64\n  optimizer adamw(lr = 1e-3)\n"
+                      << "  pipeline main share 1 microbatches 2 {\n"
+                      << "    stage devices [0] layers blocks with embed, norm, head\n  }\n}\n";
   auto b = hspmd::testing::buildExample(plan, {plan});
   ASSERT_TRUE(b->build);
   const passes::PipelineResult full = hspmd::testing::compileForTraining(*b),
@@ -63,11 +81,131 @@ TEST(GpuEmulatedTraining, Bf16PlanStaysNearTheCpuExecutor) {
   run.steps = 2;
   const std::vector<double> fp32 = runtime::runThreads(full.programs[0], model, run).losses;
   const std::vector<double> bf16 = runtime::runThreads(half.programs[0], model, run).losses;
-  run.offload = runtime::gpu::gpuOffload;
+  // The offload, kept to read how many copies it made before the run ends it.
+  struct Counted : runtime::gpu::GpuOffload {
+    int64_t &made;
+    Counted(const ir::DeviceProgram &program, int64_t &count) : GpuOffload(program), made(count) {}
+    ~Counted() override { made = parameterCopiesMade(); }
+  };
+  int64_t made = -1;
+  run.offload = [&](const runtime::OffloadSite &site) { return std::make_unique<Counted>(site.program, made); };
   const std::vector<double> got = runtime::runThreads(half.programs[0], model, run).losses;
   ASSERT_EQ(got.size(), fp32.size());
   for (size_t i = 0; i < got.size(); ++i) {
     EXPECT_NEAR(got[i], fp32[i], 2e-2 * std::fabs(fp32[i])) << "step " << i + 1;
     EXPECT_NEAR(got[i], bf16[i], 1e-2 * std::fabs(bf16[i])) << "step " << i + 1;
   }
+  // Every f32 parameter a bf16 product reads, copied once a step; the products read them more
+  // often than that (every micro-batch, forward and backward).
+  const ir::DeviceProgram &program = half.programs[0].begin()->second;
+  std::set<int> copied;
+  int64_t reads = 0;
+  for (const ir::Instruction &in : program.body)
+    if (in.op == "matmul")
+      for (int id : in.inputs)
+        if (const ir::Buffer &p = program.buffers[static_cast<size_t>(id)];
+            p.role == ir::BufferRole::Parameter && p.dtype == ir::DType::F32) {
+          copied.insert(id);
+          ++reads;
+        }
+  ASSERT_FALSE(copied.empty());
+  EXPECT_EQ(made, static_cast<int64_t>(copied.size()) * run.steps);
+  EXPECT_GT(reads * program.microbatches, static_cast<int64_t>(copied.size()));
+  ::setenv("HSPMD_GPU_PARAMETER_COPIES", "0", 1);
+  const std::vector<double> rounding = runtime::runThreads(half.programs[0], model, run).losses;
+  ::unsetenv("HSPMD_GPU_PARAMETER_COPIES");
+  EXPECT_EQ(made, 0);
+  EXPECT_EQ(rounding, got);
+}
+
+// A parameter's bf16 copy follows every way the parameter can change: a product reads what it
+// would read without copies (an offload with HSPMD_GPU_PARAMETER_COPIES=0, the same calls) after
+// an upload over the parameter, a zero, a kernel writing it (the optimizer's update), a write
+// the offload is told of (changed: an offload around it that communicates), and a step's start.
+TEST(GpuEmulatedTraining, ParameterCopiesFollowEveryWrite) {
+  const char *plan = "examples/llama/plans/tiny_llama_single.hspmd";
+  auto b = hspmd::testing::buildExample(plan, {plan});
+  ASSERT_TRUE(b->build);
+  const passes::PipelineResult half = hspmd::testing::compileForTraining(*b, true);
+  ASSERT_TRUE(half.ok);
+  const ir::DeviceProgram &program = half.programs[0].begin()->second;
+  auto buffer = [&](int id) -> const ir::Buffer & { return program.buffers[static_cast<size_t>(id)]; };
+  // A bf16 product reading an f32 parameter, and the update that writes the parameter.
+  const ir::Instruction *product = nullptr, *update = nullptr;
+  int parameter = -1;
+  for (const ir::Instruction &in : program.body)
+    for (int id : in.inputs)
+      if (!product && in.op == "matmul" && buffer(id).role == ir::BufferRole::Parameter &&
+          buffer(id).dtype == ir::DType::F32) {
+        product = &in;
+        parameter = id;
+      }
+  ASSERT_TRUE(product);
+  for (const ir::Instruction &in : program.body)
+    if (in.op == "adamw" && std::count(in.outputs.begin(), in.outputs.end(), parameter))
+      update = &in;
+  ASSERT_TRUE(update);
+  ::setenv("HSPMD_GPU_PARAMETER_COPIES", "0", 1);
+  runtime::gpu::GpuOffload rounding(program);
+  ::unsetenv("HSPMD_GPU_PARAMETER_COPIES");
+  runtime::gpu::GpuOffload copying(program);
+  std::mt19937 random(5);
+  auto fill = [&](int id, float lo, float hi) { // the same values into both
+    const ir::Buffer &target = buffer(id);
+    std::uniform_real_distribution<float> values(lo, hi);
+    std::vector<char> bytes(static_cast<size_t>(target.bytes()));
+    for (size_t at = 0; at + 4 <= bytes.size(); at += 4) {
+      const float value = values(random);
+      std::memcpy(bytes.data() + at, &value, 4); // bf16 buffers get a float's halves: any bits will do
+    }
+    return bytes;
+  };
+  auto upload = [&](int id, float lo, float hi) {
+    const std::vector<char> bytes = fill(id, lo, hi);
+    for (runtime::gpu::GpuOffload *o : {&rounding, &copying})
+      o->upload(buffer(id).offset, bytes.data(), static_cast<int64_t>(bytes.size()));
+  };
+  auto behind = [&](int id) { // written where the offloads do not see it
+    const std::vector<char> bytes = fill(id, -1, 1);
+    for (runtime::gpu::GpuOffload *o : {&rounding, &copying})
+      std::memcpy(o->memory() + buffer(id).offset, bytes.data(), bytes.size());
+  };
+  auto productsAgree = [&](const std::string &after) {
+    std::vector<std::vector<char>> results;
+    for (runtime::gpu::GpuOffload *o : {&rounding, &copying}) {
+      o->execute(*product, 0, {});
+      const ir::Buffer &y = buffer(product->outputs.at(0));
+      results.emplace_back(static_cast<size_t>(y.bytes()));
+      o->download(y.offset, results.back().data(), y.bytes());
+    }
+    EXPECT_EQ(results[0], results[1]) << "after " << after;
+  };
+  for (int id : product->inputs)
+    if (id != parameter)
+      upload(id, -1, 1);
+  upload(parameter, -1, 1);
+  productsAgree("the first upload");
+  upload(parameter, -1, 1);
+  productsAgree("an upload over the parameter");
+  for (runtime::gpu::GpuOffload *o : {&rounding, &copying})
+    o->zero(buffer(parameter).offset, buffer(parameter).bytes());
+  productsAgree("a zero over the parameter");
+  for (int id : update->inputs)
+    if (id != parameter)
+      upload(id, 0.5f, 1); // the gradient and the moments (v > 0)
+  upload(parameter, -1, 1);
+  productsAgree("the upload before the update");
+  for (runtime::gpu::GpuOffload *o : {&rounding, &copying})
+    o->execute(*update, 0, {});
+  productsAgree("the update");
+  behind(parameter);
+  for (runtime::gpu::GpuOffload *o : {&rounding, &copying})
+    o->changed(*update);
+  productsAgree("a write it was told of");
+  behind(parameter);
+  for (runtime::gpu::GpuOffload *o : {&rounding, &copying})
+    o->beginStep({});
+  productsAgree("a step's start");
+  EXPECT_EQ(rounding.parameterCopiesMade(), 0);
+  EXPECT_EQ(copying.parameterCopiesMade(), 7);
 }

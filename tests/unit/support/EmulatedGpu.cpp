@@ -78,6 +78,12 @@ void copyToHost(void *dst, const void *src, int64_t bytes, GpuStream &) {
   std::memcpy(dst, src, static_cast<size_t>(bytes));
 }
 
+void roundToBf16(const float *in, void *out, int64_t n, GpuStream &) {
+  const emulation::BlockCap cap(kBlocks);
+  if (const LaunchShape shape = elementwiseLaunch(n); shape.blocks)
+    launchKernel(shape.blocks, shape.threads, 0, nullptr, roundToBf16Kernel, in, static_cast<uint16_t *>(out), n);
+}
+
 std::vector<std::string> gpuKernelNames() {
   return dispatchedKernelNames();
 }
