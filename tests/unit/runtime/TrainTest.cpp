@@ -829,3 +829,55 @@ TEST(Offload, SwitchesAndRecoversAsTheExecutorDoes) {
   }
   unsetenv("HSPMD_FUSION");
 }
+
+// The NCCL backend writes into the memory of the offload it wraps (a GPU's) by its own calls:
+// it tells that offload which instruction wrote (Offload::changed: a GPU offload's bf16 copies
+// of parameters follow it) and when a step begins. Under `zero`, the gathered parameters are
+// among what it writes.
+TEST(NcclBackend, TellsTheOffloadItWrapsWhatItWrites) {
+  auto c = compile("examples/gpt/plans/dp2_zero.hspmd");
+  ASSERT_TRUE(c->result.ok);
+  struct Told {
+    std::mutex lock;
+    std::map<int, std::set<int>> written; // device -> buffers
+    std::map<int, int> steps;             // device -> steps begun
+  } told;
+  struct Listening : runtime::HostOffload {
+    const ir::DeviceProgram &program;
+    Told &told;
+    Listening(const ir::DeviceProgram &p, Told &t) : HostOffload(p), program(p), told(t) {}
+    void changed(const ir::Instruction &in) override {
+      std::lock_guard<std::mutex> hold(told.lock);
+      told.written[program.device].insert(in.outputs.begin(), in.outputs.end());
+    }
+    void beginStep(const std::vector<unsigned char> &) override {
+      std::lock_guard<std::mutex> hold(told.lock);
+      ++told.steps[program.device];
+    }
+  };
+  runtime::RunOptions options;
+  options.data = kData;
+  options.steps = 2;
+  options.offload = [&](const runtime::OffloadSite &site) {
+    const auto calls = runtime::gpu::ncclPlanOf(site.plan);
+    return std::make_unique<runtime::gpu::NcclOffload>(std::make_unique<Listening>(site.program, told), calls,
+                                                       site.program,
+                                                       std::make_unique<runtime::gpu::HostNccl>(calls, site.comm));
+  };
+  runtime::runThreads(c->result.programs.at(0), c->model, options);
+  for (const auto &[device, program] : c->result.programs.at(0)) {
+    SCOPED_TRACE("device " + std::to_string(device));
+    EXPECT_EQ(told.steps[device], 2);
+    std::set<int> communicated;
+    bool parameter = false;
+    for (const ir::Instruction &in : program.body)
+      if (in.kind != ir::InstrKind::Kernel)
+        for (int id : in.outputs)
+          if (in.kind != ir::InstrKind::Copy) {
+            communicated.insert(id);
+            parameter = parameter || program.buffers[static_cast<size_t>(id)].role == ir::BufferRole::Parameter;
+          }
+    EXPECT_EQ(told.written[device], communicated);
+    EXPECT_TRUE(parameter);
+  }
+}
