@@ -9,12 +9,14 @@ namespace {
 
 struct Analysis {
   const ir::DeviceProgram &program;
+  bool bf16 = false;         // bf16 tensors fuse too
   std::vector<int> writer;   // by buffer: the one body index writing it (-1: none, -2: several)
   std::vector<int> readers;  // by buffer: instructions reading it
   std::vector<int> lastRead; // by buffer: the last body index reading it
 
-  explicit Analysis(const ir::DeviceProgram &p)
-      : program(p), writer(p.buffers.size(), -1), readers(p.buffers.size(), 0), lastRead(p.buffers.size(), -1) {
+  Analysis(const ir::DeviceProgram &p, bool withBf16)
+      : program(p), bf16(withBf16), writer(p.buffers.size(), -1), readers(p.buffers.size(), 0),
+        lastRead(p.buffers.size(), -1) {
     for (size_t i = 0; i < p.body.size(); ++i) {
       for (int b : p.body[i].inputs) {
         ++readers[static_cast<size_t>(b)];
@@ -26,6 +28,10 @@ struct Analysis {
   }
 
   const ir::Buffer &buffer(int b) const { return program.buffers[static_cast<size_t>(b)]; }
+  bool fusable(int b) const {
+    const ir::DType t = buffer(b).dtype;
+    return t == ir::DType::F32 || (bf16 && t == ir::DType::BF16);
+  }
   const ir::Instruction &at(int i) const { return program.body[static_cast<size_t>(i)]; }
   bool samePass(int i, int j) const { return ir::passOf(at(i).phase) == ir::passOf(at(j).phase); }
 
@@ -62,7 +68,7 @@ struct Analysis {
     const ir::Buffer &x = buffer(in.inputs[0]);
     const auto rank = static_cast<int64_t>(x.shape.size());
     const int64_t d0 = ir::intAttr(in.attrs, "dim0"), d1 = ir::intAttr(in.attrs, "dim1");
-    if (x.dtype != ir::DType::F32 || rank < 2 || std::min(d0, d1) != rank - 2 || std::max(d0, d1) != rank - 1)
+    if (!fusable(in.inputs[0]) || rank < 2 || std::min(d0, d1) != rank - 2 || std::max(d0, d1) != rank - 1)
       return -1;
     // The untransposed buffer must still hold its values when the matmul runs.
     return touched(in.inputs[0], t, use, false) ? -1 : t;
@@ -78,18 +84,18 @@ int64_t product(const std::vector<int64_t> &shape, size_t from, size_t to) {
 
 } // namespace
 
-Fusion fuseMatmuls(const ir::DeviceProgram &program) {
+Fusion fuseMatmuls(const ir::DeviceProgram &program, bool bf16) {
   Fusion fusion;
   fusion.skipped.assign(program.body.size(), false);
   fusion.matmuls.resize(program.body.size());
-  const Analysis an(program);
+  const Analysis an(program, bf16);
   for (int i = 0; i < static_cast<int>(program.body.size()); ++i) {
     const ir::Instruction &in = an.at(i);
     if (in.kind != ir::InstrKind::Kernel || in.op != "matmul" || !in.group.empty() || in.inputs.size() != 2 ||
         in.inputs[0] == in.inputs[1] || in.outputs.size() != 1)
       continue;
     const ir::Buffer &a = an.buffer(in.inputs[0]), &b = an.buffer(in.inputs[1]), &y = an.buffer(in.outputs[0]);
-    if (a.dtype != ir::DType::F32 || b.dtype != ir::DType::F32 || y.dtype != ir::DType::F32 || a.shape.size() < 2 ||
+    if (!an.fusable(in.inputs[0]) || !an.fusable(in.inputs[1]) || !an.fusable(in.outputs[0]) || a.shape.size() < 2 ||
         b.shape.size() < 2)
       continue;
     const int ta = an.foldableTranspose(in.inputs[0], i), tb = an.foldableTranspose(in.inputs[1], i);
@@ -135,7 +141,7 @@ Fusion fuseMatmuls(const ir::DeviceProgram &program) {
     // The sum's result is now written at the matmul: its bytes must be free from there to the
     // sum. Where they are those of an input (free after the matmul), the product goes through
     // the executor's scratch.
-    if (an.touched(g, i, s, true))
+    if (an.touched(g, i, s, true) || !an.fusable(g))
       continue;
     FusedMatmul f;
     f.a = x;

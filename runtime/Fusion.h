@@ -13,6 +13,9 @@
 // buffers they write are read by nothing else, and nothing between them writes the bytes the
 // fused matmul reads or reads and writes the bytes it now writes early (the arena reuses bytes:
 // PlanMemory). The folded instructions are skipped (no time, no trace event).
+//
+// The CPU's sgemm takes f32 tensors only; the GPU's products (cuBLAS, runtime/gpu/GpuOffload.h)
+// take bf16 ones too, and fuse with `bf16` set.
 #pragma once
 #include "ir/DeviceProgram.h"
 
@@ -36,6 +39,7 @@ struct Fusion {
   int fused = 0;                                   // matmuls fused
 };
 
-Fusion fuseMatmuls(const ir::DeviceProgram &program);
+/// With `bf16`, products of bf16 tensors too (else f32 ones only).
+Fusion fuseMatmuls(const ir::DeviceProgram &program, bool bf16 = false);
 
 } // namespace hspmd::runtime

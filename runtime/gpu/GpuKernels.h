@@ -79,6 +79,19 @@ void copyToHost(void *dst, const void *src, int64_t bytes, GpuStream &stream);
 /// stream: what a bf16 product does to an f32 operand, done once for a parameter's bf16 copy.
 void roundToBf16(const float *in, void *out, int64_t n, GpuStream &stream);
 
+/// out[M, N] = op(a) op(b) as one product: a matmul with the transposes and the batch sum a
+/// program leaves around it folded in (runtime/Fusion.h's FusedMatmul, in GPU memory). a is
+/// [M, K] or, with transA, [K, M] row-major; b is [K, N] or, with transB, [N, K]. A bf16 product
+/// with `bf16` (f32 operands rounded to bf16 first, as runKernel's matmul), the result in out's
+/// type; with `scratch` (out shares bytes with an operand) the product goes through scratch.
+struct FusedProduct {
+  TensorView a, b, out;
+  bool transA = false, transB = false;
+  int64_t M = 0, N = 0, K = 0;
+  bool bf16 = false, scratch = false;
+};
+void fusedMatmul(const FusedProduct &product, GpuStream &stream);
+
 /// The op names runKernel has a GPU kernel for.
 std::vector<std::string> gpuKernelNames();
 

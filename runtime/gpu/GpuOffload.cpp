@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,18 +29,23 @@ int gpuOf(const ir::DeviceProgram &program) {
 
 GpuOffload::GpuOffload(const ir::DeviceProgram &program)
     : program_(program), gpu_(gpuOf(program)), arena_(std::max<int64_t>(offloadBytes(program), 1)) {
+  // HSPMD_FUSION=0 runs every instruction as the program says (as the CPU executor).
+  if (const char *fuse = std::getenv("HSPMD_FUSION"); fuse && std::string(fuse) == "0")
+    fusion_ = Fusion{std::vector<bool>(program.body.size(), false),
+                     std::vector<std::optional<FusedMatmul>>(program.body.size()), 0};
+  else
+    fusion_ = fuseMatmuls(program, /*bf16=*/true);
   if (const char *setting = std::getenv("HSPMD_GPU_PARAMETER_COPIES"); setting && std::string(setting) == "0")
     return;
-  // The f32 parameters of bf16 products (a product with a bf16 tensor rounds its f32 operands).
+  // The f32 parameters of bf16 products (a product with a bf16 tensor rounds its f32 operands),
+  // those a fused product reads in place of its folded transposes among them.
   auto buffer = [&](int id) -> const ir::Buffer & { return program.buffers[static_cast<size_t>(id)]; };
-  for (const ir::Instruction &in : program.body) {
-    if (in.kind != ir::InstrKind::Kernel || in.op != "matmul")
+  for (size_t i = 0; i < program.body.size(); ++i) {
+    const ir::Instruction &in = program.body[i];
+    if (in.kind != ir::InstrKind::Kernel || in.op != "matmul" || !bf16Product(in, fusion_.matmuls[i]))
       continue;
-    auto bf16 = [&](int id) { return buffer(id).dtype == ir::DType::BF16; };
-    if (std::none_of(in.inputs.begin(), in.inputs.end(), bf16) &&
-        std::none_of(in.outputs.begin(), in.outputs.end(), bf16))
-      continue;
-    for (int id : in.inputs)
+    const std::optional<FusedMatmul> &fused = fusion_.matmuls[i];
+    for (int id : fused ? std::vector<int>{fused->a, fused->b} : in.inputs)
       if (const ir::Buffer &b = buffer(id); b.role == ir::BufferRole::Parameter && b.dtype == ir::DType::F32 &&
                                             b.slots == 1 && b.offset >= 0 && b.bytes() > 0)
         copies_[id];
@@ -85,6 +91,13 @@ void GpuOffload::beginStep(const std::vector<unsigned char> &) {
 
 void GpuOffload::changed(const ir::Instruction &in) {
   wroteOutputs(in);
+}
+
+bool GpuOffload::bf16Product(const ir::Instruction &in, const std::optional<FusedMatmul> &fused) const {
+  auto bf16 = [&](int id) { return program_.buffers[static_cast<size_t>(id)].dtype == ir::DType::BF16; };
+  return std::any_of(in.inputs.begin(), in.inputs.end(), bf16) ||
+         std::any_of(in.outputs.begin(), in.outputs.end(), bf16) ||
+         (fused && (bf16(fused->a) || bf16(fused->b) || bf16(fused->out)));
 }
 
 TensorView GpuOffload::operandOf(const ir::Instruction &in, int buffer, TensorView view) {
@@ -153,6 +166,21 @@ void GpuOffload::execute(const ir::Instruction &in, int microbatch, const Kernel
     const ir::Buffer &b = program_.buffers[static_cast<size_t>(buffer)];
     return TensorView{onGpu(buffer, microbatch), b.dtype, b.shape};
   };
+  // Its index in the body (the executor runs the program's own instructions).
+  const auto first = reinterpret_cast<uintptr_t>(program_.body.data()), at = reinterpret_cast<uintptr_t>(&in);
+  const size_t index = (at - first) / sizeof(ir::Instruction);
+  const bool inBody = at >= first && index < program_.body.size() && &program_.body[index] == &in;
+  if (inBody && fusion_.skipped[index])
+    return; // folded into a fused product
+  if (inBody && fusion_.matmuls[index]) {
+    const FusedMatmul &f = *fusion_.matmuls[index];
+    fusedMatmul(FusedProduct{operandOf(in, f.a, view(f.a)), operandOf(in, f.b, view(f.b)), view(f.out), f.transA,
+                             f.transB, f.M, f.N, f.K, bf16Product(in, f), f.scratch},
+                stream_);
+    const ir::Buffer &out = program_.buffers[static_cast<size_t>(f.out)];
+    wrote(out.offset, out.offset + out.arenaBytes());
+    return;
+  }
   if (in.kind == ir::InstrKind::Kernel) {
     std::vector<TensorView> inputs, outputs;
     for (int b : in.inputs)

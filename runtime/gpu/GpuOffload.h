@@ -17,8 +17,17 @@
 // upload or zero over it, a step's start, and the communication of an offload around this one
 // (changed()). 2 bytes a parameter more on the GPU; where they cannot be allocated, the products
 // round as before. HSPMD_GPU_PARAMETER_COPIES=0 turns the copies off.
+//
+// Fused products: the transposes and batch sums that autodiff leaves around matmuls (dX = dY W^T
+// as a transpose of W, then a product; a weight's gradient as a batch of products, then their
+// sum) run as one cuBLAS product with a transposed operand (runtime/Fusion.h, the CPU executor's
+// analysis, with bf16 tensors too). The transposes and sums are skipped: no copy of W per
+// micro-batch, no batch of d x N products in memory, and the backward products read the
+// parameter's bf16 copy like the forward ones. HSPMD_FUSION=0 runs every instruction as the
+// program says, as on the CPU.
 #pragma once
 
+#include "runtime/Fusion.h"
 #include "runtime/Offload.h"
 #include "runtime/gpu/GpuKernels.h"
 
@@ -47,6 +56,8 @@ public:
   int gpu() const { return gpu_; }
   /// How many times a parameter's bf16 copy has been rounded (tests).
   int64_t parameterCopiesMade() const { return copiesMade_; }
+  /// The products it runs fused, with what they fold (tests).
+  const Fusion &fusion() const { return fusion_; }
 
 private:
   struct ParameterCopy {
@@ -57,6 +68,7 @@ private:
   int gpu_; // the GPU's ordinal, made the calling thread's before each call
   GpuStream stream_;
   DeviceBuffer arena_;
+  Fusion fusion_;                       // by body index: products run with their transposes and sums
   std::map<int, ParameterCopy> copies_; // by buffer: the f32 parameters bf16 products read
   std::map<int64_t, int> copiedAt_;     // their offsets in the arena, to their buffers
   int64_t copiesMade_ = 0;
@@ -68,6 +80,9 @@ private:
   void wroteOutputs(const ir::Instruction &in);
   /// `view` of buffer `buffer`, an input of product `in`: its bf16 copy where it has one.
   TensorView operandOf(const ir::Instruction &in, int buffer, TensorView view);
+  /// Whether product `in` (a matmul) is a bf16 one: a bf16 tensor among those it reads or writes,
+  /// fused or not.
+  bool bf16Product(const ir::Instruction &in, const std::optional<FusedMatmul> &fused) const;
 };
 
 /// RunOptions::offload for a run on the machine's GPUs (hspmc build --target cuda).

@@ -89,7 +89,7 @@ cudaStream_t streamOf(const GpuStream &s) {
   return static_cast<cudaStream_t>(s.stream());
 }
 
-// A product on cuBLAS (MatmulKernels.cuh's GemmArgs: column-major, no transposes). fp32:
+// A product on cuBLAS (MatmulKernels.cuh's GemmArgs: column-major, either operand transposed). fp32:
 // cublasSgemm (the handle's pedantic math: no TF32). bf16 operands (--precision bf16):
 // cublasGemmEx on tensor cores, f32 accumulation, the result in its own type (bf16 activations,
 // f32 weight gradients).
@@ -97,15 +97,16 @@ struct CublasGemm {
   cublasHandle_t handle;
   void operator()(const GemmArgs &g) const {
     const float one = 1.0f, zero = 0.0f;
+    const cublasOperation_t opA = g.transA ? CUBLAS_OP_T : CUBLAS_OP_N, opB = g.transB ? CUBLAS_OP_T : CUBLAS_OP_N;
     if (!g.bf16Operands) {
-      checkBlas(cublas().sgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, g.m, g.n, g.k, &one, static_cast<const float *>(g.A),
-                               g.lda, static_cast<const float *>(g.B), g.ldb, &zero, static_cast<float *>(g.C), g.ldc),
+      checkBlas(cublas().sgemm(handle, opA, opB, g.m, g.n, g.k, &one, static_cast<const float *>(g.A), g.lda,
+                               static_cast<const float *>(g.B), g.ldb, &zero, static_cast<float *>(g.C), g.ldc),
                 "cublasSgemm");
       return;
     }
-    checkBlas(cublas().gemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, g.m, g.n, g.k, &one, g.A, CUDA_R_16BF, g.lda, g.B,
-                              CUDA_R_16BF, g.ldb, &zero, g.C, g.bf16Result ? CUDA_R_16BF : CUDA_R_32F, g.ldc,
-                              CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+    checkBlas(cublas().gemmEx(handle, opA, opB, g.m, g.n, g.k, &one, g.A, CUDA_R_16BF, g.lda, g.B, CUDA_R_16BF, g.ldb,
+                              &zero, g.C, g.bf16Result ? CUDA_R_16BF : CUDA_R_32F, g.ldc, CUBLAS_COMPUTE_32F,
+                              CUBLAS_GEMM_DEFAULT),
               "cublasGemmEx");
   }
 };
@@ -253,6 +254,15 @@ void roundToBf16(const float *in, void *out, int64_t n, GpuStream &stream) {
     launchKernel(shape.blocks, shape.threads, 0, streamOf(stream), roundToBf16Kernel, in, static_cast<uint16_t *>(out),
                  n);
   check(cudaGetLastError(), "rounding to bf16 on the GPU");
+}
+
+void fusedMatmul(const FusedProduct &product, GpuStream &stream) {
+  auto handle = static_cast<cublasHandle_t>(stream.blas());
+  std::optional<TensorCoreMath> math;
+  if (bf16Product(product))
+    math.emplace(handle);
+  fusedMatmulWith(CublasGemm{handle}, product, streamOf(stream));
+  check(cudaGetLastError(), "a product on the GPU");
 }
 
 std::vector<std::string> gpuKernelNames() {

@@ -149,6 +149,38 @@ TEST(GpuKernels, MatrixProducts) {
   compare("matmul", {}, {f32({64, 256}, random), f32({256, 96}, random)}, {zeros({64, 96})}, {}, 1e-4);
 }
 
+// Fused products (GpuKernels.h's fusedMatmul, the offload's dX = dY W^T and weight gradients) on
+// cuBLAS with each operand transposed or not, in fp32 against the CPU's sgemm (1e-4: 64 terms a
+// sum), and the weight-gradient shape: x [B, S, d] read as [B S, d] transposed.
+TEST(GpuKernels, FusedProductsTakeTransposedOperands) {
+  SKIP_WITHOUT_GPU();
+  std::mt19937 random(22);
+  const int64_t M = 33, N = 17, K = 64;
+  runtime::gpu::GpuStream stream;
+  for (bool transA : {false, true})
+    for (bool transB : {false, true}) {
+      SCOPED_TRACE(std::string(transA ? "a^T" : "a") + (transB ? " b^T" : " b"));
+      Tensor a = f32(transA ? std::vector<int64_t>{K, M} : std::vector<int64_t>{M, K}, random),
+             b = f32(transB ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N}, random);
+      std::vector<float> want(static_cast<size_t>(M * N)), got(want.size());
+      runtime::kernels::sgemm(transA, transB, M, N, K, 1.0f, a.f32(), transA ? M : K, b.f32(), transB ? K : N, 0.0f,
+                              want.data(), N);
+      runtime::gpu::DeviceBuffer da(static_cast<int64_t>(a.bytes.size())), db(static_cast<int64_t>(b.bytes.size())),
+          dy(M * N * 4);
+      da.upload(a.bytes.data(), static_cast<int64_t>(a.bytes.size()));
+      db.upload(b.bytes.data(), static_cast<int64_t>(b.bytes.size()));
+      runtime::gpu::fusedMatmul(runtime::gpu::FusedProduct{TensorView{da.data(), ir::DType::F32, a.shape},
+                                                           TensorView{db.data(), ir::DType::F32, b.shape},
+                                                           TensorView{dy.data(), ir::DType::F32, {M, N}}, transA,
+                                                           transB, M, N, K, false, false},
+                                stream);
+      stream.synchronize();
+      dy.download(got.data(), M * N * 4);
+      for (size_t i = 0; i < want.size(); ++i)
+        ASSERT_NEAR(got[i], want[i], 1e-4 * std::max(1.0f, std::fabs(want[i]))) << "element " << i;
+    }
+}
+
 TEST(GpuKernels, Layout) {
   SKIP_WITHOUT_GPU();
   hspmd::testing::kernelcases::layout(compare);

@@ -564,6 +564,79 @@ TEST(MatmulKernels, ProductsAsTheCpuMakesThem) {
 
 namespace {
 
+// A 2-D tensor transposed (f32 or bf16: its elements moved, not changed).
+Tensor transposed(const Tensor &t) {
+  const int64_t rows = t.shape[0], cols = t.shape[1], size = ir::dtypeBytes(t.dtype);
+  Tensor out{t.dtype, {cols, rows}, std::vector<char>(t.bytes.size())};
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      std::memcpy(&out.bytes[static_cast<size_t>((c * rows + r) * size)],
+                  &t.bytes[static_cast<size_t>((r * cols + c) * size)], static_cast<size_t>(size));
+  return out;
+}
+
+} // namespace
+
+// A fused product (GpuKernels.h's fusedMatmul: transposes folded into cuBLAS's operands, the
+// GpuOffload's dX = dY W^T and weight gradients) is bit for bit the product of the operands
+// transposed first (matmulWith, the same reference GEMM), in each of the four ways, in f32 and in
+// bf16 (bf16 activations by an f32 parameter, which it rounds as the unfused product does), through
+// scratch as well; and near the CPU's sgemm, which is how the CPU executor fuses them.
+TEST(MatmulKernels, FusedProductsAreTheTransposedProducts) {
+  std::mt19937 random(21);
+  const int64_t M = 6, N = 5, K = 9;
+  for (bool bf16 : {false, true})
+    for (bool transA : {false, true})
+      for (bool transB : {false, true}) {
+        SCOPED_TRACE(std::string(bf16 ? "bf16" : "f32") + (transA ? " a^T" : " a") + (transB ? " b^T" : " b"));
+        const Tensor a = bf16 ? bf16Tensor({M, K}, random) : f32({M, K}, random), b = f32({K, N}, random);
+        const Tensor storedA = transA ? transposed(a) : a, storedB = transB ? transposed(b) : b;
+        std::vector<Tensor> operands{a, b}, want{bf16 ? bf16Zeros({M, N}) : zeros({M, N})};
+        gpu::matmulWith(hspmd::testing::ReferenceGemm{}, views(operands), views(want), nullptr);
+        for (bool scratch : {false, true}) {
+          std::vector<Tensor> stored{storedA, storedB}, got{bf16 ? bf16Zeros({M, N}) : zeros({M, N})};
+          const std::vector<runtime::TensorView> in = views(stored), out = views(got);
+          gpu::fusedMatmulWith(hspmd::testing::ReferenceGemm{},
+                               gpu::FusedProduct{in[0], in[1], out[0], transA, transB, M, N, K, bf16, scratch},
+                               nullptr);
+          EXPECT_EQ(got[0].bytes, want[0].bytes) << (scratch ? "through scratch" : "in place");
+        }
+        if (bf16)
+          continue;
+        std::vector<float> cpu(static_cast<size_t>(M * N));
+        Tensor cpuA = storedA, cpuB = storedB;
+        runtime::kernels::sgemm(transA, transB, M, N, K, 1.0f, cpuA.f32(), transA ? M : K, cpuB.f32(), transB ? K : N,
+                                0.0f, cpu.data(), N);
+        Tensor wantCopy = want[0];
+        for (int64_t i = 0; i < M * N; ++i)
+          ASSERT_NEAR(wantCopy.f32()[i], cpu[static_cast<size_t>(i)],
+                      1e-5 * std::max(1.0f, std::fabs(cpu[static_cast<size_t>(i)])))
+              << "element " << i;
+      }
+  // A weight's gradient: x^T dy over all B x S rows of x [B, S, d] and dy [B, S, N] (K = B S),
+  // near the CPU's sum over the batch of transpose(x) @ dy.
+  const int64_t B = 3, S = 4, d = 5, n = 7;
+  std::vector<Tensor> xy{f32({B, S, d}, random), f32({B, S, n}, random)}, got{zeros({d, n})};
+  const std::vector<runtime::TensorView> in = views(xy), out = views(got);
+  gpu::fusedMatmulWith(hspmd::testing::ReferenceGemm{},
+                       gpu::FusedProduct{in[0], in[1], out[0], true, false, d, n, B * S, false, false}, nullptr);
+  for (int64_t i = 0; i < d; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double sum = 0;
+      for (int64_t r = 0; r < B * S; ++r)
+        sum += static_cast<double>(xy[0].f32()[r * d + i]) * xy[1].f32()[r * n + j];
+      ASSERT_NEAR(got[0].f32()[i * n + j], sum, 1e-5 * std::max(1.0, std::fabs(sum))) << i << ", " << j;
+    }
+  // An empty inner dimension writes zeros.
+  std::vector<Tensor> empty{zeros({2, 0}), zeros({0, 3})}, y{f32({2, 3}, random)};
+  const std::vector<runtime::TensorView> ein = views(empty), eout = views(y);
+  gpu::fusedMatmulWith(hspmd::testing::ReferenceGemm{},
+                       gpu::FusedProduct{ein[0], ein[1], eout[0], false, false, 2, 3, 0, false, false}, nullptr);
+  EXPECT_EQ(y[0].bytes, zeros({2, 3}).bytes);
+}
+
+namespace {
+
 // `op` through the kernel table on tensors as they are (bf16 ones included), and on widened f32
 // copies with the bf16 results rounded (what runKernel does for a kernel that does not take
 // bf16): bit for bit the same outputs.

@@ -33,9 +33,35 @@ namespace {
 #define SKIP_WHEN_SANITIZED() (void)0
 #endif
 
+// The offload a run makes, kept to read what it did before the run ends it: the parameter copies
+// it made, and the products it fused with the instructions they fold (by op).
+struct Seen {
+  int64_t copies = -1;
+  int fused = -1;
+  std::multiset<std::string> folded;
+};
+struct Watched : runtime::gpu::GpuOffload {
+  Seen &seen;
+  const ir::DeviceProgram &program;
+  Watched(const ir::DeviceProgram &p, Seen &s) : GpuOffload(p), seen(s), program(p) {}
+  ~Watched() override {
+    seen.copies = parameterCopiesMade();
+    seen.fused = fusion().fused;
+    seen.folded.clear();
+    for (size_t i = 0; i < program.body.size(); ++i)
+      if (fusion().skipped[i])
+        seen.folded.insert(program.body[i].op);
+  }
+};
+runtime::OffloadFactory watched(Seen &seen) {
+  return [&seen](const runtime::OffloadSite &site) { return std::make_unique<Watched>(site.program, seen); };
+}
+
 } // namespace
 
-// fp32: the losses of 2 steps (the second after an update) within 1e-5 of the CPU executor's.
+// fp32: the losses of 2 steps (the second after an update) within 1e-5 of the CPU executor's. The
+// GPU fuses the products the CPU executor fuses (runtime/Fusion.h: dX = dY W^T reading W, a weight's
+// gradient as one product), and within the same bound of its unfused run (HSPMD_FUSION=0).
 TEST(GpuEmulatedTraining, PlanMatchesTheCpuExecutor) {
   SKIP_WHEN_SANITIZED();
   const char *plan = "examples/gpt/plans/single.hspmd";
@@ -48,11 +74,22 @@ TEST(GpuEmulatedTraining, PlanMatchesTheCpuExecutor) {
   run.data = "examples/data/gpl-3.txt";
   run.steps = 2;
   const std::vector<double> want = runtime::runThreads(result.programs[0], model, run).losses;
-  run.offload = runtime::gpu::gpuOffload;
+  Seen seen;
+  run.offload = watched(seen);
   const std::vector<double> got = runtime::runThreads(result.programs[0], model, run).losses;
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i)
     EXPECT_NEAR(got[i], want[i], 1e-5 * std::fabs(want[i])) << "step " << i + 1;
+  EXPECT_EQ(seen.fused, runtime::fuseMatmuls(result.programs[0].begin()->second).fused);
+  EXPECT_GT(seen.folded.count("transpose"), 0u);
+  EXPECT_GT(seen.folded.count("sum"), 0u);
+  ::setenv("HSPMD_FUSION", "0", 1);
+  const std::vector<double> unfused = runtime::runThreads(result.programs[0], model, run).losses;
+  ::unsetenv("HSPMD_FUSION");
+  EXPECT_EQ(seen.fused, 0);
+  ASSERT_EQ(unfused.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i)
+    EXPECT_NEAR(unfused[i], got[i], 1e-5 * std::fabs(got[i])) << "step " << i + 1;
 }
 
 // --precision bf16: within 2e-2 of fp32 and 1e-2 of the CPU's bf16 run (GpuTraining.Bf16*'s
@@ -81,14 +118,8 @@ TEST(GpuEmulatedTraining, Bf16PlanStaysNearTheCpuExecutor) {
   run.steps = 2;
   const std::vector<double> fp32 = runtime::runThreads(full.programs[0], model, run).losses;
   const std::vector<double> bf16 = runtime::runThreads(half.programs[0], model, run).losses;
-  // The offload, kept to read how many copies it made before the run ends it.
-  struct Counted : runtime::gpu::GpuOffload {
-    int64_t &made;
-    Counted(const ir::DeviceProgram &program, int64_t &count) : GpuOffload(program), made(count) {}
-    ~Counted() override { made = parameterCopiesMade(); }
-  };
-  int64_t made = -1;
-  run.offload = [&](const runtime::OffloadSite &site) { return std::make_unique<Counted>(site.program, made); };
+  Seen seen;
+  run.offload = watched(seen);
   const std::vector<double> got = runtime::runThreads(half.programs[0], model, run).losses;
   ASSERT_EQ(got.size(), fp32.size());
   for (size_t i = 0; i < got.size(); ++i) {
@@ -109,13 +140,34 @@ TEST(GpuEmulatedTraining, Bf16PlanStaysNearTheCpuExecutor) {
           ++reads;
         }
   ASSERT_FALSE(copied.empty());
-  EXPECT_EQ(made, static_cast<int64_t>(copied.size()) * run.steps);
+  EXPECT_EQ(seen.copies, static_cast<int64_t>(copied.size()) * run.steps);
   EXPECT_GT(reads * program.microbatches, static_cast<int64_t>(copied.size()));
+  // The products fused on bf16 tensors (the CPU's sgemm fuses f32 ones alone): every transpose of
+  // a parameter folded, so the backward products read its copy too.
+  EXPECT_EQ(runtime::fuseMatmuls(program).fused, 0);
+  EXPECT_GT(seen.fused, 0);
+  EXPECT_GT(seen.folded.count("sum"), 0u);
+  int parameterTransposes = 0;
+  for (const ir::Instruction &in : program.body)
+    if (in.op == "transpose" && program.buffers[static_cast<size_t>(in.inputs[0])].role == ir::BufferRole::Parameter)
+      ++parameterTransposes;
+  EXPECT_GT(parameterTransposes, 0);
+  EXPECT_GE(static_cast<int>(seen.folded.count("transpose")), parameterTransposes);
   ::setenv("HSPMD_GPU_PARAMETER_COPIES", "0", 1);
   const std::vector<double> rounding = runtime::runThreads(half.programs[0], model, run).losses;
   ::unsetenv("HSPMD_GPU_PARAMETER_COPIES");
-  EXPECT_EQ(made, 0);
+  EXPECT_EQ(seen.copies, 0);
   EXPECT_EQ(rounding, got);
+  // Unfused (HSPMD_FUSION=0): the same first loss (the forward pass fuses nothing), the second
+  // near it (a weight's gradient as one product sums in another order, without rounding the
+  // batch of products to bf16).
+  ::setenv("HSPMD_FUSION", "0", 1);
+  const std::vector<double> unfused = runtime::runThreads(half.programs[0], model, run).losses;
+  ::unsetenv("HSPMD_FUSION");
+  EXPECT_EQ(seen.fused, 0);
+  ASSERT_EQ(unfused.size(), got.size());
+  EXPECT_EQ(unfused[0], got[0]);
+  EXPECT_NEAR(unfused[1], got[1], 1e-4 * std::fabs(got[1])); // seen: 8e-6
 }
 
 // A parameter's bf16 copy follows every way the parameter can change: a product reads what it

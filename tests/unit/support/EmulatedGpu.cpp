@@ -84,6 +84,11 @@ void roundToBf16(const float *in, void *out, int64_t n, GpuStream &) {
     launchKernel(shape.blocks, shape.threads, 0, nullptr, roundToBf16Kernel, in, static_cast<uint16_t *>(out), n);
 }
 
+void fusedMatmul(const FusedProduct &product, GpuStream &) {
+  const emulation::BlockCap cap(kBlocks);
+  fusedMatmulWith(testing::ReferenceGemm{}, product, nullptr);
+}
+
 std::vector<std::string> gpuKernelNames() {
   return dispatchedKernelNames();
 }
