@@ -17,12 +17,6 @@ namespace hspmd::runtime {
 
 namespace {
 
-// Every instruction run as the program says.
-Fusion unfused(const ir::DeviceProgram &program) {
-  return Fusion{std::vector<bool>(program.body.size(), false),
-                std::vector<std::optional<FusedMatmul>>(program.body.size()), 0};
-}
-
 // The step is part of every tag, so a step's messages and collectives never meet the next's.
 int64_t stepTag(int64_t tag, int64_t step) {
   return ir::tags::ofStep(tag, step);
@@ -36,16 +30,14 @@ DeviceExecutor::DeviceExecutor(const ir::DeviceProgram &program, Communicator &c
   // multiples of 64), so that the kernels' vector loads do not straddle lines.
   arena_.assign(static_cast<size_t>(std::max<int64_t>(program.peakBytes, 0)) + 128, 0);
   base_ = arena_.data() + (64 - reinterpret_cast<uintptr_t>(arena_.data()) % 64) % 64;
-  // HSPMD_FUSION=0 runs every instruction as the program says (to compare).
-  const char *fuse = std::getenv("HSPMD_FUSION");
-  fusion_ = fuse && std::string(fuse) == "0" ? unfused(program) : fuseMatmuls(program);
+  fusion_ = fusionFor(program);
   for (const ir::Instruction &in : program.body)
     byPhase_[static_cast<size_t>(ir::passOf(in.phase))].push_back(&in);
 }
 
 void DeviceExecutor::offloadTo(std::unique_ptr<Offload> offload) {
   offload_ = std::move(offload);
-  fusion_ = unfused(program_);
+  fusion_ = noFusion(program_);
   hostStale_ = false;
   deviceStale_ = true; // the whole arena goes up before the first kernel
 }

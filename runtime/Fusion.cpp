@@ -2,6 +2,8 @@
 #include "runtime/Fusion.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 
 namespace hspmd::runtime {
 
@@ -160,6 +162,16 @@ Fusion fuseMatmuls(const ir::DeviceProgram &program, bool bf16) {
     ++fusion.fused;
   }
   return fusion;
+}
+
+Fusion noFusion(const ir::DeviceProgram &program) {
+  return Fusion{std::vector<bool>(program.body.size(), false),
+                std::vector<std::optional<FusedMatmul>>(program.body.size()), 0};
+}
+
+Fusion fusionFor(const ir::DeviceProgram &program, bool bf16) {
+  const char *fuse = std::getenv("HSPMD_FUSION");
+  return fuse && std::string(fuse) == "0" ? noFusion(program) : fuseMatmuls(program, bf16);
 }
 
 } // namespace hspmd::runtime

@@ -42,4 +42,10 @@ struct Fusion {
 /// With `bf16`, products of bf16 tensors too (else f32 ones only).
 Fusion fuseMatmuls(const ir::DeviceProgram &program, bool bf16 = false);
 
+/// Every instruction run as the program says.
+Fusion noFusion(const ir::DeviceProgram &program);
+
+/// What the executors run: fuseMatmuls, or noFusion where HSPMD_FUSION=0 (to compare).
+Fusion fusionFor(const ir::DeviceProgram &program, bool bf16 = false);
+
 } // namespace hspmd::runtime

@@ -29,12 +29,7 @@ int gpuOf(const ir::DeviceProgram &program) {
 
 GpuOffload::GpuOffload(const ir::DeviceProgram &program)
     : program_(program), gpu_(gpuOf(program)), arena_(std::max<int64_t>(offloadBytes(program), 1)) {
-  // HSPMD_FUSION=0 runs every instruction as the program says (as the CPU executor).
-  if (const char *fuse = std::getenv("HSPMD_FUSION"); fuse && std::string(fuse) == "0")
-    fusion_ = Fusion{std::vector<bool>(program.body.size(), false),
-                     std::vector<std::optional<FusedMatmul>>(program.body.size()), 0};
-  else
-    fusion_ = fuseMatmuls(program, /*bf16=*/true);
+  fusion_ = fusionFor(program, /*bf16=*/true);
   if (const char *setting = std::getenv("HSPMD_GPU_PARAMETER_COPIES"); setting && std::string(setting) == "0")
     return;
   // The f32 parameters of bf16 products (a product with a bf16 tensor rounds its f32 operands),
