@@ -44,6 +44,11 @@ struct KernelContext {
   /// Scored targets of the whole batch: the loss's divisor in place of the `tokens`
   /// attribute (0: that attribute). A target < 0 is never scored.
   int64_t scored = 0;
+  /// GPU only: the stream's fault word (runtime/gpu/GpuKernels.h, GpuStream::fault), where a
+  /// kernel records a bad input (a target outside the vocabulary) for the stream's next
+  /// synchronize to report, instead of the host waiting on the kernel. Null: the kernel waits
+  /// and checks itself.
+  int64_t *fault = nullptr;
 };
 
 void runKernel(const std::string &op, const ir::AttrMap &attrs, std::span<const TensorView> inputs,

@@ -39,14 +39,19 @@ public:
   GpuStream(const GpuStream &) = delete;
   GpuStream &operator=(const GpuStream &) = delete;
   /// Waits until everything launched on the stream has finished; throws KernelError with
-  /// CUDA's message when something failed.
+  /// CUDA's message when something failed, or with the CPU kernel's message when a kernel
+  /// recorded a bad input in the fault word (which it then clears).
   void synchronize();
   void *stream() const { return stream_; }
   void *blas() const { return blas_; }
+  /// A word of GPU memory, zero until a kernel finds its input bad (KernelContext::fault):
+  /// runKernel's kernels check there, so that no kernel waits for the host.
+  int64_t *fault() const { return fault_; }
 
 private:
-  void *stream_ = nullptr; // cudaStream_t
-  void *blas_ = nullptr;   // cublasHandle_t
+  void *stream_ = nullptr;   // cudaStream_t
+  void *blas_ = nullptr;     // cublasHandle_t
+  int64_t *fault_ = nullptr; // device memory
 };
 
 /// Device memory: one allocation, freed with the object.

@@ -191,9 +191,13 @@ GpuStream::GpuStream() {
   checkBlas(cublas().setStream(handle, stream), "cublasSetStream");
   // fp32 products stay fp32 (no TF32 tensor cores): results comparable with the CPU's.
   checkBlas(cublas().setMathMode(handle, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode");
+  check(cudaMalloc(&fault_, sizeof(int64_t)), "cudaMalloc");
+  check(cudaMemset(fault_, 0, sizeof(int64_t)), "cudaMemset");
 }
 
 GpuStream::~GpuStream() {
+  if (fault_)
+    cudaFree(fault_);
   if (blas_)
     cublas().destroy(static_cast<cublasHandle_t>(blas_));
   if (stream_)
@@ -201,7 +205,13 @@ GpuStream::~GpuStream() {
 }
 
 void GpuStream::synchronize() {
-  check(cudaStreamSynchronize(static_cast<cudaStream_t>(stream_)), "a kernel on the GPU");
+  const auto stream = static_cast<cudaStream_t>(stream_);
+  int64_t fault = 0;
+  check(cudaMemcpyAsync(&fault, fault_, sizeof fault, cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync");
+  check(cudaStreamSynchronize(stream), "a kernel on the GPU");
+  if (fault != 0)
+    check(cudaMemsetAsync(fault_, 0, sizeof fault, stream), "cudaMemsetAsync"); // the next step starts clean
+  throwFault(fault);
 }
 
 DeviceBuffer::DeviceBuffer(int64_t bytes) {
@@ -271,7 +281,9 @@ std::vector<std::string> gpuKernelNames() {
 
 void runKernel(const std::string &op, const ir::AttrMap &attrs, std::span<const TensorView> inputs,
                std::span<const TensorView> outputs, const KernelContext &context, GpuStream &stream) {
-  dispatchKernel(op, attrs, inputs, outputs, context, streamOf(stream),
+  KernelContext checked = context;
+  checked.fault = stream.fault();
+  dispatchKernel(op, attrs, inputs, outputs, checked, streamOf(stream),
                  [&](In in, In out) { matmul(in, out, stream); });
 }
 

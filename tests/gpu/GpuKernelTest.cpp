@@ -5,6 +5,7 @@
 #include "runtime/Kernels.h"
 #include "runtime/Regions.h"
 #include "runtime/gpu/GpuKernels.h"
+#include "tests/unit/support/GpuFaults.h"
 #include "tests/unit/support/KernelCases.h"
 
 #include <gtest/gtest.h>
@@ -120,6 +121,11 @@ TEST(GpuKernels, EmbeddingAndCrossEntropy) {
 
 // The embedding's gradient in each row's order, bit for bit the CPU's: on a GPU the ids take their
 // places in any order, which its ordering step undoes (KernelCases.h).
+TEST(GpuKernels, ABadTargetFailsAtTheStreamsNextSynchronize) {
+  SKIP_WITHOUT_GPU();
+  hspmd::testing::badTargetsFailAtTheNextSynchronize();
+}
+
 TEST(GpuKernels, EmbeddingGradientIsTheCpusBitForBit) {
   SKIP_WITHOUT_GPU();
   hspmd::testing::kernelcases::embeddingGradientInOrder(compare);

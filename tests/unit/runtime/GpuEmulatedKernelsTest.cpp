@@ -19,6 +19,7 @@
 #include "runtime/gpu/KernelTable.cuh"
 #include "runtime/gpu/MatmulKernels.cuh"
 #include "runtime/gpu/TiledAttention.cuh"
+#include "tests/unit/support/GpuFaults.h"
 #include "tests/unit/support/KernelCases.h"
 #include "tests/unit/support/ReferenceGemm.h"
 
@@ -403,6 +404,12 @@ TEST(KernelTable, CrossEntropyRejectsATargetPastTheVocabulary) {
   std::vector<Tensor> in{f32({2, 10}, random), i32({2}, {3, 10})}, out{zeros({})};
   EXPECT_THROW(gpu::kernelTable().at("cross_entropy")({{"tokens", int64_t{2}}}, views(in), views(out), {}, nullptr),
                runtime::KernelError);
+}
+
+// Through runtime/gpu/GpuKernels.h's runKernel and a stream (tests/unit/support/EmulatedGpu.cpp):
+// the error waits for the stream's next synchronize.
+TEST(KernelTable, ABadTargetFailsAtTheStreamsNextSynchronize) {
+  hspmd::testing::badTargetsFailAtTheNextSynchronize();
 }
 
 TEST(KernelTable, VocabularyParallelCrossEntropySteps) {

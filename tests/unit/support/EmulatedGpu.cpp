@@ -12,6 +12,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 namespace hspmd::runtime::gpu {
 
@@ -37,9 +38,13 @@ bool loadBlas(std::string *) {
   return true;
 }
 
-GpuStream::GpuStream() = default;
-GpuStream::~GpuStream() = default;
-void GpuStream::synchronize() {}
+GpuStream::GpuStream() : fault_(new int64_t(0)) {}
+GpuStream::~GpuStream() {
+  delete fault_;
+}
+void GpuStream::synchronize() { // a stream is nothing: only the fault word to read
+  throwFault(std::exchange(*fault_, 0));
+}
 
 DeviceBuffer::DeviceBuffer(int64_t bytes) {
   data_ = std::calloc(static_cast<size_t>(std::max<int64_t>(bytes, 1)), 1);
@@ -70,12 +75,14 @@ void zeroBytes(void *dst, int64_t bytes, GpuStream &) {
   std::memset(dst, 0, static_cast<size_t>(bytes));
 }
 
-void copyToGpu(void *dst, const void *src, int64_t bytes, GpuStream &) {
+void copyToGpu(void *dst, const void *src, int64_t bytes, GpuStream &stream) {
   std::memcpy(dst, src, static_cast<size_t>(bytes));
+  stream.synchronize(); // as Kernels.cu's
 }
 
-void copyToHost(void *dst, const void *src, int64_t bytes, GpuStream &) {
+void copyToHost(void *dst, const void *src, int64_t bytes, GpuStream &stream) {
   std::memcpy(dst, src, static_cast<size_t>(bytes));
+  stream.synchronize();
 }
 
 void roundToBf16(const float *in, void *out, int64_t n, GpuStream &) {
@@ -94,9 +101,11 @@ std::vector<std::string> gpuKernelNames() {
 }
 
 void runKernel(const std::string &op, const ir::AttrMap &attrs, std::span<const TensorView> inputs,
-               std::span<const TensorView> outputs, const KernelContext &context, GpuStream &) {
+               std::span<const TensorView> outputs, const KernelContext &context, GpuStream &stream) {
   const emulation::BlockCap cap(kBlocks);
-  dispatchKernel(op, attrs, inputs, outputs, context, nullptr,
+  KernelContext checked = context;
+  checked.fault = stream.fault();
+  dispatchKernel(op, attrs, inputs, outputs, checked, nullptr,
                  [](In in, In out) { matmulWith(testing::ReferenceGemm{}, in, out, nullptr); });
 }
 
