@@ -157,6 +157,7 @@ KernelContext DeviceExecutor::kernelContext(const ir::Instruction &in, int micro
       throw DataError("attention's rows " + std::to_string(row) + ".. lie outside the batch of " +
                       std::to_string(batch_->batch));
     context.blockStarts = batch_->blockStarts.data();
+    context.batchRows = batch_->batch;
     context.seq = batch_->seq;
     context.row = row;
   }

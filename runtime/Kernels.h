@@ -41,6 +41,9 @@ struct KernelContext {
   /// the keys of its own document. Null: causal only.
   const int32_t *blockStarts = nullptr;
   int64_t seq = 0, row = 0;
+  int64_t batchRows = 0; // blockStarts holds batchRows x seq
+  /// GPU only: blockStarts points to the GPU's copy (runtime/gpu/GpuOffload.h), not the host's.
+  bool blockStartsOnGpu = false;
   /// Scored targets of the whole batch: the loss's divisor in place of the `tokens`
   /// attribute (0: that attribute). A target < 0 is never scored.
   int64_t scored = 0;

@@ -312,12 +312,16 @@ bool attentionKernel(const std::string &op, const ir::AttrMap &attrs, In in, In 
     kernels::expect(n.queryOffset + n.S <= context.seq && n.keyOffset + n.T <= context.seq, op,
                     "the piece lies outside the batch's sequences");
     n.seq = context.seq;
-    const size_t bytes = static_cast<size_t>(n.B * n.seq) * sizeof(int32_t);
-    check(cudaMallocAsync(&starts, bytes, stream), "cudaMallocAsync");
-    check(
-        cudaMemcpyAsync(starts, context.blockStarts + context.row * context.seq, bytes, cudaMemcpyHostToDevice, stream),
-        "cudaMemcpyAsync");
-    n.starts = static_cast<const int32_t *>(starts);
+    if (context.blockStartsOnGpu) { // the offload's copy of the step's block starts
+      n.starts = context.blockStarts + context.row * context.seq;
+    } else { // from the host's, for this call
+      const size_t bytes = static_cast<size_t>(n.B * n.seq) * sizeof(int32_t);
+      check(cudaMallocAsync(&starts, bytes, stream), "cudaMallocAsync");
+      check(cudaMemcpyAsync(starts, context.blockStarts + context.row * context.seq, bytes, cudaMemcpyHostToDevice,
+                            stream),
+            "cudaMemcpyAsync");
+      n.starts = static_cast<const int32_t *>(starts);
+    }
   }
   const bool forward = op == "attention";
   if (onTensorCores) {

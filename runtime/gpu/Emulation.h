@@ -347,15 +347,18 @@ inline cudaError_t cudaMemsetAsync(void *at, int value, size_t bytes, cudaStream
   std::memset(at, value, bytes);
   return cudaSuccess;
 }
-inline cudaError_t cudaMemcpyAsync(void *to, const void *from, size_t bytes, cudaMemcpyKind, cudaStream_t) {
+namespace emulation {
+/// Times a kernel's host code waited for the GPU (cudaStreamSynchronize), and copied host memory
+/// to the GPU or back (cudaMemcpyAsync): a step that is to run as a CUDA graph has none (tests
+/// count them).
+inline std::atomic<int64_t> hostWaits{0}, hostCopies{0};
+} // namespace emulation
+inline cudaError_t cudaMemcpyAsync(void *to, const void *from, size_t bytes, cudaMemcpyKind kind, cudaStream_t) {
+  if (kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToHost)
+    ++emulation::hostCopies;
   std::memmove(to, from, bytes);
   return cudaSuccess;
 }
-namespace emulation {
-/// Times a kernel's host code waited for the GPU (cudaStreamSynchronize): a step that is to run
-/// as a CUDA graph has none (tests count them).
-inline std::atomic<int64_t> hostWaits{0};
-} // namespace emulation
 inline cudaError_t cudaStreamSynchronize(cudaStream_t) {
   ++emulation::hostWaits;
   return cudaSuccess;

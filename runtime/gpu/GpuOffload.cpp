@@ -82,6 +82,25 @@ void GpuOffload::wroteOutputs(const ir::Instruction &in) {
 void GpuOffload::beginStep(const std::vector<unsigned char> &) {
   for (auto &[id, copy] : copies_)
     copy.current = false;
+  startsFrom_ = nullptr; // a new step's batch
+}
+
+KernelContext GpuOffload::withStartsOnGpu(const KernelContext &context) {
+  if (!context.blockStarts || context.blockStartsOnGpu)
+    return context;
+  if (startsFrom_ != context.blockStarts) {
+    const int64_t bytes = context.batchRows * context.seq * static_cast<int64_t>(sizeof(int32_t));
+    if (bytes > startsBytes_) {
+      starts_ = std::make_unique<DeviceBuffer>(bytes);
+      startsBytes_ = bytes;
+    }
+    copyToGpu(starts_->data(), context.blockStarts, bytes, stream_);
+    startsFrom_ = context.blockStarts;
+  }
+  KernelContext there = context;
+  there.blockStarts = static_cast<const int32_t *>(starts_->data());
+  there.blockStartsOnGpu = true;
+  return there;
 }
 
 void GpuOffload::changed(const ir::Instruction &in) {
@@ -182,7 +201,7 @@ void GpuOffload::execute(const ir::Instruction &in, int microbatch, const Kernel
       inputs.push_back(operandOf(in, b, view(b)));
     for (int b : in.outputs)
       outputs.push_back(view(b));
-    runKernel(in.op, in.attrs, inputs, outputs, context, stream_);
+    runKernel(in.op, in.attrs, inputs, outputs, withStartsOnGpu(context), stream_);
     wroteOutputs(in);
     return;
   }

@@ -72,6 +72,11 @@ private:
   std::map<int, ParameterCopy> copies_; // by buffer: the f32 parameters bf16 products read
   std::map<int64_t, int> copiedAt_;     // their offsets in the arena, to their buffers
   int64_t copiesMade_ = 0;
+  // The step's block starts (documents, KernelContext::blockStarts), copied to the GPU at the
+  // first attention of the step that reads them: attention then reads them there.
+  std::unique_ptr<DeviceBuffer> starts_;
+  int64_t startsBytes_ = 0;
+  const int32_t *startsFrom_ = nullptr; // the host's, copied this step (null: none yet)
 
   char *onGpu(int buffer, int microbatch) const;
   /// The bytes [begin, end) of the arena changed: the copies of parameters there are stale.
@@ -83,6 +88,8 @@ private:
   /// Whether product `in` (a matmul) is a bf16 one: a bf16 tensor among those it reads or writes,
   /// fused or not.
   bool bf16Product(const ir::Instruction &in, const std::optional<FusedMatmul> &fused) const;
+  /// `context` with its block starts (if any) on the GPU.
+  KernelContext withStartsOnGpu(const KernelContext &context);
 };
 
 /// RunOptions::offload for a run on the machine's GPUs (hspmc build --target cuda).
