@@ -17,6 +17,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <memory>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -64,6 +66,33 @@ struct HostTraffic {
   }
 };
 
+// The tiny GPT on one device (examples/gpt/plans/single.hspmd) compiled for training, and a run
+// of 2 steps (the second after an update) on the GPL.
+struct TinyGpt {
+  std::unique_ptr<hspmd::testing::ExampleBuild> build;
+  passes::PipelineResult result;
+  std::optional<runtime::ModelInfo> model;
+  runtime::RunOptions run;
+  std::vector<double> losses() const { return runtime::runThreads(result.programs[0], *model, run).losses; }
+};
+
+void compileTinyGpt(TinyGpt &gpt) {
+  const char *plan = "examples/gpt/plans/single.hspmd";
+  gpt.build = hspmd::testing::buildExample(plan, {plan});
+  ASSERT_TRUE(gpt.build->build);
+  gpt.result = hspmd::testing::compileForTraining(*gpt.build);
+  ASSERT_TRUE(gpt.result.ok);
+  gpt.model = driver::modelInfo(*gpt.build->build->graph);
+  gpt.run.data = "examples/data/gpl-3.txt";
+  gpt.run.steps = 2;
+}
+
+void expectNearEach(const std::vector<double> &got, const std::vector<double> &want, double bound) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i)
+    EXPECT_NEAR(got[i], want[i], bound * std::fabs(want[i])) << "step " << i + 1;
+}
+
 runtime::OffloadFactory watched(Seen &seen) {
   return [&seen](const runtime::OffloadSite &site) { return std::make_unique<Watched>(site.program, seen); };
 }
@@ -77,34 +106,23 @@ runtime::OffloadFactory watched(Seen &seen) {
 // copies host memory: the host waits only where the offload moves memory or the step ends.
 TEST(GpuEmulatedTraining, PlanMatchesTheCpuExecutor) {
   SKIP_WHEN_SANITIZED();
-  const char *plan = "examples/gpt/plans/single.hspmd";
-  auto b = hspmd::testing::buildExample(plan, {plan});
-  ASSERT_TRUE(b->build);
-  const passes::PipelineResult result = hspmd::testing::compileForTraining(*b);
-  ASSERT_TRUE(result.ok);
-  const runtime::ModelInfo model = driver::modelInfo(*b->build->graph);
-  runtime::RunOptions run;
-  run.data = "examples/data/gpl-3.txt";
-  run.steps = 2;
-  const std::vector<double> want = runtime::runThreads(result.programs[0], model, run).losses;
+  TinyGpt gpt;
+  ASSERT_NO_FATAL_FAILURE(compileTinyGpt(gpt));
+  const std::vector<double> want = gpt.losses();
   Seen seen;
-  run.offload = watched(seen);
+  gpt.run.offload = watched(seen);
   const HostTraffic before;
-  const std::vector<double> got = runtime::runThreads(result.programs[0], model, run).losses;
+  const std::vector<double> got = gpt.losses();
   before.expectNoneSince();
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < want.size(); ++i)
-    EXPECT_NEAR(got[i], want[i], 1e-5 * std::fabs(want[i])) << "step " << i + 1;
-  EXPECT_EQ(seen.fused, runtime::fuseMatmuls(result.programs[0].begin()->second).fused);
+  expectNearEach(got, want, 1e-5);
+  EXPECT_EQ(seen.fused, runtime::fuseMatmuls(gpt.result.programs[0].begin()->second).fused);
   EXPECT_GT(seen.folded.count("transpose"), 0u);
   EXPECT_GT(seen.folded.count("sum"), 0u);
   ::setenv("HSPMD_FUSION", "0", 1);
-  const std::vector<double> unfused = runtime::runThreads(result.programs[0], model, run).losses;
+  const std::vector<double> unfused = gpt.losses();
   ::unsetenv("HSPMD_FUSION");
   EXPECT_EQ(seen.fused, 0);
-  ASSERT_EQ(unfused.size(), want.size());
-  for (size_t i = 0; i < want.size(); ++i)
-    EXPECT_NEAR(unfused[i], got[i], 1e-5 * std::fabs(got[i])) << "step " << i + 1;
+  expectNearEach(unfused, got, 1e-5);
 }
 
 // Documents (--documents: attention masked to each document, only real tokens scored): the losses
@@ -112,24 +130,15 @@ TEST(GpuEmulatedTraining, PlanMatchesTheCpuExecutor) {
 // offload's copy of them, made once a step, not from host memory in each call.
 TEST(GpuEmulatedTraining, DocumentsMatchTheCpuExecutor) {
   SKIP_WHEN_SANITIZED();
-  const char *plan = "examples/gpt/plans/single.hspmd";
-  auto b = hspmd::testing::buildExample(plan, {plan});
-  ASSERT_TRUE(b->build);
-  const passes::PipelineResult result = hspmd::testing::compileForTraining(*b);
-  ASSERT_TRUE(result.ok);
-  const runtime::ModelInfo model = driver::modelInfo(*b->build->graph);
-  runtime::RunOptions run;
-  run.data = "examples/data/gpl-3.txt";
-  run.documents = true;
-  run.steps = 2;
-  const std::vector<double> want = runtime::runThreads(result.programs[0], model, run).losses;
-  run.offload = runtime::gpu::gpuOffload;
+  TinyGpt gpt;
+  ASSERT_NO_FATAL_FAILURE(compileTinyGpt(gpt));
+  gpt.run.documents = true;
+  const std::vector<double> want = gpt.losses();
+  gpt.run.offload = runtime::gpu::gpuOffload;
   const HostTraffic before;
-  const std::vector<double> got = runtime::runThreads(result.programs[0], model, run).losses;
+  const std::vector<double> got = gpt.losses();
   before.expectNoneSince();
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < want.size(); ++i)
-    EXPECT_NEAR(got[i], want[i], 1e-5 * std::fabs(want[i])) << "step " << i + 1;
+  expectNearEach(got, want, 1e-5);
 }
 
 // --precision bf16: within 2e-2 of fp32 and 1e-2 of the CPU's bf16 run (GpuTraining.Bf16*'s
