@@ -38,9 +38,36 @@ ncclComm_t commOf(void *comm) {
   return static_cast<ncclComm_t>(comm);
 }
 
-// One communicator of `members` (this device among them), its unique id made by the first and
-// sent to the others through the run's communicator.
-void *communicatorOf(const std::vector<int> &members, int device, Communicator &comm) {
+// Where `comm` stands (awaitNccl): ncclCommGetAsyncError, with NCCL's reason when it failed.
+NcclProgress progressOf(ncclComm_t comm, std::string *why) {
+  ncclResult_t status = ncclSuccess;
+  if (const ncclResult_t asked = ncclCommGetAsyncError(comm, &status); asked != ncclSuccess) {
+    *why = std::string("ncclCommGetAsyncError: ") + ncclGetErrorString(asked);
+    return NcclProgress::Failed;
+  }
+  if (status == ncclSuccess)
+    return NcclProgress::Done;
+  if (status == ncclInProgress)
+    return NcclProgress::InProgress;
+  *why = ncclGetErrorString(status);
+  if (const char *last = ncclGetLastError(comm); last && *last)
+    *why += std::string(" (") + last + ")";
+  return NcclProgress::Failed;
+}
+
+std::string listed(const std::vector<int> &members) {
+  std::string text;
+  for (int member : members)
+    text += (text.empty() ? "" : ", ") + std::to_string(member);
+  return text;
+}
+
+// One nonblocking communicator of `members` (this device among them), its unique id made by
+// the first and sent to the others through the run's communicator. Its creation is waited for
+// against `timeout`: a member that died before it joined ends the wait with a CommError (a
+// blocking ncclCommInitRank would wait for it forever).
+void *communicatorOf(const std::vector<int> &members, int device, Communicator &comm,
+                     std::chrono::milliseconds timeout) {
   ncclUniqueId id{};
   if (members.front() == device) {
     check(ncclGetUniqueId(&id), "ncclGetUniqueId");
@@ -57,8 +84,23 @@ void *communicatorOf(const std::vector<int> &members, int device, Communicator &
     std::memcpy(&id, message.data(), sizeof id);
   }
   const auto rank = static_cast<int>(std::find(members.begin(), members.end(), device) - members.begin());
+  const std::string what =
+      "device " + std::to_string(device) + ": creating the NCCL communicator of devices " + listed(members);
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
   ncclComm_t made = nullptr;
-  check(ncclCommInitRank(&made, static_cast<int>(members.size()), id, rank), "ncclCommInitRank");
+  const ncclResult_t status = ncclCommInitRankConfig(&made, static_cast<int>(members.size()), id, rank, &config);
+  if (status != ncclSuccess && status != ncclInProgress) {
+    if (made)
+      ncclCommAbort(made);
+    throw CommError(what + ": " + ncclGetErrorString(status));
+  }
+  try {
+    awaitNccl([&](std::string *why) { return progressOf(made, why); }, timeout, what);
+  } catch (const CommError &) {
+    ncclCommAbort(made);
+    throw;
+  }
   return made;
 }
 
@@ -91,16 +133,21 @@ GpuNccl::GpuNccl(std::shared_ptr<const NcclPlan> plan, Communicator &comm, int g
   check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreate");
   computeLane_.event = event;
   collectives_ = makeLane();
-  for (size_t c = 0; c < plan_->communicators.size(); ++c) {
-    const std::vector<int> &members = plan_->communicators[c];
-    if (std::find(members.begin(), members.end(), device_) != members.end())
-      groups_[static_cast<int>(c)] = communicatorOf(members, device_, comm);
-  }
-  for (const auto &[sender, receiver] : plan_->channels)
-    if (sender == device_ || receiver == device_) {
-      channels_[{sender, receiver}] = communicatorOf({sender, receiver}, device_, comm);
-      channelLanes_[{sender, receiver}] = makeLane();
+  try {
+    for (size_t c = 0; c < plan_->communicators.size(); ++c) {
+      const std::vector<int> &members = plan_->communicators[c];
+      if (std::find(members.begin(), members.end(), device_) != members.end())
+        groups_[static_cast<int>(c)] = communicatorOf(members, device_, comm, timeout_);
     }
+    for (const auto &[sender, receiver] : plan_->channels)
+      if (sender == device_ || receiver == device_) {
+        channels_[{sender, receiver}] = communicatorOf({sender, receiver}, device_, comm, timeout_);
+        channelLanes_[{sender, receiver}] = makeLane();
+      }
+  } catch (const CommError &) {
+    abort(); // those made so far: no destructor runs
+    throw;
+  }
 }
 
 GpuNccl::~GpuNccl() {
@@ -113,10 +160,28 @@ GpuNccl::~GpuNccl() {
   if (!idle)
     abort();
   cudaDeviceSynchronize();
+  // Nonblocking communicators end in two parts: each is finalized (its members finalize theirs
+  // at the same time, in no particular order), then destroyed once quiet. One that does not
+  // get quiet within the timeout (a member that died after the last step) is aborted.
+  std::vector<ncclComm_t> comms;
   for (auto &[index, comm] : groups_)
-    ncclCommDestroy(commOf(comm));
+    comms.push_back(commOf(comm));
   for (auto &[pair, comm] : channels_)
-    ncclCommDestroy(commOf(comm));
+    comms.push_back(commOf(comm));
+  for (ncclComm_t comm : comms)
+    ncclCommFinalize(comm); // (a failure shows in its state, below)
+  const auto deadline = std::chrono::steady_clock::now() + timeout_;
+  for (size_t c = 0; c < comms.size(); ++c) {
+    const auto left =
+        std::max(std::chrono::milliseconds(0),
+                 std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()));
+    try {
+      awaitNccl([&](std::string *why) { return progressOf(comms[c], why); }, left, "finalize");
+      ncclCommDestroy(comms[c]);
+    } catch (const CommError &) {
+      ncclCommAbort(comms[c]);
+    }
+  }
   for (auto &[pair, lane] : channelLanes_) {
     cudaEventDestroy(static_cast<cudaEvent_t>(lane.event));
     cudaStreamDestroy(streamOf(lane.stream));
@@ -132,8 +197,26 @@ GpuNccl::~GpuNccl() {
 void GpuNccl::collective(const char *what, const std::function<int(void *comm, void *stream)> &call, int communicator) {
   useGpu(gpu_);
   follow(collectives_, computeLane_);
-  check(static_cast<ncclResult_t>(call(groups_.at(communicator), collectives_.stream)), what);
+  void *comm = groups_.at(communicator);
+  issued(call(comm, collectives_.stream), comm,
+         std::string(what) + " on devices " + listed(plan_->communicators.at(static_cast<size_t>(communicator))));
   follow(computeLane_, collectives_);
+}
+
+// A call on a nonblocking communicator that returned ncclInProgress is still being set up (its
+// first call on a channel connects the two): NCCL asks that it be done before the next call.
+void GpuNccl::issued(int status, void *comm, const std::string &what) {
+  if (status == ncclSuccess)
+    return;
+  const std::string where = "device " + std::to_string(device_) + ": " + what;
+  try {
+    if (status != ncclInProgress)
+      throw CommError(where + ": " + ncclGetErrorString(static_cast<ncclResult_t>(status)));
+    awaitNccl([&](std::string *why) { return progressOf(commOf(comm), why); }, timeout_, where);
+  } catch (const CommError &) {
+    abort();
+    throw;
+  }
 }
 
 void GpuNccl::allReduce(int communicator, const char *in, char *out, int64_t count, ir::DType dtype, int64_t /*tag*/,
@@ -173,9 +256,9 @@ void GpuNccl::send(int peer, const char *data, int64_t bytes, int64_t /*tag*/) {
   useGpu(gpu_);
   Lane &lane = channelLanes_.at({device_, peer});
   follow(lane, computeLane_);
-  check(ncclSend(data, static_cast<size_t>(bytes), ncclInt8, 1, commOf(channels_.at({device_, peer})),
-                 streamOf(lane.stream)),
-        "ncclSend");
+  void *comm = channels_.at({device_, peer});
+  issued(ncclSend(data, static_cast<size_t>(bytes), ncclInt8, 1, commOf(comm), streamOf(lane.stream)), comm,
+         "ncclSend to device " + std::to_string(peer));
 }
 
 // A receive records an event that arrived() makes the compute stream wait for; one the
@@ -184,9 +267,9 @@ void GpuNccl::send(int peer, const char *data, int64_t bytes, int64_t /*tag*/) {
 void GpuNccl::recv(int peer, char *data, int64_t bytes, int64_t /*tag*/, bool staged) {
   useGpu(gpu_);
   Lane &lane = channelLanes_.at({peer, device_});
-  check(ncclRecv(data, static_cast<size_t>(bytes), ncclInt8, 0, commOf(channels_.at({peer, device_})),
-                 streamOf(lane.stream)),
-        "ncclRecv");
+  void *comm = channels_.at({peer, device_});
+  issued(ncclRecv(data, static_cast<size_t>(bytes), ncclInt8, 0, commOf(comm), streamOf(lane.stream)), comm,
+         "ncclRecv from device " + std::to_string(peer));
   void *&event = received_[data];
   if (!event) {
     cudaEvent_t made = nullptr;

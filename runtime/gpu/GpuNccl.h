@@ -12,8 +12,16 @@
 // (a receive: once its message is unpacked), so that the host never waits for communication
 // and a channel's messages do not wait behind another's: the streams and events NcclPlan
 // replays. synchronize() and waitForKernels() poll the streams and each communicator's
-// asynchronous error against the run's timeout: a failed call, or a peer that never comes, aborts the communicators and
-// ends the wait with a CommError (as the host backends' waits end), not a hang.
+// asynchronous error against the run's timeout: a failed call, or a peer that never comes,
+// aborts the communicators and ends the wait with a CommError (as the host backends' waits
+// end), not a hang.
+//
+// The communicators are nonblocking (ncclConfig_t::blocking = 0), so that no NCCL call waits
+// for a peer on the host: their creation, any call that returns ncclInProgress (a channel's
+// first message connects its two ends) and their finalization at the end are polled
+// (awaitNccl, NcclRun.h) against the run's timeout. A member that died before it joined fails
+// the others' creation with "device D: creating the NCCL communicator of devices 0, 1: not
+// done after T s (a member that died or never came?)" instead of leaving them waiting.
 #pragma once
 
 #include "runtime/gpu/GpuKernels.h"
@@ -23,6 +31,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -30,9 +39,9 @@ namespace hspmd::runtime::gpu {
 
 class GpuNccl : public NcclEndpoint {
 public:
-  /// Creates `device`'s communicators of `plan` on GPU `gpu` (blocks until every member of
-  /// each has come); `compute` is the offload's stream; `timeout` bounds synchronize()'s wait.
-  /// Throws CommError with NCCL's reason.
+  /// Creates `device`'s communicators of `plan` on GPU `gpu` (waits until every member of
+  /// each has come, or `timeout`); `compute` is the offload's stream; `timeout` bounds each
+  /// wait. Throws CommError with NCCL's reason, or the wait's, having aborted those it made.
   GpuNccl(std::shared_ptr<const NcclPlan> plan, Communicator &comm, int gpu, GpuStream &compute,
           std::chrono::milliseconds timeout);
   ~GpuNccl() override;
@@ -82,6 +91,10 @@ private:
   /// `call` (an NCCL collective on communicator `communicator`, given its ncclComm_t and
   /// stream) on the collective stream, ordered after the kernels before it and before those after.
   void collective(const char *what, const std::function<int(void *comm, void *stream)> &call, int communicator);
+  /// After an NCCL call on `comm` (ncclResult_t `status`): waits, against the timeout, for one
+  /// still in progress; a failure, or a wait that outlasts the timeout, aborts every
+  /// communicator and throws CommError naming `what`.
+  void issued(int status, void *comm, const std::string &what);
   /// `waiter` waits for what was launched on `on` so far.
   void follow(Lane &waiter, Lane &on);
 };

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <thread>
 
 namespace hspmd::runtime::gpu {
 
@@ -19,6 +20,25 @@ std::string where(const ir::Instruction &in) {
 }
 
 } // namespace
+
+void awaitNccl(const std::function<NcclProgress(std::string *why)> &state, std::chrono::milliseconds timeout,
+               const std::string &what) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    std::string why;
+    switch (state(&why)) {
+    case NcclProgress::Done:
+      return;
+    case NcclProgress::Failed:
+      throw CommError(what + ": " + why);
+    case NcclProgress::InProgress:
+      break;
+    }
+    if (std::chrono::steady_clock::now() > deadline)
+      throw CommError(what + ": not done after " + formatSeconds(timeout) + " s (a member that died or never came?)");
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
 
 std::shared_ptr<const NcclPlan> ncclPlanOf(const std::map<int, ir::DeviceProgram> &plan) {
   // The plans in use, by their programs' address: a plan's calls point into its programs, so

@@ -25,9 +25,12 @@
 #include "runtime/Offload.h"
 #include "runtime/gpu/NcclPlan.h"
 
+#include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 namespace hspmd::runtime::gpu {
@@ -73,6 +76,18 @@ public:
   /// posted early may wait for a message its sender sends once this device has gone on.
   virtual void waitForKernels() {}
 };
+
+/// Where a nonblocking NCCL communicator (GpuNccl.h) stands, as ncclCommGetAsyncError says.
+enum class NcclProgress { Done, InProgress, Failed };
+
+/// Waits for a nonblocking NCCL communicator to finish what its last call started (its
+/// creation, a call that returned ncclInProgress, its finalization): polls `state` (which
+/// says, when Failed, NCCL's reason in `why`) until it is no longer in progress. Throws
+/// CommError "WHAT: WHY" when it failed, and "WHAT: not done after T s (a member that died or
+/// never came?)" when `timeout` has passed; `state` is polled at least once. The caller aborts
+/// the communicator: nothing it started can be trusted after either.
+void awaitNccl(const std::function<NcclProgress(std::string *why)> &state, std::chrono::milliseconds timeout,
+               const std::string &what);
 
 /// The NCCL calls of a plan, built once per plan and shared by its devices (threads) or made
 /// by each process (MPI); throws CommError naming what stands in the way.

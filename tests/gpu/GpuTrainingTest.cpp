@@ -9,6 +9,7 @@
 #include "runtime/Run.h"
 #include "runtime/gpu/GpuOffload.h"
 #ifdef HSPMD_HAVE_NCCL
+#include "ir/Tags.h"
 #include "runtime/gpu/GpuNccl.h"
 #endif
 
@@ -16,6 +17,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <thread>
 
 #include <unistd.h>
 
@@ -129,5 +131,28 @@ TEST(GpuTraining, PlansOnNcclMatchTheCpuExecutor) {
   }
   if (ran == 0)
     GTEST_SKIP() << runtime::gpu::gpuCount() << " GPU(s) here: NCCL needs one per device (2 to 4 for these plans)";
+}
+
+// A member that dies before it joins its communicator (it took the unique id, then nothing):
+// the other's creation ends at the timeout with a message, not a hang (the communicators are
+// nonblocking, GpuNccl.h). One GPU is enough: the member that dies never touches it.
+TEST(GpuNccl, AMemberThatDiesBeforeJoiningFailsTheOthersCreationAtTheTimeout) {
+  std::string why;
+  if (!runtime::gpu::gpuAvailable(&why))
+    GTEST_SKIP() << "no GPU here (" << why << "): scripts/gpu-check.sh runs this on a GPU";
+  auto plan = std::make_shared<runtime::gpu::NcclPlan>();
+  plan->communicators = {{0, 1}};
+  runtime::ThreadsWorld world({0, 1}, std::chrono::seconds(60));
+  std::thread dies([&] { world.communicator(1).recv(0, ir::tags::kNcclUniqueId); });
+  runtime::gpu::useGpu(0);
+  runtime::gpu::GpuStream stream;
+  try {
+    runtime::gpu::GpuNccl nccl(plan, world.communicator(0), 0, stream, std::chrono::seconds(2));
+    ADD_FAILURE() << "the communicator was made without device 1";
+  } catch (const runtime::CommError &e) {
+    EXPECT_STREQ(e.what(), "device 0: creating the NCCL communicator of devices 0, 1: not done after 2 s (a member "
+                           "that died or never came?)");
+  }
+  dies.join();
 }
 #endif

@@ -5,6 +5,7 @@
 #include "runtime/gpu/NcclPlan.h"
 #include "../support/ExampleBuild.h"
 #include "passes/Pipeline.h"
+#include "runtime/gpu/NcclRun.h"
 
 #include <gtest/gtest.h>
 
@@ -351,4 +352,60 @@ TEST(NcclPlan, MessagesOfACollectiveTileEachOutputOnce) {
     }
   }
   EXPECT_GT(gathers, 0);
+}
+
+// GpuNccl's communicators are nonblocking: creation and any call that returns ncclInProgress
+// are waited for by awaitNccl, against the run's timeout, so that a member that died before
+// it joined ends the wait with a message rather than a hang.
+using runtime::gpu::NcclProgress;
+
+TEST(AwaitNccl, PollsUntilTheCommunicatorIsDone) {
+  int polls = 0;
+  runtime::gpu::awaitNccl([&](std::string *) { return ++polls < 3 ? NcclProgress::InProgress : NcclProgress::Done; },
+                          std::chrono::seconds(60), "device 0: creating the NCCL communicator of devices 0, 1");
+  EXPECT_EQ(polls, 3);
+}
+
+TEST(AwaitNccl, AFailureEndsTheWaitWithNcclsReason) {
+  int polls = 0;
+  try {
+    runtime::gpu::awaitNccl(
+        [&](std::string *why) {
+          *why = "remote process exited or there was a network error";
+          return ++polls < 2 ? NcclProgress::InProgress : NcclProgress::Failed;
+        },
+        std::chrono::seconds(60), "device 0: ncclSend to device 1");
+    FAIL() << "no error";
+  } catch (const runtime::CommError &e) {
+    EXPECT_STREQ(e.what(), "device 0: ncclSend to device 1: remote process exited or there was a network error");
+  }
+  EXPECT_EQ(polls, 2);
+}
+
+TEST(AwaitNccl, AMemberThatNeverComesEndsTheWaitAtTheTimeout) {
+  int polls = 0;
+  try {
+    runtime::gpu::awaitNccl(
+        [&](std::string *) {
+          ++polls;
+          return NcclProgress::InProgress;
+        },
+        std::chrono::milliseconds(500), "device 0: creating the NCCL communicator of devices 0, 1");
+    FAIL() << "no error";
+  } catch (const runtime::CommError &e) {
+    EXPECT_STREQ(e.what(), "device 0: creating the NCCL communicator of devices 0, 1: not done after 0.5 s (a "
+                           "member that died or never came?)");
+  }
+  EXPECT_GE(polls, 2); // polled until the deadline, not given up at once
+}
+
+TEST(AwaitNccl, ACommunicatorAlreadyDoneIsPolledOnceEvenPastTheDeadline) {
+  int polls = 0;
+  runtime::gpu::awaitNccl(
+      [&](std::string *) {
+        ++polls;
+        return NcclProgress::Done;
+      },
+      std::chrono::milliseconds(0), "device 0: ncclRecv from device 1");
+  EXPECT_EQ(polls, 1);
 }
