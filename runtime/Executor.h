@@ -63,6 +63,12 @@ public:
   /// the host, its buffers staged down and up. Matmuls are not fused there.
   void offloadTo(std::unique_ptr<Offload> offload);
 
+  /// The run has failed on this device: its offload gives up what it has in flight (Offload::abandon).
+  void abandon() {
+    if (offload_)
+      offload_->abandon();
+  }
+
   /// Runs the phases with generated functions instead of walking the program's body.
   void setPhases(const PhaseFunctions &phases) { phases_ = phases; }
   /// Runs instruction `index` of the body for `microbatch` (timed and traced): what

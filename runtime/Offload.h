@@ -53,6 +53,10 @@ public:
   /// Instruction `in` has written its outputs in the offload's memory by other means than
   /// execute (an offload that communicates, around the one it wraps).
   virtual void changed(const ir::Instruction &in) { (void)in; }
+  /// The run has failed on this device: what the offload has in flight is given up now, not
+  /// finished when it is destroyed (the NCCL backend aborts its communicators rather than
+  /// finalizing them, which waits for peers that may never come).
+  virtual void abandon() {}
   /// Whether the offload carries out the program's sends, receives and collectives itself,
   /// in its own memory (communicate); otherwise the executor runs them on the host.
   virtual bool communicates() const { return false; }

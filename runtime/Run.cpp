@@ -1278,6 +1278,8 @@ RunResult train(World &world, const RunPlans &given, const ModelInfo &model, con
           keptStates[id] = {holdingPlan, std::move(state)};
       }
       world.fail("device " + std::to_string(id) + " failed: " + e.what());
+      if (executor)
+        executor->abandon();
     }
   };
   if (local.size() == 1) {

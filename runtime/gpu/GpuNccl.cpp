@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <exception>
 #include <thread>
 
 namespace hspmd::runtime::gpu {
@@ -157,7 +158,7 @@ GpuNccl::~GpuNccl() {
   bool idle = cudaStreamQuery(streamOf(collectives_.stream)) == cudaSuccess;
   for (auto &[pair, lane] : channelLanes_)
     idle = idle && cudaStreamQuery(streamOf(lane.stream)) == cudaSuccess;
-  if (!idle)
+  if (!idle || std::uncaught_exceptions() > 0) // (destroyed as a failure unwinds)
     abort();
   cudaDeviceSynchronize();
   // Nonblocking communicators end in two parts: each is finalized (its members finalize theirs
@@ -363,6 +364,11 @@ void GpuNccl::await(bool everyStream) {
     }
     std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
+}
+
+void GpuNccl::abandon() {
+  useGpu(gpu_);
+  abort();
 }
 
 void GpuNccl::abort() {

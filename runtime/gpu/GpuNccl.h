@@ -62,6 +62,8 @@ public:
   void arrived(const char *data) override;
   void synchronize() override { await(true); }
   void waitForKernels() override { await(false); }
+  /// Aborts the communicators (the run failed): a peer's calls on them end.
+  void abandon() override;
 
 private:
   struct Lane {             // a stream with the event its last call recorded

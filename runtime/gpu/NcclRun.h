@@ -75,6 +75,8 @@ public:
   /// they wait for): before the host reads the offload's memory. Not every call: a receive
   /// posted early may wait for a message its sender sends once this device has gone on.
   virtual void waitForKernels() {}
+  /// The run has failed (Offload::abandon): the calls in flight are given up.
+  virtual void abandon() {}
 };
 
 /// Where a nonblocking NCCL communicator (GpuNccl.h) stands, as ncclCommGetAsyncError says.
@@ -121,6 +123,10 @@ public:
   }
   void beginStep(const std::vector<unsigned char> &skipped) override;
   void changed(const ir::Instruction &in) override { inner_->changed(in); }
+  void abandon() override {
+    endpoint_->abandon();
+    inner_->abandon();
+  }
   std::string name() const override { return inner_->name(); }
   char *memory() override { return inner_->memory(); }
   bool communicates() const override { return true; }

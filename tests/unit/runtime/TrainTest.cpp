@@ -830,6 +830,52 @@ TEST(Offload, SwitchesAndRecoversAsTheExecutorDoes) {
   unsetenv("HSPMD_FUSION");
 }
 
+// A run that fails gives up each failed device's offload (Offload::abandon) before the
+// offload is destroyed, and a run that goes well gives up none: the NCCL backend then aborts
+// its communicators at once rather than finalizing them, which waits for peers that may never
+// come (GpuNccl.h). Here device 1 dies in step 2 and the run does not recover: device 0 fails.
+TEST(Offload, AFailedRunGivesUpTheOffloadsOfItsFailedDevices) {
+  auto c = compile("examples/gpt/plans/tp2.hspmd");
+  ASSERT_TRUE(c->result.ok);
+  struct Record {
+    std::mutex lock;
+    std::map<int, int> abandoned; // device -> abandon() calls
+    std::map<int, int> atTheEnd;  // device -> abandon() calls when its offload was destroyed
+  };
+  struct Abandoning : runtime::HostOffload {
+    int device;
+    Record &record;
+    Abandoning(const ir::DeviceProgram &p, Record &r) : HostOffload(p), device(p.device), record(r) {}
+    ~Abandoning() override {
+      std::lock_guard<std::mutex> hold(record.lock);
+      record.atTheEnd[device] = record.abandoned[device];
+    }
+    void abandon() override {
+      std::lock_guard<std::mutex> hold(record.lock);
+      ++record.abandoned[device];
+    }
+  };
+  auto run = [&](Record &record, const std::vector<runtime::Fault> &faults) {
+    runtime::RunOptions options;
+    options.data = kData;
+    options.steps = 3;
+    options.faults = faults;
+    options.offload = [&](const runtime::OffloadSite &site) {
+      return std::make_unique<Abandoning>(site.program, record);
+    };
+    return runtime::runThreads(c->result.programs.at(0), c->model, options);
+  };
+  Record failed;
+  EXPECT_THROW(run(failed, {runtime::Fault{2, 1, runtime::FaultPhase::Backward}}), runtime::RunError);
+  EXPECT_EQ(failed.abandoned[0], 1);
+  EXPECT_EQ(failed.atTheEnd[0], 1);  // given up before it was destroyed
+  EXPECT_EQ(failed.abandoned[1], 0); // the dead device's thread stopped where it died
+  Record wentWell;
+  EXPECT_EQ(run(wentWell, {}).losses.size(), 3u);
+  EXPECT_EQ(wentWell.atTheEnd.size(), 2u);
+  EXPECT_EQ(wentWell.abandoned[0] + wentWell.abandoned[1], 0);
+}
+
 // The NCCL backend writes into the memory of the offload it wraps (a GPU's) by its own calls:
 // it tells that offload which instruction wrote (Offload::changed: a GPU offload's bf16 copies
 // of parameters follow it) and when a step begins. Under `zero`, the gathered parameters are
