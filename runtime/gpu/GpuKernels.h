@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace hspmd::runtime::gpu {
@@ -26,6 +27,9 @@ void useGpu(int ordinal);
 /// The name CUDA gives GPU `device` ("NVIDIA H100 80GB HBM3"); runtime/gpu/DeviceTypes.h maps
 /// it to a cluster file's device type.
 std::string gpuName(int device = 0);
+
+/// The calling thread's GPU's free and total memory, in bytes (cudaMemGetInfo).
+std::pair<int64_t, int64_t> gpuMemory();
 
 /// Loads cuBLAS, which the first GpuStream does (it is not linked: its initializers would cost
 /// every process 60 ms as it starts); needs no GPU. False, with why, where it cannot be loaded.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <optional>
 #include <string>
@@ -25,10 +26,40 @@ int gpuOf(const ir::DeviceProgram &program) {
   return gpu;
 }
 
+// "1.5 MiB", "2.31 GiB".
+std::string bytesText(int64_t bytes) {
+  char text[32];
+  const double mib = static_cast<double>(bytes) / (1 << 20);
+  if (mib < 1024)
+    std::snprintf(text, sizeof text, "%.1f MiB", mib);
+  else
+    std::snprintf(text, sizeof text, "%.2f GiB", mib / 1024);
+  return text;
+}
+
+// `program`'s arena (its memory plan's offsets) in one allocation on GPU `gpu`.
+DeviceBuffer arenaOf(const ir::DeviceProgram &program, int gpu) {
+  const int64_t bytes = std::max<int64_t>(offloadBytes(program), 1);
+  try {
+    return DeviceBuffer(bytes);
+  } catch (const KernelError &e) {
+    const auto [free, total] = gpuMemory();
+    throw KernelError(arenaDoesNotFit(program.device, bytes, gpu, gpuName(gpu), free, total, e.what()));
+  }
+}
+
 } // namespace
 
+std::string arenaDoesNotFit(int device, int64_t bytes, int gpu, const std::string &name, int64_t free, int64_t total,
+                            const std::string &why) {
+  return "device " + std::to_string(device) + " needs " + bytesText(bytes) +
+         " of GPU memory (its memory plan's peak), " + "and GPU " + std::to_string(gpu) + " (" + name + ") has " +
+         bytesText(free) + " free of " + bytesText(total) + " (" + why +
+         "); hspmc lint checks a plan's memory against its cluster file's device types (HS111)";
+}
+
 GpuOffload::GpuOffload(const ir::DeviceProgram &program)
-    : program_(program), gpu_(gpuOf(program)), arena_(std::max<int64_t>(offloadBytes(program), 1)) {
+    : program_(program), gpu_(gpuOf(program)), arena_(arenaOf(program, gpu_)) {
   fusion_ = fusionFor(program, /*bf16=*/true);
   if (const char *setting = std::getenv("HSPMD_GPU_PARAMETER_COPIES"); setting && std::string(setting) == "0")
     return;

@@ -36,9 +36,15 @@
 
 namespace hspmd::runtime::gpu {
 
+/// What a GpuOffload says when `device`'s arena of `bytes` (its memory plan's peak) cannot be
+/// allocated on GPU `gpu`, named `name`, which has `free` of `total` bytes (`why`: CUDA's error).
+std::string arenaDoesNotFit(int device, int64_t bytes, int gpu, const std::string &name, int64_t free, int64_t total,
+                            const std::string &why);
+
 class GpuOffload : public Offload {
 public:
-  /// Throws KernelError when no GPU can be used (CUDA's reason).
+  /// Throws KernelError when no GPU can be used (CUDA's reason), or when the program's arena
+  /// does not fit in the GPU's free memory (arenaDoesNotFit).
   explicit GpuOffload(const ir::DeviceProgram &program);
   void upload(int64_t offset, const char *from, int64_t bytes) override;
   void download(int64_t offset, char *to, int64_t bytes) override;

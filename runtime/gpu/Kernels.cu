@@ -169,6 +169,12 @@ std::string gpuName(int device) {
   return properties.name;
 }
 
+std::pair<int64_t, int64_t> gpuMemory() {
+  size_t free = 0, total = 0;
+  check(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
+  return {static_cast<int64_t>(free), static_cast<int64_t>(total)};
+}
+
 bool loadBlas(std::string *why) {
   try {
     cublas();

@@ -8,6 +8,7 @@
 #include "runtime/Run.h"
 #include "runtime/gpu/Emulation.h"
 #include "runtime/gpu/GpuOffload.h"
+#include "tests/unit/support/EmulatedGpu.h"
 #include "tests/unit/support/ExampleBuild.h"
 
 #include <gtest/gtest.h>
@@ -98,6 +99,43 @@ runtime::OffloadFactory watched(Seen &seen) {
 }
 
 } // namespace
+
+// A device whose memory plan does not fit on its GPU: the run stops before it trains, saying how
+// much the device needs and how much the GPU has, not only CUDA's "out of memory".
+TEST(GpuOffload, AnArenaThatDoesNotFitSaysHowMuchItNeedsAndTheGpuHas) {
+  EXPECT_EQ(runtime::gpu::arenaDoesNotFit(3, (int64_t{13} << 28) + 5, 1, "NVIDIA A100-SXM4-40GB", int64_t{5} << 29,
+                                          int64_t{40} << 30, "cudaMalloc: out of memory"),
+            "device 3 needs 3.25 GiB of GPU memory (its memory plan's peak), and GPU 1 (NVIDIA A100-SXM4-40GB) has "
+            "2.50 GiB free of 40.00 GiB (cudaMalloc: out of memory); hspmc lint checks a plan's memory against its "
+            "cluster file's device types (HS111)");
+  EXPECT_EQ(runtime::gpu::arenaDoesNotFit(0, 3 << 19, 0, "emulated GPU (CPU threads)", 1 << 20, 1 << 20, "why"),
+            "device 0 needs 1.5 MiB of GPU memory (its memory plan's peak), and GPU 0 (emulated GPU (CPU threads)) "
+            "has 1.0 MiB free of 1.0 MiB (why); hspmc lint checks a plan's memory against its cluster file's device "
+            "types (HS111)");
+  TinyGpt gpt;
+  ASSERT_NO_FATAL_FAILURE(compileTinyGpt(gpt));
+  const ir::DeviceProgram &program = gpt.result.programs[0].at(0);
+  const int64_t needs = runtime::offloadBytes(program);
+  hspmd::testing::emulatedGpuMemory = needs - 1;
+  const std::string want = runtime::gpu::arenaDoesNotFit(0, needs, 0, "emulated GPU (CPU threads)", needs - 1,
+                                                         needs - 1, "cudaMalloc: out of memory");
+  try {
+    runtime::gpu::GpuOffload offload(program);
+    ADD_FAILURE() << "the arena was allocated";
+  } catch (const runtime::KernelError &e) {
+    EXPECT_EQ(e.what(), want);
+  }
+  gpt.run.offload = runtime::gpu::gpuOffload; // as hspmc train --device gpu runs: an error, before any step
+  try {
+    gpt.losses();
+    ADD_FAILURE() << "the run trained";
+  } catch (const runtime::RunError &e) {
+    EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+  }
+  hspmd::testing::emulatedGpuMemory = needs; // just enough
+  EXPECT_NO_THROW(runtime::gpu::GpuOffload{program});
+  hspmd::testing::emulatedGpuMemory = 0;
+}
 
 // fp32: the losses of 2 steps (the second after an update) within 1e-5 of the CPU executor's. The
 // GPU fuses the products the CPU executor fuses (runtime/Fusion.h: dX = dY W^T reading W, a weight's

@@ -4,6 +4,7 @@
 // table with the products on a reference GEMM (ReferenceGemm.h) in place of cuBLAS: what
 // Kernels.cu runs on a GPU, but for cuBLAS and the CUDA runtime. Launches run at most
 // kBlocks blocks (runtime/gpu/Emulation.h's BlockCap: every kernel is a grid-stride loop).
+#include "tests/unit/support/EmulatedGpu.h"
 #include "runtime/gpu/Dispatch.cuh"
 #include "runtime/gpu/GpuKernels.h"
 #include "runtime/gpu/LayoutKernels.cuh"
@@ -34,6 +35,11 @@ std::string gpuName(int) {
   return "emulated GPU (CPU threads)";
 }
 
+std::pair<int64_t, int64_t> gpuMemory() {
+  const int64_t limit = testing::emulatedGpuMemory;
+  return {limit, limit};
+}
+
 bool loadBlas(std::string *) {
   return true;
 }
@@ -47,6 +53,8 @@ void GpuStream::synchronize() { // a stream is nothing: only the fault word to r
 }
 
 DeviceBuffer::DeviceBuffer(int64_t bytes) {
+  if (const int64_t limit = testing::emulatedGpuMemory; limit > 0 && bytes > limit)
+    throw KernelError("cudaMalloc: out of memory");
   data_ = std::calloc(static_cast<size_t>(std::max<int64_t>(bytes, 1)), 1);
   if (!data_)
     throw KernelError("out of memory for an emulated GPU buffer");
