@@ -71,6 +71,13 @@ public:
   /// receiver is dead), so that a death right after leaves no message unread. Threads: a
   /// sent message is already in the receiver's hands.
   virtual void flush() {}
+  /// Why this device's waits would end now though nothing they wait for failed (a failure
+  /// elsewhere in the run: the CommError text they would throw), or empty while it goes on.
+  /// For waits outside the communicator (NCCL's on a GPU, runtime/gpu/GpuNccl.h), so that they
+  /// end as its own do. Threads: the world's failure, but in a shielded section. MPI: none yet (its
+  /// waits learn of a death by heartbeats, which run only where a run goes on after one, and
+  /// the NCCL backend refuses that).
+  virtual std::string stopped() const { return {}; }
 };
 
 /// Where the devices of a run live, as one process sees them: what the one training loop

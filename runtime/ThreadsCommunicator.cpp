@@ -124,10 +124,8 @@ public:
     // After a failure no barrier completes (but in a shielded section): a device arriving
     // last must not pass one that the devices which came before it left by the failure (a
     // plan switch would hold on some devices and not on others).
-    if (world_.dead_.count(device_))
-      throw CommError("device " + std::to_string(device_) + " was taken for dead by the others");
-    if (!world_.failure_.empty() && !world_.shielded_.count(device_))
-      throw CommError("device " + std::to_string(device_) + " stopped: " + world_.failure_);
+    if (std::string why = stoppedLocked(); !why.empty())
+      throw CommError(why);
     const int64_t generation = world_.barrierGeneration_;
     if (++world_.barrierArrived_ == static_cast<int>(world_.devices_.size() - world_.dead_.size())) {
       world_.barrierArrived_ = 0;
@@ -141,9 +139,24 @@ public:
         [](int) { return false; });
   }
 
+  std::string stopped() const override {
+    const std::lock_guard lock(world_.mutex_);
+    return stoppedLocked();
+  }
+
 private:
   ThreadsWorld &world_;
   int device_;
+
+  /// stopped(), the world's mutex held: this device taken for dead, or a failure elsewhere
+  /// outside a shielded section.
+  std::string stoppedLocked() const {
+    if (world_.dead_.count(device_))
+      return "device " + std::to_string(device_) + " was taken for dead by the others";
+    if (!world_.failure_.empty() && !world_.shielded_.count(device_))
+      return "device " + std::to_string(device_) + " stopped: " + world_.failure_;
+    return {};
+  }
 
   void wakeGroup(const std::vector<int> &group) {
     for (int member : group)
@@ -186,12 +199,13 @@ private:
     auto &me = world_.waiters_.at(device_);
     while (!ready()) {
       if (interruptible && world_.dead_.count(device_))
-        throw CommError("device " + std::to_string(device_) + " was taken for dead by the others");
+        throw CommError(stoppedLocked());
       for (int peer : world_.dead_)
         if (awaited(peer))
           throw CommError("device " + std::to_string(device_) + " stopped: device " + std::to_string(peer) + " died");
-      if (interruptible && !world_.failure_.empty() && !world_.shielded_.count(device_))
-        throw CommError("device " + std::to_string(device_) + " stopped: " + world_.failure_);
+      if (interruptible)
+        if (std::string why = stoppedLocked(); !why.empty())
+          throw CommError(why);
       if (poll(lock, me))
         continue;
       if (me.wakeup.wait_until(lock, deadline) == std::cv_status::timeout && !ready()) {

@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <cstring>
 #include <exception>
-#include <thread>
 
 namespace hspmd::runtime::gpu {
 
@@ -66,7 +65,8 @@ std::string listed(const std::vector<int> &members) {
 // One nonblocking communicator of `members` (this device among them), its unique id made by
 // the first and sent to the others through the run's communicator. Its creation is waited for
 // against `timeout`: a member that died before it joined ends the wait with a CommError (a
-// blocking ncclCommInitRank would wait for it forever).
+// blocking ncclCommInitRank would wait for it forever), as does a failure elsewhere that the
+// run's communicator reports.
 void *communicatorOf(const std::vector<int> &members, int device, Communicator &comm,
                      std::chrono::milliseconds timeout) {
   ncclUniqueId id{};
@@ -97,7 +97,7 @@ void *communicatorOf(const std::vector<int> &members, int device, Communicator &
     throw CommError(what + ": " + ncclGetErrorString(status));
   }
   try {
-    awaitNccl([&](std::string *why) { return progressOf(made, why); }, timeout, what);
+    awaitNccl([&](std::string *why) { return progressOf(made, why); }, timeout, what, [&] { return comm.stopped(); });
   } catch (const CommError &) {
     ncclCommAbort(made);
     throw;
@@ -127,7 +127,7 @@ void GpuNccl::follow(Lane &waiter, Lane &on) {
 // plan's order: the same order on every device.
 GpuNccl::GpuNccl(std::shared_ptr<const NcclPlan> plan, Communicator &comm, int gpu, GpuStream &compute,
                  std::chrono::milliseconds timeout)
-    : plan_(std::move(plan)), device_(comm.device()), gpu_(gpu), timeout_(timeout), compute_(compute) {
+    : plan_(std::move(plan)), comm_(comm), device_(comm.device()), gpu_(gpu), timeout_(timeout), compute_(compute) {
   useGpu(gpu_);
   computeLane_.stream = compute_.stream();
   cudaEvent_t event = nullptr;
@@ -213,7 +213,8 @@ void GpuNccl::issued(int status, void *comm, const std::string &what) {
   try {
     if (status != ncclInProgress)
       throw CommError(where + ": " + ncclGetErrorString(static_cast<ncclResult_t>(status)));
-    awaitNccl([&](std::string *why) { return progressOf(commOf(comm), why); }, timeout_, where);
+    awaitNccl([&](std::string *why) { return progressOf(commOf(comm), why); }, timeout_, where,
+              [&] { return comm_.stopped(); });
   } catch (const CommError &) {
     abort();
     throw;
@@ -320,7 +321,9 @@ char *GpuNccl::scratch(size_t index, int64_t bytes) {
   return static_cast<char *>(scratch_[index]->data());
 }
 
-// Polls rather than waits: a stream blocked on a peer that died would never return.
+// Polls rather than waits: a stream blocked on a peer that died would never return. Ends, having
+// aborted the communicators, at a failed call, at the timeout, or when the run's communicator
+// says the run failed elsewhere (a peer's calls that will never come).
 void GpuNccl::await(bool everyStream) {
   useGpu(gpu_);
   std::vector<cudaStream_t> streams = {streamOf(computeLane_.stream)};
@@ -334,8 +337,7 @@ void GpuNccl::await(bool everyStream) {
     comms.push_back(commOf(comm));
   for (auto &[pair, comm] : channels_)
     comms.push_back(commOf(comm));
-  const auto deadline = std::chrono::steady_clock::now() + timeout_;
-  while (true) {
+  const auto state = [&](std::string *why) {
     bool done = true;
     for (cudaStream_t stream : streams) {
       const cudaError_t status = cudaStreamQuery(stream);
@@ -344,26 +346,24 @@ void GpuNccl::await(bool everyStream) {
       else
         check(status, "a kernel or an NCCL call on the GPU");
     }
-    if (done) {
-      if (everyStream)
-        retired_.clear();
-      return;
-    }
-    for (ncclComm_t comm : comms) {
-      ncclResult_t status = ncclSuccess;
-      check(ncclCommGetAsyncError(comm, &status), "ncclCommGetAsyncError");
-      if (status != ncclSuccess && status != ncclInProgress) {
-        abort();
-        throw CommError("device " + std::to_string(device_) + ": an NCCL call failed: " + ncclGetErrorString(status));
+    if (done)
+      return NcclProgress::Done;
+    for (ncclComm_t comm : comms)
+      if (progressOf(comm, why) == NcclProgress::Failed) {
+        *why = "an NCCL call failed: " + *why;
+        return NcclProgress::Failed;
       }
-    }
-    if (std::chrono::steady_clock::now() > deadline) {
-      abort();
-      throw CommError("device " + std::to_string(device_) + " waited " + formatSeconds(timeout_) +
-                      " s for its NCCL calls to finish (a peer that died or stopped?)");
-    }
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
+    return NcclProgress::InProgress;
+  };
+  try {
+    awaitNccl(state, timeout_, "device " + std::to_string(device_) + ": waiting for its NCCL calls",
+              [&] { return comm_.stopped(); });
+  } catch (const CommError &) {
+    abort();
+    throw;
   }
+  if (everyStream)
+    retired_.clear();
 }
 
 void GpuNccl::abandon() {

@@ -12,9 +12,10 @@
 // (a receive: once its message is unpacked), so that the host never waits for communication
 // and a channel's messages do not wait behind another's: the streams and events NcclPlan
 // replays. synchronize() and waitForKernels() poll the streams and each communicator's
-// asynchronous error against the run's timeout: a failed call, or a peer that never comes,
-// aborts the communicators and ends the wait with a CommError (as the host backends' waits
-// end), not a hang.
+// asynchronous error against the run's timeout: a failed call, a peer that never comes, or a
+// failure elsewhere that the run's communicator reports (Communicator::stopped: another
+// device's thread failed) aborts the communicators and ends the wait with a CommError (as the
+// host backends' waits end), not a hang.
 //
 // The communicators are nonblocking (ncclConfig_t::blocking = 0), so that no NCCL call waits
 // for a peer on the host: their creation, any call that returns ncclInProgress (a channel's
@@ -71,6 +72,7 @@ private:
     void *event = nullptr;  // cudaEvent_t
   };
   std::shared_ptr<const NcclPlan> plan_;
+  Communicator &comm_; // the run's: the unique ids, and whether the run failed elsewhere
   int device_, gpu_;
   std::chrono::milliseconds timeout_;
   GpuStream &compute_;

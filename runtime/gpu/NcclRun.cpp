@@ -22,7 +22,7 @@ std::string where(const ir::Instruction &in) {
 } // namespace
 
 void awaitNccl(const std::function<NcclProgress(std::string *why)> &state, std::chrono::milliseconds timeout,
-               const std::string &what) {
+               const std::string &what, const std::function<std::string()> &stopped) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (true) {
     std::string why;
@@ -34,6 +34,9 @@ void awaitNccl(const std::function<NcclProgress(std::string *why)> &state, std::
     case NcclProgress::InProgress:
       break;
     }
+    if (stopped)
+      if (std::string reason = stopped(); !reason.empty())
+        throw CommError(reason);
     if (std::chrono::steady_clock::now() > deadline)
       throw CommError(what + ": not done after " + formatSeconds(timeout) + " s (a member that died or never came?)");
     std::this_thread::sleep_for(std::chrono::microseconds(50));

@@ -86,10 +86,13 @@ enum class NcclProgress { Done, InProgress, Failed };
 /// creation, a call that returned ncclInProgress, its finalization): polls `state` (which
 /// says, when Failed, NCCL's reason in `why`) until it is no longer in progress. Throws
 /// CommError "WHAT: WHY" when it failed, and "WHAT: not done after T s (a member that died or
-/// never came?)" when `timeout` has passed; `state` is polled at least once. The caller aborts
-/// the communicator: nothing it started can be trusted after either.
+/// never came?)" when `timeout` has passed; `state` is polled at least once. `stopped`, where
+/// given, says why the run stopped elsewhere (Communicator::stopped: the threads world's
+/// failure), or nothing: a wait still in progress then ends at once with CommError of its text,
+/// as the communicator's own waits end. The caller aborts the communicator: nothing it started
+/// can be trusted after any of these.
 void awaitNccl(const std::function<NcclProgress(std::string *why)> &state, std::chrono::milliseconds timeout,
-               const std::string &what);
+               const std::string &what, const std::function<std::string()> &stopped = {});
 
 /// The NCCL calls of a plan, built once per plan and shared by its devices (threads) or made
 /// by each process (MPI); throws CommError naming what stands in the way.

@@ -155,4 +155,30 @@ TEST(GpuNccl, AMemberThatDiesBeforeJoiningFailsTheOthersCreationAtTheTimeout) {
   }
   dies.join();
 }
+
+// The same member reported failed by the run (ThreadsWorld::fail, as the training loop does when
+// a device's thread fails): the other's creation ends at once with the communicator's text,
+// not at the timeout (Communicator::stopped).
+TEST(GpuNccl, AFailureElsewhereEndsTheOthersCreationAtOnce) {
+  std::string why;
+  if (!runtime::gpu::gpuAvailable(&why))
+    GTEST_SKIP() << "no GPU here (" << why << "): scripts/gpu-check.sh runs this on a GPU";
+  auto plan = std::make_shared<runtime::gpu::NcclPlan>();
+  plan->communicators = {{0, 1}};
+  runtime::ThreadsWorld world({0, 1}, std::chrono::seconds(60));
+  std::thread fails([&] {
+    world.communicator(1).recv(0, ir::tags::kNcclUniqueId);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    world.fail("device 1 failed: out of memory");
+  });
+  runtime::gpu::useGpu(0);
+  runtime::gpu::GpuStream stream;
+  try { // (the timeout's message would be another)
+    runtime::gpu::GpuNccl nccl(plan, world.communicator(0), 0, stream, std::chrono::seconds(30));
+    ADD_FAILURE() << "the communicator was made without device 1";
+  } catch (const runtime::CommError &e) {
+    EXPECT_STREQ(e.what(), "device 0 stopped: device 1 failed: out of memory");
+  }
+  fails.join();
+}
 #endif

@@ -68,6 +68,34 @@ TEST(ThreadsCommunicator, AFailedDeviceStopsTheOthers) {
   EXPECT_EQ(error, "device 0 stopped: device 1 failed: out of memory");
 }
 
+// A wait outside the communicator (NCCL's on a GPU: runtime/gpu/GpuNccl.h) asks it whether the
+// run stopped, and ends with the text the communicator's own waits end with: nothing before a
+// failure, the failure after it, nothing in a shielded section, and being taken for dead.
+TEST(ThreadsCommunicator, StoppedSaysWhatItsOwnWaitsWouldSay) {
+  ThreadsWorld world({0, 1, 2}, std::chrono::milliseconds(300));
+  EXPECT_EQ(world.communicator(0).stopped(), "");
+  world.fail("device 1 failed: out of memory");
+  EXPECT_EQ(world.communicator(0).stopped(), "device 0 stopped: device 1 failed: out of memory");
+  try {
+    world.communicator(0).recv(2, 1);
+    ADD_FAILURE() << "the failure stops the wait";
+  } catch (const CommError &e) {
+    EXPECT_EQ(world.communicator(0).stopped(), e.what());
+  }
+  world.shield(2, true);
+  EXPECT_EQ(world.communicator(2).stopped(), "");
+  world.shield(2, false);
+  EXPECT_EQ(world.communicator(2).stopped(), "device 2 stopped: device 1 failed: out of memory");
+}
+
+TEST(ThreadsCommunicator, StoppedSaysADeviceWasTakenForDead) {
+  ThreadsWorld world({0, 1}, std::chrono::milliseconds(200));
+  world.markDead(1, "device 1 died");
+  EXPECT_EQ(world.agree(0), (std::vector<int>{0}));
+  EXPECT_EQ(world.communicator(0).stopped(), ""); // the survivors go on afresh
+  EXPECT_EQ(world.communicator(1).stopped(), "device 1 was taken for dead by the others");
+}
+
 // A death stops the waits on the dead device, and any wait outside a shielded section; the
 // survivors agree on the same list, and talk afresh after it (what was in flight is dropped).
 TEST(ThreadsCommunicator, SurvivorsOfADeathAgreeAndTalkAfresh) {

@@ -399,6 +399,28 @@ TEST(AwaitNccl, AMemberThatNeverComesEndsTheWaitAtTheTimeout) {
   EXPECT_GE(polls, 2); // polled until the deadline, not given up at once
 }
 
+// A failure elsewhere that the run's communicator reports (Communicator::stopped) ends the wait
+// at once with its text, not at the timeout; a communicator that is done is done all the same.
+TEST(AwaitNccl, AFailureElsewhereEndsTheWaitWithTheCommunicatorsText) {
+  int polls = 0, asked = 0;
+  try {
+    runtime::gpu::awaitNccl(
+        [&](std::string *) {
+          ++polls;
+          return NcclProgress::InProgress;
+        },
+        std::chrono::seconds(60), "device 0: creating the NCCL communicator of devices 0, 1",
+        [&] { return ++asked < 3 ? std::string() : std::string("device 0 stopped: device 1 failed: out of memory"); });
+    FAIL() << "no error";
+  } catch (const runtime::CommError &e) {
+    EXPECT_STREQ(e.what(), "device 0 stopped: device 1 failed: out of memory");
+  }
+  EXPECT_EQ(polls, 3);
+  EXPECT_EQ(asked, 3);
+  runtime::gpu::awaitNccl([&](std::string *) { return NcclProgress::Done; }, std::chrono::seconds(60),
+                          "device 0: ncclRecv from device 1", [] { return std::string("device 0 stopped: why"); });
+}
+
 TEST(AwaitNccl, ACommunicatorAlreadyDoneIsPolledOnceEvenPastTheDeadline) {
   int polls = 0;
   runtime::gpu::awaitNccl(
