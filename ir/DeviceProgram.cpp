@@ -9,6 +9,7 @@
 #include "ir/TextLexer.h"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace hspmd::ir {
 
@@ -39,6 +40,15 @@ int64_t Buffer::bytes() const {
   for (int64_t d : shape)
     n *= d;
   return n;
+}
+
+std::string memoryText(double bytes) {
+  char text[32];
+  if (bytes < 1024.0 * 1024 * 1024)
+    std::snprintf(text, sizeof text, "%.1f MiB", bytes / (1024.0 * 1024));
+  else
+    std::snprintf(text, sizeof text, "%.2f GiB", bytes / (1024.0 * 1024 * 1024));
+  return text;
 }
 
 std::string storeName(const Buffer &buffer) {

@@ -131,6 +131,10 @@ struct DeviceProgram {
 /// The name in the parameter store a Parameter or State buffer reads and writes.
 std::string storeName(const Buffer &buffer);
 
+/// A byte count as people read memory, in every message that names one (lint, the planner,
+/// a switch, a GPU's arena): "13.6 MiB" below a GiB, else "2.31 GiB".
+std::string memoryText(double bytes);
+
 /// Text, one instruction a line:
 ///   program device 0 plan 0 peak 1048576 {
 ///     buffer %3 "blocks[0].wqkv" : f32[64, 96] at 4096

@@ -6,7 +6,6 @@
 
 #include "planner/Topology.h"
 
-#include <cstdio>
 #include <memory>
 
 #include <algorithm>
@@ -154,15 +153,6 @@ std::map<int, double> estimateCompute(const ir::Graph &graph, const passes::Lowe
     }
   }
   return seconds;
-}
-
-std::string memoryText(double bytes) {
-  char text[32];
-  if (bytes < 1024.0 * 1024 * 1024)
-    std::snprintf(text, sizeof text, "%.1f MiB", bytes / (1024.0 * 1024));
-  else
-    std::snprintf(text, sizeof text, "%.1f GiB", bytes / (1024.0 * 1024 * 1024));
-  return text;
 }
 
 std::map<int, DeviceMemory> estimateMemory(const ir::Graph &graph, const passes::LoweredPlan &plan) {

@@ -42,8 +42,7 @@ std::map<int, double> estimateCompute(const ir::Graph &graph, const passes::Lowe
 /// bandwidth, others at the cluster's inter-node bandwidth.
 passes::LinkModel linkModel(const Cluster &cluster);
 
-/// A byte count as people read memory: "13.6 MiB" below a GiB, else "2.3 GiB".
-std::string memoryText(double bytes);
+using ir::memoryText; // (ir/DeviceProgram.h)
 
 /// Bytes a device holds of a value under an annotation (0 when it holds none).
 double localBytes(const ir::Value &value, const ir::Annotation &annotation, int device);

@@ -64,13 +64,6 @@ std::string layerOf(const std::string &name) {
   return name.substr(0, name.find('.'));
 }
 
-std::string mib(double bytes) {
-  char out[32];
-  std::snprintf(out, sizeof out, bytes < (1 << 30) ? "%.1f MiB" : "%.2f GiB",
-                bytes / (bytes < (1 << 30) ? (1 << 20) : (1 << 30)));
-  return out;
-}
-
 std::string listOf(const std::vector<std::string> &names) {
   std::string out;
   for (size_t i = 0; i < names.size() && i < 3; ++i)
@@ -309,15 +302,15 @@ StateSwitch planSwitchToFit(const std::map<int, ir::DeviceProgram> &from, const 
       continue;
     const DeviceMemory has = memory(device);
     const bool packing = m.oldArena + m.oldState >= m.oldState + m.newArena + m.bucketMessages;
-    throw SwitchError("device " + std::to_string(device) + " needs " + mib(static_cast<double>(m.inBuckets())) +
-                      " during the switch even moving in " + std::to_string(byLayer.buckets.size()) +
-                      " buckets by layer (" +
-                      (packing ? "its old arena, " + mib(static_cast<double>(m.oldArena)) +
-                                     ", beside its state packed out of it, " + mib(static_cast<double>(m.oldState))
-                               : "its old state, " + mib(static_cast<double>(m.oldState)) + ", beside the new arena, " +
-                                     mib(static_cast<double>(m.newArena)) + ", and one bucket's messages, " +
-                                     mib(static_cast<double>(m.bucketMessages))) +
-                      "), but a " + has.type + " has " + mib(has.bytes));
+    throw SwitchError(
+        "device " + std::to_string(device) + " needs " + ir::memoryText(static_cast<double>(m.inBuckets())) +
+        " during the switch even moving in " + std::to_string(byLayer.buckets.size()) + " buckets by layer (" +
+        (packing ? "its old arena, " + ir::memoryText(static_cast<double>(m.oldArena)) +
+                       ", beside its state packed out of it, " + ir::memoryText(static_cast<double>(m.oldState))
+                 : "its old state, " + ir::memoryText(static_cast<double>(m.oldState)) + ", beside the new arena, " +
+                       ir::memoryText(static_cast<double>(m.newArena)) + ", and one bucket's messages, " +
+                       ir::memoryText(static_cast<double>(m.bucketMessages))) +
+        "), but a " + has.type + " has " + ir::memoryText(has.bytes));
   }
   return byLayer;
 }

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <optional>
 #include <string>
@@ -26,17 +25,6 @@ int gpuOf(const ir::DeviceProgram &program) {
   return gpu;
 }
 
-// "1.5 MiB", "2.31 GiB".
-std::string bytesText(int64_t bytes) {
-  char text[32];
-  const double mib = static_cast<double>(bytes) / (1 << 20);
-  if (mib < 1024)
-    std::snprintf(text, sizeof text, "%.1f MiB", mib);
-  else
-    std::snprintf(text, sizeof text, "%.2f GiB", mib / 1024);
-  return text;
-}
-
 // `program`'s arena (its memory plan's offsets) in one allocation on GPU `gpu`.
 DeviceBuffer arenaOf(const ir::DeviceProgram &program, int gpu) {
   const int64_t bytes = std::max<int64_t>(offloadBytes(program), 1);
@@ -52,9 +40,9 @@ DeviceBuffer arenaOf(const ir::DeviceProgram &program, int gpu) {
 
 std::string arenaDoesNotFit(int device, int64_t bytes, int gpu, const std::string &name, int64_t free, int64_t total,
                             const std::string &why) {
-  return "device " + std::to_string(device) + " needs " + bytesText(bytes) +
-         " of GPU memory (its memory plan's peak), " + "and GPU " + std::to_string(gpu) + " (" + name + ") has " +
-         bytesText(free) + " free of " + bytesText(total) + " (" + why +
+  return "device " + std::to_string(device) + " needs " + ir::memoryText(bytes) +
+         " of GPU memory (its memory plan's peak), and GPU " + std::to_string(gpu) + " (" + name + ") has " +
+         ir::memoryText(free) + " free of " + ir::memoryText(total) + " (" + why +
          "); hspmc lint checks a plan's memory against its cluster file's device types (HS111)";
 }
 
