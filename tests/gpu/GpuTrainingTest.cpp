@@ -17,6 +17,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <thread>
 
 #include <unistd.h>
@@ -133,6 +134,30 @@ TEST(GpuTraining, PlansOnNcclMatchTheCpuExecutor) {
     GTEST_SKIP() << runtime::gpu::gpuCount() << " GPU(s) here: NCCL needs one per device (2 to 4 for these plans)";
 }
 
+namespace {
+
+// Device 0 creates the communicator of devices 0 and 1 on GPU 0 while `other` plays device 1 on
+// its own thread: what the creation threw (empty where it threw nothing).
+std::string creationFailure(const std::function<void(runtime::ThreadsWorld &)> &other,
+                            std::chrono::milliseconds timeout) {
+  auto plan = std::make_shared<runtime::gpu::NcclPlan>();
+  plan->communicators = {{0, 1}};
+  runtime::ThreadsWorld world({0, 1}, std::chrono::seconds(60));
+  std::thread device1([&] { other(world); });
+  runtime::gpu::useGpu(0);
+  runtime::gpu::GpuStream stream;
+  std::string error;
+  try {
+    runtime::gpu::GpuNccl nccl(plan, world.communicator(0), 0, stream, timeout);
+  } catch (const runtime::CommError &e) {
+    error = e.what();
+  }
+  device1.join();
+  return error;
+}
+
+} // namespace
+
 // A member that dies before it joins its communicator (it took the unique id, then nothing):
 // the other's creation ends at the timeout with a message, not a hang (the communicators are
 // nonblocking, GpuNccl.h). One GPU is enough: the member that dies never touches it.
@@ -140,45 +165,27 @@ TEST(GpuNccl, AMemberThatDiesBeforeJoiningFailsTheOthersCreationAtTheTimeout) {
   std::string why;
   if (!runtime::gpu::gpuAvailable(&why))
     GTEST_SKIP() << "no GPU here (" << why << "): scripts/gpu-check.sh runs this on a GPU";
-  auto plan = std::make_shared<runtime::gpu::NcclPlan>();
-  plan->communicators = {{0, 1}};
-  runtime::ThreadsWorld world({0, 1}, std::chrono::seconds(60));
-  std::thread dies([&] { world.communicator(1).recv(0, ir::tags::kNcclUniqueId); });
-  runtime::gpu::useGpu(0);
-  runtime::gpu::GpuStream stream;
-  try {
-    runtime::gpu::GpuNccl nccl(plan, world.communicator(0), 0, stream, std::chrono::seconds(2));
-    ADD_FAILURE() << "the communicator was made without device 1";
-  } catch (const runtime::CommError &e) {
-    EXPECT_STREQ(e.what(), "device 0: creating the NCCL communicator of devices 0, 1: not done after 2 s (a member "
-                           "that died or never came?)");
-  }
-  dies.join();
+  EXPECT_EQ(
+      creationFailure([](runtime::ThreadsWorld &world) { world.communicator(1).recv(0, ir::tags::kNcclUniqueId); },
+                      std::chrono::seconds(2)),
+      "device 0: creating the NCCL communicator of devices 0, 1: not done after 2 s (a member that died or "
+      "never came?)");
 }
 
 // The same member reported failed by the run (ThreadsWorld::fail, as the training loop does when
 // a device's thread fails): the other's creation ends at once with the communicator's text,
-// not at the timeout (Communicator::stopped).
+// not at the timeout, whose message would be another (Communicator::stopped).
 TEST(GpuNccl, AFailureElsewhereEndsTheOthersCreationAtOnce) {
   std::string why;
   if (!runtime::gpu::gpuAvailable(&why))
     GTEST_SKIP() << "no GPU here (" << why << "): scripts/gpu-check.sh runs this on a GPU";
-  auto plan = std::make_shared<runtime::gpu::NcclPlan>();
-  plan->communicators = {{0, 1}};
-  runtime::ThreadsWorld world({0, 1}, std::chrono::seconds(60));
-  std::thread fails([&] {
-    world.communicator(1).recv(0, ir::tags::kNcclUniqueId);
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    world.fail("device 1 failed: out of memory");
-  });
-  runtime::gpu::useGpu(0);
-  runtime::gpu::GpuStream stream;
-  try { // (the timeout's message would be another)
-    runtime::gpu::GpuNccl nccl(plan, world.communicator(0), 0, stream, std::chrono::seconds(30));
-    ADD_FAILURE() << "the communicator was made without device 1";
-  } catch (const runtime::CommError &e) {
-    EXPECT_STREQ(e.what(), "device 0 stopped: device 1 failed: out of memory");
-  }
-  fails.join();
+  EXPECT_EQ(creationFailure(
+                [](runtime::ThreadsWorld &world) {
+                  world.communicator(1).recv(0, ir::tags::kNcclUniqueId);
+                  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+                  world.fail("device 1 failed: out of memory");
+                },
+                std::chrono::seconds(30)),
+            "device 0 stopped: device 1 failed: out of memory");
 }
 #endif
