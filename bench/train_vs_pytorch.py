@@ -2,11 +2,12 @@
 """bench/train_vs_pytorch.py HSPMC [STEPS]: tokens/s of hspmd's one-device training step against
 PyTorch's eager training step on the same model (its forward IR run with PyTorch ops, autograd
 and torch.optim.AdamW), the same initial parameters and data, with the same number of threads
-(all cores), on three models:
+(all cores), on four models:
 
   tiny   examples/gpt/plans/single.hspmd  (d 64, 8 layers, S 64, B 8)
   mid    bench/plans/mid.hspmd            (d 128, 4 layers, S 256, B 8)
   h512   bench/plans/h512.hspmd           (d 512, 4 layers, S 128, B 8)
+  odd    bench/plans/odd.hspmd            (d 96, 3 layers, S 100, B 6: a shape no kernel was tuned for)
 
 Both time the steps only, after one warm-up run each. For each model it prints both rates, their
 ratio, and hspmd's model FLOP/s (the matmuls of forward and backward: 6 x tokens x the weights'
@@ -28,7 +29,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 DATA = os.path.join(ROOT, "examples/data/gpl-3.txt")
 MODELS = [("tiny", "examples/gpt/plans/single.hspmd"), ("mid", "bench/plans/mid.hspmd"),
-          ("h512", "bench/plans/h512.hspmd")]
+          ("h512", "bench/plans/h512.hspmd"), ("odd", "bench/plans/odd.hspmd")]
 
 
 def sgemm_peak(threads, n=2048, repeats=5):
