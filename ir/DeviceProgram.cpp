@@ -44,7 +44,9 @@ int64_t Buffer::bytes() const {
 
 std::string memoryText(double bytes) {
   char text[32];
-  if (bytes < 1024.0 * 1024 * 1024)
+  if (bytes < 1024.0 * 1024)
+    std::snprintf(text, sizeof text, "%.1f KiB", bytes / 1024.0);
+  else if (bytes < 1024.0 * 1024 * 1024)
     std::snprintf(text, sizeof text, "%.1f MiB", bytes / (1024.0 * 1024));
   else
     std::snprintf(text, sizeof text, "%.2f GiB", bytes / (1024.0 * 1024 * 1024));

@@ -132,7 +132,7 @@ struct DeviceProgram {
 std::string storeName(const Buffer &buffer);
 
 /// A byte count as people read memory, in every message that names one (lint, the planner,
-/// a switch, a GPU's arena): "13.6 MiB" below a GiB, else "2.31 GiB".
+/// a switch, a GPU's arena): "32.0 KiB" below a MiB, "13.6 MiB" below a GiB, else "2.31 GiB".
 std::string memoryText(double bytes);
 
 /// Text, one instruction a line:

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <optional>
 #include <string>
@@ -75,8 +76,33 @@ GpuOffload::GpuOffload(const ir::DeviceProgram &program)
       overlapping.insert(overlapping.end(), {byOffset[i - 1].second, byOffset[i].second});
   for (int id : overlapping)
     copies_.erase(id);
+  // Each copy allocated now, beside the arena, in buffer order: those that do not fit are left
+  // out (their products round the parameter each time, as without copies), and the run says so.
+  const size_t wanted = copies_.size();
+  int64_t leftOutBytes = 0;
+  for (auto it = copies_.begin(); it != copies_.end();) {
+    const int64_t bytes = buffer(it->first).bytes() / 2; // f32 -> bf16
+    try {
+      it->second.bf16 = std::make_unique<DeviceBuffer>(bytes);
+      ++it;
+    } catch (const KernelError &) {
+      leftOutBytes += bytes;
+      it = copies_.erase(it);
+      ++copiesLeftOut_;
+    }
+  }
+  if (copiesLeftOut_ > 0)
+    std::fprintf(stderr, "%s\n",
+                 copiesDoNotFit(program.device, gpu_, copiesLeftOut_, static_cast<int>(wanted), leftOutBytes).c_str());
   for (const auto &[id, copy] : copies_)
     copiedAt_[buffer(id).offset] = id;
+}
+
+std::string copiesDoNotFit(int device, int gpu, int leftOut, int wanted, int64_t bytes) {
+  return "hspmd: warning: device " + std::to_string(device) + ": no room on GPU " + std::to_string(gpu) +
+         " beside its arena for the bf16 copies of " + std::to_string(leftOut) + " of the " + std::to_string(wanted) +
+         " parameters its bf16 products read (" + ir::memoryText(static_cast<double>(bytes)) +
+         "): those products round the parameter each time they read it (slower, the same results; docs/gpu.md)";
 }
 
 void GpuOffload::wrote(int64_t begin, int64_t end) {
@@ -139,14 +165,6 @@ TensorView GpuOffload::operandOf(const ir::Instruction &in, int buffer, TensorVi
     return view;
   ParameterCopy &copy = found->second;
   if (!copy.current) {
-    if (!copy.bf16)
-      try {
-        copy.bf16 = std::make_unique<DeviceBuffer>(view.numel() * 2);
-      } catch (const KernelError &) { // no room: this parameter's products round it, as without copies
-        copiedAt_.erase(program_.buffers[static_cast<size_t>(buffer)].offset);
-        copies_.erase(found);
-        return view;
-      }
     roundToBf16(static_cast<const float *>(view.data), copy.bf16->data(), view.numel(), stream_);
     copy.current = true;
     ++copiesMade_;

@@ -40,6 +40,9 @@ namespace hspmd::runtime::gpu {
 /// allocated on GPU `gpu`, named `name`, which has `free` of `total` bytes (`why`: CUDA's error).
 std::string arenaDoesNotFit(int device, int64_t bytes, int gpu, const std::string &name, int64_t free, int64_t total,
                             const std::string &why);
+/// The warning a GpuOffload prints (stderr) when `leftOut` of the `wanted` bf16 copies of the
+/// parameters its bf16 products read (`bytes` of them) do not fit beside its arena.
+std::string copiesDoNotFit(int device, int gpu, int leftOut, int wanted, int64_t bytes);
 
 class GpuOffload : public Offload {
 public:
@@ -62,12 +65,14 @@ public:
   int gpu() const { return gpu_; }
   /// How many times a parameter's bf16 copy has been rounded (tests).
   int64_t parameterCopiesMade() const { return copiesMade_; }
+  /// How many of the parameters bf16 products read got no copy: no room on the GPU (tests).
+  int parameterCopiesLeftOut() const { return copiesLeftOut_; }
   /// The products it runs fused, with what they fold (tests).
   const Fusion &fusion() const { return fusion_; }
 
 private:
   struct ParameterCopy {
-    std::unique_ptr<DeviceBuffer> bf16; // allocated at its first use
+    std::unique_ptr<DeviceBuffer> bf16; // allocated with the offload
     bool current = false;               // holds the parameter as it is now
   };
   const ir::DeviceProgram &program_;
@@ -78,6 +83,7 @@ private:
   std::map<int, ParameterCopy> copies_; // by buffer: the f32 parameters bf16 products read
   std::map<int64_t, int> copiedAt_;     // their offsets in the arena, to their buffers
   int64_t copiesMade_ = 0;
+  int copiesLeftOut_ = 0;
   // The step's block starts (documents, KernelContext::blockStarts), copied to the GPU at the
   // first attention of the step that reads them: attention then reads them there.
   std::unique_ptr<DeviceBuffer> starts_;

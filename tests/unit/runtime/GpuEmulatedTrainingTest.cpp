@@ -115,10 +115,10 @@ TEST(GpuOffload, AnArenaThatDoesNotFitSaysHowMuchItNeedsAndTheGpuHas) {
   TinyGpt gpt;
   ASSERT_NO_FATAL_FAILURE(compileTinyGpt(gpt));
   const ir::DeviceProgram &program = gpt.result.programs[0].at(0);
-  const int64_t needs = runtime::offloadBytes(program);
-  hspmd::testing::emulatedGpuMemory = needs - 1;
+  const int64_t needs = runtime::offloadBytes(program), inUse = hspmd::testing::emulatedGpuInUse();
+  hspmd::testing::emulatedGpuMemory = inUse + needs - 1;
   const std::string want = runtime::gpu::arenaDoesNotFit(0, needs, 0, "emulated GPU (CPU threads)", needs - 1,
-                                                         needs - 1, "cudaMalloc: out of memory");
+                                                         inUse + needs - 1, "cudaMalloc: out of memory");
   try {
     runtime::gpu::GpuOffload offload(program);
     ADD_FAILURE() << "the arena was allocated";
@@ -132,8 +132,57 @@ TEST(GpuOffload, AnArenaThatDoesNotFitSaysHowMuchItNeedsAndTheGpuHas) {
   } catch (const runtime::RunError &e) {
     EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
   }
-  hspmd::testing::emulatedGpuMemory = needs; // just enough
+  hspmd::testing::emulatedGpuMemory = inUse + needs; // just enough
   EXPECT_NO_THROW(runtime::gpu::GpuOffload{program});
+  hspmd::testing::emulatedGpuMemory = 0;
+}
+
+// The bf16 copies of the parameters that bf16 products read are allocated with the offload,
+// beside its arena, in buffer order; those that do not fit are left out, with a warning (their
+// products round the parameter each time, as without copies: Bf16PlanStaysNearTheCpuExecutor).
+TEST(GpuOffload, ParameterCopiesThatDoNotFitAreLeftOutWithAWarning) {
+  EXPECT_EQ(runtime::gpu::copiesDoNotFit(0, 0, 1, 32, 1 << 15),
+            "hspmd: warning: device 0: no room on GPU 0 beside its arena for the bf16 copies of 1 of the 32 "
+            "parameters its bf16 products read (32.0 KiB): those products round the parameter each time they read "
+            "it (slower, the same results; docs/gpu.md)");
+  EXPECT_EQ(runtime::gpu::copiesDoNotFit(2, 1, 3, 12, 3 << 19),
+            "hspmd: warning: device 2: no room on GPU 1 beside its arena for the bf16 copies of 3 of the 12 "
+            "parameters its bf16 products read (1.5 MiB): those products round the parameter each time they read it "
+            "(slower, the same results; docs/gpu.md)");
+  TinyGpt gpt;
+  ASSERT_NO_FATAL_FAILURE(compileTinyGpt(gpt));
+  const passes::PipelineResult half = hspmd::testing::compileForTraining(*gpt.build, true);
+  ASSERT_TRUE(half.ok);
+  const ir::DeviceProgram &program = half.programs[0].at(0);
+  // The f32 parameters its products read: 2 bytes of copy an element each.
+  std::set<int> read;
+  for (const ir::Instruction &in : program.body)
+    if (in.op == "matmul")
+      for (int id : in.inputs)
+        if (const ir::Buffer &p = program.buffers[static_cast<size_t>(id)];
+            p.role == ir::BufferRole::Parameter && p.dtype == ir::DType::F32)
+          read.insert(id);
+  ASSERT_GT(read.size(), 1u);
+  int64_t copies = 0;
+  for (int id : read)
+    copies += program.buffers[static_cast<size_t>(id)].bytes() / 2;
+  const int64_t last = program.buffers[static_cast<size_t>(*read.rbegin())].bytes() / 2;
+  const int64_t inUse = hspmd::testing::emulatedGpuInUse(), arena = runtime::offloadBytes(program);
+  {
+    ::testing::internal::CaptureStderr();
+    runtime::gpu::GpuOffload room(program);
+    EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+    EXPECT_EQ(room.parameterCopiesLeftOut(), 0);
+    EXPECT_EQ(hspmd::testing::emulatedGpuInUse() - inUse, arena + copies); // all of them, at once
+  }
+  hspmd::testing::emulatedGpuMemory = inUse + arena + copies - 1; // the last does not fit
+  ::testing::internal::CaptureStderr();
+  {
+    runtime::gpu::GpuOffload tight(program);
+    EXPECT_EQ(tight.parameterCopiesLeftOut(), 1);
+  }
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(),
+            runtime::gpu::copiesDoNotFit(0, 0, 1, static_cast<int>(read.size()), last) + "\n");
   hspmd::testing::emulatedGpuMemory = 0;
 }
 

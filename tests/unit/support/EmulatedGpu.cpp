@@ -13,7 +13,26 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <utility>
+
+namespace {
+
+std::mutex allocated;
+std::map<const void *, int64_t> sizes; // of the buffers alive (under `allocated`)
+int64_t inUse = 0;
+
+} // namespace
+
+namespace hspmd::testing {
+
+int64_t emulatedGpuInUse() {
+  const std::lock_guard lock(allocated);
+  return inUse;
+}
+
+} // namespace hspmd::testing
 
 namespace hspmd::runtime::gpu {
 
@@ -37,7 +56,7 @@ std::string gpuName(int) {
 
 std::pair<int64_t, int64_t> gpuMemory() {
   const int64_t limit = testing::emulatedGpuMemory;
-  return {limit, limit};
+  return {limit - testing::emulatedGpuInUse(), limit};
 }
 
 bool loadBlas(std::string *) {
@@ -53,14 +72,24 @@ void GpuStream::synchronize() { // a stream is nothing: only the fault word to r
 }
 
 DeviceBuffer::DeviceBuffer(int64_t bytes) {
-  if (const int64_t limit = testing::emulatedGpuMemory; limit > 0 && bytes > limit)
+  const std::lock_guard lock(allocated);
+  if (const int64_t limit = testing::emulatedGpuMemory; limit > 0 && inUse + bytes > limit)
     throw KernelError("cudaMalloc: out of memory");
   data_ = std::calloc(static_cast<size_t>(std::max<int64_t>(bytes, 1)), 1);
   if (!data_)
     throw KernelError("out of memory for an emulated GPU buffer");
+  sizes[data_] = bytes;
+  inUse += bytes;
 }
 
 DeviceBuffer::~DeviceBuffer() {
+  {
+    const std::lock_guard lock(allocated);
+    if (auto it = sizes.find(data_); it != sizes.end()) {
+      inUse -= it->second;
+      sizes.erase(it);
+    }
+  }
   std::free(data_);
 }
 
