@@ -76,20 +76,24 @@ GpuOffload::GpuOffload(const ir::DeviceProgram &program)
       overlapping.insert(overlapping.end(), {byOffset[i - 1].second, byOffset[i].second});
   for (int id : overlapping)
     copies_.erase(id);
-  // Each copy allocated now, beside the arena, in buffer order: those that do not fit are left
-  // out (their products round the parameter each time, as without copies), and the run says so.
+  // Each copy allocated now, beside the arena, in buffer order, while the GPU keeps
+  // kParameterCopyReserve free: those that do not fit are left out (their products round the
+  // parameter each time, as without copies), and the run says so.
   const size_t wanted = copies_.size();
   int64_t leftOutBytes = 0;
   for (auto it = copies_.begin(); it != copies_.end();) {
     const int64_t bytes = buffer(it->first).bytes() / 2; // f32 -> bf16
-    try {
-      it->second.bf16 = std::make_unique<DeviceBuffer>(bytes);
-      ++it;
-    } catch (const KernelError &) {
-      leftOutBytes += bytes;
-      it = copies_.erase(it);
-      ++copiesLeftOut_;
-    }
+    const auto [free, total] = gpuMemory();              // (total 0: not known)
+    if (total == 0 || free - bytes >= kParameterCopyReserve)
+      try {
+        it->second.bf16 = std::make_unique<DeviceBuffer>(bytes);
+        ++it;
+        continue;
+      } catch (const KernelError &) { // (no room after all: left out)
+      }
+    leftOutBytes += bytes;
+    it = copies_.erase(it);
+    ++copiesLeftOut_;
   }
   if (copiesLeftOut_ > 0)
     std::fprintf(stderr, "%s\n",

@@ -138,7 +138,8 @@ TEST(GpuOffload, AnArenaThatDoesNotFitSaysHowMuchItNeedsAndTheGpuHas) {
 }
 
 // The bf16 copies of the parameters that bf16 products read are allocated with the offload,
-// beside its arena, in buffer order; those that do not fit are left out, with a warning (their
+// beside its arena, in buffer order, while the GPU keeps kParameterCopyReserve free for what
+// comes after (NCCL's buffers, scratch); those that do not fit are left out, with a warning (their
 // products round the parameter each time, as without copies: Bf16PlanStaysNearTheCpuExecutor).
 TEST(GpuOffload, ParameterCopiesThatDoNotFitAreLeftOutWithAWarning) {
   EXPECT_EQ(runtime::gpu::copiesDoNotFit(0, 0, 1, 32, 1 << 15),
@@ -175,7 +176,9 @@ TEST(GpuOffload, ParameterCopiesThatDoNotFitAreLeftOutWithAWarning) {
     EXPECT_EQ(room.parameterCopiesLeftOut(), 0);
     EXPECT_EQ(hspmd::testing::emulatedGpuInUse() - inUse, arena + copies); // all of them, at once
   }
-  hspmd::testing::emulatedGpuMemory = inUse + arena + copies - 1; // the last does not fit
+  // The last does not fit beside the reserve the copies leave free (the reserve is a count, not
+  // allocated here).
+  hspmd::testing::emulatedGpuMemory = inUse + arena + copies - 1 + runtime::gpu::kParameterCopyReserve;
   ::testing::internal::CaptureStderr();
   {
     runtime::gpu::GpuOffload tight(program);
