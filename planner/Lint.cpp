@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <set>
 
 namespace hspmd::planner {
@@ -27,8 +28,8 @@ std::string fixed(double value, int digits) {
 class Linter {
 public:
   Linter(const ir::Graph &graph, const passes::LoweredPlan &plan, const Cluster *cluster,
-         const passes::ReportFn &report, const std::map<int, int64_t> &plannedPeak)
-      : graph_(graph), plan_(plan), spec_(*plan.spec), cluster_(cluster), report_(report), plannedPeak_(plannedPeak) {}
+         const passes::ReportFn &report, const std::map<int, PlannedMemory> &planned)
+      : graph_(graph), plan_(plan), spec_(*plan.spec), cluster_(cluster), report_(report), planned_(planned) {}
 
   void run(LintPart part) {
     if (part == LintPart::Memory) {
@@ -57,7 +58,7 @@ private:
   const ir::PlanSpec &spec_;
   const Cluster *cluster_;
   const passes::ReportFn &report_;
-  const std::map<int, int64_t> &plannedPeak_;
+  const std::map<int, PlannedMemory> &planned_;
 
   void error(const ir::Location &loc, const char *code, std::string message, const ir::Location &noteLoc = {},
              std::string note = {}) {
@@ -358,11 +359,12 @@ private:
     return true;
   }
 
-  // HS111
+  // HS111 (and HS206, which only the memory plans can tell)
   void memoryFits() {
     if (!cluster_)
       return;
     const bool recompute = spec_.recompute;
+    std::optional<Problem> copiesLeftOut; // the first device's, said when no device is over its memory
     for (const auto &[device, memory] : estimateMemory(graph_, plan_)) {
       if (device >= static_cast<int>(cluster_->devices.size()))
         continue;
@@ -372,35 +374,72 @@ private:
         stageRecompute = stageRecompute || stage->recompute;
       const DeviceType &type = cluster_->typeOf(device);
       const double capacity = type.memoryGiB * 1024 * 1024 * 1024;
+      const ir::Location &loc = stage ? stage->devicesLoc : spec_.loc;
       std::string note;
       if (!stageRecompute && memory.total(true) <= capacity)
         note = "with `recompute` the estimate is " + memoryText(memory.total(true));
-      if (auto planned = plannedPeak_.find(device); planned != plannedPeak_.end()) {
+      if (auto planned = planned_.find(device); planned != planned_.end()) {
         // The memory plan of the device's training program: exact for the program as
         // compiled (parameters, gradients and optimizer state in the model's element types).
-        const double need = static_cast<double>(planned->second);
-        if (need <= capacity)
+        const double need = static_cast<double>(planned->second.peak);
+        if (need <= capacity) {
+          if (!copiesLeftOut)
+            copiesLeftOut = copiesThatDoNotFit(device, planned->second, type, capacity, loc);
           continue;
-        error(stage ? stage->devicesLoc : spec_.loc, "HS111",
+        }
+        error(loc, "HS111",
               "device " + std::to_string(device) + " needs " + memoryText(need) +
                   " by the memory plan of its training program (first-order estimate " +
                   memoryText(memory.total(stageRecompute)) + "), but a " + type.name + " has " + memoryText(capacity),
-              note.empty() ? ir::Location{} : (stage ? stage->devicesLoc : spec_.loc), note);
+              note.empty() ? ir::Location{} : loc, note);
         return;
       }
       const double need = memory.total(stageRecompute);
       if (need <= capacity)
         continue;
-      error(stage ? stage->devicesLoc : spec_.loc, "HS111",
+      error(loc, "HS111",
             "device " + std::to_string(device) + " needs an estimated " + memoryText(need) + " (parameters " +
                 memoryText(memory.params) + ", gradients " + memoryText(memory.grads) + ", optimizer state " +
                 memoryText(memory.optimizer) + ", activations " +
                 memoryText(stageRecompute ? memory.activationsRecompute : memory.activations) + " for " +
                 std::to_string(memory.inFlight) + " micro-batches in flight), but a " + type.name + " has " +
                 memoryText(capacity),
-            note.empty() ? ir::Location{} : (stage ? stage->devicesLoc : spec_.loc), note);
+            note.empty() ? ir::Location{} : loc, note);
       return; // one device tells the story
     }
+    if (copiesLeftOut)
+      report_(*copiesLeftOut);
+  }
+
+  // HS206: the bf16 copies a GPU would leave out beside the memory plan (`capacity` bytes of a
+  // `type`), allocated in order while `memory.reserve` bytes stay free, as the GPU does.
+  static std::optional<Problem> copiesThatDoNotFit(int device, const PlannedMemory &memory, const DeviceType &type,
+                                                   double capacity, const ir::Location &loc) {
+    double free = capacity - static_cast<double>(memory.peak);
+    int leftOut = 0;
+    double leftOutBytes = 0;
+    for (int64_t bytes : memory.bf16Copies)
+      if (free - static_cast<double>(bytes) >= static_cast<double>(memory.reserve)) {
+        free -= static_cast<double>(bytes);
+      } else {
+        ++leftOut;
+        leftOutBytes += static_cast<double>(bytes);
+      }
+    if (leftOut == 0)
+      return std::nullopt;
+    return Problem{Severity::Warning,
+                   loc,
+                   "HS206",
+                   "device " + std::to_string(device) + "'s bf16 copies of " + std::to_string(leftOut) + " of the " +
+                       std::to_string(memory.bf16Copies.size()) + " parameters its bf16 products read (" +
+                       memoryText(leftOutBytes) + ") do not fit on a " + type.name + " (" + memoryText(capacity) +
+                       ") beside the memory plan of its training program (" +
+                       memoryText(static_cast<double>(memory.peak)) + ") and the " +
+                       memoryText(static_cast<double>(memory.reserve)) +
+                       " a GPU run keeps free: on a GPU those products round the parameter each time they read it "
+                       "(slower, the same results)",
+                   {},
+                   {}};
   }
 
   // HS202
@@ -541,8 +580,8 @@ private:
 } // namespace
 
 void lintPlan(const ir::Graph &graph, const passes::LoweredPlan &plan, const Cluster *cluster,
-              const passes::ReportFn &report, const std::map<int, int64_t> &plannedPeak, LintPart part) {
-  Linter(graph, plan, cluster, report, plannedPeak).run(part);
+              const passes::ReportFn &report, const std::map<int, PlannedMemory> &planned, LintPart part) {
+  Linter(graph, plan, cluster, report, planned).run(part);
 }
 
 } // namespace hspmd::planner

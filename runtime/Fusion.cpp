@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <set>
 #include <string>
+#include <utility>
 
 namespace hspmd::runtime {
 
@@ -172,6 +174,42 @@ Fusion noFusion(const ir::DeviceProgram &program) {
 Fusion fusionFor(const ir::DeviceProgram &program, bool bf16) {
   const char *fuse = std::getenv("HSPMD_FUSION");
   return fuse && std::string(fuse) == "0" ? noFusion(program) : fuseMatmuls(program, bf16);
+}
+
+bool bf16Product(const ir::DeviceProgram &program, size_t i, const Fusion &fusion) {
+  auto bf16 = [&](int id) { return program.buffers[static_cast<size_t>(id)].dtype == ir::DType::BF16; };
+  const ir::Instruction &in = program.body[i];
+  const std::optional<FusedMatmul> &fused = fusion.matmuls[i];
+  return std::any_of(in.inputs.begin(), in.inputs.end(), bf16) ||
+         std::any_of(in.outputs.begin(), in.outputs.end(), bf16) ||
+         (fused && (bf16(fused->a) || bf16(fused->b) || bf16(fused->out)));
+}
+
+std::vector<int> bf16ParameterCopies(const ir::DeviceProgram &program, const Fusion &fusion) {
+  auto buffer = [&](int id) -> const ir::Buffer & { return program.buffers[static_cast<size_t>(id)]; };
+  std::set<int> copies;
+  for (size_t i = 0; i < program.body.size(); ++i) {
+    const ir::Instruction &in = program.body[i];
+    if (in.kind != ir::InstrKind::Kernel || in.op != "matmul" || !bf16Product(program, i, fusion))
+      continue;
+    const std::optional<FusedMatmul> &fused = fusion.matmuls[i];
+    for (int id : fused ? std::vector<int>{fused->a, fused->b} : in.inputs)
+      if (const ir::Buffer &b = buffer(id); b.role == ir::BufferRole::Parameter && b.dtype == ir::DType::F32 &&
+                                            b.slots == 1 && b.offset >= 0 && b.bytes() > 0)
+        copies.insert(id);
+  }
+  // The GPU finds a copy by its parameter's offset, which needs them disjoint: any that overlap
+  // another get none.
+  std::vector<std::pair<int64_t, int>> byOffset;
+  for (int id : copies)
+    byOffset.push_back({buffer(id).offset, id});
+  std::sort(byOffset.begin(), byOffset.end());
+  for (size_t i = 1; i < byOffset.size(); ++i)
+    if (const ir::Buffer &before = buffer(byOffset[i - 1].second); before.offset + before.bytes() > byOffset[i].first) {
+      copies.erase(byOffset[i - 1].second);
+      copies.erase(byOffset[i].second);
+    }
+  return {copies.begin(), copies.end()};
 }
 
 } // namespace hspmd::runtime

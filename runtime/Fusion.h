@@ -48,4 +48,24 @@ Fusion noFusion(const ir::DeviceProgram &program);
 /// What the executors run: fuseMatmuls, or noFusion where HSPMD_FUSION=0 (to compare).
 Fusion fusionFor(const ir::DeviceProgram &program, bool bf16 = false);
 
+// The bf16 copies of parameters (runtime/gpu/GpuOffload.h). A GPU's bf16 product rounds its
+// f32 operands to bf16 first; for an f32 parameter it reads, the GPU keeps a bf16 copy beside
+// the arena, rounded once a step. hspmc lint weighs them too (HS206).
+
+/// Whether body instruction `i` of `program`, a matmul, is a bf16 product: one of its tensors
+/// (or, where `fusion` fused it, one of the fused product's) is bf16.
+bool bf16Product(const ir::DeviceProgram &program, size_t i, const Fusion &fusion);
+
+/// The f32 parameters (buffer ids, increasing) that get a bf16 copy: those the bf16 products
+/// of `program` read, the untransposed ones where `fusion` (fusionFor(program, true)) folded a
+/// transpose, one slot in the arena each, none overlapping another in the arena. A copy is
+/// half the parameter's bytes.
+std::vector<int> bf16ParameterCopies(const ir::DeviceProgram &program, const Fusion &fusion);
+
+/// What the copies leave free on the GPU: they are allocated when the device's program starts,
+/// before what comes after the arena (the NCCL communicators' buffers, kernels' scratch), which
+/// must still find room. Assumed, not measured: NCCL's buffers are a few MiB per channel and
+/// peer.
+inline constexpr int64_t kParameterCopyReserve = int64_t{1} << 30;
+
 } // namespace hspmd::runtime

@@ -7,6 +7,7 @@
 #include "planner/Estimates.h"
 #include "planner/Lint.h"
 #include "planner/PlanSet.h"
+#include "runtime/Fusion.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -116,6 +117,35 @@ void reportProblem(DiagnosticEngine &diags, const passes::Problem &problem) {
 
 namespace {
 
+// What lint's memory checks weigh of each training program (planner::PlannedMemory): its
+// memory plan's peak, and for a program with bf16 tensors on a device type that is not "cpu",
+// the bf16 copies of parameters a GPU keeps beside it (runtime/Fusion.h), where they might not all
+// fit.
+std::map<int, planner::PlannedMemory> plannedMemory(const std::map<int, ir::DeviceProgram> &programs,
+                                                    const planner::Cluster &cluster) {
+  std::map<int, planner::PlannedMemory> out;
+  for (const auto &[device, program] : programs) {
+    planner::PlannedMemory &memory = out[device];
+    memory.peak = program.peakBytes;
+    memory.reserve = runtime::kParameterCopyReserve;
+    if (device < 0 || device >= static_cast<int>(cluster.devices.size()) || cluster.typeOf(device).name == "cpu" ||
+        std::none_of(program.buffers.begin(), program.buffers.end(),
+                     [](const ir::Buffer &b) { return b.dtype == ir::DType::BF16; }))
+      continue;
+    // Where half the bytes of every f32 parameter fit, every copy does (HS206 has nothing to say).
+    double halves = 0;
+    for (const ir::Buffer &b : program.buffers)
+      if (b.role == ir::BufferRole::Parameter && b.dtype == ir::DType::F32)
+        halves += static_cast<double>(b.bytes() / 2);
+    if (static_cast<double>(memory.peak + memory.reserve) + halves <=
+        cluster.typeOf(device).memoryGiB * 1024 * 1024 * 1024)
+      continue;
+    for (int id : runtime::bf16ParameterCopies(program, runtime::fusionFor(program, /*bf16=*/true)))
+      memory.bf16Copies.push_back(program.buffers[static_cast<size_t>(id)].bytes() / 2);
+  }
+  return out;
+}
+
 // Lint's checks of each plan but the memory check (planner/Lint.h), on a deduced graph, as
 // the passes' checkPlans hook runs them: what they found, whether an error among it rejects
 // the plan, and whether they ran.
@@ -172,11 +202,9 @@ bool lintInOneBuild(DiagnosticEngine &diags, Build &build, const planner::Cluste
   };
   if (memory && cluster)
     for (size_t p = 0; p < trained.plans.size(); ++p) {
-      std::map<int, int64_t> peaks;
-      if (p < trained.programs.size())
-        for (const auto &[device, program] : trained.programs[p])
-          peaks[device] = program.peakBytes;
-      planner::lintPlan(*build.graph, trained.plans[p], cluster, report, peaks);
+      planner::lintPlan(*build.graph, trained.plans[p], cluster, report,
+                        p < trained.programs.size() ? plannedMemory(trained.programs[p], *cluster)
+                                                    : std::map<int, planner::PlannedMemory>{});
     }
   else
     for (const passes::Problem &problem : checks.problems)
@@ -238,7 +266,7 @@ void lintBuild(DiagnosticEngine &diags, const std::function<std::optional<Build>
   // plan of each device's program, and runs the cross-device verifier on the programs that
   // train: its errors are lint's too, so that a plan that lints clean trains.
   std::vector<passes::Problem> trainingProblems;
-  std::vector<std::map<int, int64_t>> peaks(build->plans.size());
+  std::vector<std::map<int, planner::PlannedMemory>> planned(build->plans.size());
   passes::PipelineResult trained;
   if (!planRejected)
     if (auto trainingBuild = make()) {
@@ -247,15 +275,14 @@ void lintBuild(DiagnosticEngine &diags, const std::function<std::optional<Build>
       trainOptions.bf16 = bf16;
       trained = passes::runPipeline(*trainingBuild->graph, trainingBuild->plans, trainOptions,
                                     [&](const passes::Problem &problem) { trainingProblems.push_back(problem); });
-      for (size_t p = 0; trained.ok && cluster && p < trained.programs.size() && p < peaks.size(); ++p)
-        for (const auto &[device, program] : trained.programs[p])
-          peaks[p][device] = program.peakBytes;
+      for (size_t p = 0; trained.ok && cluster && p < trained.programs.size() && p < planned.size(); ++p)
+        planned[p] = plannedMemory(trained.programs[p], *cluster);
     }
   // Every check in its order, the memory check (HS111) with the training programs' peaks
   // (its estimate where they were not compiled).
   if (memory && cluster && checks.checked)
     for (size_t p = 0; p < result.plans.size(); ++p)
-      planner::lintPlan(*build->graph, result.plans[p], cluster, report, peaks[p]);
+      planner::lintPlan(*build->graph, result.plans[p], cluster, report, planned[p]);
   else
     for (const passes::Problem &problem : checks.problems)
       report(problem);

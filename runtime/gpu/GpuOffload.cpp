@@ -52,30 +52,9 @@ GpuOffload::GpuOffload(const ir::DeviceProgram &program)
   fusion_ = fusionFor(program, /*bf16=*/true);
   if (const char *setting = std::getenv("HSPMD_GPU_PARAMETER_COPIES"); setting && std::string(setting) == "0")
     return;
-  // The f32 parameters of bf16 products (a product with a bf16 tensor rounds its f32 operands),
-  // those a fused product reads in place of its folded transposes among them.
   auto buffer = [&](int id) -> const ir::Buffer & { return program.buffers[static_cast<size_t>(id)]; };
-  for (size_t i = 0; i < program.body.size(); ++i) {
-    const ir::Instruction &in = program.body[i];
-    if (in.kind != ir::InstrKind::Kernel || in.op != "matmul" || !bf16Product(in, fusion_.matmuls[i]))
-      continue;
-    const std::optional<FusedMatmul> &fused = fusion_.matmuls[i];
-    for (int id : fused ? std::vector<int>{fused->a, fused->b} : in.inputs)
-      if (const ir::Buffer &b = buffer(id); b.role == ir::BufferRole::Parameter && b.dtype == ir::DType::F32 &&
-                                            b.slots == 1 && b.offset >= 0 && b.bytes() > 0)
-        copies_[id];
-  }
-  // wrote() finds them by offset, which needs them disjoint: any that overlap another get none.
-  std::vector<std::pair<int64_t, int>> byOffset;
-  for (const auto &[id, copy] : copies_)
-    byOffset.push_back({buffer(id).offset, id});
-  std::sort(byOffset.begin(), byOffset.end());
-  std::vector<int> overlapping;
-  for (size_t i = 1; i < byOffset.size(); ++i)
-    if (const ir::Buffer &before = buffer(byOffset[i - 1].second); before.offset + before.bytes() > byOffset[i].first)
-      overlapping.insert(overlapping.end(), {byOffset[i - 1].second, byOffset[i].second});
-  for (int id : overlapping)
-    copies_.erase(id);
+  for (int id : bf16ParameterCopies(program, fusion_))
+    copies_[id];
   // Each copy allocated now, beside the arena, in buffer order, while the GPU keeps
   // kParameterCopyReserve free: those that do not fit are left out (their products round the
   // parameter each time, as without copies), and the run says so.
@@ -156,13 +135,6 @@ void GpuOffload::changed(const ir::Instruction &in) {
   wroteOutputs(in);
 }
 
-bool GpuOffload::bf16Product(const ir::Instruction &in, const std::optional<FusedMatmul> &fused) const {
-  auto bf16 = [&](int id) { return program_.buffers[static_cast<size_t>(id)].dtype == ir::DType::BF16; };
-  return std::any_of(in.inputs.begin(), in.inputs.end(), bf16) ||
-         std::any_of(in.outputs.begin(), in.outputs.end(), bf16) ||
-         (fused && (bf16(fused->a) || bf16(fused->b) || bf16(fused->out)));
-}
-
 TensorView GpuOffload::operandOf(const ir::Instruction &in, int buffer, TensorView view) {
   const auto found = copies_.find(buffer);
   if (found == copies_.end() || in.op != "matmul")
@@ -230,7 +202,7 @@ void GpuOffload::execute(const ir::Instruction &in, int microbatch, const Kernel
   if (inBody && fusion_.matmuls[index]) {
     const FusedMatmul &f = *fusion_.matmuls[index];
     fusedMatmul(FusedProduct{operandOf(in, f.a, view(f.a)), operandOf(in, f.b, view(f.b)), view(f.out), f.transA,
-                             f.transB, f.M, f.N, f.K, bf16Product(in, f), f.scratch},
+                             f.transB, f.M, f.N, f.K, bf16Product(program_, index, fusion_), f.scratch},
                 stream_);
     const ir::Buffer &out = program_.buffers[static_cast<size_t>(f.out)];
     wrote(out.offset, out.offset + out.arenaBytes());

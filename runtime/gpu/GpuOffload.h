@@ -40,12 +40,6 @@ namespace hspmd::runtime::gpu {
 /// allocated on GPU `gpu`, named `name`, which has `free` of `total` bytes (`why`: CUDA's error).
 std::string arenaDoesNotFit(int device, int64_t bytes, int gpu, const std::string &name, int64_t free, int64_t total,
                             const std::string &why);
-/// What the bf16 copies of the parameters leave free on the GPU: they are allocated when the
-/// device's program starts, before what comes after the arena (the NCCL communicators' buffers,
-/// kernels' scratch), which must still find room. Assumed, not measured: NCCL's buffers are a
-/// few MiB per channel and peer.
-inline constexpr int64_t kParameterCopyReserve = int64_t{1} << 30;
-
 /// The warning a GpuOffload prints (stderr) when `leftOut` of the `wanted` bf16 copies of the
 /// parameters its bf16 products read (`bytes` of them) do not fit beside its arena.
 std::string copiesDoNotFit(int device, int gpu, int leftOut, int wanted, int64_t bytes);
@@ -103,9 +97,6 @@ private:
   void wroteOutputs(const ir::Instruction &in);
   /// `view` of buffer `buffer`, an input of product `in`: its bf16 copy where it has one.
   TensorView operandOf(const ir::Instruction &in, int buffer, TensorView view);
-  /// Whether product `in` (a matmul) is a bf16 one: a bf16 tensor among those it reads or writes,
-  /// fused or not.
-  bool bf16Product(const ir::Instruction &in, const std::optional<FusedMatmul> &fused) const;
   /// `context` with its block starts (if any) on the GPU.
   KernelContext withStartsOnGpu(const KernelContext &context);
 };

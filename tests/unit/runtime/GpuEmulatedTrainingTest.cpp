@@ -178,7 +178,7 @@ TEST(GpuOffload, ParameterCopiesThatDoNotFitAreLeftOutWithAWarning) {
   }
   // The last does not fit beside the reserve the copies leave free (the reserve is a count, not
   // allocated here).
-  hspmd::testing::emulatedGpuMemory = inUse + arena + copies - 1 + runtime::gpu::kParameterCopyReserve;
+  hspmd::testing::emulatedGpuMemory = inUse + arena + copies - 1 + runtime::kParameterCopyReserve;
   ::testing::internal::CaptureStderr();
   {
     runtime::gpu::GpuOffload tight(program);

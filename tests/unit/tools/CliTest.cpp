@@ -172,7 +172,9 @@ TEST(Cli, Bf16PlansAreCheckedAsBf16) {
       << full.output;
   CliRun half = hspmc("lint " + plan + " --precision bf16");
   EXPECT_EQ(half.code, 0) << half.output;
-  EXPECT_NE(half.output.find("lint: 0 errors, 0 warnings"), std::string::npos) << half.output;
+  // (A tiny is no "cpu": a GPU's bf16 copies of the parameters would not fit beside the arena.)
+  EXPECT_NE(half.output.find("lint: 0 errors, 1 warning"), std::string::npos) << half.output;
+  EXPECT_NE(half.output.find("[HS206]"), std::string::npos) << half.output;
   EXPECT_EQ(hspmc("train " + plan + " --data examples/data/gpl-3.txt --steps 1").code, 1);
   CliRun trained = hspmc("train " + plan + " --data examples/data/gpl-3.txt --steps 1 --precision bf16");
   EXPECT_EQ(trained.code, 0) << trained.output;
