@@ -2,8 +2,11 @@
 #include "ir/Files.h"
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iostream>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -52,6 +55,31 @@ std::string unwritable(const std::string &path) {
     return "a file cannot be created in '" + dir.string() + "' (" + std::strerror(errno) + ")";
   ::close(fd);
   fs::remove(path, ec);
+  return "";
+}
+
+std::string writeWhole(const std::string &path, const std::string &text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out)
+    return std::strerror(errno);
+  errno = 0;
+  out << text;
+  out.close(); // flushes: the error of the last write shows here
+  if (!out) {
+    const std::string why = errno ? std::strerror(errno) : "the write failed";
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(path, ec)) // cut short: not left to be read as whole
+      std::filesystem::remove(path, ec);
+    return why;
+  }
+  return "";
+}
+
+std::string unflushedOutput() {
+  errno = 0;
+  std::cout.flush();
+  if (std::fflush(stdout) != 0 || std::ferror(stdout) || !std::cout) // (errno is the last write's)
+    return errno ? std::strerror(errno) : "an earlier write to it failed";
   return "";
 }
 

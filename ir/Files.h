@@ -19,4 +19,14 @@ std::string notAFile(const std::string &path);
 /// root or on a read-only or special file system.
 std::string unwritable(const std::string &path);
 
+/// Writes `text` to `path`, replacing what was there; "" where every byte reached the file,
+/// otherwise why not ("No space left on device"). The stream is closed before it is asked: a
+/// full disk or a quota shows only when the last bytes are flushed, and a file checked before
+/// that would be reported written while it is cut short. A regular file cut short is removed.
+std::string writeWhole(const std::string &path, const std::string &text);
+
+/// Flushes standard output; "" where everything printed reached it, otherwise why not. Every
+/// command asks before it exits 0: `hspmc dump-ir ... > full-disk/ir.txt` must not succeed.
+std::string unflushedOutput();
+
 } // namespace hspmd::ir

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 namespace hspmd::planner {
 
@@ -74,9 +75,7 @@ std::optional<PlanSet> readPlanSet(const std::string &path, std::vector<ClusterE
 }
 
 bool writePlanSet(const std::string &path, const std::vector<std::string> &plans, const std::string &comment) {
-  std::ofstream out(path);
-  if (!out)
-    return false;
+  std::ostringstream out;
   out << "# " << comment << "\n# A plan set (docs/mixed-lengths.md): hspmc train " << path
       << " --data FILE --documents\nplans = [";
   for (size_t k = 0; k < plans.size(); ++k) {
@@ -86,7 +85,7 @@ bool writePlanSet(const std::string &path, const std::vector<std::string> &plans
     out << '"';
   }
   out << "]\n";
-  return static_cast<bool>(out);
+  return ir::writeWhole(path, out.str()).empty();
 }
 
 } // namespace hspmd::planner

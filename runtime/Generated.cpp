@@ -1,6 +1,7 @@
 // Generated.cpp - the helpers generated programs call (runtime/Generated.h).
 #include "runtime/Generated.h"
 
+#include "ir/Files.h"
 #include "runtime/CliNumbers.h"
 #include "runtime/DocumentsCli.h"
 #include "runtime/MpiRun.h"
@@ -175,6 +176,10 @@ int main(int argc, char **argv, const ModelInfo &model, const std::vector<Plan> 
       writeLosses(losses, plan.name, model, run.seed, plan.optimizer, plan.optimizerArgs, result);
   } catch (const std::exception &e) {
     std::cerr << argv[0] << ": error: " << e.what() << "\n";
+    return 1;
+  }
+  if (const std::string why = ir::unflushedOutput(); !why.empty()) {
+    std::cerr << argv[0] << ": error: cannot write the standard output (" << why << ")\n";
     return 1;
   }
   return 0;

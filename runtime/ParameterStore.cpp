@@ -8,7 +8,9 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -96,11 +98,17 @@ void ParameterStore::save(const std::string &path) const {
     std::ofstream out(tmp, std::ios::binary);
     if (!out)
       throw CheckpointError(path + ": cannot write the checkpoint");
+    errno = 0;
     out << header.dump() << "\n";
     for (const auto &[name, t] : tensors)
       out.write(reinterpret_cast<const char *>(t.data.data()), static_cast<std::streamsize>(t.data.size() * 4));
-    if (!out)
-      throw CheckpointError(path + ": writing the checkpoint failed");
+    out.close(); // flushes: a full disk shows in the last bytes too (ir::writeWhole)
+    if (!out) {
+      std::error_code removed;
+      std::filesystem::remove(tmp, removed);
+      throw CheckpointError(path + ": writing the checkpoint failed (" +
+                            (errno ? std::strerror(errno) : "the write failed") + ")");
+    }
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0)
     throw CheckpointError(path + ": cannot move the checkpoint into place");

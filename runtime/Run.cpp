@@ -138,10 +138,8 @@ void writeLosses(const std::string &path, const std::string &plan, const ModelIn
     out["documents"] = result.stepDocuments;
     out["real_tokens"] = result.stepTokens;
   }
-  std::ofstream file(path);
-  file << out.dump(2) << "\n";
-  if (!file)
-    throw RunError(path + ": cannot write the losses");
+  if (const std::string why = ir::writeWhole(path, out.dump(2) + "\n"); !why.empty())
+    throw RunError(path + ": cannot write the losses (" + why + ")");
 }
 
 void printSummary(std::ostream &out, const std::map<int, DeviceTimes> &times, double seconds) {
@@ -173,10 +171,8 @@ void writeTrace(const std::string &path, const std::map<int, std::vector<TraceEv
                                       {"ts", e.start * 1e6},
                                       {"dur", e.seconds * 1e6}});
   }
-  std::ofstream out(path);
-  if (!out)
-    throw RunError(path + ": cannot write the trace");
-  out << trace.dump() << "\n";
+  if (const std::string why = ir::writeWhole(path, trace.dump() + "\n"); !why.empty())
+    throw RunError(path + ": cannot write the trace (" + why + ")");
 }
 
 namespace {

@@ -456,6 +456,7 @@ bool planModel(const PlanFiles &files, PlanOutcome &outcome, std::ostream &progr
     std::string kept; // --keep-finalists: its file
   };
   size_t keys = 0;
+  std::string unwrittenKept;    // a finalist's file rewritten with `chunked`, where that failed
   std::vector<Work> overMemory; // left out by the memory estimate, for when nothing fits
   auto prefix = [&](const std::vector<SimulatedCandidate> *list) {
     return list == &outcome.planned ? "  planned   " : "  symmetric ";
@@ -497,11 +498,13 @@ bool planModel(const PlanFiles &files, PlanOutcome &outcome, std::ostream &progr
       }
       if (auto result = workers.waitForChange(w.key)) {
         s.simulated = std::move(*result);
-        s.candidate.chunked = s.simulated.chunked;  // the plan written says so
-        if (s.candidate.chunked && !w.kept.empty()) // and so does the finalist kept
-          std::ofstream(w.kept) << planner::planText(s.candidate, outcome.shape, request, name,
-                                                     relativeTo(files.model, w.kept),
-                                                     relativeTo(files.cluster, w.kept));
+        s.candidate.chunked = s.simulated.chunked;                           // the plan written says so
+        if (s.candidate.chunked && !w.kept.empty() && unwrittenKept.empty()) // and so does the finalist kept
+          if (const std::string unwritten = ir::writeWhole(
+                  w.kept, planner::planText(s.candidate, outcome.shape, request, name, relativeTo(files.model, w.kept),
+                                            relativeTo(files.cluster, w.kept)));
+              !unwritten.empty())
+            unwrittenKept = w.kept + " (" + unwritten + ")";
         break;
       }
     }
@@ -537,11 +540,11 @@ bool planModel(const PlanFiles &files, PlanOutcome &outcome, std::ostream &progr
         std::string kept;
         if (!files.finalistsDir.empty()) {
           kept = files.finalistsDir + "/" + name + "_" + std::to_string(++index) + "_" + kind + ".hspmd";
-          std::ofstream file(kept);
-          file << planner::planText(s.candidate, outcome.shape, request, name, relativeTo(files.model, kept),
-                                    relativeTo(files.cluster, kept));
-          if (!file) {
-            errors << "hspmc plan: error: cannot write " << kept << "\n";
+          if (const std::string unwritten = ir::writeWhole(kept, planner::planText(s.candidate, outcome.shape, request,
+                                                                                   name, relativeTo(files.model, kept),
+                                                                                   relativeTo(files.cluster, kept)));
+              !unwritten.empty()) {
+            errors << "hspmc plan: error: cannot write " << kept << " (" << unwritten << ")\n";
             return false;
           }
         }
@@ -588,6 +591,10 @@ bool planModel(const PlanFiles &files, PlanOutcome &outcome, std::ostream &progr
              << " of each family:" << std::endl;
   }
   outcome.simulateSeconds = since(start);
+  if (!unwrittenKept.empty()) {
+    errors << "hspmc plan: error: cannot write " << unwrittenKept << "\n";
+    return false;
+  }
   // The fastest finalist whose programs fit the devices' memory.
   auto better = [&](const SimulatedCandidate *best, const SimulatedCandidate &c) {
     if (c.simulated.seconds <= 0 || (!c.simulated.fits && !files.ignoreMemory))
@@ -610,13 +617,12 @@ bool planModel(const PlanFiles &files, PlanOutcome &outcome, std::ostream &progr
     errors << "\n";
     return false;
   }
-  {
-    std::ofstream file(files.out);
-    file << planner::planText(outcome.chosen->candidate, outcome.shape, request, name, modelImport, clusterPath);
-    if (!file) {
-      errors << "hspmc plan: error: cannot write " << files.out << "\n";
-      return false;
-    }
+  if (const std::string unwritten =
+          ir::writeWhole(files.out, planner::planText(outcome.chosen->candidate, outcome.shape, request, name,
+                                                      modelImport, clusterPath));
+      !unwritten.empty()) {
+    errors << "hspmc plan: error: cannot write " << files.out << " (" << unwritten << ")\n";
+    return false;
   }
   if (files.ignoreMemory)
     return true; // it may not fit, and then does not lint clean
@@ -727,11 +733,11 @@ int sharedLayout(const PlanFiles &longest, const PlanFiles &files, const planner
            << (kept ? ": kept, the set's plans share one layout" : ": not kept") << std::endl;
   if (!kept)
     return 0;
-  std::ofstream file(files.out);
-  file << planner::planText(*shared, outcome.shape, request, planName(files.out), relativeTo(files.model, files.out),
-                            relativeTo(files.cluster, files.out));
-  if (!file) {
-    errors << "hspmc plan: error: cannot write " << files.out << "\n";
+  if (const std::string why = ir::writeWhole(
+          files.out, planner::planText(*shared, outcome.shape, request, planName(files.out),
+                                       relativeTo(files.model, files.out), relativeTo(files.cluster, files.out)));
+      !why.empty()) {
+    errors << "hspmc plan: error: cannot write " << files.out << " (" << why << ")\n";
     return -1;
   }
   bucket.stepSeconds = simulated.seconds;

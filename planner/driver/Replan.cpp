@@ -2,6 +2,7 @@
 // anew for the devices alive (planner/driver/Replan.h).
 #include "planner/driver/Replan.h"
 
+#include "ir/Files.h"
 #include "ir/PlanText.h"
 #include "planner/driver/PlanModel.h"
 
@@ -112,23 +113,19 @@ SurvivorPlan planForSurvivors(const ir::PlanSpec &plan, const frontend::Compilat
   std::error_code made;
   std::filesystem::create_directories(directory, made);
   const std::string base = (std::filesystem::path(directory) / planned.name).string();
-  {
-    std::ofstream file(base + ".cluster.toml");
-    file << survivorsCluster(*cluster, live, speeds);
-    if (!file) {
-      planned.error = "cannot write " + base + ".cluster.toml";
-      return planned;
-    }
+  if (const std::string why = ir::writeWhole(base + ".cluster.toml", survivorsCluster(*cluster, live, speeds));
+      !why.empty()) {
+    planned.error = "cannot write " + base + ".cluster.toml (" + why + ")";
+    return planned;
   }
   if (!speeds.empty()) { // every device of the run's cluster at its speed, for simulating its plans
     std::vector<int> all(cluster->devices.size());
     for (size_t d = 0; d < all.size(); ++d)
       all[d] = static_cast<int>(d);
     planned.speedsCluster = base + ".speeds.cluster.toml";
-    std::ofstream file(planned.speedsCluster);
-    file << survivorsCluster(*cluster, all, speeds);
-    if (!file) {
-      planned.error = "cannot write " + planned.speedsCluster;
+    if (const std::string why = ir::writeWhole(planned.speedsCluster, survivorsCluster(*cluster, all, speeds));
+        !why.empty()) {
+      planned.error = "cannot write " + planned.speedsCluster + " (" + why + ")";
       return planned;
     }
   }
@@ -168,14 +165,15 @@ SurvivorPlan planForSurvivors(const ir::PlanSpec &plan, const frontend::Compilat
   spec.optimizerArgs = plan.optimizerArgs;
   planned.strategy = candidate.strategy;
   planned.path = base + ".hspmd";
-  std::ofstream file(planned.path);
-  file << ir::printPlan(spec, {"Planned by hspmc train " +
-                                   std::string(speeds.empty() ? "--recover auto" : "--stragglers") + " for devices " +
-                                   who + (slow.empty() ? "" : " at their measured speeds (" + base + ".cluster.toml)") +
-                                   ": " + candidate.strategy + ".",
-                               files.model, ""});
-  if (!file)
-    planned.error = "cannot write " + planned.path;
+  const std::string why = ir::writeWhole(
+      planned.path,
+      ir::printPlan(spec, {"Planned by hspmc train " + std::string(speeds.empty() ? "--recover auto" : "--stragglers") +
+                               " for devices " + who +
+                               (slow.empty() ? "" : " at their measured speeds (" + base + ".cluster.toml)") + ": " +
+                               candidate.strategy + ".",
+                           files.model, ""}));
+  if (!why.empty())
+    planned.error = "cannot write " + planned.path + " (" + why + ")";
   return planned;
 }
 

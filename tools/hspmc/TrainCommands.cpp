@@ -944,10 +944,9 @@ int runBuild(const std::string &file, const std::vector<std::string> &planFiles,
     return 1;
   }
   for (const auto &[path, text] : files) {
-    std::ofstream out(std::filesystem::path(outDir) / path);
-    out << text;
-    if (!out) {
-      std::cerr << "hspmc build: error: cannot write " << (std::filesystem::path(outDir) / path).string() << "\n";
+    const std::string written = (std::filesystem::path(outDir) / path).string();
+    if (const std::string why = ir::writeWhole(written, text); !why.empty()) {
+      std::cerr << "hspmc build: error: cannot write " << written << " (" << why << ")\n";
       return 1;
     }
   }

@@ -15,6 +15,7 @@
 //
 // Exit codes: 0 success, 1 user errors (diagnostics printed), 2 usage errors. Each command's
 // body is in its own file (tools/hspmc/Commands.h); this file only declares the options.
+#include "ir/Files.h"
 #include "passes/Pipeline.h"
 #include "planner/Cbc.h"
 #include "planner/PlanSet.h"
@@ -440,7 +441,13 @@ int main(int argc, char **argv) {
   // Every error a user can cause is reported where it is found, with its location; an
   // exception that reaches here is hspmc's own fault, and still ends with a message.
   try {
-    return run(argc, argv);
+    const int code = run(argc, argv);
+    // What a command printed is its result: a full disk under `> out.txt` is an error too.
+    if (const std::string why = hspmd::ir::unflushedOutput(); !why.empty()) {
+      std::cerr << "hspmc: error: cannot write the standard output (" << why << ")\n";
+      return code ? code : 1;
+    }
+    return code;
   } catch (const hspmd::planner::LibraryUnavailable &e) { // the machine's installation, not hspmc
     std::cerr << "hspmc: error: " << e.what() << "\n";
     return 1;

@@ -322,6 +322,30 @@ TEST(Cli, TrainChecksItsOutputsBeforeTraining) {
             "hspmc build: error: cannot create the directory build/cli_a_file/out: Not a directory\n");
   std::filesystem::remove(file);
 }
+
+// A full disk is an error for every output (/dev/full: each write fails with ENOSPC). The
+// streams are flushed before they are asked: before, `--losses /dev/full`, `--trace /dev/full`
+// and `hspmc lint ... > /dev/full` exited 0, having written nothing.
+TEST(Cli, AFullDiskIsAnErrorForEveryOutput) {
+  if (!std::filesystem::exists("/dev/full"))
+    GTEST_SKIP() << "this machine has no /dev/full";
+  const std::string train = "train examples/gpt/plans/single.hspmd --data examples/data/gpl-3.txt --steps 1 ";
+  expectRunEndingWith(train + "--losses /dev/full", 1,
+                      "hspmc train: error: /dev/full: cannot write the losses (No space left on device)\n");
+  expectRunEndingWith(train + "--trace /dev/full", 1,
+                      "hspmc train: error: /dev/full: cannot write the trace (No space left on device)\n");
+  expectRunEndingWith("simulate examples/gpt/plans/single.hspmd --trace /dev/full", 1,
+                      "hspmc simulate: error: /dev/full: cannot write the trace (No space left on device)\n");
+  // Standard output: what lint prints fits the stream's buffer, so the error shows when it is
+  // flushed at the end; dump-ir's does not, and its first failed write was long before.
+  const CliRun lint = shell("(" + std::string(HSPMC_PATH) + " lint examples/gpt/plans/single.hspmd > /dev/full)");
+  EXPECT_EQ(lint.code, 1);
+  EXPECT_EQ(lint.output, "hspmc: error: cannot write the standard output (No space left on device)\n");
+  const CliRun dump = shell("(" + std::string(HSPMC_PATH) + " dump-ir examples/gpt/plans/single.hspmd > /dev/full)");
+  EXPECT_EQ(dump.code, 1);
+  EXPECT_EQ(dump.output.rfind("hspmc: error: cannot write the standard output (", 0), 0u) << dump.output;
+}
+
 // Under mpirun, a world size other than the plan's device count is an error, not a hang.
 TEST(Cli, TrainOnMpiChecksTheWorldSize) {
   if (std::system("command -v mpirun > /dev/null") != 0)
