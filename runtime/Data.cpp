@@ -73,10 +73,18 @@ void forEachJsonlText(const std::string &path, const std::string &bytes,
 
 Dataset Dataset::load(const std::string &path, int64_t vocab) {
   const std::string bytes = readDataFile(path);
+  auto outside = [&](uint64_t token, size_t at) {
+    return DataError(path + ": token " + std::to_string(token) + " at position " + std::to_string(at) +
+                     " is outside the model's vocabulary of " + std::to_string(vocab));
+  };
   std::vector<int32_t> tokens;
   if (const size_t width = tokenWidth(path); width > 0) {
-    for (const uint32_t token : decodeTokens(path, bytes, width))
-      tokens.push_back(static_cast<int32_t>(token));
+    const std::vector<uint32_t> decoded = decodeTokens(path, bytes, width);
+    for (size_t i = 0; i < decoded.size(); ++i) { // checked as read: 4e9 is not an int32_t
+      if (decoded[i] >= static_cast<uint64_t>(vocab))
+        throw outside(decoded[i], i);
+      tokens.push_back(static_cast<int32_t>(decoded[i]));
+    }
   } else if (isJsonl(path)) {
     forEachJsonlText(path, bytes, [&](const std::string &text, int) {
       for (unsigned char c : text)
@@ -87,10 +95,9 @@ Dataset Dataset::load(const std::string &path, int64_t vocab) {
     for (unsigned char c : bytes)
       tokens.push_back(c);
   }
-  for (size_t i = 0; i < tokens.size(); ++i)
-    if (tokens[i] < 0 || tokens[i] >= vocab)
-      throw DataError(path + ": token " + std::to_string(tokens[i]) + " at position " + std::to_string(i) +
-                      " is outside the model's vocabulary of " + std::to_string(vocab));
+  for (size_t i = 0; i < tokens.size(); ++i) // bytes, for a vocabulary of fewer than 256
+    if (tokens[i] >= vocab)
+      throw outside(static_cast<uint64_t>(tokens[i]), i);
   return Dataset(std::move(tokens), path);
 }
 

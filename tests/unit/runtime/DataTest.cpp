@@ -48,6 +48,14 @@ TEST(Data, TokenFilesAreLittleEndian) {
   Dataset b = Dataset::load(u32, 100000);
   EXPECT_EQ(b.batchFor(0, 1, 1).inputs["targets"], (std::vector<int32_t>{65536}));
   EXPECT_EQ(expectError(u16, 100), u16 + ": token 258 at position 1 is outside the model's vocabulary of 100");
+  // A 32-bit token past INT32_MAX is named as it is in the file (it was -294967296).
+  const std::string huge = write("huge.u32.bin", std::string("\x01\x00\x00\x00\x00\x28\x6b\xee", 8));
+  EXPECT_EQ(expectError(huge, 100000),
+            huge + ": token 4000000000 at position 1 is outside the model's vocabulary of 100000");
+  std::filesystem::remove(huge);
+  const std::string text = write("bytes.txt", "a\xff");
+  EXPECT_EQ(expectError(text, 200), text + ": token 255 at position 1 is outside the model's vocabulary of 200");
+  std::filesystem::remove(text);
   const std::string odd = write("odd.bin", "abc");
   EXPECT_EQ(expectError(odd, 1000), odd + ": a token file of 16-bit tokens has 3 bytes, not a multiple of 2");
   for (const auto &p : {u16, u32, odd})
