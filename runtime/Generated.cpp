@@ -133,6 +133,8 @@ int main(int argc, char **argv, const ModelInfo &model, const std::vector<Plan> 
   if (!faultTrace.empty())
     if (std::string error = readFaultTrace(faultTrace, runPlans.devices(), run.steps, run.faults); !error.empty())
       return fail(error);
+  if (std::string twice = deathsOfTheDead(run.faults); !twice.empty())
+    return fail((failures.empty() ? faultTrace + ": " : "") + twice); // the trace's alone
   if (std::string problem = unwritableOutputs(run, losses); !problem.empty())
     return fail(problem);
   for (const Fault &f : run.faults)

@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -378,6 +379,37 @@ std::string readFaultTrace(const std::string &path, const std::vector<int> &devi
     if (!parsed.error.empty())
       return traceError(parsed.error);
     faults.push_back(parsed.fault);
+  }
+  return "";
+}
+
+std::string deathsOfTheDead(const std::vector<Fault> &faults) {
+  static const char *const phases[] = {"forward", "backward", "update", "switch", "recovery"};
+  std::map<int, std::vector<const Fault *>> byDevice; // deaths and joins
+  for (const Fault &f : faults)
+    if (f.phase != FaultPhase::Slow)
+      byDevice[f.device].push_back(&f);
+  for (auto &[device, events] : byDevice) {
+    // By step; a join comes back before its step's work, and so before that step's deaths.
+    std::stable_sort(events.begin(), events.end(), [](const Fault *a, const Fault *b) {
+      if (a->step != b->step)
+        return a->step < b->step;
+      if ((a->phase == FaultPhase::Join) != (b->phase == FaultPhase::Join))
+        return a->phase == FaultPhase::Join;
+      return a->phase < b->phase; // forward, backward, update, ...: the step's order
+    });
+    const Fault *died = nullptr;
+    for (const Fault *f : events) {
+      if (f->phase == FaultPhase::Join) {
+        died = nullptr;
+        continue;
+      }
+      if (died)
+        return "device " + std::to_string(device) + " would die twice, in step " + std::to_string(died->step) + " (" +
+               phases[static_cast<int>(died->phase)] + ") and in step " + std::to_string(f->step) + " (" +
+               phases[static_cast<int>(f->phase)] + "), without joining in between: a dead device cannot fail";
+      died = f;
+    }
   }
   return "";
 }

@@ -51,6 +51,10 @@ FaultOption parseFaultOption(const std::string &option, const std::vector<int> &
 /// Appends to `faults`; returns "" or the first error, at FILE:LINE.
 std::string readFaultTrace(const std::string &path, const std::vector<int> &devices, int64_t steps,
                            std::vector<Fault> &faults);
+/// A device dies once until it joins again: "" where no fault kills a device that is dead by
+/// then (an earlier or the same step's death, no join between), otherwise that, naming both
+/// (`--fail 1:0 --fail 1:0@backward` ran with the backward one alone).
+std::string deathsOfTheDead(const std::vector<Fault> &faults);
 
 struct RunOptions {
   int64_t steps = 20;

@@ -327,6 +327,8 @@ int train(const std::string &file, const std::vector<std::string> &planFiles, ru
     if (std::string error = runtime::readFaultTrace(faultTrace, runPlans.devices(), run.steps, run.faults);
         !error.empty())
       return fail(error);
+  if (std::string twice = runtime::deathsOfTheDead(run.faults); !twice.empty())
+    return fail((failures.empty() ? faultTrace + ": " : "") + twice); // the trace's alone
   if (run.saveEvery > 0 && run.save.empty())
     return fail("--save-every " + std::to_string(run.saveEvery) + " needs --save FILE (where to write the checkpoint)");
   if (std::string problem = runtime::unwritableOutputs(run, lossesPath); !problem.empty())
@@ -442,6 +444,8 @@ int replayFaults(TrainingBuild &t, const planner::Cluster &cluster, const std::s
   std::vector<runtime::Fault> faults;
   if (std::string error = runtime::readFaultTrace(replay.trace, devices, replay.steps, faults); !error.empty())
     return fail(error);
+  if (std::string twice = runtime::deathsOfTheDead(faults); !twice.empty())
+    return fail(replay.trace + ": " + twice);
   std::stable_sort(faults.begin(), faults.end(),
                    [](const runtime::Fault &a, const runtime::Fault &b) { return a.step < b.step; });
   // The plan after each event: the first --recover plan whose devices are all alive.

@@ -947,9 +947,16 @@ TEST(Cli, DeathsThatCannotBeSurvivedAreClearErrors) {
        "hspmc train: error: a failure of device 1 at step 2 is at a switch, but the run switches plans before no "
        "such step\n"},
       {"hetero4.hspmd" + data + "--fail 9:1", "hspmc train: error: --fail 9:1: step 9 is beyond the run (--steps 3)\n"},
-      {"hetero4.hspmd" + data + "--fail 2:1@recovery --fail 2:1 --recover " + gpt + "tp2.hspmd",
+      {"hetero4.hspmd" + data + "--fail 2:1@recovery --recover " + gpt + "tp2.hspmd",
        "hspmc train: error: a failure of device 1 at step 2 is in a recovery, but no other device fails in that "
        "step\n"},
+      // A device dies once until it joins again (the second of these used to win silently).
+      {"hetero4.hspmd" + data + "--fail 2:1@backward --fail 2:1 --recover auto",
+       "hspmc train: error: device 1 would die twice, in step 2 (forward) and in step 2 (backward), without joining "
+       "in between: a dead device cannot fail\n"},
+      {"hetero4.hspmd" + data + "--fault-trace tests/elastic/dies_twice.trace --recover auto",
+       "hspmc train: error: tests/elastic/dies_twice.trace: device 1 would die twice, in step 2 (forward) and in "
+       "step 3 (backward), without joining in between: a dead device cannot fail\n"},
       {"../../../tests/elastic/dp2_no_cluster.hspmd" + data + "--fail 2:1 --recover auto",
        "hspmc train: error: --recover auto plans for the run's cluster, but plan 'dp2_no_cluster' names no cluster "
        "file (cluster \"FILE\")\n"}};
@@ -959,6 +966,11 @@ TEST(Cli, DeathsThatCannotBeSurvivedAreClearErrors) {
     const size_t at = run.output.find("hspmc train: error:");
     EXPECT_EQ(at == std::string::npos ? run.output : run.output.substr(at), message) << options;
   }
+  expectRunEndingWith("simulate " + gpt + "hetero4.hspmd --fault-trace tests/elastic/dies_twice.trace --steps 5 " +
+                          "--recover " + gpt + "tp2.hspmd",
+                      1,
+                      "hspmc simulate: error: tests/elastic/dies_twice.trace: device 1 would die twice, in step 2 "
+                      "(forward) and in step 3 (backward), without joining in between: a dead device cannot fail\n");
   // Options out of range are the command line's errors (exit status 2).
   for (const std::string option : {"--heartbeat nan", "--heartbeat 0", "--save-every 0 --save build/x.ckpt"}) {
     CliRun run = hspmc("train " + gpt + "hetero4.hspmd" + data + option);
