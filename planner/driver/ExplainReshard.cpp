@@ -33,18 +33,21 @@ bool explainReshard(const std::string &shapeText, const std::string &fromText, c
     char *end = nullptr;
     long long size = std::strtoll(part.c_str(), &end, 10);
     if (part.empty() || *end != '\0' || size < 0 || size > (1LL << 40)) {
-      error << "error: --shape must be sizes separated by commas, like 8,16 (got '" << shapeText << "')\n";
+      error
+          << "hspmc explain-reshard: error: --shape must be sizes from 0 to 2^40 separated by commas, like 8,16 (got '"
+          << shapeText << "')\n";
       return false;
     }
     shape.push_back(size);
   }
   auto dtype = ir::dtypeFromName(dtypeName);
   if (!dtype) {
-    error << "error: unknown --dtype '" << dtypeName << "'; expected f32, bf16, f16, i32 or i64\n";
+    error << "hspmc explain-reshard: error: unknown --dtype '" << dtypeName
+          << "'; expected f32, bf16, f16, i32 or i64\n";
     return false;
   }
   if (!ir::checkedBytes(shape, *dtype)) {
-    error << "error: --shape " << shapeText << " of " << dtypeName << " is more than 256 TiB\n";
+    error << "hspmc explain-reshard: error: --shape " << shapeText << " of " << dtypeName << " is more than 256 TiB\n";
     return false;
   }
   ir::Annotation annotations[2];
@@ -54,11 +57,12 @@ bool explainReshard(const std::string &shapeText, const std::string &fromText, c
     ir::TextError textError;
     auto parsed = ir::parseAnnotation(*texts[i], &textError);
     if (!parsed) {
-      error << "error: " << flags[i] << " '" << *texts[i] << "': " << textError.str() << "\n";
+      error << "hspmc explain-reshard: error: " << flags[i] << " '" << *texts[i] << "': " << textError.str() << "\n";
       return false;
     }
     if (auto bad = ir::checkAnnotation(*parsed, shape)) {
-      error << "error: " << flags[i] << " '" << *texts[i] << "': " << bad->message << " [" << bad->code << "]\n";
+      error << "hspmc explain-reshard: error: " << flags[i] << " '" << *texts[i] << "': " << bad->message << " ["
+            << bad->code << "]\n";
       return false;
     }
     annotations[i] = *parsed;
@@ -77,8 +81,8 @@ bool explainReshard(const std::string &shapeText, const std::string &fromText, c
     for (const auto &a : annotations)
       for (int d : a.devices())
         if (d >= count) {
-          error << "error: device " << d << " is not in the cluster (" << cluster->name << " has devices 0.."
-                << count - 1 << ") [HS101]\n";
+          error << "hspmc explain-reshard: error: device " << d << " is not in the cluster (" << cluster->name
+                << " has devices 0.." << count - 1 << ") [HS101]\n";
           return false;
         }
     links = planner::linkModel(*cluster);

@@ -1743,7 +1743,7 @@ TEST(Cli, UsageErrorsExitTwo) {
   // A shape whose bytes leave 64 bits (they printed as negative or 0 bytes).
   CliRun huge = hspmc("explain-reshard --shape 4294967296,4294967296 --from '[0,1]: S0' --to '[0,1]: R'");
   EXPECT_EQ(huge.code, 1);
-  EXPECT_EQ(huge.output, "error: --shape 4294967296,4294967296 of f32 is more than 256 TiB\n");
+  EXPECT_EQ(huge.output, "hspmc explain-reshard: error: --shape 4294967296,4294967296 of f32 is more than 256 TiB\n");
   EXPECT_EQ(hspmc("check").code, 2);
   EXPECT_EQ(hspmc("check --format xml examples/gpt/tiny_gpt.hspmd").code, 2);
 }
@@ -1832,18 +1832,23 @@ TEST(Cli, ExplainReshard) {
   EXPECT_NE(json.output.find("\"groups\""), std::string::npos);
   CliRun badShape = hspmc("explain-reshard --shape 8,x --from '[0]: R' --to '[1]: R'");
   EXPECT_EQ(badShape.code, 1);
-  EXPECT_EQ(badShape.output, "error: --shape must be sizes separated by commas, like 8,16 (got '8,x')\n");
+  EXPECT_EQ(badShape.output,
+            "hspmc explain-reshard: error: --shape must be sizes from 0 to 2^40 separated by commas, like 8,16 (got "
+            "'8,x')\n");
   CliRun badFrom = hspmc("explain-reshard --shape 8,16 --from '[0..4]: T0' --to '[1]: R'");
   EXPECT_EQ(badFrom.code, 1);
-  EXPECT_EQ(badFrom.output, "error: --from '[0..4]: T0': 1:9: unknown mesh axis 'T0'; expected S<dim>, R or P\n");
+  EXPECT_EQ(
+      badFrom.output,
+      "hspmc explain-reshard: error: --from '[0..4]: T0': 1:9: unknown mesh axis 'T0'; expected S<dim>, R or P\n");
   CliRun badSizes = hspmc("explain-reshard --shape 8 --from '{ [0]: R | [1]: R } split0 [3, 4]' --to '[1]: R'");
   EXPECT_EQ(badSizes.code, 1);
-  EXPECT_EQ(badSizes.output,
-            "error: --from '{ [0]: R | [1]: R } split0 [3, 4]': sizes sum to 7, but dimension 0 has size 8 [HS105]\n");
+  EXPECT_EQ(badSizes.output, "hspmc explain-reshard: error: --from '{ [0]: R | [1]: R } split0 [3, 4]': sizes sum to "
+                             "7, but dimension 0 has size 8 [HS105]\n");
   CliRun outside =
       hspmc("explain-reshard --shape 8 --from '[0..4]: S0' --to '[6]: R' --cluster examples/clusters/cpu4.toml");
   EXPECT_EQ(outside.code, 1);
-  EXPECT_EQ(outside.output, "error: device 6 is not in the cluster (cpu4 has devices 0..3) [HS101]\n");
+  EXPECT_EQ(outside.output,
+            "hspmc explain-reshard: error: device 6 is not in the cluster (cpu4 has devices 0..3) [HS101]\n");
   EXPECT_EQ(hspmc("explain-reshard --shape 8 --from '[0]: R'").code, 2);
 }
 
