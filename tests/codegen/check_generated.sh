@@ -5,7 +5,8 @@
 # fail:STEP:DEVICE, device DEVICE dies at step STEP in both runs and they go on under PLAN2
 # (docs/elastic.md). With `documents`, both train on the data as documents
 # (docs/mixed-lengths.md). Without either, the binary must also refuse a --save it cannot write
-# before it trains, and exit 2 on a usage error.
+# before it trains, fail on a full disk (--losses /dev/full, standard output on /dev/full), and
+# exit 2 on a usage error.
 # Usage: check_generated.sh HSPMC PLAN OUTDIR [PLAN2 STEP|fail:STEP:DEVICE|documents]
 set -euo pipefail
 hspmc=$1 plan=$2 out=$3 also=${4:-} step=${5:-}
@@ -39,6 +40,27 @@ if [ -z "$also" ] && [ ${#generated[@]} -eq 0 ]; then
   if [ "$message" != "$expected" ]; then
     printf 'got:      %s\nexpected: %s\n' "$message" "$expected"
     exit 1
+  fi
+  # A full disk is an error for its outputs too (/dev/full: every write fails), as for hspmc's.
+  if [ -e /dev/full ]; then
+    if message=$("$binary" --data "$data" --steps 1 --losses /dev/full 2>&1 >/dev/null); then
+      echo "the binary exited 0 writing its losses to /dev/full"
+      exit 1
+    fi
+    expected="$binary: error: /dev/full: cannot write the losses (No space left on device)"
+    if [ "$message" != "$expected" ]; then
+      printf 'got:      %s\nexpected: %s\n' "$message" "$expected"
+      exit 1
+    fi
+    if message=$("$binary" --data "$data" --steps 1 2>&1 >/dev/full); then
+      echo "the binary exited 0 printing to /dev/full"
+      exit 1
+    fi
+    expected="$binary: error: cannot write the standard output ("
+    if [ "${message#"$expected"}" = "$message" ]; then
+      printf 'got:      %s\nexpected: %s...\n' "$message" "$expected"
+      exit 1
+    fi
   fi
   # A usage error exits 2, as hspmc's do.
   code=0
