@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <spawn.h>
 #include <string>
 #include <sys/wait.h>
@@ -21,6 +23,17 @@ namespace hspmd::runtime {
 
 namespace {
 constexpr const char *kStatusDirectory = "HSPMD_STATUS_DIR";
+
+// A SIGTERM, SIGINT or SIGHUP to the launching hspmc (a scheduler's kill, a closed terminal) is
+// passed on to mpirun, which ends its processes: before, they went on training without it.
+volatile sig_atomic_t mpirunPid = 0, stoppedBy = 0;
+constexpr int kForwarded[] = {SIGTERM, SIGINT, SIGHUP};
+
+extern "C" void forwardToMpirun(int signal) {
+  stoppedBy = signal;
+  if (mpirunPid > 0)
+    ::kill(static_cast<pid_t>(mpirunPid), signal);
+}
 } // namespace
 
 int launchUnderMpirun(const std::vector<std::string> &command, int processes, bool elastic) {
@@ -42,15 +55,38 @@ int launchUnderMpirun(const std::vector<std::string> &command, int processes, bo
   for (std::string &arg : args)
     argv.push_back(arg.data());
   argv.push_back(nullptr);
+  struct sigaction forward {
+  }, before[std::size(kForwarded)];
+  forward.sa_handler = forwardToMpirun;
+  sigemptyset(&forward.sa_mask);
+  for (size_t i = 0; i < std::size(kForwarded); ++i)
+    sigaction(kForwarded[i], &forward, &before[i]);
+  auto restore = [&] {
+    for (size_t i = 0; i < std::size(kForwarded); ++i)
+      sigaction(kForwarded[i], &before[i], nullptr);
+  };
   pid_t child = 0;
   if (int error = posix_spawnp(&child, "mpirun", nullptr, nullptr, argv.data(), environ); error != 0) {
+    restore();
     std::fprintf(stderr, "hspmc train: error: cannot start mpirun (%s): install libopenmpi-dev's openmpi-bin\n",
                  std::strerror(error));
     std::filesystem::remove_all(statuses);
     return 1;
   }
+  mpirunPid = child;
+  if (stoppedBy != 0) // it came before mpirun's pid was known
+    ::kill(child, stoppedBy);
   int status = 0;
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  mpirunPid = 0;
+  restore();
+  if (stoppedBy != 0) {
+    std::error_code ignored;
+    std::filesystem::remove_all(statuses, ignored);
+    std::fprintf(stderr, "hspmc train: error: stopped by %s; mpirun and the run's processes were ended\n",
+                 sigabbrev_np(stoppedBy) ? (std::string("SIG") + sigabbrev_np(stoppedBy)).c_str() : "a signal");
+    return 128 + stoppedBy;
   }
   const int launcher = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
   // Each process wrote "CODE REPORTED" (a killed one nothing): the status is that of the one

@@ -27,7 +27,8 @@ int launcherRank();
 /// `mpirun -np processes` (--enable-recovery where the run goes on after deaths: `elastic`)
 /// and returns the run's exit status: that of the process that reported the run (it printed
 /// the summary), else the first non-zero one, else mpirun's. (Under --enable-recovery mpirun
-/// itself exits 0 whatever its processes do.)
+/// itself exits 0 whatever its processes do.) A SIGTERM, SIGINT or SIGHUP meanwhile is passed
+/// on to mpirun, which ends the processes; then it returns 128 + the signal.
 int launchUnderMpirun(const std::vector<std::string> &command, int processes, bool elastic);
 /// A process started by launchUnderMpirun records its exit status for it (elsewhere: nothing).
 void recordExit(int code, bool reported);
