@@ -44,23 +44,33 @@ void expectRunEndingWith(const std::string &args, int code, const std::string &l
   EXPECT_EQ(run.output.substr(run.output.size() - last.size()), last) << run.output;
 }
 
-// Kills (SIGKILL) the process of MPI rank `rank` whose environment has HSPMD_KILL_MARK=`mark`
-// (/proc): its pid, or 0 where there is none.
-int killRank(const std::string &mark, int rank) {
+// The processes whose environment has HSPMD_KILL_MARK=`mark` (/proc); with `rank`, only that
+// MPI rank's.
+std::vector<int> markedProcesses(const std::string &mark, int rank = -1) {
+  std::vector<int> found;
   for (const auto &entry : std::filesystem::directory_iterator("/proc")) {
     const std::string name = entry.path().filename();
     if (name.find_first_not_of("0123456789") != std::string::npos)
       continue;
     std::ifstream in(entry.path() / "environ", std::ios::binary);
     std::string variable;
-    bool marked = false, ranked = false;
+    bool marked = false, ranked = rank < 0;
     while (std::getline(in, variable, '\0')) {
       marked = marked || variable == "HSPMD_KILL_MARK=" + mark;
       ranked = ranked || variable == "OMPI_COMM_WORLD_RANK=" + std::to_string(rank);
     }
-    if (marked && ranked && kill(std::stoi(name), SIGKILL) == 0)
-      return std::stoi(name);
+    if (marked && ranked)
+      found.push_back(std::stoi(name));
   }
+  return found;
+}
+
+// Kills (SIGKILL) the process of MPI rank `rank` whose environment has HSPMD_KILL_MARK=`mark`:
+// its pid, or 0 where there is none.
+int killRank(const std::string &mark, int rank) {
+  for (int pid : markedProcesses(mark, rank))
+    if (kill(pid, SIGKILL) == 0)
+      return pid;
   return 0;
 }
 
@@ -1050,24 +1060,6 @@ TEST(Cli, AnMpiRunSurvivesAKillFromOutside) {
                 .code,
             0);
   expectSameLosses("build/cli_kill_a.json", "build/cli_kill_b.json", 20, "killed from outside");
-}
-
-// The processes whose environment has HSPMD_KILL_MARK=`mark` (/proc).
-std::vector<int> markedProcesses(const std::string &mark) {
-  std::vector<int> found;
-  for (const auto &entry : std::filesystem::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename();
-    if (name.find_first_not_of("0123456789") != std::string::npos)
-      continue;
-    std::ifstream in(entry.path() / "environ", std::ios::binary);
-    std::string variable;
-    bool marked = false;
-    while (!marked && std::getline(in, variable, '\0'))
-      marked = variable == "HSPMD_KILL_MARK=" + mark;
-    if (marked)
-      found.push_back(std::stoi(name));
-  }
-  return found;
 }
 
 // SIGTERM to an hspmc that started mpirun itself (a scheduler's kill) is passed on: mpirun and
