@@ -8,16 +8,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <spawn.h>
 #include <string>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
-
-extern char **environ;
 
 namespace hspmd::runtime {
 
@@ -33,6 +32,47 @@ extern "C" void forwardToMpirun(int signal) {
   stoppedBy = signal;
   if (mpirunPid > 0)
     ::kill(static_cast<pid_t>(mpirunPid), signal);
+}
+
+// Starts mpirun with SIGTERM as its parent-death signal: a SIGKILL of hspmc, which no handler
+// sees, still ends mpirun and so the run's processes. Returns mpirun's pid, or -1 with errno
+// (execvp's, sent back through a pipe that the exec closes).
+pid_t startMpirun(char *const argv[]) {
+  int reply[2];
+  if (pipe2(reply, O_CLOEXEC) != 0)
+    return -1;
+  const pid_t parent = getpid();
+  const pid_t child = fork();
+  if (child == 0) { // only async-signal-safe calls until the exec
+    close(reply[0]);
+    for (int signal : kForwarded) // the parent's handler would keep a signal from ending mpirun
+      ::signal(signal, SIG_DFL);
+    if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != parent) // it died before the prctl
+      _exit(1);
+    execvp(argv[0], argv);
+    const int error = errno;
+    [[maybe_unused]] ssize_t written = write(reply[1], &error, sizeof error);
+    _exit(127);
+  }
+  const int forkError = errno;
+  close(reply[1]);
+  if (child < 0) {
+    close(reply[0]);
+    errno = forkError;
+    return -1;
+  }
+  int error = 0;
+  ssize_t got = 0;
+  while ((got = read(reply[0], &error, sizeof error)) < 0 && errno == EINTR) {
+  }
+  close(reply[0]);
+  if (got == static_cast<ssize_t>(sizeof error)) { // the exec failed: the child has exited
+    while (waitpid(child, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    errno = error;
+    return -1;
+  }
+  return child;
 }
 } // namespace
 
@@ -65,8 +105,9 @@ int launchUnderMpirun(const std::vector<std::string> &command, int processes, bo
     for (size_t i = 0; i < std::size(kForwarded); ++i)
       sigaction(kForwarded[i], &before[i], nullptr);
   };
-  pid_t child = 0;
-  if (int error = posix_spawnp(&child, "mpirun", nullptr, nullptr, argv.data(), environ); error != 0) {
+  const pid_t child = startMpirun(argv.data());
+  if (child < 0) {
+    const int error = errno;
     restore();
     std::fprintf(stderr, "hspmc train: error: cannot start mpirun (%s): install libopenmpi-dev's openmpi-bin\n",
                  std::strerror(error));

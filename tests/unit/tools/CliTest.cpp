@@ -1063,52 +1063,69 @@ TEST(Cli, AnMpiRunSurvivesAKillFromOutside) {
 }
 
 // SIGTERM to an hspmc that started mpirun itself (a scheduler's kill) is passed on: mpirun and
-// the run's processes end with it, and it says so. Before, they went on training without it.
-// Every wait is bounded, and what is left of the run is killed, whatever the test finds.
+// the run's processes end with it, and it says so. SIGKILL, which hspmc cannot see, ends them
+// too (mpirun's parent-death signal). Before, they went on training without it. Every wait is
+// bounded, and what is left of the run is killed, whatever the test finds.
 TEST(Cli, StoppingAnMpiRunEndsItsProcesses) {
   if (std::system("command -v mpirun > /dev/null") != 0)
     GTEST_SKIP() << "no mpirun";
-  const std::string mark = std::to_string(getpid()) + "_stop", log = "build/cli_stop.log";
-  std::filesystem::remove(log);
-  const std::string command = "exec env HSPMD_KILL_MARK=" + mark + " ASAN_OPTIONS=detect_leaks=0 " + HSPMC_PATH +
-                              " train examples/gpt/plans/dp2_zero.hspmd --data examples/data/gpl-3.txt --steps 100000 "
-                              "--backend mpi > " +
-                              log + " 2>&1";
-  const pid_t launcher = fork();
-  ASSERT_GE(launcher, 0);
-  if (launcher == 0) {
-    execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char *>(nullptr));
-    _exit(127);
+  for (const int signal : {SIGTERM, SIGKILL}) {
+    const std::string mark = std::to_string(getpid()) + "_stop" + std::to_string(signal), log = "build/cli_stop.log";
+    std::filesystem::remove(log);
+    const std::string command =
+        "exec env HSPMD_KILL_MARK=" + mark + " ASAN_OPTIONS=detect_leaks=0 " + HSPMC_PATH +
+        " train examples/gpt/plans/dp2_zero.hspmd --data examples/data/gpl-3.txt --steps 100000 --backend mpi > " +
+        log + " 2>&1";
+    const pid_t launcher = fork();
+    ASSERT_GE(launcher, 0);
+    if (launcher == 0) {
+      execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char *>(nullptr));
+      _exit(127);
+    }
+    auto logText = [&] {
+      std::ifstream in(log);
+      return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    };
+    auto waitFor = [](const std::function<bool()> &done, int seconds) {
+      for (int tenths = 0; tenths < 10 * seconds && !done(); ++tenths)
+        usleep(100000);
+      return done();
+    };
+    const bool started = waitFor([&] { return logText().find("\nstep 1/") != std::string::npos; }, 60);
+    kill(launcher, signal);
+    int status = 0;
+    bool reaped = false;
+    const bool ended = waitFor([&] { return reaped = reaped || waitpid(launcher, &status, WNOHANG) == launcher; }, 30);
+    if (!ended) {
+      kill(launcher, SIGKILL);
+      waitpid(launcher, &status, 0);
+    }
+    std::vector<int> left;
+    waitFor([&] { return (left = markedProcesses(mark)).empty(); }, 10);
+    for (int pid : left)
+      kill(pid, SIGKILL);
+    const std::string name = sigabbrev_np(signal);
+    EXPECT_TRUE(started) << name << "\n" << logText();
+    EXPECT_TRUE(ended) << "hspmc did not end within 30 s of SIG" << name;
+    if (signal == SIGTERM) {
+      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGTERM) << logText();
+      EXPECT_NE(logText().find("\nhspmc train: error: stopped by SIGTERM; mpirun and the run's processes were ended\n"),
+                std::string::npos)
+          << logText();
+    }
+    EXPECT_TRUE(left.empty()) << left.size() << " of the run's processes were still there 10 s after hspmc ended by SIG"
+                              << name;
   }
-  auto logText = [&] {
-    std::ifstream in(log);
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  };
-  auto waitFor = [](const std::function<bool()> &done, int seconds) {
-    for (int tenths = 0; tenths < 10 * seconds && !done(); ++tenths)
-      usleep(100000);
-    return done();
-  };
-  const bool started = waitFor([&] { return logText().find("\nstep 1/") != std::string::npos; }, 60);
-  kill(launcher, SIGTERM);
-  int status = 0;
-  bool reaped = false;
-  const bool ended = waitFor([&] { return reaped = reaped || waitpid(launcher, &status, WNOHANG) == launcher; }, 30);
-  if (!ended) {
-    kill(launcher, SIGKILL);
-    waitpid(launcher, &status, 0);
-  }
-  std::vector<int> left;
-  waitFor([&] { return (left = markedProcesses(mark)).empty(); }, 10);
-  for (int pid : left)
-    kill(pid, SIGKILL);
-  EXPECT_TRUE(started) << logText();
-  EXPECT_TRUE(ended) << "hspmc did not end within 30 s of SIGTERM";
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGTERM) << logText();
-  EXPECT_NE(logText().find("\nhspmc train: error: stopped by SIGTERM; mpirun and the run's processes were ended\n"),
-            std::string::npos)
-      << logText();
-  EXPECT_TRUE(left.empty()) << left.size() << " of the run's processes were still there 10 s after hspmc ended";
+}
+
+// Without mpirun on the PATH, --backend mpi says what is missing.
+TEST(Cli, AnMpiRunWithoutMpirunSaysSo) {
+  const CliRun run = shell("PATH=/nonexistent " + std::string(HSPMC_PATH) +
+                           " train examples/gpt/plans/dp2_zero.hspmd --data examples/data/gpl-3.txt --steps 1 "
+                           "--backend mpi");
+  EXPECT_EQ(run.code, 1) << run.output;
+  EXPECT_EQ(run.output, "hspmc train: error: cannot start mpirun (No such file or directory): install "
+                        "libopenmpi-dev's openmpi-bin\n");
 }
 
 // What an MPI run cannot survive, or is not started for: a clear error, exit status 1, no
