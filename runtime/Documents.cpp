@@ -489,9 +489,10 @@ std::string describeDocuments(const Documents &documents) {
     total += length;
   std::sort(lengths.begin(), lengths.end());
   auto at = [&](double q) { return lengths[static_cast<size_t>(q * static_cast<double>(lengths.size() - 1))]; };
-  return std::to_string(lengths.size()) + " documents, " + std::to_string(total) + " tokens; lengths: min " +
-         std::to_string(lengths.front()) + ", median " + std::to_string(at(0.5)) + ", p90 " + std::to_string(at(0.9)) +
-         ", max " + std::to_string(lengths.back());
+  auto counted = [](int64_t n, const char *noun) { return std::to_string(n) + " " + noun + (n == 1 ? "" : "s"); };
+  return counted(static_cast<int64_t>(lengths.size()), "document") + ", " + counted(total, "token") +
+         "; lengths: min " + std::to_string(lengths.front()) + ", median " + std::to_string(at(0.5)) + ", p90 " +
+         std::to_string(at(0.9)) + ", max " + std::to_string(lengths.back());
 }
 
 } // namespace hspmd::runtime

@@ -84,5 +84,13 @@ TEST(Data, MissingAndTooShortFilesAreErrors) {
   } catch (const DataError &e) {
     EXPECT_EQ(std::string(e.what()), tiny + ": the data has 2 tokens; a sequence needs 5");
   }
+  const std::string one = write("one.txt", "a");
+  try {
+    Dataset::load(one, 256).batchFor(0, 1, 4);
+    ADD_FAILURE() << "1 token cannot make a sequence of 4";
+  } catch (const DataError &e) {
+    EXPECT_EQ(std::string(e.what()), one + ": the data has 1 token; a sequence needs 5");
+  }
   std::filesystem::remove(tiny);
+  std::filesystem::remove(one);
 }

@@ -47,7 +47,13 @@ TEST(Documents, PlainTextDocumentsAreSeparatedByBlankLines) {
   ASSERT_EQ(documents.documents().size(), 2u);
   EXPECT_EQ(documents.documents()[0], bytes("one\ntwo"));
   EXPECT_EQ(documents.documents()[1], bytes("three"));
+  // What hspmc train prints of them: each document's positions (its tokens before its end).
+  EXPECT_EQ(describeDocuments(documents), "2 documents, 12 tokens; lengths: min 5, median 5, p90 5, max 7");
+  const std::string one = write("one.txt", "a");
+  EXPECT_EQ(describeDocuments(Documents::load(one, 256, 0)),
+            "1 document, 1 token; lengths: min 1, median 1, p90 1, max 1");
   std::filesystem::remove(path);
+  std::filesystem::remove(one);
 }
 
 TEST(Documents, JsonlAndTokenFiles) {
