@@ -5,6 +5,7 @@
 #include "ir/Files.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 
 #include <toml++/toml.h>
@@ -214,7 +215,22 @@ std::optional<Cluster> loadCluster(const std::string &path, const std::string &d
     }
     node.type = type->value_or(std::string());
     if (!cluster.types.count(node.type)) {
-      errors.push_back({where(path, type->source()), "unknown device type '" + node.type + "'"});
+      // Type names are short (H20, H200, H800): only a difference of case is taken for a slip.
+      auto lower = [](std::string text) {
+        std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
+        return text;
+      };
+      std::string meant, list;
+      for (const auto &[name, ignored] : cluster.types) {
+        if (lower(name) == lower(node.type))
+          meant = name;
+        list += (list.empty() ? "" : ", ") + name;
+      }
+      errors.push_back(
+          {where(path, type->source()),
+           "unknown device type '" + node.type + "'" +
+               (!meant.empty() ? "; did you mean '" + meant + "'?"
+                               : " (known types: " + list + "; a cluster file may add its own as [types.NAME])")});
       return std::nullopt;
     }
     const toml::node *count = table->get("devices");

@@ -41,7 +41,14 @@ TEST(Cluster, InlineTypesAndErrorsWithLocations) {
   EXPECT_FALSE(loadCluster(unknownType, "stdlib/devices.toml", errors));
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_EQ(errors[0].loc.line, 3u);
-  EXPECT_EQ(errors[0].message, "unknown device type 'Z80'");
+  EXPECT_EQ(errors[0].message,
+            "unknown device type 'Z80' (known types: A100, A800, H100, H20, H200, H800, L40S, cpu; a "
+            "cluster file may add its own as [types.NAME])");
+  auto misspelt = writeTemp("hspmd_misspelt.toml", "inter_node_gbps = 10.0\n[[nodes]]\ntype = \"h100\"\ndevices = 2\n");
+  errors.clear();
+  EXPECT_FALSE(loadCluster(misspelt, "stdlib/devices.toml", errors));
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].message, "unknown device type 'h100'; did you mean 'H100'?");
 
   auto badCount = writeTemp("hspmd_count.toml", "inter_node_gbps = 10.0\n[[nodes]]\ntype = \"H100\"\ndevices = 0\n");
   errors.clear();
