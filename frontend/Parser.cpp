@@ -127,6 +127,14 @@ public:
       at.length = static_cast<uint32_t>(std::max<size_t>(1, offending->getText().size()));
     std::string text = "unexpected " + describeToken(offending);
     std::string expected = phraseForRule(parser, offending);
+    // After a stage, the parser expects only 'stage' or '}' (a stage's clauses are optional),
+    // but the slip is most often a clause it does not know: name them.
+    if (auto *pipeline = dynamic_cast<grammar::HspmdParser::PipelineItemContext *>(parser->getContext());
+        expected.empty() && pipeline && !pipeline->stageDecl().empty())
+      expected = "a stage clause (devices, tp, cp, hp, layers, with, zero, recompute), 'stage' or '}'";
+    if (expected.empty() && dynamic_cast<grammar::HspmdParser::PlanDeclContext *>(parser->getContext()))
+      expected = "a plan item (cluster, bind, optimizer, schedule, zero, recompute, chunked, precision, pipeline, "
+                 "annotate, reshard) or '}'";
     if (expected.empty())
       expected = expectedSummary(parser->getExpectedTokens(), parser->getVocabulary());
     if (!expected.empty())

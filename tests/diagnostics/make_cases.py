@@ -76,6 +76,15 @@ case("syntax_nested_too_deeply", "model M(d: int = 1) {\n  let x = " + "(" * 250
 case("syntax_stage_clause", plan("  pipeline a {\n    stage devices [0] tp two\n  }"),
      [(6, 26, "error", "unexpected 'two'; expected an integer")])
 
+# After a stage the grammar expects only 'stage' or '}': the message names the clauses too.
+case("syntax_unknown_stage_clause", plan("  pipeline a {\n    stage devices [0, 1] dp 2 layers blocks\n  }"),
+     [(6, 26, "error", "unexpected 'dp'; expected a stage clause (devices, tp, cp, hp, layers, with, zero, "
+                       "recompute), 'stage' or '}'")])
+
+case("syntax_unknown_plan_item", plan("  microbatches 4"),
+     [(5, 3, "error", "unexpected 'microbatches'; expected a plan item (cluster, bind, optimizer, schedule, zero, "
+                      "recompute, chunked, precision, pipeline, annotate, reshard) or '}'")])
+
 case("syntax_annotation_expected", plan("  annotate wte = devices"),
      [(5, 18, "error", "unexpected 'devices'; expected an annotation such as '[0..4]: S0'")])
 
