@@ -55,17 +55,23 @@ struct TrainingBuild {
   std::string clusterOverride;
 
   /// Elaborates, checks the plan, and unless `later`, compiles (later: the caller calls
-  /// compile()). `clusterFile` overrides the plan's cluster in the checks.
+  /// compile()). `clusterFile` overrides the plan's cluster in the checks. `command` is the
+  /// subcommand, followed by what named FILE where that is not the command's own FILE ("train
+  /// --switch", "train a plan set", "explain-switch explain-switch" for its two plans): a file
+  /// without a plan is then an error that names it.
   TrainingBuild(const std::string &file, const std::vector<std::string> &planFiles, const std::string &command,
                 bool later = false, const std::string &clusterFile = "")
       : clusterOverride(clusterFile) {
     build = driver::elaborateBuild(compilation, file, planFiles, "");
+    const std::string verb = command.substr(0, command.find(' '));
     if (build && build->plans.empty())
-      diags.error(ir::Location{file, 0, 0, 1}, command + " needs a plan (--plan PLAN)");
+      diags.error(ir::Location{file, 0, 0, 1},
+                  verb == command ? command + " needs a plan (--plan PLAN)"
+                                  : command.substr(verb.size() + 1) + " takes a plan file; this file defines no plan");
     checked = hasPlan() && driver::checkPlan(compilation, file, planFiles, clusterFile, true, &checkedPrograms, bf16);
-    if (checked && (command == "train" || command == "build"))
-      checked = driver::checkTrainable(*build->graph,
-                                       command == "train" ? "hspmc train" : "a program hspmc build writes", diags);
+    if (checked && (verb == "train" || verb == "build"))
+      checked = driver::checkTrainable(*build->graph, verb == "train" ? "hspmc train" : "a program hspmc build writes",
+                                       diags);
     if (!later && checked)
       takeCheckedOrCompile();
   }

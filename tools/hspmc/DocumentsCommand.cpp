@@ -97,7 +97,9 @@ int runSimulateDocuments(const std::string &file, const std::string &clusterFile
   std::string firstCluster;
   for (const std::string &path : files) {
     PricedPlan priced;
-    priced.build = std::make_unique<TrainingBuild>(path, std::vector<std::string>{}, "simulate", true, clusterFile);
+    priced.build = std::make_unique<TrainingBuild>(
+        path, std::vector<std::string>{}, files.size() > 1 || path != file ? "simulate a plan set" : "simulate", true,
+        clusterFile);
     TrainingBuild &t = *priced.build;
     if (!cluster) {
       cluster = t.simulationCluster(clusterFile);

@@ -119,7 +119,7 @@ int train(const std::string &file, const std::vector<std::string> &planFiles, ru
       return 1;
     }
   }
-  TrainingBuild t(set ? set->plans.front() : file, planFiles, "train");
+  TrainingBuild t(set ? set->plans.front() : file, planFiles, set ? "train a plan set" : "train");
   if (int code = t.report(); code != 0)
     return code;
   const auto &build = t.build;
@@ -149,7 +149,9 @@ int train(const std::string &file, const std::vector<std::string> &planFiles, ru
     if (known != paths.end())
       return static_cast<size_t>(known - paths.begin());
     const auto start = std::chrono::steady_clock::now();
-    auto next = std::make_unique<TrainingBuild>(path, std::vector<std::string>{}, "train");
+    auto next = std::make_unique<TrainingBuild>(
+        path, std::vector<std::string>{},
+        option.rfind("--", 0) == 0 ? "train " + option.substr(0, option.find(' ')) : "train a plan set");
     if ((code = next->report()) != 0)
       return 0;
     char text[64];
@@ -414,7 +416,8 @@ int replayFaults(TrainingBuild &t, const planner::Cluster &cluster, const std::s
   const planner::CostModel costs = planner::costModel(cluster);
   for (const std::string &path : replay.recoverPlans) {
     const auto start = std::chrono::steady_clock::now();
-    auto next = std::make_unique<TrainingBuild>(path, std::vector<std::string>{}, "simulate", true, clusterPath);
+    auto next =
+        std::make_unique<TrainingBuild>(path, std::vector<std::string>{}, "simulate --recover", true, clusterPath);
     next->compileOn(cluster);
     if (int code = next->report(); code != 0)
       return code;
@@ -628,7 +631,7 @@ int runTrain(const std::string &file, const std::vector<std::string> &planFiles,
 
 // hspmc explain-switch FROM TO: the slice table's totals, per kind and fused.
 int runExplainSwitch(const std::string &from, const std::string &to, const std::string &clusterFile, bool json) {
-  TrainingBuild a(from, {}, "explain-switch"), b(to, {}, "explain-switch");
+  TrainingBuild a(from, {}, "explain-switch explain-switch"), b(to, {}, "explain-switch explain-switch");
   if (int code = a.report(); code != 0)
     return code;
   if (int code = b.report(); code != 0)
@@ -892,7 +895,7 @@ int runBuild(const std::string &file, const std::vector<std::string> &planFiles,
   std::set<std::string> names = {name};
   size_t devices = t.programs().size();
   for (const std::string &path : also) {
-    auto other = std::make_unique<TrainingBuild>(path, std::vector<std::string>{}, "build");
+    auto other = std::make_unique<TrainingBuild>(path, std::vector<std::string>{}, "build --also");
     if (int code = other->report(); code != 0)
       return code;
     if (std::string differs = sameTraining(t, *other); !differs.empty()) {

@@ -622,6 +622,33 @@ TEST(Cli, SwitchesAreCachedAndCheckedBeforeTraining) {
       << loaded.output;
 }
 
+// A model file where an option takes a plan names the option; before, every one said
+// "train needs a plan (--plan PLAN)", an option the user had not given.
+TEST(Cli, AFileWithoutAPlanWhereAPlanIsTakenNamesTheOption) {
+  const std::string plan = "examples/gpt/plans/dp2_zero.hspmd", model = "examples/gpt/tiny_gpt.hspmd",
+                    data = " --data examples/data/gpl-3.txt --steps 3";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"train " + plan + data + " --switch 2:" + model, "--switch"},
+      {"train " + plan + data + " --recover " + model, "--recover"},
+      {"simulate " + plan + " --fault-trace tests/elastic/dies_twice.trace --recover " + model, "--recover"},
+      {"build " + plan + " --also " + model + " -o build/cli_also_model", "--also"},
+      {"explain-switch " + plan + " " + model, "explain-switch"},
+      {"explain-switch " + model + " " + plan, "explain-switch"},
+      {"train build/cli_model_in_set.planset.toml --documents" + data, "a plan set"}};
+  std::ofstream("build/cli_model_in_set.planset.toml")
+      << "plans = [\"../examples/gpt/plans/docs_short.hspmd\", \"../" << model << "\"]\n";
+  for (const auto &[command, option] : cases) {
+    const CliRun run = hspmc(command);
+    EXPECT_EQ(run.code, 1) << command;
+    EXPECT_NE(run.output.find(model + ": error: " + option + " takes a plan file; this file defines no plan\n"),
+              std::string::npos)
+        << command << "\n"
+        << run.output;
+  }
+  // The command's own file keeps its advice.
+  EXPECT_EQ(hspmc("train " + model + data).output, model + ": error: train needs a plan (--plan PLAN)\n");
+}
+
 // Where the old and new arenas do not fit a device side by side (hetero4_small's 14 MiB
 // devices), the switch moves in buckets by layer and says so; the losses are those of the run
 // that never switched.
