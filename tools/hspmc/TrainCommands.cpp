@@ -23,6 +23,7 @@
 #include <iostream>
 #include <memory>
 #include <set>
+#include <sstream>
 #include <unistd.h>
 
 namespace hspmd::cli {
@@ -397,9 +398,11 @@ double lostFraction(runtime::FaultPhase phase) {
   }
 }
 
-// hspmc simulate --fault-trace: the run priced step by step, in place and by restarts.
+// hspmc simulate --fault-trace: the run priced step by step, in place and by restarts, after
+// `stepReport` (the one step's), which is printed only once the trace and the --recover plans
+// have passed their checks: an error is then all that is printed.
 int replayFaults(TrainingBuild &t, const planner::Cluster &cluster, const std::string &clusterPath, double stepSeconds,
-                 double tokens, const FaultReplay &replay) {
+                 double tokens, const FaultReplay &replay, const std::string &stepReport) {
   auto fail = [](const std::string &message) {
     std::cerr << "hspmc simulate: error: " << message << "\n";
     return 1;
@@ -594,7 +597,7 @@ int replayFaults(TrainingBuild &t, const planner::Cluster &cluster, const std::s
                 "  without failures              %10.1f s  %8.0f tokens/s\n",
                 static_cast<long long>(replay.steps), replay.trace.c_str(), failures, failures == 1 ? "" : "s", returns,
                 returns == 1 ? "" : "s", t.plan().name.c_str(), stepSeconds, history.c_str(), clean, total / clean);
-  std::cout << text;
+  std::cout << stepReport << text;
   std::snprintf(text, sizeof text,
                 "  in place                      %10.1f s  %8.0f tokens/s  %5.1f%%: detection %.1f s, lost work %.1f "
                 "s, compiling %.2f s, moving %.2f s\n",
@@ -792,6 +795,7 @@ int runSimulate(const std::string &file, const std::vector<std::string> &planFil
   const double simulateSeconds = secondsSince(simulating);
   const runtime::ModelInfo info = driver::modelInfo(*build->graph);
   const double tokens = static_cast<double>(info.batch * info.seq);
+  std::ostringstream report; // printed here, or with --fault-trace once the replay's checks pass
   if (json) {
     nlohmann::json out = {{"plan", build->plans[0].name},      {"cluster", cluster->name},
                           {"step_seconds", sim.stepSeconds},   {"tokens_per_second", tokens / sim.stepSeconds},
@@ -804,7 +808,7 @@ int runSimulate(const std::string &file, const std::vector<std::string> &planFil
                                 {"communicating", d.communicating},
                                 {"idle", d.idle},
                                 {"peak_bytes", d.peakBytes}});
-    std::cout << out.dump(2) << "\n";
+    report << out.dump(2) << "\n";
   } else {
     char line[200];
     std::snprintf(line, sizeof line,
@@ -812,13 +816,13 @@ int runSimulate(const std::string &file, const std::vector<std::string> &planFil
                   "%.2f s)\n",
                   sim.stepSeconds * 1e3, tokens / sim.stepSeconds, build->graph->name().c_str(),
                   build->plans[0].name.c_str(), cluster->name.c_str(), compileSeconds, simulateSeconds);
-    std::cout << line << "device  type      busy           communicating  idle           peak memory\n";
+    report << line << "device  type      busy           communicating  idle           peak memory\n";
     for (const auto &[device, d] : sim.devices) {
       std::snprintf(line, sizeof line, "%-6d  %-8s  %7.3f ms %3.0f%%  %7.3f ms %3.0f%%  %7.3f ms %3.0f%%  %.1f MiB\n",
                     device, cluster->devices[static_cast<size_t>(device)].type.c_str(), d.busy * 1e3,
                     100 * d.busy / sim.stepSeconds, d.communicating * 1e3, 100 * d.communicating / sim.stepSeconds,
                     d.idle * 1e3, 100 * d.idle / sim.stepSeconds, static_cast<double>(d.peakBytes) / (1 << 20));
-      std::cout << line;
+      report << line;
     }
   }
   if (!tracePath.empty()) {
@@ -832,9 +836,12 @@ int runSimulate(const std::string &file, const std::vector<std::string> &planFil
       return 1;
     }
   }
-  return replay.trace.empty() ? 0
-                              : replayFaults(t, *cluster, clusterFile.empty() ? t.plan().clusterPath : clusterFile,
-                                             sim.stepSeconds, tokens, replay);
+  if (replay.trace.empty()) {
+    std::cout << report.str();
+    return 0;
+  }
+  return replayFaults(t, *cluster, clusterFile.empty() ? t.plan().clusterPath : clusterFile, sim.stepSeconds, tokens,
+                      replay, report.str());
 }
 
 // Why `dir` cannot take hspmc build's files `names` ("" where it can): it must be a directory
