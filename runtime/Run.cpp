@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -266,21 +267,27 @@ FaultOption parseFaultOption(const std::string &option, const std::vector<int> &
   const std::string what = "--fail " + option + ": ";
   const size_t colon = option.find(':'), at = option.find('@');
   const std::string phase = at == std::string::npos ? "forward" : option.substr(at + 1);
+  // Digits, their value saturated at INT64_MAX: a number too large for a step or a device is
+  // named as beyond the run (before, a device of 2^32 + 1 was taken for device 1).
   auto number = [](const std::string &text, int64_t &value) {
-    if (text.empty() || text.size() > 12 || text.find_first_not_of("0123456789") != std::string::npos)
+    if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
       return false;
-    value = std::stoll(text);
+    const size_t first = std::min(text.find_first_not_of('0'), text.size() - 1);
+    value = text.size() - first > 18 ? INT64_MAX : std::stoll(text.substr(first));
     return true;
   };
   int64_t step = 0, device = 0;
-  if (colon == std::string::npos || !number(option.substr(0, colon), step) || step < 1 ||
-      !number(option.substr(colon + 1, at == std::string::npos ? std::string::npos : at - colon - 1), device)) {
+  const std::string deviceText =
+      colon == std::string::npos
+          ? ""
+          : option.substr(colon + 1, at == std::string::npos ? std::string::npos : at - colon - 1);
+  if (colon == std::string::npos || !number(option.substr(0, colon), step) || step < 1 || !number(deviceText, device)) {
     out.error = what + "expected STEP:DEVICE[@PHASE], a step from 1, a device and a phase (forward, backward, update, "
                        "switch or recovery)";
     return out;
   }
   out.fault.step = step;
-  out.fault.device = static_cast<int>(device);
+  out.fault.device = device > INT_MAX ? -1 : static_cast<int>(device);
   if (phase == "forward")
     out.fault.phase = FaultPhase::Forward;
   else if (phase == "backward")
@@ -294,12 +301,12 @@ FaultOption parseFaultOption(const std::string &option, const std::vector<int> &
   else
     out.error = what + "no phase '" + phase + "' (forward, backward, update, switch or recovery)";
   if (out.error.empty() && step > steps)
-    out.error = what + "step " + std::to_string(step) + " is beyond the run (--steps " + std::to_string(steps) + ")";
+    out.error = what + "step " + option.substr(0, colon) + " is beyond the run (--steps " + std::to_string(steps) + ")";
   if (out.error.empty() && !std::binary_search(devices.begin(), devices.end(), out.fault.device)) {
     std::string list;
     for (int d : devices)
       list += (list.empty() ? "" : ", ") + std::to_string(d);
-    out.error = what + "no device " + std::to_string(device) + " in the run (its devices: " + list + ")";
+    out.error = what + "no device " + deviceText + " in the run (its devices: " + list + ")";
   }
   return out;
 }

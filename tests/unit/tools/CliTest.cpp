@@ -977,8 +977,13 @@ TEST(Cli, DeathsThatCannotBeSurvivedAreClearErrors) {
        "hspmc train: error: tests/elastic/slow.trace:2: expected STEP DEVICE slow FACTOR, a factor from 1 to 1000 "
        "(the device's kernels take FACTOR times as long; 1: its own speed again)\n"},
       {"hetero4.hspmd" + data + "--fault-trace tests/elastic/huge_step.trace",
-       "hspmc train: error: tests/elastic/huge_step.trace:2: expected a step from 1 and a device: STEP DEVICE fail "
-       "[PHASE], STEP DEVICE join or STEP DEVICE slow FACTOR\n"},
+       "hspmc train: error: tests/elastic/huge_step.trace:2: step 99999999999999999999 is beyond the run (--steps "
+       "3)\n"},
+      // Numbers past int: before, device 2^32 + 1 was taken for device 1, which died.
+      {"hetero4.hspmd" + data + "--fail 2:4294967297",
+       "hspmc train: error: --fail 2:4294967297: no device 4294967297 in the run (its devices: 0, 1, 2, 3)\n"},
+      {"hetero4.hspmd" + data + "--fail 9223372036854775808:1",
+       "hspmc train: error: --fail 9223372036854775808:1: step 9223372036854775808 is beyond the run (--steps 3)\n"},
       {"../../../tests/elastic/dp2_no_cluster.hspmd" + data + "--stragglers",
        "hspmc train: error: --stragglers plans for the run's cluster, but plan 'dp2_no_cluster' names no cluster "
        "file (cluster \"FILE\")\n"},
