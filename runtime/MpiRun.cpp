@@ -412,12 +412,13 @@ public:
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (size != static_cast<int>(devices_.size())) {
       MPI_Finalize();
-      throw RunError("mpirun started " + std::to_string(size) + " processes but the " +
-                     (switches ? "plans of the run have " : "plan has ") + std::to_string(runDevices) + " devices" +
-                     (joins_.empty() ? std::string()
-                                     : " and the fault trace " + std::to_string(joins_.size()) +
-                                           (joins_.size() == 1 ? " return" : " returns") + " (a spare process each)") +
-                     ": run it with mpirun -np " + std::to_string(devices_.size()));
+      throw SameEverywhereError(
+          "mpirun started " + std::to_string(size) + " processes but the " +
+          (switches ? "plans of the run have " : "plan has ") + std::to_string(runDevices) + " devices" +
+          (joins_.empty() ? std::string()
+                          : " and the fault trace " + std::to_string(joins_.size()) +
+                                (joins_.size() == 1 ? " return" : " returns") + " (a spare process each)") +
+          ": run it with mpirun -np " + std::to_string(devices_.size()));
     }
     if (elastic && provided < MPI_THREAD_MULTIPLE) {
       MPI_Finalize();

@@ -23,6 +23,12 @@ RunResult runMpi(const RunPlans &plans, const ModelInfo &model, const RunOptions
 /// else -1.
 int launcherRank();
 
+/// Whether this process prints `error`: all do, except for a SameEverywhereError, which only
+/// the first process of an MPI run prints.
+inline bool reportedHere(const std::exception &error) {
+  return !dynamic_cast<const SameEverywhereError *>(&error) || launcherRank() <= 0;
+}
+
 /// hspmc train --backend mpi outside mpirun: runs `command` (this program's arguments) under
 /// `mpirun -np processes` (--enable-recovery where the run goes on after deaths: `elastic`)
 /// and returns the run's exit status: that of the process that reported the run (it printed

@@ -146,6 +146,12 @@ struct RunError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// An error that every process of an MPI run finds alike before training (the process count):
+/// only the first process says it (reportedHere), not one copy per process.
+struct SameEverywhereError : RunError {
+  using RunError::RunError;
+};
+
 /// The one training loop, for every backend. Each device of `world` that this process runs
 /// loads its regions of the parameters and optimizer state, then steps through the data:
 /// step k (from 1, counting on from a loaded checkpoint) trains on the data's batch k - 1 and

@@ -378,7 +378,8 @@ int train(const std::string &file, const std::vector<std::string> &planFiles, ru
   } catch (const std::exception &e) {
     // One write: under mpirun every process may say it, and lines written piece by piece
     // interleave (the pieces of two processes' copies of one line alternated under load).
-    std::cerr << "hspmc train: error: " + std::string(e.what()) + "\n";
+    if (runtime::reportedHere(e))
+      std::cerr << "hspmc train: error: " + std::string(e.what()) + "\n";
     return 1;
   }
   return 0;
