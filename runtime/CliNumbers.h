@@ -31,6 +31,21 @@ inline CLI::Validator int64AtLeast(int64_t least) {
       "INT in [" + range + "]");
 }
 
+/// A whole number from 0 to 18446744073709551615 (--seed): CLI11 took -5 as 2^64 - 5 and
+/// 2^64 as some other seed, silently.
+inline CLI::Validator uint64Whole() {
+  return CLI::Validator(
+      [](std::string &text) -> std::string {
+        uint64_t value = 0;
+        const char *begin = text.data(), *end = begin + text.size();
+        const auto [at, error] = std::from_chars(begin, end, value);
+        if (error == std::errc::invalid_argument || at != end)
+          return "Value " + text + " is not a whole number from 0";
+        return error == std::errc() ? "" : "Value " + text + " not in range 0 to 18446744073709551615";
+      },
+      "UINT in [0 to 18446744073709551615]");
+}
+
 /// Parses the command line of hspmc or a generated binary: nothing to go on with, else the exit
 /// code after CLI11 said why: 0 for --help, 2 for a usage error (CLI11's own codes otherwise).
 inline std::optional<int> parseCommandLine(CLI::App &app, int argc, char **argv) {

@@ -31,7 +31,7 @@ int main(int argc, char **argv, const ModelInfo &model, const std::vector<Plan> 
   DocumentFlags documents;
   addDocumentFlags(app, documents);
   app.add_option("--steps", run.steps, "Optimizer steps")->check(int64AtLeast(0));
-  app.add_option("--seed", run.seed, "Seed of the initial parameters");
+  app.add_option("--seed", run.seed, "Seed of the initial parameters")->check(uint64Whole());
   app.add_option("--save", run.save, "Write a checkpoint (plan-independent) at the end");
   app.add_option("--load", run.load, "Start from a checkpoint (saved under any plan)");
   app.add_option("--trace", run.trace, "Write a Chrome trace (one track per device)");

@@ -5,8 +5,8 @@
 # fail:STEP:DEVICE, device DEVICE dies at step STEP in both runs and they go on under PLAN2
 # (docs/elastic.md). With `documents`, both train on the data as documents
 # (docs/mixed-lengths.md). Without either, the binary must also refuse a --save it cannot write
-# before it trains, fail on a full disk (--losses /dev/full, standard output on /dev/full), and
-# exit 2 on a usage error.
+# before it trains, fail on a full disk (--losses /dev/full, standard output on /dev/full),
+# exit 2 on a usage error, and refuse a negative --seed.
 # Usage: check_generated.sh HSPMC PLAN OUTDIR [PLAN2 STEP|fail:STEP:DEVICE|documents]
 set -euo pipefail
 hspmc=$1 plan=$2 out=$3 also=${4:-} step=${5:-}
@@ -67,6 +67,12 @@ if [ -z "$also" ] && [ ${#generated[@]} -eq 0 ]; then
   "$binary" --data "$data" --steps -1 > /dev/null 2>&1 || code=$?
   if [ "$code" != 2 ]; then
     echo "the binary's usage error (--steps -1) exited $code, not 2"
+    exit 1
+  fi
+  # --seed is checked as text too (CLI11 took -5 as 2^64 - 5).
+  message=$("$binary" --data "$data" --steps 1 --seed -5 2>&1 | head -1 || true)
+  if [ "$message" != "--seed: Value -5 is not a whole number from 0" ]; then
+    printf 'got:      %s\nexpected: --seed: Value -5 is not a whole number from 0\n' "$message"
     exit 1
   fi
 fi

@@ -125,7 +125,7 @@ int run(int argc, char **argv) {
       ->add_option("--device", trainDevice,
                    "cpu, or gpu: every device's kernels on a GPU, communication through the host (docs/gpu.md)")
       ->check(CLI::IsMember({"cpu", "gpu"}));
-  trainCommand->add_option("--seed", trainRun.seed, "Seed of the initial parameters");
+  trainCommand->add_option("--seed", trainRun.seed, "Seed of the initial parameters")->check(runtime::uint64Whole());
   trainCommand->add_option("--save", trainRun.save, "Write a checkpoint (plan-independent) at the end");
   trainCommand
       ->add_option("--save-every", trainRun.saveEvery,

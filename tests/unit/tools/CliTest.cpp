@@ -1844,6 +1844,18 @@ TEST(Cli, UsageErrorsExitTwo) {
   CliRun words = hspmc("train examples/gpt/plans/single.hspmd --data examples/data/gpl-3.txt --steps 0x10");
   EXPECT_EQ(words.code, 2);
   EXPECT_EQ(words.output.substr(0, words.output.find('\n')), "--steps: Value 0x10 is not a whole number");
+  // --seed: CLI11 took -5 as 2^64 - 5 and 2^64 as some other seed, silently.
+  for (const auto &[seed, message] : std::vector<std::pair<std::string, std::string>>{
+           {"-5", "--seed: Value -5 is not a whole number from 0"},
+           {"18446744073709551616", "--seed: Value 18446744073709551616 not in range 0 to 18446744073709551615"}}) {
+    CliRun bad = hspmc("train examples/gpt/plans/single.hspmd --data examples/data/gpl-3.txt --steps 1 --seed " + seed);
+    EXPECT_EQ(bad.code, 2) << seed;
+    EXPECT_EQ(bad.output.substr(0, bad.output.find('\n')), message);
+  }
+  EXPECT_EQ(hspmc("train examples/gpt/plans/single.hspmd --data examples/data/gpl-3.txt --steps 1 --seed "
+                  "18446744073709551615")
+                .code,
+            0);
   // hspmc plan takes the model, not a plan file (it was planned at the plan's own bindings).
   CliRun planFile = hspmc("plan examples/gpt/plans/tp2.hspmd --cluster examples/clusters/cpu4.toml --seq 64 "
                           "--tokens 512 -o build/x.hspmd");
