@@ -8,12 +8,16 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <unistd.h>
 
 namespace hspmd::runtime {
 
@@ -93,25 +97,48 @@ void ParameterStore::save(const std::string &path) const {
   if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
     throw CheckpointError(path +
                           ": not a regular file (a checkpoint is renamed onto its path, which would replace it)");
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    if (!out)
-      throw CheckpointError(path + ": cannot write the checkpoint");
-    errno = 0;
-    out << header.dump() << "\n";
-    for (const auto &[name, t] : tensors)
-      out.write(reinterpret_cast<const char *>(t.data.data()), static_cast<std::streamsize>(t.data.size() * 4));
-    out.close(); // flushes: a full disk shows in the last bytes too (ir::writeWhole)
-    if (!out) {
-      std::error_code removed;
-      std::filesystem::remove(tmp, removed);
-      throw CheckpointError(path + ": writing the checkpoint failed (" +
-                            (errno ? std::strerror(errno) : "the write failed") + ")");
-    }
+  // Written beside its path under a name of its own (created exclusively: a file of the user's
+  // is never written over, and two runs saving to one path do not write into one file), made
+  // durable, then renamed onto the path: a crash leaves the old checkpoint or the new one.
+  std::string tmp;
+  int fd = -1;
+  static std::atomic<unsigned> made{0};
+  for (int attempt = 0; fd < 0 && attempt < 100; ++attempt) {
+    tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(made++);
+    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0 && errno != EEXIST)
+      break;
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    throw CheckpointError(path + ": cannot move the checkpoint into place");
+  if (fd < 0)
+    throw CheckpointError(path + ": cannot write the checkpoint (" + std::strerror(errno) + ")");
+  FILE *out = ::fdopen(fd, "wb");
+  if (!out) {
+    ::close(fd);
+    std::filesystem::remove(tmp, ec);
+    throw CheckpointError(path + ": cannot write the checkpoint (" + std::strerror(errno) + ")");
+  }
+  errno = 0;
+  const std::string head = header.dump() + "\n";
+  bool ok = std::fwrite(head.data(), 1, head.size(), out) == head.size();
+  for (const auto &[name, t] : tensors)
+    ok = ok && std::fwrite(t.data.data(), sizeof(float), t.data.size(), out) == t.data.size();
+  ok = std::fflush(out) == 0 && ok; // a full disk shows in the last bytes too (ir::writeWhole)
+  ok = ok && ::fsync(fd) == 0;
+  const int error = errno;
+  ok = std::fclose(out) == 0 && ok;
+  if (!ok) {
+    std::filesystem::remove(tmp, ec);
+    throw CheckpointError(path + ": writing the checkpoint failed (" +
+                          (error   ? std::strerror(error)
+                           : errno ? std::strerror(errno)
+                                   : "the write failed") +
+                          ")");
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int renameError = errno;
+    std::filesystem::remove(tmp, ec);
+    throw CheckpointError(path + ": cannot move the checkpoint into place (" + std::strerror(renameError) + ")");
+  }
 }
 
 ParameterStore ParameterStore::load(const std::string &path, const std::string &model) {

@@ -15,14 +15,17 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <mutex>
 #include <set>
+#include <thread>
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -282,6 +285,53 @@ TEST(Training, CheckpointIsNotRenamedOntoASpecialFile) {
   }
   EXPECT_TRUE(std::filesystem::is_fifo(fifo));
   std::filesystem::remove(fifo);
+}
+
+// A checkpoint is written under a temporary name of its own, created exclusively: a user's
+// file at PATH.tmp is left alone (it was written over and renamed away), two saves to one
+// path at once leave one whole checkpoint (they wrote into one file), nothing temporary is
+// left, and a directory that does not exist is named with its reason.
+TEST(Training, CheckpointIsWrittenUnderATemporaryNameOfItsOwn) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("hspmd_ckpt_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string path = (dir / "c.ckpt").string();
+  std::ofstream(path + ".tmp") << "the user's own";
+  auto store = [](int64_t step) {
+    runtime::ParameterStore s;
+    s.model = "m";
+    s.step = step;
+    s.tensors["w"] = {{1 << 16}, std::vector<float>(1 << 16, static_cast<float>(step))};
+    return s;
+  };
+  std::vector<std::thread> savers;
+  for (int64_t step : {1, 2})
+    savers.emplace_back([&, step] {
+      const runtime::ParameterStore s = store(step);
+      for (int k = 0; k < 20; ++k)
+        s.save(path);
+    });
+  for (std::thread &t : savers)
+    t.join();
+  const runtime::ParameterStore loaded = runtime::ParameterStore::load(path, "m");
+  EXPECT_TRUE(loaded.step == 1 || loaded.step == 2) << loaded.step;
+  EXPECT_EQ(loaded.tensors.at("w").data, std::vector<float>(1 << 16, static_cast<float>(loaded.step)));
+  std::ifstream kept(path + ".tmp");
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(kept)), std::istreambuf_iterator<char>()), "the user's own");
+  std::vector<std::string> names;
+  for (const auto &entry : fs::directory_iterator(dir))
+    names.push_back(entry.path().filename().string());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"c.ckpt", "c.ckpt.tmp"}));
+  const std::string missing = (dir / "no_such_folder" / "c.ckpt").string();
+  try {
+    store(1).save(missing);
+    ADD_FAILURE() << "a checkpoint in a folder that does not exist";
+  } catch (const runtime::CheckpointError &e) {
+    EXPECT_EQ(std::string(e.what()), missing + ": cannot write the checkpoint (No such file or directory)");
+  }
+  fs::remove_all(dir);
 }
 
 // A checkpoint's header is checked whole against the file and the program before anything is
