@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdio>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -63,7 +64,23 @@ void forEachJsonlText(const std::string &path, const std::string &bytes,
     try {
       document = nlohmann::json::parse(line);
     } catch (const nlohmann::json::parse_error &e) {
-      throw DataError(at + "not JSON: " + e.what());
+      // "[json.exception.parse_error.101] parse error at line 1, column 11: syntax error ...;
+      // last read: '...'" -> "PATH:LINE:11: not JSON: syntax error ...", with the bytes it
+      // quotes that are not printable ASCII (ill-formed UTF-8, controls) written as \xNN.
+      const std::string what = e.what();
+      const size_t column = what.find("column "), reason = what.find(": ", column);
+      std::string text;
+      for (const char c : column == std::string::npos || reason == std::string::npos ? what : what.substr(reason + 2)) {
+        const auto byte = static_cast<unsigned char>(c);
+        if (byte >= 0x20 && byte < 0x7f) {
+          text += c;
+        } else {
+          char hex[8];
+          std::snprintf(hex, sizeof hex, "\\x%02x", byte);
+          text += hex;
+        }
+      }
+      throw DataError(path + ":" + std::to_string(number) + ":" + std::to_string(e.byte) + ": not JSON: " + text);
     }
     if (!document.is_object() || !document.contains("text") || !document["text"].is_string())
       throw DataError(at + "expected an object with a string field \"text\"");

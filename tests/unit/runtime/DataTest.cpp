@@ -69,8 +69,13 @@ TEST(Data, JsonlTextFieldsAreJoinedByNewlines) {
   const std::string bad = write("bad.jsonl", "{\"text\": \"ab\"}\n{\"body\": 1}\n");
   EXPECT_EQ(expectError(bad, 256), bad + ":2: expected an object with a string field \"text\"");
   const std::string broken = write("broken.jsonl", "{\"text\": \n");
-  EXPECT_EQ(expectError(broken, 256).rfind(broken + ":1: not JSON: ", 0), 0u);
-  for (const auto &p : {path, bad, broken})
+  EXPECT_EQ(expectError(broken, 256), broken + ":1:10: not JSON: syntax error while parsing value - unexpected end "
+                                               "of input; expected '[', '{', or a literal");
+  // Bytes that are not printable are not echoed to the terminal as they are.
+  const std::string binary = write("binary.jsonl", "{\"text\": \"ok\"}\n{\"text\": \"\xff\xfe\"}\n");
+  EXPECT_EQ(expectError(binary, 256), binary + ":2:11: not JSON: syntax error while parsing value - invalid string: "
+                                               "ill-formed UTF-8 byte; last read: '\"\\xff'");
+  for (const auto &p : {path, bad, broken, binary})
     std::filesystem::remove(p);
 }
 
