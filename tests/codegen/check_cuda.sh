@@ -9,8 +9,16 @@ set -euo pipefail
 hspmc=$1 plan=$2 out=$3
 data=examples/data/gpl-3.txt
 rm -rf "$out"
-"$hspmc" build "$plan" --target cuda -o "$out"
+built=$("$hspmc" build "$plan" --target cuda -o "$out")
+echo "$built"
 binary=$(find "$out" -maxdepth 1 -type f -executable | head -1)
+# The line that says how to run it names the backend it has for several GPUs.
+backend=mpi
+if "$binary" --help | grep -q 'nccl'; then backend=nccl; fi
+if [[ "$built" != *"(run it with --data FILE; --backend $backend under mpirun -np "* ]]; then
+  echo "hspmc build's last line does not name --backend $backend: $built"
+  exit 1
+fi
 if message=$("$binary" --data "$data" --steps 10 --losses "$out/gpu.json" 2>&1); then
   "$hspmc" train "$plan" --data "$data" --steps 10 --losses "$out/cpu.json" > /dev/null
   python3 - "$out/gpu.json" "$out/cpu.json" <<'PY'

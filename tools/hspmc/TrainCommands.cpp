@@ -990,7 +990,8 @@ int runBuild(const std::string &file, const std::vector<std::string> &planFiles,
     std::cerr << "hspmc build: error: cannot copy the binary to " << binary.string() << ": " << error.message() << "\n";
     return 1;
   }
-  std::cout << "built " << binary.string() << " (run it with --data FILE; --backend mpi under mpirun -np " << devices
+  std::cout << "built " << binary.string() << " (run it with --data FILE; --backend "
+            << (target == "cuda" && !ncclLibrary.empty() ? "nccl" : "mpi") << " under mpirun -np " << devices
             << (plans.size() > 1 ? "; --switch STEP:NAME to change plans" : "") << ")" << std::endl;
   return 0;
 }
