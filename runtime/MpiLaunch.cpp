@@ -34,6 +34,24 @@ extern "C" void forwardToMpirun(int signal) {
     ::kill(static_cast<pid_t>(mpirunPid), signal);
 }
 
+// The status directories of launches that were killed (SIGKILL: nothing of hspmc's ran after
+// it; mpirun and the run's processes end by the parent-death signal): hspmd-run-PID-* whose
+// launcher PID is gone. A PID taken again by another process keeps its directory, harmlessly.
+void removeStatusesOfTheKilled() {
+  std::error_code ignored;
+  for (const auto &entry : std::filesystem::directory_iterator("/tmp", ignored)) {
+    const std::string name = entry.path().filename().string(), prefix = "hspmd-run-";
+    if (name.rfind(prefix, 0) != 0)
+      continue;
+    const size_t dash = name.find('-', prefix.size());
+    const std::string pid = name.substr(prefix.size(), dash == std::string::npos ? 0 : dash - prefix.size());
+    if (pid.empty() || pid.size() > 9 || pid.find_first_not_of("0123456789") != std::string::npos)
+      continue; // not one of these (older directories had no PID)
+    if (::kill(static_cast<pid_t>(std::stol(pid)), 0) != 0 && errno == ESRCH)
+      std::filesystem::remove_all(entry.path(), ignored);
+  }
+}
+
 // Starts mpirun with SIGTERM as its parent-death signal: a SIGKILL of hspmc, which no handler
 // sees, still ends mpirun and so the run's processes. Returns mpirun's pid, or -1 with errno
 // (execvp's, sent back through a pipe that the exec closes).
@@ -77,7 +95,9 @@ pid_t startMpirun(char *const argv[]) {
 } // namespace
 
 int launchUnderMpirun(const std::vector<std::string> &command, int processes, bool elastic) {
-  char pattern[] = "/tmp/hspmd-run-XXXXXX";
+  removeStatusesOfTheKilled();
+  std::string named = "/tmp/hspmd-run-" + std::to_string(getpid()) + "-XXXXXX";
+  char *pattern = named.data();
   if (!mkdtemp(pattern)) {
     std::fprintf(stderr, "hspmc train: error: cannot make a directory under /tmp: %s\n", std::strerror(errno));
     return 1;
