@@ -44,6 +44,7 @@ public:
     annotationsMatchStages();
     headsRespectGroups();
     batchesDivide();
+    stagesHaveWork();
     splitsDivide();
     if (part == LintPart::All)
       memoryFits();
@@ -292,6 +293,25 @@ private:
               std::to_string(pipeline.microbatches) + " micro-batches do not divide pipeline '" + pipeline.name +
                   "''s batch of " + std::to_string(batch));
     }
+  }
+
+  // HS207: a stage with no layers and no parameters trains (its devices pass nothing on),
+  // but its devices idle: most likely a stage left half-written.
+  void stagesHaveWork() {
+    for (const auto &pipeline : spec_.pipelines)
+      for (size_t s = 0; s < pipeline.stages.size(); ++s) {
+        const auto &stage = pipeline.stages[s];
+        if (stage.layerEnd > stage.layerBegin || !stage.extraParams.empty())
+          continue;
+        std::string devices;
+        for (int d : stage.devices)
+          devices += (devices.empty() ? "" : ", ") + std::to_string(d);
+        warn(stage.loc, "HS207",
+             "stage " + std::to_string(s) + " of pipeline '" + pipeline.name +
+                 "' runs no layers and holds no parameters: " +
+                 (stage.devices.size() == 1 ? "its device " + devices + " idles" : "its devices " + devices + " idle") +
+                 " (give it `layers` or remove it)");
+      }
   }
 
   // HS104: a split over a mesh axis should divide the dimension it splits.
