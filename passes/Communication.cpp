@@ -446,7 +446,10 @@ CommPlan planReshard(const std::vector<int64_t> &shape, int elementBytes, const 
   CommPlan direct;
   {
     Planner planner(shape, elementBytes, links);
-    direct.steps.push_back(planner.direct(from, to, hasPartial(from) ? nullptr : &direct.lackingBytes));
+    // The bound holds for whole values; a partial-sum target (P) could be had by zero-filling
+    // in place, which no plan here does: no bound is claimed for it.
+    direct.steps.push_back(
+        planner.direct(from, to, hasPartial(from) || hasPartial(to) ? nullptr : &direct.lackingBytes));
   }
   // Partial sums going to other devices: reducing them where they are first (one collective)
   // and then moving the result may beat sending every partial sum to every needer.

@@ -55,8 +55,9 @@ struct CommStep {
 
 struct CommPlan {
   std::vector<CommStep> steps;
-  /// Per device of the target: bytes of the target region it did not hold (non-partial
-  /// sources). The plan is minimal when each device receives exactly this.
+  /// Per device of the target: bytes of the target region it did not hold (sources and
+  /// targets without partial sums; empty otherwise). The plan is minimal when each device
+  /// receives exactly this.
   std::map<int, int64_t> lackingBytes;
   int64_t totalBytes() const;
   double seconds() const;

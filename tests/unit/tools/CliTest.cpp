@@ -1962,6 +1962,12 @@ TEST(Cli, ExplainReshard) {
   EXPECT_EQ(run.code, 0) << run.output;
   EXPECT_NE(run.output.find("step 1: all-gather"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("the target devices lacked 1536 bytes (minimal)"), std::string::npos) << run.output;
+  // To partial sums no bound is claimed: zero-filling in place would move nothing (it said
+  // "lacked 384 bytes (minimal)" of the gather to device 0).
+  CliRun partial = hspmc("explain-reshard --shape 8,16 --from '[0..4]: S0' --to '[0..4]: P'");
+  EXPECT_EQ(partial.code, 0) << partial.output;
+  EXPECT_NE(partial.output.find("\ntotal: 384 bytes received, "), std::string::npos) << partial.output;
+  EXPECT_EQ(partial.output.find("lacked"), std::string::npos) << partial.output;
   CliRun json = hspmc("explain-reshard --format json --dtype bf16 --shape 8,16 --from '[0..4]: P' --to '[0..4]: S0'");
   EXPECT_EQ(json.code, 0);
   EXPECT_NE(json.output.find("\"kind\": \"reduce-scatter\""), std::string::npos) << json.output;
