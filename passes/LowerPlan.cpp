@@ -181,7 +181,7 @@ private:
           if (stage.devices.empty() || stage.devices.size() % static_cast<size_t>(stage.tp) != 0) {
             error(stage.tpLoc.isKnown() ? stage.tpLoc : stage.loc, "HS108",
                   "tp " + std::to_string(stage.tp) + " does not divide the stage's " +
-                      std::to_string(stage.devices.size()) + " devices");
+                      std::to_string(stage.devices.size()) + (stage.devices.size() == 1 ? " device" : " devices"));
             ok = false;
             continue;
           }

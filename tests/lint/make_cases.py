@@ -97,6 +97,8 @@ case("hs107_parameter_not_placed", gpt("  pipeline a {\n    stage devices [0] la
      [(6, 3, "error", "parameter 'lnf' is not placed in pipeline 'a' (add `with lnf` to the stages that use it) [HS107]")])
 case("hs108_tp_divides", gpt("  pipeline a {\n    stage devices [0, 1, 2] tp 2 layers blocks with wte, lnf\n  }"),
      [(7, 32, "error", "tp 2 does not divide the stage's 3 devices [HS108]")])
+case("hs108_tp_on_one_device", gpt("  pipeline a {\n    stage devices [0] tp 2 layers blocks with wte, lnf\n  }"),
+     [(7, 26, "error", "tp 2 does not divide the stage's 1 device [HS108]")])
 case("hs109_annotation_off_stage", gpt("  pipeline a {\n    stage devices [0, 1] tp 2 layers blocks with wte, lnf\n  }\n  annotate blocks[0].wqkv = [2, 3]: S1"),
      [(9, 29, "error", "'blocks[0].wqkv' is annotated on devices other than those of the stages that hold it [HS109]"),
       ("stdlib/nn.hspmd", 76, 39, "warning", "'blocks[0].wqkv' is resharded automatically from [2, 3]: S1 to [0, 1]: S1 (about ...")])
