@@ -14,6 +14,8 @@
 //    unequal head split (HexiSeq's asymmetric head parallelism).
 #include "passes/LowerPlan.h"
 
+#include "ir/Words.h"
+
 #include <algorithm>
 #include <numeric>
 #include <set>
@@ -181,7 +183,7 @@ private:
           if (stage.devices.empty() || stage.devices.size() % static_cast<size_t>(stage.tp) != 0) {
             error(stage.tpLoc.isKnown() ? stage.tpLoc : stage.loc, "HS108",
                   "tp " + std::to_string(stage.tp) + " does not divide the stage's " +
-                      std::to_string(stage.devices.size()) + (stage.devices.size() == 1 ? " device" : " devices"));
+                      ir::counted(static_cast<int64_t>(stage.devices.size()), "device"));
             ok = false;
             continue;
           }

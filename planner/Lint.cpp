@@ -2,6 +2,7 @@
 #include "planner/Lint.h"
 
 #include "ir/AnnotationText.h"
+#include "ir/Words.h"
 #include "passes/Layout.h"
 #include "planner/Estimates.h"
 
@@ -278,7 +279,8 @@ private:
       if (static_cast<int64_t>(pipeline.stages.size()) > pipeline.microbatches)
         warn(pipeline.microbatchesLoc, "HS201",
              "pipeline '" + pipeline.name + "' has " + std::to_string(pipeline.stages.size()) + " stages but " +
-                 std::to_string(pipeline.microbatches) + " micro-batches: some stages idle for most of each step");
+                 ir::counted(pipeline.microbatches, "micro-batch", "micro-batches") +
+                 ": some stages idle for most of each step");
       if (plan_.batchPerPipeline.empty())
         continue;
       const int64_t batch = plan_.batchPerPipeline[p];

@@ -2,6 +2,7 @@
 #include "runtime/Data.h"
 
 #include "ir/Files.h"
+#include "ir/Words.h"
 
 #include <nlohmann/json.hpp>
 
@@ -121,8 +122,8 @@ Dataset Dataset::load(const std::string &path, int64_t vocab) {
 Batch Dataset::batchFor(int64_t step, int64_t batch, int64_t seq) const {
   const int64_t usable = size() - seq; // the starts that leave room for the last target
   if (usable <= 0)
-    throw DataError((source_.empty() ? "" : source_ + ": ") + "the data has " + std::to_string(size()) +
-                    (size() == 1 ? " token" : " tokens") + "; a sequence needs " + std::to_string(seq + 1));
+    throw DataError((source_.empty() ? "" : source_ + ": ") + "the data has " + ir::counted(size(), "token") +
+                    "; a sequence needs " + std::to_string(seq + 1));
   Batch out{batch, seq, {}, {}, 0, {}, {}};
   auto &tokens = out.inputs["tokens"];
   auto &targets = out.inputs["targets"];

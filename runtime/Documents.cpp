@@ -2,6 +2,8 @@
 // (runtime/Documents.h).
 #include "runtime/Documents.h"
 
+#include "ir/Words.h"
+
 #include <algorithm>
 #include <optional>
 #include <set>
@@ -489,8 +491,7 @@ std::string describeDocuments(const Documents &documents) {
     total += length;
   std::sort(lengths.begin(), lengths.end());
   auto at = [&](double q) { return lengths[static_cast<size_t>(q * static_cast<double>(lengths.size() - 1))]; };
-  auto counted = [](int64_t n, const char *noun) { return std::to_string(n) + " " + noun + (n == 1 ? "" : "s"); };
-  return counted(static_cast<int64_t>(lengths.size()), "document") + ", " + counted(total, "token") +
+  return ir::counted(static_cast<int64_t>(lengths.size()), "document") + ", " + ir::counted(total, "token") +
          "; lengths: min " + std::to_string(lengths.front()) + ", median " + std::to_string(at(0.5)) + ", p90 " +
          std::to_string(at(0.9)) + ", max " + std::to_string(lengths.back());
 }

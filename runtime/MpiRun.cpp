@@ -6,6 +6,7 @@
 #include <mpi.h>
 
 #include "ir/Tags.h"
+#include "ir/Words.h"
 
 #include <algorithm>
 #include <atomic>
@@ -413,7 +414,7 @@ public:
     if (size != static_cast<int>(devices_.size())) {
       MPI_Finalize();
       throw SameEverywhereError(
-          "mpirun started " + std::to_string(size) + " processes but the " +
+          "mpirun started " + ir::counted(size, "process", "processes") + " but the " +
           (switches ? "plans of the run have " : "plan has ") + std::to_string(runDevices) + " devices" +
           (joins_.empty() ? std::string()
                           : " and the fault trace " + std::to_string(joins_.size()) +

@@ -3,6 +3,7 @@
 
 #include "ir/Files.h"
 #include "ir/KernelCost.h"
+#include "ir/Words.h"
 #include "runtime/Documents.h"
 
 #include "runtime/Stragglers.h"
@@ -551,7 +552,7 @@ RunResult train(World &world, const RunPlans &given, const ModelInfo &model, con
     if (change.beforeStep <= firstStep || change.beforeStep > firstStep + options.steps)
       throw RunError("a switch before step " + std::to_string(change.beforeStep) + " is outside this run (steps " +
                      std::to_string(firstStep + 1) + " to " + std::to_string(firstStep + options.steps) +
-                     (firstStep > 0 ? ", after the " + std::to_string(firstStep) + " steps of the checkpoint loaded"
+                     (firstStep > 0 ? ", after the " + ir::counted(firstStep, "step") + " of the checkpoint loaded"
                                     : std::string()) +
                      ")");
   // So would a failure outside it, or at a switch the run does not make.

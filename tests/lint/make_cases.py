@@ -139,7 +139,7 @@ case("hs101_reshard_device", gpt("  reshard blocks[1].forward.h to [0, 4]: S1"),
 case("hs200_no_cluster", gpt(ONE, cluster=""),
      [(3, 6, "warning", "no cluster file: device, memory, balance and link checks are skipped [HS200]")])
 case("hs201_few_microbatches", gpt("  pipeline a microbatches 1 {\n    stage devices [0] layers blocks[0:2] with wte\n    stage devices [1] layers blocks[2:4] with lnf, wte\n  }"),
-     [(6, 27, "warning", "pipeline 'a' has 2 stages but 1 micro-batches: some stages idle for most of each step [HS201]")])
+     [(6, 27, "warning", "pipeline 'a' has 2 stages but 1 micro-batch: some stages idle for most of each step [HS201]")])
 case("hs202_imbalance", gpt("  pipeline a microbatches 2 {\n    stage devices [0] layers blocks[0:3] with wte\n    stage devices [1] layers blocks[3:4] with lnf, wte\n  }"),
      [(3, 6, "warning", "estimated compute per step differs by ...")])
 case("hs203_slower_link", gpt("  pipeline a microbatches 2 {\n    stage devices [0, 2] tp 2 layers blocks[0:2] with wte\n    stage devices [3, 1] tp 2 layers blocks[2:4] with lnf, wte\n  }",
