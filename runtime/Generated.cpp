@@ -177,8 +177,7 @@ int main(int argc, char **argv, const ModelInfo &model, const std::vector<Plan> 
     if (leader && !losses.empty())
       writeLosses(losses, plan.name, model, run.seed, plan.optimizer, plan.optimizerArgs, result);
   } catch (const std::exception &e) {
-    if (reportedHere(e))
-      std::cerr << argv[0] << ": error: " << e.what() << "\n";
+    reportRunError(argv[0], e);
     return 1;
   }
   if (const std::string why = ir::unflushedOutput(); !why.empty()) {

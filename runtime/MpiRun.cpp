@@ -411,16 +411,15 @@ public:
     MPI_Init_thread(nullptr, nullptr, elastic ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (size != static_cast<int>(devices_.size())) {
-      MPI_Finalize();
-      throw SameEverywhereError(
+    if (size != static_cast<int>(devices_.size()))
+      throw SameEverywhereError( // MPI is closed once the first process has said it
           "mpirun started " + ir::counted(size, "process", "processes") + " but the " +
-          (switches ? "plans of the run have " : "plan has ") + std::to_string(runDevices) + " devices" +
+          (switches ? "plans of the run have " : "plan has ") +
+          ir::counted(static_cast<int64_t>(runDevices), "device") +
           (joins_.empty() ? std::string()
                           : " and the fault trace " + std::to_string(joins_.size()) +
                                 (joins_.size() == 1 ? " return" : " returns") + " (a spare process each)") +
           ": run it with mpirun -np " + std::to_string(devices_.size()));
-    }
     if (elastic && provided < MPI_THREAD_MULTIPLE) {
       MPI_Finalize();
       throw RunError("going on after a death on MPI needs MPI_THREAD_MULTIPLE (a heartbeat thread beside the "
@@ -675,6 +674,22 @@ int launcherRank() {
     if (const char *value = std::getenv(name))
       return std::atoi(value);
   return -1;
+}
+
+void reportRunError(const std::string &program, const std::exception &error) {
+  const bool everywhere = dynamic_cast<const SameEverywhereError *>(&error) != nullptr;
+  if (!everywhere || launcherRank() <= 0) {
+    const std::string line = program + ": error: " + error.what() + "\n";
+    std::fwrite(line.data(), 1, line.size(), stderr);
+    std::fflush(stderr);
+  }
+  int initialised = 0, finalised = 0;
+  MPI_Initialized(&initialised);
+  MPI_Finalized(&finalised);
+  if (everywhere && initialised && !finalised) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Finalize();
+  }
 }
 
 RunResult runMpi(const std::map<int, ir::DeviceProgram> &programs, const ModelInfo &model, const RunOptions &options) {

@@ -23,11 +23,12 @@ RunResult runMpi(const RunPlans &plans, const ModelInfo &model, const RunOptions
 /// else -1.
 int launcherRank();
 
-/// Whether this process prints `error`: all do, except for a SameEverywhereError, which only
-/// the first process of an MPI run prints.
-inline bool reportedHere(const std::exception &error) {
-  return !dynamic_cast<const SameEverywhereError *>(&error) || launcherRank() <= 0;
-}
+/// Prints `error` as "PROGRAM: error: WHAT" in one write (lines written piece by piece by
+/// several processes interleave), where this process says it: every process does, except for a
+/// SameEverywhereError, which only the first process of an MPI run prints. Such an error leaves
+/// MPI open: here every process waits for the others, then closes it, so that no process exits
+/// (and mpirun ends the rest) before the first has printed.
+void reportRunError(const std::string &program, const std::exception &error);
 
 /// hspmc train --backend mpi outside mpirun: runs `command` (this program's arguments) under
 /// `mpirun -np processes` (--enable-recovery where the run goes on after deaths: `elastic`)

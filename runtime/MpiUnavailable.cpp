@@ -1,6 +1,8 @@
 // The MPI backend's entry points in a build without MPI: a clear error.
 #include "runtime/MpiRun.h"
 
+#include <cstdio>
+
 namespace hspmd::runtime {
 
 bool mpiAvailable() {
@@ -9,6 +11,12 @@ bool mpiAvailable() {
 int launcherRank() {
   return -1;
 }
+void reportRunError(const std::string &program, const std::exception &error) {
+  const std::string line = program + ": error: " + error.what() + "\n";
+  std::fwrite(line.data(), 1, line.size(), stderr);
+  std::fflush(stderr);
+}
+
 RunResult runMpi(const std::map<int, ir::DeviceProgram> &, const ModelInfo &, const RunOptions &) {
   throw RunError("this hspmc was built without MPI (apt-get install libopenmpi-dev, then rebuild)");
 }

@@ -147,7 +147,7 @@ struct RunError : std::runtime_error {
 };
 
 /// An error that every process of an MPI run finds alike before training (the process count):
-/// only the first process says it (reportedHere), not one copy per process.
+/// only the first process says it (reportRunError, MpiRun.h), not one copy per process.
 struct SameEverywhereError : RunError {
   using RunError::RunError;
 };

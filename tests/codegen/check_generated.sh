@@ -27,7 +27,8 @@ elif [ -n "$also" ]; then
     executor=(--switch "$step:$also")
   fi
 fi
-"$hspmc" build "$plan" -o "$out" "${build[@]}"
+built=$("$hspmc" build "$plan" -o "$out" "${build[@]}")
+echo "$built"
 name=$(basename "$plan" .hspmd)
 binary=$(find "$out" -maxdepth 1 -type f -executable | head -1)
 # Its outputs are checked before it trains, as hspmc train checks them.
@@ -74,6 +75,19 @@ if [ -z "$also" ] && [ ${#generated[@]} -eq 0 ]; then
   if [ "$message" != "--seed: Value -5 is not a whole number from 0" ]; then
     printf 'got:      %s\nexpected: --seed: Value -5 is not a whole number from 0\n' "$message"
     exit 1
+  fi
+  # Under mpirun with one process too many, the first process says so, once; the others wait
+  # for it (they exited first, and mpirun ended it before it printed).
+  devices=$(sed -n 's/.*under mpirun -np \([0-9]*\)).*/\1/p' <<<"$built")
+  if command -v mpirun > /dev/null && [ -n "$devices" ]; then
+    message=$(timeout 120 mpirun --allow-run-as-root --oversubscribe -x ASAN_OPTIONS=detect_leaks=0 \
+      -np $((devices + 1)) "$binary" --data "$data" --steps 1 --backend mpi 2>&1 || true)
+    expected="$binary: error: mpirun started $((devices + 1)) processes but the plan has $devices \
+device$([ "$devices" = 1 ] || echo s): run it with mpirun -np $devices"
+    if [ "$(grep -cxF "$expected" <<<"$message")" != 1 ]; then
+      printf 'got:      %s\nexpected once: %s\n' "$message" "$expected"
+      exit 1
+    fi
   fi
 fi
 "$binary" --data "$data" --steps 10 --losses "$out/generated.json" "${generated[@]}" >/dev/null

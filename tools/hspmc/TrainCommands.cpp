@@ -376,10 +376,7 @@ int train(const std::string &file, const std::vector<std::string> &planFiles, ru
       runtime::writeLosses(lossesPath, build->plans[0].name, model, run.seed, build->plans[0].optimizer,
                            build->plans[0].optimizerArgs, trained);
   } catch (const std::exception &e) {
-    // One write: under mpirun every process may say it, and lines written piece by piece
-    // interleave (the pieces of two processes' copies of one line alternated under load).
-    if (runtime::reportedHere(e))
-      std::cerr << "hspmc train: error: " + std::string(e.what()) + "\n";
+    runtime::reportRunError("hspmc train", e);
     return 1;
   }
   return 0;
