@@ -38,6 +38,8 @@ inline CLI::Validator uint64Whole() {
       [](std::string &text) -> std::string {
         uint64_t value = 0;
         const char *begin = text.data(), *end = begin + text.size();
+        if (text.size() > 1 && text[0] == '+')
+          ++begin; // +5, as --steps takes +3
         const auto [at, error] = std::from_chars(begin, end, value);
         if (error == std::errc::invalid_argument || at != end)
           return "Value " + text + " is not a whole number from 0";

@@ -7,6 +7,7 @@
 #include "runtime/Regions.h"
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstring>
 #include <deque>
@@ -79,16 +80,20 @@ SwitchOption parseSwitchOption(const std::string &option, int64_t previousStep, 
                                const std::string &target) {
   SwitchOption out;
   const size_t colon = option.find(':');
-  try {
-    size_t used = 0;
-    out.step = colon == std::string::npos ? 0 : std::stoll(option.substr(0, colon), &used);
-    if (used != colon)
-      out.step = 0;
-  } catch (const std::exception &) {
+  const std::string stepText = option.substr(0, colon == std::string::npos ? 0 : colon);
+  const char *begin = stepText.data(), *end = begin + stepText.size();
+  if (stepText.size() > 1 && stepText[0] == '+' && stepText[1] != '-')
+    ++begin; // +3, as --steps takes it
+  const auto [at, error] = std::from_chars(begin, end, out.step);
+  const bool pastAnyRun = error == std::errc::result_out_of_range && at == end && stepText[0] != '-';
+  if (error != std::errc() || at != end)
     out.step = 0;
-  }
   const std::string what = "--switch " + option + ": ";
-  if (out.step < 1 || colon + 1 >= option.size())
+  if (pastAnyRun && colon + 1 < option.size())
+    out.error = what + "step " + stepText + " is beyond " +
+                (fromCheckpoint ? "any run (its steps end at 9223372036854775807)"
+                                : "the run (--steps " + std::to_string(steps) + ")");
+  else if (out.step < 1 || colon + 1 >= option.size())
     out.error = what + "expected STEP:" + (target == "a plan file" ? "PLAN" : "NAME") + ", a step from 1 and " + target;
   else if (out.step <= previousStep)
     out.error = what + "switches go in step order, one per step (the previous one is before step " +

@@ -588,6 +588,13 @@ TEST(Cli, SwitchesAreCachedAndCheckedBeforeTraining) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"--steps 4 --switch 9:" + gpt + "hetero4.hspmd",
        "hspmc train: error: --switch 9:" + gpt + "hetero4.hspmd: step 9 is beyond the run (--steps 4)\n"},
+      // A step past int64 is past the run too (it said "expected STEP:PLAN").
+      {"--steps 4 --switch 9223372036854775808:" + gpt + "hetero4.hspmd",
+       "hspmc train: error: --switch 9223372036854775808:" + gpt +
+           "hetero4.hspmd: step 9223372036854775808 is beyond the run (--steps 4)\n"},
+      {"--steps 4 --switch -9223372036854775809:" + gpt + "hetero4.hspmd",
+       "hspmc train: error: --switch -9223372036854775809:" + gpt +
+           "hetero4.hspmd: expected STEP:PLAN, a step from 1 and a plan file\n"},
       {"--steps 4 --switch x:" + gpt + "hetero4.hspmd",
        "hspmc train: error: --switch x:" + gpt + "hetero4.hspmd: expected STEP:PLAN, a step from 1 and a plan file\n"},
       {"--steps 4 --switch 2:examples/llama/plans/tiny_llama_single.hspmd",
@@ -621,6 +628,16 @@ TEST(Cli, SwitchesAreCachedAndCheckedBeforeTraining) {
                                "the 2 steps of the checkpoint loaded)\n"),
             std::string::npos)
       << loaded.output;
+  CliRun never =
+      hspmc("train " + gpt + "dp2_zero.hspmd" + data +
+            " --steps 2 --load build/cli_switch.ckpt --switch 99999999999999999999:" + gpt + "hetero4.hspmd");
+  EXPECT_EQ(never.code, 1);
+  EXPECT_EQ(never.output, "hspmc train: error: --switch 99999999999999999999:" + gpt +
+                              "hetero4.hspmd: step 99999999999999999999 is beyond any run (its steps end at "
+                              "9223372036854775807)\n");
+  // +3 is step 3, as --steps takes +3.
+  EXPECT_EQ(hspmc("train " + gpt + "dp2_zero.hspmd" + data + " --steps 3 --switch +3:" + gpt + "hetero4.hspmd").code,
+            0);
 }
 
 // A model file where an option takes a plan names the option; before, every one said
@@ -1870,6 +1887,20 @@ TEST(Cli, UsageErrorsExitTwo) {
                   "18446744073709551615")
                 .code,
             0);
+  // +5 is seed 5, as --steps takes +3 (it was refused).
+  std::vector<std::vector<double>> seeded;
+  for (const std::string seed : {"+5", "5", "6"}) {
+    const std::string losses = "build/cli_seed" + seed + ".json";
+    ASSERT_EQ(hspmc("train examples/gpt/plans/single.hspmd --data examples/data/gpl-3.txt --steps 1 --seed " + seed +
+                    " --losses " + losses)
+                  .code,
+              0)
+        << seed;
+    seeded.push_back(lossesOf(losses));
+  }
+  EXPECT_EQ(seeded[0].size(), 1u);
+  EXPECT_EQ(seeded[0], seeded[1]);
+  EXPECT_NE(seeded[1], seeded[2]);
   // hspmc plan takes the model, not a plan file (it was planned at the plan's own bindings).
   CliRun planFile = hspmc("plan examples/gpt/plans/tp2.hspmd --cluster examples/clusters/cpu4.toml --seq 64 "
                           "--tokens 512 -o build/x.hspmd");
