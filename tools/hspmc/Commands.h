@@ -131,7 +131,7 @@ int runPasses();
 int runDumpIr(const std::string &file, const std::vector<std::string> &planFiles, const std::string &modelName,
               const std::string &after, bool timePasses, bool train);
 
-int runDumpProgram(const std::string &file, const std::vector<std::string> &planFiles, int device, bool train,
+int runDumpProgram(const std::string &file, const std::vector<std::string> &planFiles, int64_t device, bool train,
                    bool nccl, std::optional<bool> bf16 = std::nullopt);
 
 int runLint(const std::string &planFile, const std::string &modelFile, const std::string &clusterFile, bool json,

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <limits>
 #include <sstream>
 
 namespace hspmd::cli {
@@ -53,7 +54,7 @@ int runDumpIr(const std::string &file, const std::vector<std::string> &planFiles
   return build ? code : 1;
 }
 
-int runDumpProgram(const std::string &file, const std::vector<std::string> &planFiles, int device, bool train,
+int runDumpProgram(const std::string &file, const std::vector<std::string> &planFiles, int64_t device, bool train,
                    bool nccl, std::optional<bool> bf16) {
   SourceManager sources;
   CollectingSink sink;
@@ -71,8 +72,10 @@ int runDumpProgram(const std::string &file, const std::vector<std::string> &plan
     auto result = passes::runPipeline(*build->graph, build->plans, options,
                                       [&](const passes::Problem &problem) { driver::reportProblem(diags, problem); });
     if (result.ok) {
-      auto it = result.programs[0].find(device);
-      if (it == result.programs[0].end())
+      const auto &programs = result.programs[0];
+      auto it = device >= 0 && device <= std::numeric_limits<int>::max() ? programs.find(static_cast<int>(device))
+                                                                         : programs.end();
+      if (it == programs.end())
         diags.error(ir::Location{file, 0, 0, 1},
                     "device " + std::to_string(device) + " takes no part in plan '" + build->plans[0].name + "'");
       else if (!nccl)
@@ -80,7 +83,7 @@ int runDumpProgram(const std::string &file, const std::vector<std::string> &plan
       else { // the NCCL calls of one step (docs/gpu.md)
         std::string error;
         if (auto calls = runtime::gpu::planNcclCalls(result.programs[0], &error)) {
-          text = runtime::gpu::printNcclCalls(*calls, device);
+          text = runtime::gpu::printNcclCalls(*calls, it->first);
           if (text.empty())
             text = "device " + std::to_string(device) + " makes no NCCL calls\n";
         } else

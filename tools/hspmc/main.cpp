@@ -269,11 +269,11 @@ int run(int argc, char **argv) {
   auto *program = app.add_subcommand("dump-program", "Print the DeviceProgram one device runs under a plan");
   std::string programFile;
   std::vector<std::string> programPlans;
-  int programDevice = 0;
+  int64_t programDevice = 0;
   bool programTrain = false;
   program->add_option("file", programFile, "A .hspmd file with the model (or a plan that imports it)")->required();
   program->add_option("--plan", programPlans, "The plan file");
-  program->add_option("--device", programDevice, "The device")->required();
+  program->add_option("--device", programDevice, "The device")->required()->check(runtime::int64AtLeast(0));
   program->add_flag("--train", programTrain, "Include the backward graph and gradient synchronisation");
   bool programNccl = false;
   std::string programPrecision;

@@ -2048,6 +2048,14 @@ TEST(Cli, DumpProgram) {
   EXPECT_EQ(absent.code, 1);
   EXPECT_NE(absent.output.find("device 3 takes no part in plan 'single'"), std::string::npos) << absent.output;
   EXPECT_EQ(hspmc("dump-program examples/gpt/plans/single.hspmd").code, 2);
+  // A device past int is no device of the plan (it was cut to an int, or CLI11 could not
+  // convert it); an empty one is a usage error (CLI11 took it as device 0).
+  CliRun past = hspmc("dump-program examples/gpt/plans/single.hspmd --device 4294967296");
+  EXPECT_EQ(past.code, 1);
+  EXPECT_NE(past.output.find("device 4294967296 takes no part in plan 'single'"), std::string::npos) << past.output;
+  CliRun empty = hspmc("dump-program examples/gpt/plans/single.hspmd --device ''");
+  EXPECT_EQ(empty.code, 2);
+  EXPECT_EQ(empty.output.substr(0, empty.output.find('\n')), "--device: Value  is not a whole number") << empty.output;
 }
 
 // Plans built together (dump-ir's repeated --plan) must make the same graph of the model:
