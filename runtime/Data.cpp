@@ -70,17 +70,8 @@ void forEachJsonlText(const std::string &path, const std::string &bytes,
       // quotes that are not printable ASCII (ill-formed UTF-8, controls) written as \xNN.
       const std::string what = e.what();
       const size_t column = what.find("column "), reason = what.find(": ", column);
-      std::string text;
-      for (const char c : column == std::string::npos || reason == std::string::npos ? what : what.substr(reason + 2)) {
-        const auto byte = static_cast<unsigned char>(c);
-        if (byte >= 0x20 && byte < 0x7f) {
-          text += c;
-        } else {
-          char hex[8];
-          std::snprintf(hex, sizeof hex, "\\x%02x", byte);
-          text += hex;
-        }
-      }
+      const std::string text =
+          ir::printable(column == std::string::npos || reason == std::string::npos ? what : what.substr(reason + 2));
       throw DataError(path + ":" + std::to_string(number) + ":" + std::to_string(e.byte) + ": not JSON: " + text);
     }
     if (!document.is_object() || !document.contains("text") || !document["text"].is_string())

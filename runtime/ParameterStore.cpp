@@ -3,6 +3,7 @@
 #include "runtime/ParameterStore.h"
 
 #include "ir/Files.h"
+#include "ir/Words.h"
 
 #include <boost/crc.hpp>
 #include <nlohmann/json.hpp>
@@ -32,6 +33,30 @@ uint64_t splitmix(uint64_t &state) {
 
 // Each tensor's data carries its CRC-32 in the header: a damaged file is an error, not a
 // run that silently trains on from wrong values.
+// Where a checkpoint's model, "NAME;TENSOR[SHAPE];..." (one entry per parameter), first
+// differs from the program's: the model's name, a tensor, or the number of tensors.
+std::string modelDifference(const std::string &held, const std::string &needed) {
+  auto entries = [](const std::string &model) {
+    std::vector<std::string> out;
+    for (size_t at = 0;;) {
+      const size_t end = model.find(';', at);
+      out.push_back(model.substr(at, end == std::string::npos ? std::string::npos : end - at));
+      if (end == std::string::npos)
+        return out;
+      at = end + 1;
+    }
+  };
+  const std::vector<std::string> a = entries(held), b = entries(needed);
+  auto quoted = [](const std::string &text) { return "'" + ir::printable(text, 120) + "'"; };
+  if (a[0] != b[0])
+    return "it holds " + quoted(a[0]) + ", the program trains " + quoted(b[0]);
+  for (size_t k = 1; k < a.size() && k < b.size(); ++k)
+    if (a[k] != b[k])
+      return "its parameter " + std::to_string(k) + " is " + quoted(a[k]) + " where the program's is " + quoted(b[k]);
+  return "it holds " + ir::counted(static_cast<int64_t>(a.size() - 1), "parameter") + " of " + quoted(a[0]) +
+         ", the program needs " + std::to_string(b.size() - 1);
+}
+
 uint32_t crc32(const std::vector<float> &data) {
   boost::crc_32_type crc;
   crc.process_bytes(data.data(), data.size() * sizeof(float));
@@ -155,21 +180,29 @@ ParameterStore ParameterStore::load(const std::string &path, const std::string &
   } catch (const nlohmann::json::exception &) {
     throw CheckpointError(path + ": not an hspmd checkpoint (its first line is not a JSON header)");
   }
-  if (!header.is_object() || header.value("format", "") != "hspmd-checkpoint-1")
+  // A field of an object of the header, null where it is missing (operator[] of a const json
+  // must not be asked for a key it lacks).
+  auto field = [](const nlohmann::json &object, const char *key) -> const nlohmann::json & {
+    static const nlohmann::json missing;
+    const auto it = object.find(key);
+    return it == object.end() ? missing : *it;
+  };
+  if (!header.is_object() || field(header, "format") != "hspmd-checkpoint-1")
     throw CheckpointError(path + ": not an hspmd checkpoint (format is not hspmd-checkpoint-1)");
+  if (!field(header, "model").is_string())
+    throw CheckpointError(path + ": the checkpoint's header names no model");
   ParameterStore store;
-  store.model = header.value("model", "");
+  store.model = header["model"].get<std::string>();
   if (store.model != model)
-    throw CheckpointError(path + ": the checkpoint is of another model: it holds '" + store.model.substr(0, 120) +
-                          "...', the program needs '" + model.substr(0, 120) + "...'");
+    throw CheckpointError(path + ": the checkpoint is of another model: " + modelDifference(store.model, model));
   // The header is checked whole before any data is read: its step, and each tensor's name
   // (once) and shape (non-negative sizes whose bytes fit).
-  const nlohmann::json &step = header["step"];
+  const nlohmann::json &step = field(header, "step");
   if (!step.is_number_integer() || step.get<int64_t>() < 0)
     throw CheckpointError(path + ": the checkpoint's step must be a whole number of at least 0, got " +
                           step.dump().substr(0, 40));
   store.step = step.get<int64_t>();
-  const nlohmann::json &tensors = header["tensors"];
+  const nlohmann::json &tensors = field(header, "tensors");
   if (!tensors.is_array())
     throw CheckpointError(path + ": the checkpoint's header has no list of tensors");
   struct Entry {
@@ -180,23 +213,25 @@ ParameterStore ParameterStore::load(const std::string &path, const std::string &
   std::vector<Entry> entries;
   std::set<std::string> names;
   for (const auto &entry : tensors) {
-    if (!entry.is_object() || !entry["name"].is_string() || !entry["shape"].is_array())
-      throw CheckpointError(path + ": a tensor of the header has no name or no shape: " + entry.dump().substr(0, 80));
-    const std::string name = entry["name"].get<std::string>();
+    if (!entry.is_object() || !field(entry, "name").is_string() || !field(entry, "shape").is_array())
+      throw CheckpointError(path +
+                            ": a tensor of the header has no name or no shape: " + ir::printable(entry.dump(), 80));
+    const std::string name = entry["name"].get<std::string>(), quoted = "'" + ir::printable(name, 120) + "'";
     if (!names.insert(name).second)
-      throw CheckpointError(path + ": tensor '" + name + "' is in the checkpoint twice");
-    if (!entry["crc32"].is_number_unsigned() || entry["crc32"].get<uint64_t>() > 0xffffffffu)
-      throw CheckpointError(path + ": tensor '" + name + "' has no crc32 (its data's CRC-32) in the header");
+      throw CheckpointError(path + ": tensor " + quoted + " is in the checkpoint twice");
+    const nlohmann::json &crc = field(entry, "crc32");
+    if (!crc.is_number_unsigned() || crc.get<uint64_t>() > 0xffffffffu)
+      throw CheckpointError(path + ": tensor " + quoted + " has no crc32 (its data's CRC-32) in the header");
     std::vector<int64_t> shape;
     int64_t bytes = 4;
-    for (const auto &size : entry["shape"]) {
+    for (const auto &size : field(entry, "shape")) {
       if (!size.is_number_integer() || size.get<int64_t>() < 0 ||
           __builtin_mul_overflow(bytes, size.get<int64_t>(), &bytes) || bytes > (int64_t{1} << 48))
-        throw CheckpointError(path + ": tensor '" + name +
-                              "' has a shape no tensor can have: " + entry["shape"].dump().substr(0, 80));
+        throw CheckpointError(path + ": tensor " + quoted +
+                              " has a shape no tensor can have: " + ir::printable(field(entry, "shape").dump(), 80));
       shape.push_back(size.get<int64_t>());
     }
-    entries.push_back({name, std::move(shape), entry["crc32"].get<uint32_t>()});
+    entries.push_back({name, std::move(shape), crc.get<uint32_t>()});
   }
   // The data must be exactly what the header lists (checked before anything is allocated).
   int64_t listed = 0;
@@ -215,6 +250,7 @@ ParameterStore ParameterStore::load(const std::string &path, const std::string &
     throw CheckpointError(path + ": the checkpoint's header lists " + std::to_string(listed) +
                           " bytes of tensors, the file holds " + std::to_string(held));
   for (auto &[name, shape, crc] : entries) {
+    const std::string quoted = "'" + ir::printable(name, 120) + "'";
     GlobalTensor t{shape, {}};
     int64_t n = 1;
     for (int64_t d : t.shape)
@@ -222,12 +258,12 @@ ParameterStore ParameterStore::load(const std::string &path, const std::string &
     t.data.resize(static_cast<size_t>(n));
     in.read(reinterpret_cast<char *>(t.data.data()), static_cast<std::streamsize>(n * 4));
     if (!in)
-      throw CheckpointError(path + ": the checkpoint ends inside tensor '" + name + "'");
+      throw CheckpointError(path + ": the checkpoint ends inside tensor " + quoted);
     if (crc32(t.data) != crc)
-      throw CheckpointError(path + ": tensor '" + name + "' is damaged: its data's CRC-32 is not the header's");
+      throw CheckpointError(path + ": tensor " + quoted + " is damaged: its data's CRC-32 is not the header's");
     if (auto bad = std::find_if(t.data.begin(), t.data.end(), [](float x) { return !std::isfinite(x); });
         bad != t.data.end())
-      throw CheckpointError(path + ": tensor '" + name + "' holds " + (std::isnan(*bad) ? "NaN" : "an infinity") +
+      throw CheckpointError(path + ": tensor " + quoted + " holds " + (std::isnan(*bad) ? "NaN" : "an infinity") +
                             " at element " + std::to_string(bad - t.data.begin()) +
                             " (saved from a run that diverged?); training from it would give NaN losses");
     store.tensors[name] = std::move(t);

@@ -416,6 +416,45 @@ TEST(Training, CheckpointHeadersAreChecked) {
   h["tensors"][0]["shape"] = {int64_t{1} << 40, int64_t{1} << 40};
   EXPECT_EQ(loadWith(h, data), "tensor '" + header["tensors"][0]["name"].get<std::string>() +
                                    "' has a shape no tensor can have: [1099511627776,1099511627776]");
+  // Fields of the wrong kind or missing (a JSON type error without the file's name before; a
+  // missing key was looked up in a const object).
+  h = header;
+  h["format"] = 1;
+  EXPECT_EQ(loadWith(h, data), "not an hspmd checkpoint (format is not hspmd-checkpoint-1)");
+  h = header;
+  h["model"] = 5;
+  EXPECT_EQ(loadWith(h, data), "the checkpoint's header names no model");
+  h = header;
+  h["tensors"][0].erase("name");
+  EXPECT_EQ(loadWith(h, data).rfind("a tensor of the header has no name or no shape: {\"crc32\":", 0), 0u);
+  h = header;
+  h["tensors"][0].erase("crc32");
+  EXPECT_EQ(loadWith(h, data), "tensor '" + header["tensors"][0]["name"].get<std::string>() +
+                                   "' has no crc32 (its data's CRC-32) in the header");
+  // Names are quoted with their control bytes as \xNN.
+  h = header;
+  h["tensors"][0]["name"] = "a\x07"
+                            "b";
+  h["tensors"][1]["name"] = "a\x07"
+                            "b";
+  EXPECT_EQ(loadWith(h, data), "tensor 'a\\x07b' is in the checkpoint twice");
+  // Another model: where it first differs is named (both were cut at 120 bytes of one prefix).
+  const std::string model = header["model"];
+  const size_t second = model.find(';', model.find(';') + 1);
+  h = header;
+  h["model"] = model.substr(0, second) + ";x[1]" + model.substr(model.find(';', second + 1));
+  EXPECT_EQ(loadWith(h, data),
+            "the checkpoint is of another model: its parameter 2 is 'x[1]' where the program's is '" +
+                model.substr(second + 1, model.find(';', second + 1) - second - 1) + "'");
+  h = header;
+  h["model"] = model + ";extra[1]";
+  const auto parameters = std::count(model.begin(), model.end(), ';');
+  EXPECT_EQ(loadWith(h, data), "the checkpoint is of another model: it holds " + std::to_string(parameters + 1) +
+                                   " parameters of 'TinyGPT', the program needs " + std::to_string(parameters));
+  h = header;
+  h["model"] = "Tiny\x01GPT" + model.substr(model.find(';'));
+  EXPECT_EQ(loadWith(h, data),
+            "the checkpoint is of another model: it holds 'Tiny\\x01GPT', the program trains 'TinyGPT'");
   std::vector<std::string> shorter = data;
   shorter.back().pop_back();
   int64_t total = 0;
