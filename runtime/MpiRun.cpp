@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iostream>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -680,8 +681,7 @@ void reportRunError(const std::string &program, const std::exception &error) {
   const bool everywhere = dynamic_cast<const SameEverywhereError *>(&error) != nullptr;
   if (!everywhere || launcherRank() <= 0) {
     const std::string line = program + ": error: " + error.what() + "\n";
-    std::fwrite(line.data(), 1, line.size(), stderr);
-    std::fflush(stderr);
+    std::cerr << line; // one write; std::cout, tied to it, is flushed first
   }
   int initialised = 0, finalised = 0;
   MPI_Initialized(&initialised);

@@ -2,6 +2,7 @@
 #include "runtime/MpiRun.h"
 
 #include <cstdio>
+#include <iostream>
 
 namespace hspmd::runtime {
 
@@ -13,8 +14,7 @@ int launcherRank() {
 }
 void reportRunError(const std::string &program, const std::exception &error) {
   const std::string line = program + ": error: " + error.what() + "\n";
-  std::fwrite(line.data(), 1, line.size(), stderr);
-  std::fflush(stderr);
+  std::cerr << line; // one write; std::cout, tied to it, is flushed first
 }
 
 RunResult runMpi(const std::map<int, ir::DeviceProgram> &, const ModelInfo &, const RunOptions &) {
