@@ -24,6 +24,13 @@ const std::string &SourceManager::addBuffer(const std::string &name, std::string
   return buffers_[name] = std::move(text);
 }
 
+std::vector<std::string> SourceManager::names() const {
+  std::vector<std::string> out;
+  for (const auto &[name, text] : buffers_)
+    out.push_back(name);
+  return out;
+}
+
 const std::string *SourceManager::text(const std::string &name) const {
   auto it = buffers_.find(name);
   return it == buffers_.end() ? nullptr : &it->second;

@@ -24,6 +24,14 @@ std::string notAFile(const std::string &path) {
   return "it is not a regular file (a device or a pipe: inputs are read whole, from files)";
 }
 
+std::string readByTheCommand(const std::string &path, const std::vector<ReadFile> &inputs) {
+  std::error_code ec;
+  for (const ReadFile &input : inputs)
+    if (!input.path.empty() && std::filesystem::equivalent(path, input.path, ec))
+      return "it is " + input.what + ", which the command reads";
+  return "";
+}
+
 std::string unwritable(const std::string &path) {
   namespace fs = std::filesystem;
   std::error_code ec;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace hspmd::ir {
 
@@ -18,6 +19,17 @@ std::string notAFile(const std::string &path);
 /// where it did not exist, created and removed again): permissions alone do not say it, for
 /// root or on a read-only or special file system.
 std::string unwritable(const std::string &path);
+
+/// A file a command reads, for readByTheCommand: where it is and what it is ("the training
+/// data (--data)"). An empty path is none.
+struct ReadFile {
+  std::string path, what;
+};
+/// Why an output at `path` would destroy an input ("it is WHAT, which the command reads";
+/// "" where it is none of `inputs`): the same file by any name (a link, `./a`). Asked with
+/// unwritable: a slip of the hand wrote a checkpoint over the training data, a plan over its
+/// model, a trace over the plan.
+std::string readByTheCommand(const std::string &path, const std::vector<ReadFile> &inputs);
 
 /// Writes `text` to `path`, replacing what was there; "" where every byte reached the file,
 /// otherwise why not ("No space left on device"). The stream is closed before it is asked: a

@@ -135,7 +135,8 @@ int main(int argc, char **argv, const ModelInfo &model, const std::vector<Plan> 
       return fail(error);
   if (std::string twice = deathsOfTheDead(run.faults); !twice.empty())
     return fail((failures.empty() ? faultTrace + ": " : "") + twice); // the trace's alone
-  if (std::string problem = unwritableOutputs(run, losses); !problem.empty())
+  if (std::string problem = unwritableOutputs(run, losses, {{faultTrace, "the fault trace (--fault-trace)"}});
+      !problem.empty())
     return fail(problem);
   for (const Fault &f : run.faults)
     if (f.phase == FaultPhase::Slow)

@@ -312,7 +312,9 @@ FaultOption parseFaultOption(const std::string &option, const std::vector<int> &
   return out;
 }
 
-std::string unwritableOutputs(const RunOptions &run, const std::string &losses) {
+std::string unwritableOutputs(const RunOptions &run, const std::string &losses, std::vector<ir::ReadFile> inputs) {
+  inputs.push_back({run.data, "the training data (--data)"});
+  std::vector<std::pair<const char *, std::string>> written; // the outputs checked so far
   for (const auto &[option, path] : {std::pair<const char *, const std::string *>{"--save", &run.save},
                                      {"--losses", &losses},
                                      {"--trace", &run.trace}})
@@ -322,8 +324,18 @@ std::string unwritableOutputs(const RunOptions &run, const std::string &losses) 
       if (why.empty() && path == &run.save && std::filesystem::exists(*path, ec) &&
           !std::filesystem::is_regular_file(*path, ec))
         why = "it is not a regular file, and a checkpoint replaces the file at its path";
+      std::vector<ir::ReadFile> read = inputs;
+      if (path != &run.save)
+        read.push_back({run.load, "the checkpoint loaded (--load)"});
+      if (why.empty())
+        why = ir::readByTheCommand(*path, read);
+      const std::filesystem::path where = std::filesystem::weakly_canonical(std::filesystem::absolute(*path, ec), ec);
+      for (const auto &[other, otherPath] : written)
+        if (why.empty() && !where.empty() && where == otherPath)
+          why = std::string(other) + " writes it too";
       if (!why.empty())
         return "cannot write " + *path + " (" + option + "): " + why;
+      written.emplace_back(option, where.string());
     }
   return "";
 }

@@ -4,6 +4,8 @@
 // progress line per step and a per-device summary at the end.
 #pragma once
 
+#include "ir/Files.h"
+
 #include "ir/DeviceProgram.h"
 #include "runtime/Documents.h"
 #include "runtime/Executor.h"
@@ -94,8 +96,10 @@ struct RunOptions {
 /// The files a run writes (`run.save`, `run.trace`, and `losses` where not empty) checked
 /// before it trains rather than when it writes them: "cannot write PATH (--save): why", or "".
 /// A checkpoint is written beside its path and renamed onto it, so --save must name a regular
-/// file where something is there (as root, a rename onto /dev/null replaces it).
-std::string unwritableOutputs(const RunOptions &run, const std::string &losses);
+/// file where something is there (as root, a rename onto /dev/null replaces it). No output may
+/// be a file the run reads (ir::readByTheCommand: `inputs`, its data, and for --losses and
+/// --trace the checkpoint it loads; --save may replace that one) or another output.
+std::string unwritableOutputs(const RunOptions &run, const std::string &losses, std::vector<ir::ReadFile> inputs = {});
 /// Whether `faults` kill a device (a `slow` event does not).
 bool killsDevices(const std::vector<Fault> &faults);
 

@@ -3,6 +3,7 @@
 #include "planner/driver/PlanModel.h"
 
 #include "ir/Files.h"
+#include "ir/Words.h"
 #include "planner/PlanSet.h"
 
 #include "frontend/Parser.h"
@@ -408,6 +409,15 @@ bool planModel(const PlanFiles &files, PlanOutcome &outcome, std::ostream &progr
   if (why.empty() && std::filesystem::exists(files.out, outError) &&
       !std::filesystem::is_regular_file(files.out, outError))
     why = "it is not a regular file"; // the plan is read back to be linted
+  if (why.empty() && std::filesystem::path(files.out).extension() == ".toml")
+    why = "hspmc reads a .toml file as a cluster or a plan set, not as a plan: name it .hspmd";
+  if (why.empty()) {
+    std::vector<ir::ReadFile> inputs = {{files.cluster, "the cluster file (--cluster)"},
+                                        {files.lengths, "the lengths file (--length-distribution)"}};
+    for (const std::string &source : sources.names())
+      inputs.push_back({source, "a source file of the model"});
+    why = ir::readByTheCommand(files.out, inputs);
+  }
   if (!why.empty()) {
     errors << "hspmc plan: error: cannot write " << files.out << ": " << why << "\n";
     return false;
@@ -762,6 +772,14 @@ bool planForLengths(const PlanFiles &files, const std::string &lengthsPath, Leng
   }
   buckets[files.sequence].positions = files.sequence; // S's plan prices the padded baseline
   const auto out = std::filesystem::path(files.out);
+  plan.planSet = (out.parent_path() / (out.stem().string() + ".planset.toml")).string();
+  if (std::string why = ir::readByTheCommand(plan.planSet, {{files.model, "the model file"},
+                                                            {files.cluster, "the cluster file (--cluster)"},
+                                                            {lengthsPath, "the lengths file (--length-distribution)"}});
+      !why.empty()) {
+    errors << "hspmc plan: error: cannot write the plan set " << plan.planSet << ": " << why << "\n";
+    return false;
+  }
   // S's plan first: a shorter bucket's plan takes its layout where that costs little.
   std::vector<int64_t> order = {files.sequence};
   for (const auto &[positions, bucket] : buckets)
@@ -771,6 +789,7 @@ bool planForLengths(const PlanFiles &files, const std::string &lengthsPath, Leng
   for (const int64_t positions : order) {
     LengthBucket &bucket = buckets.at(positions);
     PlanFiles f = files;
+    f.lengths = lengthsPath;
     f.sequence = positions;
     f.tokens = std::max(positions, files.tokens / positions * positions);
     f.out =
@@ -778,7 +797,8 @@ bool planForLengths(const PlanFiles &files, const std::string &lengthsPath, Leng
             ? files.out
             : (out.parent_path() / (out.stem().string() + "_" + std::to_string(positions) + out.extension().string()))
                   .string();
-    progress << "bucket of " << positions << " positions (" << bucket.sequences << " sequences):" << std::endl;
+    progress << "bucket of " << positions << " positions (" << ir::counted(bucket.sequences, "sequence")
+             << "):" << std::endl;
     PlanOutcome outcome;
     if (!planModel(f, outcome, progress, errors))
       return false;
@@ -804,7 +824,6 @@ bool planForLengths(const PlanFiles &files, const std::string &lengthsPath, Leng
   std::vector<std::string> names;
   for (const LengthBucket &bucket : plan.buckets)
     names.push_back(std::filesystem::path(bucket.path).filename().string());
-  plan.planSet = (out.parent_path() / (out.stem().string() + ".planset.toml")).string();
   if (!planner::writePlanSet(plan.planSet, names,
                              "Written by hspmc plan --length-distribution " + lengthsPath + ": a plan per bucket.")) {
     errors << plan.planSet << ": error: cannot write the plan set\n";

@@ -19,6 +19,7 @@ struct PlanFiles {
   int64_t tokens = 0, sequence = 0;
   size_t finalists = 2;       // of each family of strategies, planned and symmetric, simulated
   std::string finalistsDir;   // where to keep the finalists' plan files (empty: not kept)
+  std::string lengths;        // --length-distribution's file (read: no output may be it)
   bool ignoreMemory = false;  // choose by simulated time alone (benches; the plan is not linted;
                               // the finalists are still widened when none fits)
   bool everyFinalist = false; // compile every finalist: none is left out by its estimates

@@ -334,7 +334,16 @@ int train(const std::string &file, const std::vector<std::string> &planFiles, ru
     return fail((failures.empty() ? faultTrace + ": " : "") + twice); // the trace's alone
   if (run.saveEvery > 0 && run.save.empty())
     return fail("--save-every " + std::to_string(run.saveEvery) + " needs --save FILE (where to write the checkpoint)");
-  if (std::string problem = runtime::unwritableOutputs(run, lossesPath); !problem.empty())
+  // The files the run reads: each plan's own and those it imports, its cluster, the plan set,
+  // the fault trace.
+  std::vector<ir::ReadFile> inputs = {{faultTrace, "the fault trace (--fault-trace)"},
+                                      {set ? file : "", "the plan set"}};
+  for (const TrainingBuild *plan : plans) {
+    for (const std::string &source : plan->sources.names())
+      inputs.push_back({source, "a source file of plan '" + plan->plan().name + "'"});
+    inputs.push_back({plan->plan().clusterPath, "the cluster file of plan '" + plan->plan().name + "'"});
+  }
+  if (std::string problem = runtime::unwritableOutputs(run, lossesPath, inputs); !problem.empty())
     return fail(problem);
   const bool elastic = runtime::killsDevices(run.faults) || !runPlans.recoveries.empty();
   if (mpi && runtime::launcherRank() < 0) { // started without mpirun: it starts mpirun
@@ -784,6 +793,16 @@ int runSimulate(const std::string &file, const std::vector<std::string> &planFil
     t.compileOn(*cluster);
   if (int code = t.report(json); code != 0)
     return code;
+  if (!tracePath.empty()) { // not over a file it read
+    std::vector<ir::ReadFile> inputs = {{clusterFile.empty() ? t.plan().clusterPath : clusterFile, "the cluster file"},
+                                        {replay.trace, "the fault trace (--fault-trace)"}};
+    for (const std::string &source : t.sources.names())
+      inputs.push_back({source, "a source file of the plan"});
+    if (std::string why = ir::readByTheCommand(tracePath, inputs); !why.empty()) {
+      std::cerr << "hspmc simulate: error: cannot write " << tracePath << " (--trace): " << why << "\n";
+      return 1;
+    }
+  }
   const auto &build = t.build;
   const auto &result = t.result;
   const planner::CostModel model = planner::costModel(*cluster);

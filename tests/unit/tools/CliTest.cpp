@@ -1515,6 +1515,73 @@ TEST(Cli, PlanChecksItsOutputsBeforePlanning) {
             "--keep-finalists: Directory is actually a file: README.md\nRun with --help for more information.\n");
 }
 
+// No command writes an output over a file it reads (a checkpoint over the training data, a
+// plan over its model, a trace over the plan: each was replaced), by any name of it (a link),
+// nor two outputs to one file. On copies: without the check the files are written over.
+TEST(Cli, OutputsDoNotReplaceTheInputs) {
+  namespace fs = std::filesystem;
+  const std::string dir = "build/cli_reads";
+  fs::remove_all(dir);
+  fs::create_directories(dir + "/plans");
+  fs::copy_file("examples/gpt/tiny_gpt.hspmd", dir + "/m.hspmd");
+  fs::copy_file("examples/clusters/cpu4.toml", dir + "/c.toml");
+  fs::copy_file("examples/data/gpl-3.txt", dir + "/data.txt");
+  fs::create_symlink("c.toml", dir + "/c_link.hspmd");
+  std::ofstream(dir + "/plans/single.hspmd")
+      << "import \"../m.hspmd\"\nplan single for TinyGPT {\n  cluster \"../c.toml\"\n  bind B = 8, S = 64\n  "
+         "optimizer adamw(lr = 1e-3)\n  pipeline main share 1 microbatches 1 {\n    stage devices [0] layers blocks "
+         "with wte, lnf\n  }\n}\n";
+  std::ofstream(dir + "/lengths.hspmd") << "64\n32\n";
+  auto text = [](const std::string &path) {
+    std::ifstream in(path);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  std::map<std::string, std::string> before;
+  for (const auto &entry : fs::recursive_directory_iterator(dir))
+    if (entry.is_regular_file())
+      before[entry.path().string()] = text(entry.path().string());
+  const std::string train = "train " + dir + "/plans/single.hspmd --data " + dir + "/data.txt --steps 1 ",
+                    error = "hspmc train: error: cannot write ";
+  expectRun(train + "--save " + dir + "/data.txt", 1,
+            error + dir + "/data.txt (--save): it is the training data (--data), which the command reads\n");
+  expectRun(train + "--losses " + dir + "/plans/single.hspmd", 1,
+            error + dir +
+                "/plans/single.hspmd (--losses): it is a source file of plan 'single', which the command reads\n");
+  expectRun(train + "--trace " + dir + "/m.hspmd", 1,
+            error + dir + "/m.hspmd (--trace): it is a source file of plan 'single', which the command reads\n");
+  expectRun(train + "--trace " + dir + "/c_link.hspmd", 1,
+            error + dir +
+                "/c_link.hspmd (--trace): it is the cluster file of plan 'single', which the command reads\n");
+  expectRun(train + "--losses " + dir + "/out.json --trace " + dir + "/./out.json", 1,
+            error + dir + "/./out.json (--trace): --losses writes it too\n");
+  const std::string plan = "plan " + dir + "/m.hspmd --cluster " + dir + "/c.toml --seq 64 --tokens 512 -o ";
+  expectRun(plan + dir + "/m.hspmd", 1,
+            "hspmc plan: error: cannot write " + dir +
+                "/m.hspmd: it is a source file of the model, which the command reads\n");
+  expectRun(plan + dir + "/c_link.hspmd", 1,
+            "hspmc plan: error: cannot write " + dir +
+                "/c_link.hspmd: it is the cluster file (--cluster), which the command reads\n");
+  expectRunEndingWith(plan + dir + "/lengths.hspmd --length-distribution " + dir + "/lengths.hspmd", 1,
+                      "hspmc plan: error: cannot write " + dir +
+                          "/lengths.hspmd: it is the lengths file (--length-distribution), which the command reads\n");
+  expectRun(plan + dir + "/out.toml", 1,
+            "hspmc plan: error: cannot write " + dir +
+                "/out.toml: hspmc reads a .toml file as a cluster or a plan set, not as a plan: name it .hspmd\n");
+  expectRun("simulate " + dir + "/plans/single.hspmd --trace " + dir + "/plans/single.hspmd", 1,
+            "hspmc simulate: error: cannot write " + dir +
+                "/plans/single.hspmd (--trace): it is a source file of the "
+                "plan, which the command reads\n");
+  for (const auto &[path, held] : before)
+    EXPECT_EQ(text(path), held) << path << " was written over";
+  // --save may replace the checkpoint the run loaded (it is read whole first).
+  const std::string checkpoint = dir + "/c.ckpt";
+  ASSERT_EQ(hspmc(train + "--save " + checkpoint).code, 0);
+  CliRun resumed = hspmc(train + "--load " + checkpoint + " --save " + checkpoint);
+  EXPECT_EQ(resumed.code, 0) << resumed.output;
+  expectRun(train + "--load " + checkpoint + " --losses " + checkpoint, 1,
+            error + checkpoint + " (--losses): it is the checkpoint loaded (--load), which the command reads\n");
+}
+
 // hspmc plan writes a plan that lints clean, trains, and in the simulator beats equal shares
 // on a mixed cluster (slow devices take fewer, earlier positions).
 TEST(Cli, PlanWritesAPlanThatLintsAndTrains) {
