@@ -4,6 +4,7 @@
 // (layers covered once, memory, balance) is `hspmc lint`'s job.
 #include "frontend/Compilation.h"
 #include "frontend/ElaboratorImpl.h"
+#include "ir/Files.h"
 #include "ir/Tags.h"
 #include "planner/Cluster.h"
 
@@ -166,7 +167,9 @@ std::optional<Compilation::ElaboratedPlan> Compilation::elaboratePlan(const Plan
     std::vector<planner::ClusterError> errors;
     std::error_code ec;
     if (!fs::is_regular_file(spec.clusterPath, ec)) {
-      diags_.error(plan.clusterLoc, "cannot read cluster file '" + spec.clusterPath + "'");
+      const std::string why = ir::notAFile(spec.clusterPath); // "" where nothing is there
+      diags_.error(plan.clusterLoc,
+                   "cannot read cluster file '" + spec.clusterPath + "'" + (why.empty() ? "" : ": " + why));
     } else if (!planner::loadCluster(spec.clusterPath, stdlibDir_ + "/devices.toml", errors)) {
       for (const auto &error : errors)
         diags_.error(error.loc, error.message).note(plan.clusterLoc, "in the cluster file of plan '" + plan.name + "'");

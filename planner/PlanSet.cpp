@@ -63,8 +63,8 @@ std::optional<PlanSet> readPlanSet(const std::string &path, std::vector<ClusterE
       errors.push_back({at(path, entry.source()), "plan '" + name->get() + "' is named twice"});
     else if (isPlanSet(file))
       errors.push_back({at(path, entry.source()), "a plan set names plans (.hspmd files), not plan sets"});
-    else if (!ir::notAFile(file).empty() || !std::ifstream(file))
-      errors.push_back({at(path, entry.source()), "cannot read plan '" + file + "'"});
+    else if (const std::string why = ir::notAFile(file); !why.empty() || !std::ifstream(file))
+      errors.push_back({at(path, entry.source()), "cannot read plan '" + file + "'" + (why.empty() ? "" : ": " + why)});
     set.plans.push_back(file);
   }
   if (set.plans.empty() && errors.empty())

@@ -421,6 +421,10 @@ case("plan_layers_out_of_range", plan("  pipeline a {\n    stage devices [0] lay
 case("plan_cluster_missing", plan('  cluster "nope.toml"'),
      [(5, 11, "error", "cannot read cluster file 'tests/diagnostics/nope.toml'")])
 
+# A folder where the cluster file is expected says so.
+case("plan_cluster_directory", plan('  cluster "."'),
+     [(5, 11, "error", "cannot read cluster file 'tests/diagnostics/': it is a directory")])
+
 case("plan_unknown_schedule", plan("  schedule zigzag"),
      [(5, 12, "error", "unknown schedule 'zigzag'; expected 1f1b or gpipe")])
 

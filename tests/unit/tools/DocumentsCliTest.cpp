@@ -168,6 +168,8 @@ TEST(CliDocuments, BadPlanSetsAreClearErrors) {
        "build/documents_number.planset.toml:1:10: error: a plan of a plan set is a file name in quotes\n"},
       {trainSet("missing", "plans = [\"nowhere.hspmd\"]\n"),
        "build/documents_missing.planset.toml:1:10: error: cannot read plan 'build/nowhere.hspmd'\n"},
+      {trainSet("folder", "plans = [\".\"]\n"),
+       "build/documents_folder.planset.toml:1:10: error: cannot read plan 'build/': it is a directory\n"},
       {trainSet("twice", "plans = [\"" + gpt + "docs_short.hspmd\", \"" + gpt + "docs_short.hspmd\"]\n"),
        "build/documents_twice.planset.toml:1:52: error: plan '../examples/gpt/plans/docs_short.hspmd' is named "
        "twice\n"},
