@@ -19,9 +19,8 @@ std::string_view severityName(Severity severity) {
 }
 
 std::string diagnosticHeader(const Diagnostic &diagnostic) {
-  std::string where = diagnostic.loc.isKnown()      ? diagnostic.loc.str() + ": "
-                      : diagnostic.loc.file.empty() ? std::string()
-                                                    : diagnostic.loc.file.str() + ": ";
+  const ir::Location &loc = diagnostic.loc;
+  std::string where = loc.isKnown() || !loc.file.empty() ? loc.str() + ": " : std::string();
   return where + std::string(severityName(diagnostic.severity)) + ": " + diagnostic.message +
          (diagnostic.code.empty() ? "" : " [" + diagnostic.code + "]");
 }

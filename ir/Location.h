@@ -32,10 +32,11 @@ struct Location {
   uint32_t length = 1;
 
   bool isKnown() const { return line != 0; }
-  /// "file:line:col", or "<unknown>" when the location is not known.
+  /// "file:line:col"; only "file" for a whole file (line 0: a file that cannot be read), and
+  /// "<unknown>" when not even the file is known.
   std::string str() const {
     if (!isKnown())
-      return "<unknown>";
+      return file.empty() ? "<unknown>" : file.str();
     return file.str() + ":" + std::to_string(line) + ":" + std::to_string(col);
   }
 };

@@ -1,7 +1,6 @@
 // The MPI backend's entry points in a build without MPI: a clear error.
 #include "runtime/MpiRun.h"
 
-#include <cstdio>
 #include <iostream>
 
 namespace hspmd::runtime {

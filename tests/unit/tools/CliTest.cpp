@@ -1324,6 +1324,10 @@ TEST(Cli, ExplainSwitchCountsTheState) {
   EXPECT_EQ(outside.code, 1);
   EXPECT_EQ(outside.output, "hspmc explain-switch: error: device 5 of plan 'dp2_on_0_5' is not in the cluster (cpu4 "
                             "has devices 0..3)\n");
+  CliRun unreadable = hspmc(
+      "explain-switch examples/gpt/plans/single.hspmd examples/gpt/plans/single.hspmd --cluster tests/no-such.toml");
+  EXPECT_EQ(unreadable.code, 1);
+  EXPECT_EQ(unreadable.output, "tests/no-such.toml: error: cannot read 'tests/no-such.toml'\n");
 }
 
 // hspmc build writes one source per device, main.cpp and the build file; --target cuda the
@@ -2092,6 +2096,12 @@ TEST(Cli, ExplainReshard) {
   EXPECT_EQ(outside.output,
             "hspmc explain-reshard: error: device 6 is not in the cluster (cpu4 has devices 0..3) [HS101]\n");
   EXPECT_EQ(hspmc("explain-reshard --shape 8 --from '[0]: R'").code, 2);
+  // A cluster file that cannot be read is named (it said "<unknown>: error: ...").
+  CliRun unreadable = hspmc("explain-reshard --shape 8 --from '[0]: R' --to '[1]: R' --cluster tests/no-such.toml");
+  EXPECT_EQ(unreadable.code, 1);
+  EXPECT_EQ(unreadable.output, "tests/no-such.toml: error: cannot read 'tests/no-such.toml'\n");
+  CliRun folder = hspmc("explain-reshard --shape 8 --from '[0]: R' --to '[1]: R' --cluster tests/");
+  EXPECT_EQ(folder.output, "tests/: error: cannot read 'tests/': it is a directory\n");
 }
 
 TEST(Cli, DumpProgram) {
