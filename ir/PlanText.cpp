@@ -79,7 +79,7 @@ std::string printPlan(const PlanSpec &spec, const PlanTextOptions &options) {
   if (!options.comment.empty()) {
     size_t start = 0;
     while (start < options.comment.size()) {
-      const size_t end = options.comment.find('\n', start);
+      const size_t end = options.comment.find_first_of("\r\n", start); // a `//` comment ends at either
       text += "// " + options.comment.substr(start, end == std::string::npos ? std::string::npos : end - start) + "\n";
       start = end == std::string::npos ? options.comment.size() : end + 1;
     }

@@ -30,4 +30,14 @@ inline std::string printable(const std::string &text, size_t most = std::string:
   return text.size() > most ? out + "..." : out;
 }
 
+/// `text` as a name of the language (a plan's, a pipeline's: [A-Za-z_][A-Za-z0-9_]*): every
+/// other byte '_', and "p" before a leading digit or for "" (a device type "my.gpu" or "4090"
+/// naming the planner's pipelines). Keywords are the caller's to avoid.
+inline std::string identifierFrom(std::string text) {
+  for (char &c : text)
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'))
+      c = '_';
+  return text.empty() || (text[0] >= '0' && text[0] <= '9') ? "p" + text : text;
+}
+
 } // namespace hspmd::ir

@@ -2,7 +2,10 @@
 #include "planner/Search.h"
 
 #include "ir/PlanText.h"
+#include "ir/Words.h"
 #include "planner/SearchModel.h"
+
+#include <algorithm>
 
 namespace hspmd::planner {
 
@@ -22,8 +25,14 @@ ir::PlanSpec planSpec(const Candidate &candidate, const ModelShape &shape, const
   spec.recompute = candidate.recompute;
   spec.bf16 = request.bf16;
   for (const PipelinePlan &pipeline : candidate.pipelines) {
+    // The planner names pipelines after device types ("H20" + index), which a cluster file
+    // may spell any way ("my.gpu", "4090"); as names of the language, one name each.
     ir::PipelineSpec p;
-    p.name = pipeline.name;
+    p.name = ir::identifierFrom(pipeline.name);
+    for (int k = 2; std::any_of(spec.pipelines.begin(), spec.pipelines.end(),
+                                [&](const ir::PipelineSpec &other) { return other.name == p.name; });
+         ++k)
+      p.name = ir::identifierFrom(pipeline.name) + "_" + std::to_string(k);
     p.share = pipeline.sequences;
     p.microbatches = pipeline.microbatches;
     for (const StagePlan &stage : pipeline.stages) {

@@ -11,6 +11,7 @@
 #include <toml++/toml.h>
 
 #include <fstream>
+#include <sstream>
 
 namespace hspmd::planner {
 
@@ -263,6 +264,33 @@ std::optional<Cluster> loadCluster(const std::string &path, const std::string &d
     cluster.nodes.push_back(node);
   }
   return cluster;
+}
+
+std::string writeCluster(const Cluster &cluster, const std::string &comment) {
+  toml::table root{{"name", cluster.name},
+                   {"inter_node_gbps", cluster.interNodeGBps},
+                   {"overlap_communication", cluster.overlapCommunication},
+                   {"collectives", cluster.exchangeCollectives ? "exchange" : "ring"}};
+  toml::array nodes;
+  toml::table types;
+  for (const Node &node : cluster.nodes) {
+    toml::table entry{{"name", node.name}, {"type", node.type}, {"devices", node.devices}};
+    if (node.networkGBps > 0)
+      entry.insert("network_gbps", node.networkGBps);
+    nodes.push_back(std::move(entry));
+    const DeviceType &type = cluster.types.at(node.type);
+    types.insert(node.type, toml::table{{"bf16_tflops", type.bf16Tflops},
+                                        {"memory_gib", type.memoryGiB},
+                                        {"hbm_gbps", type.hbmGBps},
+                                        {"intra_node_gbps", type.intraNodeGBps}});
+  }
+  root.insert("nodes", std::move(nodes));
+  root.insert("types", std::move(types));
+  std::ostringstream out;
+  if (!comment.empty())
+    out << "# " << comment << "\n";
+  out << root << "\n";
+  return out.str();
 }
 
 bool checkTomlFile(const std::string &path, const std::string &deviceTypesPath, std::vector<ClusterError> &errors) {

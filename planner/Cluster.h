@@ -71,6 +71,11 @@ std::optional<std::map<std::string, DeviceType>> loadDeviceTypes(const std::stri
 std::optional<Cluster> loadCluster(const std::string &path, const std::string &deviceTypesPath,
                                    std::vector<ClusterError> &errors);
 
+/// The cluster as a cluster file that loadCluster reads back to it: every type its nodes use
+/// written inline, names quoted by toml++ (a node named `a"b` or a type named `my.gpu` stay
+/// one string), numbers to full precision. `comment` (one line, may be empty) heads the file.
+std::string writeCluster(const Cluster &cluster, const std::string &comment);
+
 /// `hspmc check` on a .toml file: a cluster file when it has [[nodes]], else a file of
 /// device types. Returns whether it is valid.
 bool checkTomlFile(const std::string &path, const std::string &deviceTypesPath, std::vector<ClusterError> &errors);

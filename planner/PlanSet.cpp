@@ -76,15 +76,19 @@ std::optional<PlanSet> readPlanSet(const std::string &path, std::vector<ClusterE
 
 bool writePlanSet(const std::string &path, const std::vector<std::string> &plans, const std::string &comment) {
   std::ostringstream out;
-  out << "# " << comment << "\n# A plan set (docs/mixed-lengths.md): hspmc train " << path
-      << " --data FILE --documents\nplans = [";
-  for (size_t k = 0; k < plans.size(); ++k) {
-    out << (k ? ", \"" : "\"");
-    for (char c : plans[k]) // a TOML basic string
-      out << (c == '"' || c == '\\' ? "\\" : "") << c;
-    out << '"';
+  // The comment a `#` line each, ending wherever TOML ends a comment (a file name may hold a
+  // line break), then the plans quoted by toml++.
+  const std::string text =
+      comment + "\nA plan set (docs/mixed-lengths.md): hspmc train " + path + " --data FILE --documents";
+  for (size_t start = 0; start <= text.size();) {
+    const size_t end = std::min(text.find_first_of("\r\n", start), text.size());
+    out << "# " << text.substr(start, end - start) << "\n";
+    start = end + 1;
   }
-  out << "]\n";
+  toml::array list;
+  for (const std::string &plan : plans)
+    list.push_back(plan);
+  out << toml::table{{"plans", std::move(list)}} << "\n";
   return ir::writeWhole(path, out.str()).empty();
 }
 

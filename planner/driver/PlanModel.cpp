@@ -56,12 +56,8 @@ std::string firstError(const frontend::CollectingSink &sink) {
 
 // The plan's name: the stem of the file it is written to, as an identifier.
 std::string planName(const std::string &out) {
-  std::string n = std::filesystem::path(out).stem().string();
-  for (char &c : n)
-    if (!std::isalnum(static_cast<unsigned char>(c)))
-      c = '_';
-  // Not a number, nor a word of the language (-o plan.hspmd).
-  return n.empty() || std::isdigit(static_cast<unsigned char>(n[0])) ? "p" + n : frontend::isKeyword(n) ? "p_" + n : n;
+  const std::string n = ir::identifierFrom(std::filesystem::path(out).stem().string());
+  return frontend::isKeyword(n) ? "p_" + n : n; // not a word of the language (-o plan.hspmd)
 }
 
 // A candidate at another batch (B sequences of S, tokens alike): the same devices, stages,

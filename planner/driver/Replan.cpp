@@ -30,20 +30,21 @@ std::string replanProblem(const ir::PlanSpec &plan, const frontend::Compilation 
 
 namespace {
 
+constexpr const char *kWhat = "The devices alive of the run's cluster (hspmc train --recover auto, --stragglers).";
+
 // The run's cluster file without the dead devices: each node keeps its live devices (a node
 // with none is left out), every type written inline. The k-th device of the result is the
 // k-th live device (ids go node after node in both). A device whose speed is not 1 (a
 // straggler, `speeds`) gets a type of its own, the node's type at that speed (compute and
 // memory bandwidth), and a node of its own: the node is cut into runs of devices of one
 // speed, each run's uplink at the node's device links so that they still talk at that speed.
-std::string survivorsCluster(const planner::Cluster &cluster, const std::vector<int> &live,
-                             const std::map<int, double> &speeds) {
-  std::ostringstream out;
-  out << "# The devices alive of cluster '" << cluster.name << "' (hspmc train --recover auto, --stragglers).\n"
-      << "name = \"" << cluster.name << "_alive\"\n"
-      << "inter_node_gbps = " << cluster.interNodeGBps << "\n"
-      << "overlap_communication = " << (cluster.overlapCommunication ? "true" : "false") << "\n"
-      << "collectives = \"" << (cluster.exchangeCollectives ? "exchange" : "ring") << "\"\n";
+planner::Cluster survivorsCluster(const planner::Cluster &cluster, const std::vector<int> &live,
+                                  const std::map<int, double> &speeds) {
+  planner::Cluster out;
+  out.name = cluster.name + "_alive";
+  out.interNodeGBps = cluster.interNodeGBps;
+  out.overlapCommunication = cluster.overlapCommunication;
+  out.exchangeCollectives = cluster.exchangeCollectives;
   auto speedOf = [&](int d) {
     auto it = speeds.find(d);
     return it == speeds.end() ? 1.0 : it->second;
@@ -55,7 +56,6 @@ std::string survivorsCluster(const planner::Cluster &cluster, const std::vector<
     std::snprintf(text, sizeof text, "_at_%.0f_percent", speed * 100);
     return type + text;
   };
-  std::map<std::string, std::pair<std::string, double>> types; // name -> (node type, speed)
   for (size_t n = 0; n < cluster.nodes.size(); ++n) {
     const planner::Node &node = cluster.nodes[n];
     std::vector<std::pair<double, int>> runs; // (speed, devices), in device order
@@ -66,23 +66,17 @@ std::string survivorsCluster(const planner::Cluster &cluster, const std::vector<
         ++runs.back().second;
       }
     for (size_t r = 0; r < runs.size(); ++r) {
-      const std::string type = typeName(node.type, runs[r].first);
-      types[type] = {node.type, runs[r].first};
-      out << "\n[[nodes]]\nname = \"" << node.name << (runs.size() > 1 ? "_" + std::to_string(r) : "")
-          << "\"\ntype = \"" << type << "\"\ndevices = " << runs[r].second << "\n";
-      if (runs.size() > 1)
-        out << "network_gbps = " << cluster.types.at(node.type).intraNodeGBps << "\n";
-      else if (node.networkGBps > 0)
-        out << "network_gbps = " << node.networkGBps << "\n";
+      const auto [speed, devices] = runs[r];
+      planner::DeviceType type = cluster.types.at(node.type);
+      type.name = typeName(node.type, speed);
+      type.bf16Tflops *= speed;
+      type.hbmGBps *= speed;
+      out.types[type.name] = type;
+      out.nodes.push_back({node.name + (runs.size() > 1 ? "_" + std::to_string(r) : ""), type.name, devices,
+                           runs.size() > 1 ? type.intraNodeGBps : node.networkGBps});
     }
   }
-  for (const auto &[name, typeAndSpeed] : types) {
-    const planner::DeviceType &type = cluster.types.at(typeAndSpeed.first);
-    const double speed = typeAndSpeed.second;
-    out << "\n[types." << name << "]\nbf16_tflops = " << type.bf16Tflops * speed << "\nmemory_gib = " << type.memoryGiB
-        << "\nhbm_gbps = " << type.hbmGBps * speed << "\nintra_node_gbps = " << type.intraNodeGBps << "\n";
-  }
-  return out.str();
+  return out;
 }
 
 } // namespace
@@ -113,7 +107,8 @@ SurvivorPlan planForSurvivors(const ir::PlanSpec &plan, const frontend::Compilat
   std::error_code made;
   std::filesystem::create_directories(directory, made);
   const std::string base = (std::filesystem::path(directory) / planned.name).string();
-  if (const std::string why = ir::writeWhole(base + ".cluster.toml", survivorsCluster(*cluster, live, speeds));
+  if (const std::string why = ir::writeWhole(base + ".cluster.toml",
+                                             planner::writeCluster(survivorsCluster(*cluster, live, speeds), kWhat));
       !why.empty()) {
     planned.error = "cannot write " + base + ".cluster.toml (" + why + ")";
     return planned;
@@ -123,7 +118,8 @@ SurvivorPlan planForSurvivors(const ir::PlanSpec &plan, const frontend::Compilat
     for (size_t d = 0; d < all.size(); ++d)
       all[d] = static_cast<int>(d);
     planned.speedsCluster = base + ".speeds.cluster.toml";
-    if (const std::string why = ir::writeWhole(planned.speedsCluster, survivorsCluster(*cluster, all, speeds));
+    if (const std::string why = ir::writeWhole(planned.speedsCluster,
+                                               planner::writeCluster(survivorsCluster(*cluster, all, speeds), kWhat));
         !why.empty()) {
       planned.error = "cannot write " + planned.speedsCluster + " (" + why + ")";
       return planned;

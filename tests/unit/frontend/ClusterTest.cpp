@@ -1,5 +1,6 @@
 // ClusterTest.cpp - cluster files: device types, nodes and links, and their errors.
 #include "planner/Cluster.h"
+#include "planner/PlanSet.h"
 
 #include "TestSupport.h"
 
@@ -142,6 +143,68 @@ TEST(Cluster, DeviceTypesFileIsComplete) {
   for (const char *name : {"H100", "H800", "H20", "A100", "cpu"})
     EXPECT_TRUE(types->count(name)) << name;
   EXPECT_GT(types->at("H800").bf16Tflops, 6 * types->at("H20").bf16Tflops);
+}
+
+// writeCluster's file reads back to the cluster it was written from, every type inline (read
+// without stdlib/devices.toml), whatever its names hold: --recover auto writes the survivors'
+// cluster this way, and a node named with a quote had made a file that did not parse.
+TEST(Cluster, WrittenClusterReadsBack) {
+  std::vector<std::string> files;
+  for (const auto &entry : std::filesystem::directory_iterator("examples/clusters"))
+    files.push_back(entry.path().string());
+  files.push_back(writeTemp("hspmd_write_names.toml",
+                            "name = \"a \\\"quoted\\\" name\"\ninter_node_gbps = 12.5\ncollectives = \"exchange\"\n"
+                            "[[nodes]]\nname = \"lo\\\"c\\nal\"\ntype = \"my.gpu x\"\ndevices = 3\nnetwork_gbps = 0.1\n"
+                            "[[nodes]]\ntype = \"H20\"\ndevices = 1\n"
+                            "[types.\"my.gpu x\"]\nbf16_tflops = 0.3\nmemory_gib = 1e-3\nhbm_gbps = 7.25\n"
+                            "intra_node_gbps = 3.0\n"));
+  ASSERT_GT(files.size(), 5u);
+  for (const std::string &file : files) {
+    std::vector<ClusterError> errors;
+    const auto cluster = loadCluster(file, "stdlib/devices.toml", errors);
+    ASSERT_TRUE(cluster) << file << ": " << (errors.empty() ? "" : errors[0].message);
+    const std::string text = writeCluster(*cluster, "written from " + file);
+    const auto back = loadCluster(writeTemp("hspmd_written.toml", text), "", errors);
+    ASSERT_TRUE(back) << text << (errors.empty() ? "" : errors[0].message);
+    EXPECT_EQ(back->name, cluster->name) << file;
+    EXPECT_EQ(back->interNodeGBps, cluster->interNodeGBps) << file;
+    EXPECT_EQ(back->overlapCommunication, cluster->overlapCommunication) << file;
+    EXPECT_EQ(back->exchangeCollectives, cluster->exchangeCollectives) << file;
+    ASSERT_EQ(back->nodes.size(), cluster->nodes.size()) << file;
+    for (size_t n = 0; n < cluster->nodes.size(); ++n) {
+      const Node &a = cluster->nodes[n], &b = back->nodes[n];
+      EXPECT_EQ(b.name, a.name) << file;
+      EXPECT_EQ(b.type, a.type) << file;
+      EXPECT_EQ(b.devices, a.devices) << file;
+      EXPECT_EQ(b.networkGBps, a.networkGBps) << file;
+      const DeviceType &x = cluster->types.at(a.type), &y = back->types.at(b.type);
+      EXPECT_EQ(y.bf16Tflops, x.bf16Tflops) << file;
+      EXPECT_EQ(y.memoryGiB, x.memoryGiB) << file;
+      EXPECT_EQ(y.hbmGBps, x.hbmGBps) << file;
+      EXPECT_EQ(y.intraNodeGBps, x.intraNodeGBps) << file;
+    }
+    EXPECT_EQ(back->devices.size(), cluster->devices.size()) << file;
+  }
+}
+
+// A plan set hspmc plan --length-distribution writes reads back to its plans, whatever the
+// names of the files (a quote, a line break in its folder's name, which the comment naming
+// the set's path had carried into the TOML).
+TEST(PlanSet, WrittenPlanSetReadsBack) {
+  const auto folder = std::filesystem::temp_directory_path() / "hspmd_plan \"set\"\nfolder";
+  std::filesystem::create_directories(folder);
+  const std::vector<std::string> plans = {"a.hspmd", "b \"quoted\".hspmd", "c\\d.hspmd"};
+  for (const std::string &plan : plans)
+    std::ofstream(folder / plan) << "// a plan\n";
+  const std::string path = (folder / "x.planset.toml").string();
+  ASSERT_TRUE(writePlanSet(path, plans, "Written by a test\r\nof two lines."));
+  std::vector<ClusterError> errors;
+  const auto set = readPlanSet(path, errors);
+  ASSERT_TRUE(set) << (errors.empty() ? "" : errors[0].message);
+  ASSERT_EQ(set->plans.size(), plans.size());
+  for (size_t k = 0; k < plans.size(); ++k)
+    EXPECT_EQ(set->plans[k], (folder / plans[k]).string());
+  std::filesystem::remove_all(folder);
 }
 
 } // namespace

@@ -815,6 +815,31 @@ TEST(Cli, RecoverAutoPlansInTheRunsPrecision) {
   EXPECT_NE(text.find("\n  precision bf16\n"), std::string::npos) << text;
 }
 
+// --recover auto on a cluster whose names TOML must quote (a node `lo"c<newline>al`, a type
+// `my.cpu`): the survivors' cluster file it writes reads back, and the planner's pipelines,
+// named after the type, are names of the language (they were written as `pipeline my.cpu0`).
+// The losses are those of the same plan on cpu4 without the failure.
+TEST(Cli, RecoverAutoOnAClusterWithNamesToQuote) {
+  const std::string options = " --data examples/data/gpl-3.txt --steps 3";
+  CliRun run = hspmc("train tests/elastic/hetero4_quoted_names.hspmd" + options + " --fail 2:3 --recover auto");
+  ASSERT_EQ(run.code, 0) << run.output;
+  const size_t at = run.output.find("recovered onto plan 'auto_0_1_2' (planned for them in ");
+  ASSERT_NE(at, std::string::npos) << run.output;
+  const size_t path = run.output.find(": ", run.output.find(" compiled in ", at)) + 2;
+  const std::string text = readText(run.output.substr(path, run.output.find(')', path) - path));
+  EXPECT_NE(text.find("\n  pipeline my_cpu0 "), std::string::npos) << text;
+  CliRun plain = hspmc("train examples/gpt/plans/hetero4.hspmd" + options);
+  ASSERT_EQ(plain.code, 0) << plain.output;
+  auto losses = [](const std::string &output) {
+    std::string out;
+    for (size_t k = output.find(" loss "); k != std::string::npos; k = output.find(" loss ", k + 1))
+      out += output.substr(k, 12);
+    return out;
+  };
+  EXPECT_EQ(losses(run.output), losses(plain.output));
+  EXPECT_EQ(losses(plain.output).size(), 36u) << plain.output;
+}
+
 // --stragglers (docs/elastic.md): device 1 becomes 4x slower at step 6 (a `slow` event); after
 // three slow steps in a row the run plans for its measured speed and switches, once; the
 // losses are those of the run without it. A device slow for one step only changes nothing.
@@ -1842,8 +1867,8 @@ TEST(Cli, PlanPerLengthBucket) {
   }
   // ... and the plan set naming them, which trains on documents.
   const std::string set = readText("build/cli_lengths.planset.toml");
-  EXPECT_NE(set.find("plans = [\"cli_lengths_8.hspmd\", \"cli_lengths_16.hspmd\", \"cli_lengths_32.hspmd\", "
-                     "\"cli_lengths.hspmd\"]"),
+  EXPECT_NE(set.find("plans = [ 'cli_lengths_8.hspmd', 'cli_lengths_16.hspmd', 'cli_lengths_32.hspmd', "
+                     "'cli_lengths.hspmd' ]"),
             std::string::npos)
       << set;
   EXPECT_NE(run.output.find("wrote plan set build/cli_lengths.planset.toml: hspmc train "), std::string::npos)
