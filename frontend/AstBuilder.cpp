@@ -35,7 +35,7 @@ std::string AstBuilder::unquote(const std::string &literal) {
     char c = literal[i];
     if (c == '\\' && i + 2 < literal.size()) {
       char next = literal[++i];
-      out += next == 'n' ? '\n' : next == 't' ? '\t' : next;
+      out += next == 'n' ? '\n' : next == 'r' ? '\r' : next == 't' ? '\t' : next;
     } else {
       out += c;
     }

@@ -2,6 +2,7 @@
 #include "ir/PlanText.h"
 
 #include "ir/AnnotationText.h"
+#include "ir/TextLexer.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -28,12 +29,6 @@ std::string number(double value) {
   return out;
 }
 
-std::string quoted(const std::string &text) {
-  std::string out = "\"";
-  for (char c : text)
-    out += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
-  return out + "\"";
-}
 
 std::string argValue(const std::variant<int64_t, double, bool, std::string> &value) {
   if (auto *i = std::get_if<int64_t>(&value))
@@ -42,7 +37,7 @@ std::string argValue(const std::variant<int64_t, double, bool, std::string> &val
     return number(*d);
   if (auto *b = std::get_if<bool>(&value))
     return *b ? "true" : "false";
-  return quoted(std::get<std::string>(value));
+  return quoteString(std::get<std::string>(value));
 }
 
 std::string shares(const char *key, const std::vector<ShareSpec> &list) {
@@ -85,7 +80,7 @@ std::string printPlan(const PlanSpec &spec, const PlanTextOptions &options) {
     }
   }
   if (!options.import.empty())
-    text += "import " + quoted(options.import) + "\n";
+    text += "import " + quoteString(options.import) + "\n";
   if (!text.empty())
     text += "\n";
   text += "plan " + spec.name + " for " + spec.model;
@@ -99,7 +94,7 @@ std::string printPlan(const PlanSpec &spec, const PlanTextOptions &options) {
   text += " {\n";
   const std::string cluster = options.clusterPath.empty() ? spec.clusterPath : options.clusterPath;
   if (!cluster.empty())
-    text += "  cluster " + quoted(cluster) + "\n";
+    text += "  cluster " + quoteString(cluster) + "\n";
   if (!spec.bindings.empty()) {
     text += "  bind ";
     bool first = true;

@@ -30,6 +30,8 @@ std::string quoteString(const std::string &text) {
       out += '\\', out += c;
     else if (c == '\n')
       out += "\\n";
+    else if (c == '\r')
+      out += "\\r";
     else if (c == '\t')
       out += "\\t";
     else
@@ -135,7 +137,7 @@ Token TextLexer::lex() {
       char ch = text_[pos_++];
       if (ch == '\\' && pos_ < text_.size()) {
         char esc = text_[pos_++];
-        token.text += esc == 'n' ? '\n' : esc == 't' ? '\t' : esc;
+        token.text += esc == 'n' ? '\n' : esc == 'r' ? '\r' : esc == 't' ? '\t' : esc;
       } else {
         token.text += ch;
       }

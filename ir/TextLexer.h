@@ -43,7 +43,9 @@ private:
 
 /// Characters allowed in value names after '%'.
 bool isValueNameChar(char c);
-/// Escapes '"' and '\' and control characters for a quoted string.
+/// `text` as a one-line quoted string: '"', '\\', line breaks, carriage returns and tabs
+/// escaped. The textual IR and the plan files hspmc writes share it (frontend's unquote and
+/// this lexer read it back).
 std::string quoteString(const std::string &text);
 
 } // namespace hspmd::ir

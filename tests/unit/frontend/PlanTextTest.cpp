@@ -5,6 +5,7 @@
 #include "ir/PlanText.h"
 
 #include "TestSupport.h"
+#include "frontend/Parser.h"
 #include "ir/Graph.h"
 
 #include <gtest/gtest.h>
@@ -113,4 +114,27 @@ TEST(PlanText, NumbersReadBackTheSame) {
                                  "  optimizer adamw(beta2 = 0.95, lr = 0.0003, weight_decay = 0.0)\n"
                                  "  schedule 1f1b\n"
                                  "}\n");
+}
+
+// Strings read back as they were, whatever they hold: a file name may hold a quote, a
+// backslash, a line break (written as \n; a string of the language is one line) or a
+// carriage return, and a plan's comment a line break of either kind.
+TEST(PlanText, StringsReadBackTheSame) {
+  const std::string odd = "dir \"a\"\\b\nc\rd\te/f.hspmd";
+  ir::PlanSpec spec;
+  spec.name = "p";
+  spec.model = "M";
+  spec.clusterPath = odd + ".toml";
+  spec.modelArgs = {{"tag", std::string(odd), {}}};
+  const std::string text = ir::printPlan(spec, {"a comment\rof\nthree lines", odd, ""});
+  frontend::CollectingSink sink;
+  frontend::DiagnosticEngine diags(sink);
+  auto ast = frontend::parseFile("p.hspmd", text, diags);
+  ASSERT_TRUE(ast) << text << ::testing::PrintToString(sink.diagnostics.size());
+  ASSERT_EQ(ast->imports.size(), 1u);
+  EXPECT_EQ(ast->imports[0].path, odd);
+  ASSERT_EQ(ast->plans.size(), 1u);
+  EXPECT_EQ(ast->plans[0]->cluster, odd + ".toml");
+  ASSERT_EQ(ast->plans[0]->modelArgs.size(), 1u);
+  EXPECT_EQ(ast->plans[0]->modelArgs[0].value->text, odd);
 }

@@ -81,4 +81,21 @@ TEST(AnnotationText, SourceMapLocatesParts) {
   EXPECT_EQ(map.locate(hetero).col, 27u);
 }
 
+// Every byte of a string (a file name in a loc(...), a buffer's value name) reads back from
+// quoteString's one-line text, and no line break is left in it.
+TEST(TextLexer, QuotedStringsReadBack) {
+  std::string all;
+  for (int byte = 1; byte < 256; ++byte)
+    all += static_cast<char>(byte);
+  for (const std::string &text : {std::string(), all, std::string("a\"b\\c\r\n\td")}) {
+    const std::string quoted = quoteString(text);
+    EXPECT_EQ(quoted.find_first_of("\r\n"), std::string::npos) << quoted;
+    TextLexer lexer(quoted);
+    const Token token = lexer.next();
+    EXPECT_EQ(token.kind, TokenKind::String) << token.text;
+    EXPECT_EQ(token.text, text);
+    EXPECT_EQ(lexer.next().kind, TokenKind::End);
+  }
+}
+
 } // namespace
