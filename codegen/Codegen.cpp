@@ -9,13 +9,36 @@ namespace hspmd::codegen {
 
 namespace {
 
+// `text` as a C++ string literal: a name from the user's files (a device type of the cluster)
+// may hold any byte. Controls are written as three-digit octal escapes (a hex escape would
+// run on into a following hex digit).
 std::string quote(const std::string &text) {
   std::string out = "\"";
   for (char c : text) {
-    if (c == '"' || c == '\\')
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7f) {
+      char octal[8];
+      std::snprintf(octal, sizeof octal, "\\%03o", byte);
+      out += octal;
+      continue;
+    }
+    if (c == '"' || c == '\\' || c == '?') // '?': no trigraph (??=) in older dialects
       out += '\\';
     out += c;
   }
+  return out + "\"";
+}
+
+// `text` as a CMake quoted argument (the toolchain's folders): no variable reference
+// (`${`), list separator or line break of a folder's name is read as CMake's.
+std::string cmakeQuote(const std::string &text) {
+  std::string out = "\"";
+  for (char c : text)
+    out += c == '\n'                                                   ? "\\n"
+           : c == '\r'                                                 ? "\\r"
+           : c == '\t'                                                 ? "\\t"
+           : c == '"' || c == '\\' || c == '$' || c == ';' || c == '@' ? std::string("\\") + c
+                                                                       : std::string(1, c);
   return out + "\"";
 }
 
@@ -231,13 +254,14 @@ std::map<std::string, std::string> generate(const std::vector<PlanToBuild> &plan
   cmake << ")\n"
         << "# The generated code only calls into the runtime: nothing to optimise, much to compile.\n"
         << "target_compile_options(" << binaryName << " PRIVATE -O0)\n"
-        << "target_include_directories(" << binaryName << " PRIVATE " << quote(toolchain.sourceDir) << ")\n"
+        << "target_include_directories(" << binaryName << " PRIVATE " << cmakeQuote(toolchain.sourceDir) << ")\n"
         << "target_link_libraries(" << binaryName << " PRIVATE "
-        << (cuda ? quote(toolchain.binaryDir + "/runtime/gpu/libhspmd_gpu.a") + " " : "")
-        << (nccl ? quote(toolchain.binaryDir + "/runtime/gpu/libhspmd_gpu_host.a") + " " : "")
-        << quote(toolchain.binaryDir + "/runtime/libhspmd_runtime.a") << " "
-        << quote(toolchain.binaryDir + "/ir/libhspmd_ir.a") << " openblas OpenMP::OpenMP_CXX Threads::Threads"
-        << (cuda ? " CUDA::cudart ${CMAKE_DL_LIBS}" : "") << (nccl ? " " + quote(toolchain.ncclLibrary) : "") << ")\n"
+        << (cuda ? cmakeQuote(toolchain.binaryDir + "/runtime/gpu/libhspmd_gpu.a") + " " : "")
+        << (nccl ? cmakeQuote(toolchain.binaryDir + "/runtime/gpu/libhspmd_gpu_host.a") + " " : "")
+        << cmakeQuote(toolchain.binaryDir + "/runtime/libhspmd_runtime.a") << " "
+        << cmakeQuote(toolchain.binaryDir + "/ir/libhspmd_ir.a") << " openblas OpenMP::OpenMP_CXX Threads::Threads"
+        << (cuda ? " CUDA::cudart ${CMAKE_DL_LIBS}" : "") << (nccl ? " " + cmakeQuote(toolchain.ncclLibrary) : "")
+        << ")\n"
         << "if(MPI_C_FOUND)\n  target_link_libraries(" << binaryName << " PRIVATE MPI::MPI_C)\nendif()\n";
   files["CMakeLists.txt"] = cmake.str();
   return files;

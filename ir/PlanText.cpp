@@ -29,7 +29,6 @@ std::string number(double value) {
   return out;
 }
 
-
 std::string argValue(const std::variant<int64_t, double, bool, std::string> &value) {
   if (auto *i = std::get_if<int64_t>(&value))
     return std::to_string(*i);

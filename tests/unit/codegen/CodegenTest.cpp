@@ -10,6 +10,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <regex>
 #include <sstream>
 
@@ -79,4 +82,42 @@ TEST(Codegen, EveryInstructionIsEmittedAndCalledOnceFromItsPass) {
   EXPECT_NE(files.at("device_0.cpp").find("_recompute(runtime::DeviceExecutor &x, int mb) {\n  (void)x;"),
             std::string::npos);
   EXPECT_NE(files.at("CMakeLists.txt").find("/src"), std::string::npos);
+}
+
+// A name from the user's files may hold any byte (a cluster's device type, which a --target
+// cuda binary carries): the literal the generator writes is one C++ line that a compiler reads
+// back to the same bytes, and the toolchain's folders are CMake arguments that expand nothing.
+TEST(Codegen, NamesOfAnyBytesAreLiterals) {
+  auto b = hspmd::testing::buildExample("examples/gpt/tiny_gpt.hspmd", {"examples/gpt/plans/single.hspmd"});
+  ASSERT_TRUE(b->build);
+  passes::PipelineOptions options;
+  options.train = true;
+  auto result = passes::runPipeline(*b->build->graph, b->build->plans, options, [](const passes::Problem &) {});
+  ASSERT_TRUE(result.ok);
+  std::string type;
+  for (int byte = 1; byte < 256; ++byte)
+    type += static_cast<char>(byte);
+  type += "?\?=0"; // a trigraph, then a digit after the last escape
+  codegen::PlanToBuild plan{&result.programs[0], &b->build->plans[0], {{0, type}}};
+  const auto files = codegen::generate({plan}, driver::modelInfo(*b->build->graph), "p",
+                                       codegen::Toolchain{"/src ${HOME};x\"", "/bin"}, codegen::Target::Cuda, {type});
+  const std::string &main = files.at("main.cpp");
+  const std::string prefix = "  plans[0].deviceTypes[0] = ";
+  const size_t at = main.find(prefix);
+  ASSERT_NE(at, std::string::npos) << main;
+  const std::string literal = main.substr(at + prefix.size(), main.find(";\n", at) - at - prefix.size());
+  const std::string source = "build/codegen_literal.cpp", binary = "build/codegen_literal";
+  std::ofstream(source) << "#include <cstdio>\nstatic const char s[] = " << literal
+                        << ";\nint main() { std::fwrite(s, 1, sizeof s - 1, stdout); }\n";
+  ASSERT_EQ(std::system(("c++ -std=c++17 -o " + binary + " " + source).c_str()), 0) << literal;
+  std::FILE *pipe = popen(binary.c_str(), "r");
+  ASSERT_TRUE(pipe);
+  std::string back;
+  char buffer[512];
+  for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;)
+    back.append(buffer, n);
+  pclose(pipe);
+  EXPECT_EQ(back, type);
+  EXPECT_NE(files.at("CMakeLists.txt").find("PRIVATE \"/src \\${HOME}\\;x\\\"\")"), std::string::npos)
+      << files.at("CMakeLists.txt");
 }
