@@ -3,6 +3,7 @@
 #include "runtime/ParameterStore.h"
 
 #include "ir/Files.h"
+#include "ir/JsonText.h"
 #include "ir/Words.h"
 
 #include <boost/crc.hpp>
@@ -143,7 +144,7 @@ void ParameterStore::save(const std::string &path) const {
     throw CheckpointError(path + ": cannot write the checkpoint (" + std::strerror(errno) + ")");
   }
   errno = 0;
-  const std::string head = header.dump() + "\n";
+  const std::string head = ir::jsonText(header) + "\n";
   bool ok = std::fwrite(head.data(), 1, head.size(), out) == head.size();
   for (const auto &[name, t] : tensors)
     ok = ok && std::fwrite(t.data.data(), sizeof(float), t.data.size(), out) == t.data.size();

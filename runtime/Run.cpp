@@ -2,6 +2,7 @@
 #include "runtime/Run.h"
 
 #include "ir/Files.h"
+#include "ir/JsonText.h"
 #include "ir/KernelCost.h"
 #include "ir/Words.h"
 #include "runtime/Documents.h"
@@ -141,7 +142,7 @@ void writeLosses(const std::string &path, const std::string &plan, const ModelIn
     out["documents"] = result.stepDocuments;
     out["real_tokens"] = result.stepTokens;
   }
-  if (const std::string why = ir::writeWhole(path, out.dump(2) + "\n"); !why.empty())
+  if (const std::string why = ir::writeWhole(path, ir::jsonText(out, 2) + "\n"); !why.empty())
     throw RunError(path + ": cannot write the losses (" + why + ")");
 }
 
@@ -174,7 +175,7 @@ void writeTrace(const std::string &path, const std::map<int, std::vector<TraceEv
                                       {"ts", e.start * 1e6},
                                       {"dur", e.seconds * 1e6}});
   }
-  if (const std::string why = ir::writeWhole(path, trace.dump() + "\n"); !why.empty())
+  if (const std::string why = ir::writeWhole(path, ir::jsonText(trace) + "\n"); !why.empty())
     throw RunError(path + ": cannot write the trace (" + why + ")");
 }
 

@@ -2,6 +2,7 @@
 #include "planner/driver/Driver.h"
 
 #include "ir/AnnotationText.h"
+#include "ir/JsonText.h"
 #include "passes/Communication.h"
 #include "planner/Cluster.h"
 #include "planner/Estimates.h"
@@ -131,7 +132,7 @@ bool explainReshard(const std::string &shapeText, const std::string &fromText, c
       doc["lacking_bytes"] = lacking;
       doc["minimal"] = lacking == plan.totalBytes();
     }
-    out << doc.dump(2) << "\n";
+    out << ir::jsonText(doc, 2) << "\n";
     return true;
   }
 

@@ -1,6 +1,8 @@
 // Report.cpp - how hspmc prints diagnostics: text on stderr or JSON on stdout.
 #include "tools/hspmc/Commands.h"
 
+#include "ir/JsonText.h"
+
 #include <nlohmann/json.hpp>
 
 #include <iostream>
@@ -31,7 +33,7 @@ int finish(const CollectingSink &sink, const SourceManager &sources, bool json, 
     nlohmann::json out = {{"ok", errors == 0}, {"diagnostics", nlohmann::json::array()}};
     for (const auto &diagnostic : sink.diagnostics)
       out["diagnostics"].push_back(diagnosticJson(diagnostic));
-    std::cout << out.dump(2) << "\n";
+    std::cout << ir::jsonText(out, 2) << "\n";
   } else {
     for (const auto &diagnostic : sink.diagnostics)
       std::cerr << frontend::renderDiagnostic(diagnostic, &sources);

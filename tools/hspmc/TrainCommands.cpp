@@ -4,6 +4,7 @@
 
 #include "codegen/Codegen.h"
 #include "ir/Files.h"
+#include "ir/JsonText.h"
 #include "planner/Estimates.h"
 #include "planner/PlanSet.h"
 #include "planner/Simulator.h"
@@ -710,7 +711,7 @@ int runExplainSwitch(const std::string &from, const std::string &to, const std::
                         {"step_seconds_after", stepSeconds},
                         {"planning_seconds", planSeconds}};
   if (json) {
-    std::cout << out.dump(2) << "\n";
+    std::cout << ir::jsonText(out, 2) << "\n";
     return 0;
   }
   auto mib = [](int64_t n) { return static_cast<double>(n) / (1 << 20); };
@@ -825,7 +826,7 @@ int runSimulate(const std::string &file, const std::vector<std::string> &planFil
                                 {"communicating", d.communicating},
                                 {"idle", d.idle},
                                 {"peak_bytes", d.peakBytes}});
-    report << out.dump(2) << "\n";
+    report << ir::jsonText(out, 2) << "\n";
   } else {
     char line[200];
     std::snprintf(line, sizeof line,

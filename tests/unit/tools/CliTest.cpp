@@ -1936,6 +1936,14 @@ TEST(Cli, CheckJsonOutput) {
   EXPECT_NE(run.output.find("\"message\": \"unknown name 'y'\""), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("\"ok\": false"), std::string::npos);
   EXPECT_NE(run.output.find("\"line\": 4"), std::string::npos);
+  // A file named with a byte that is not UTF-8: JSON has no way to say it, so it is U+FFFD
+  // (nlohmann threw, and hspmc said "internal error").
+  const std::string odd = "build/cli_json_\xff.hspmd";
+  std::ofstream(odd) << readText("tests/diagnostics/name_unknown.hspmd");
+  CliRun named = hspmc("check --format json '" + odd + "'");
+  EXPECT_EQ(named.code, 1) << named.output;
+  EXPECT_NE(named.output.find("\"file\": \"build/cli_json_\xef\xbf\xbd.hspmd\""), std::string::npos) << named.output;
+  EXPECT_EQ(hspmc("lint --format json '" + odd + "'").code, 1);
 }
 
 TEST(Cli, MissingFileIsAUserError) {
