@@ -804,15 +804,21 @@ TEST(Cli, ARunGoesOnAfterADeviceDies) {
 
 // --recover auto in a bf16 run (`--precision bf16` over an fp32 plan): the planner plans for
 // the survivors in bf16 and the plan it writes says so.
+// The text of the plan a run recovered onto, read from the file the run names ("" if none).
+std::string recoveredPlanText(const std::string &output, const std::string &plan) {
+  const size_t at = output.find("recovered onto plan '" + plan + "' (planned for them in ");
+  if (at == std::string::npos)
+    return "";
+  const size_t path = output.find(": ", output.find(" compiled in ", at)) + 2;
+  return readText(output.substr(path, output.find(')', path) - path));
+}
+
 TEST(Cli, RecoverAutoPlansInTheRunsPrecision) {
   CliRun run = hspmc("train examples/gpt/plans/hetero4.hspmd --data examples/data/gpl-3.txt --steps 3 --precision bf16 "
                      "--fail 2:3 --recover auto");
   ASSERT_EQ(run.code, 0) << run.output;
-  const size_t at = run.output.find("recovered onto plan 'auto_0_1_2' (planned for them in ");
-  ASSERT_NE(at, std::string::npos) << run.output;
-  const size_t path = run.output.find(": ", run.output.find(" compiled in ", at)) + 2;
-  const std::string text = readText(run.output.substr(path, run.output.find(')', path) - path));
-  EXPECT_NE(text.find("\n  precision bf16\n"), std::string::npos) << text;
+  const std::string text = recoveredPlanText(run.output, "auto_0_1_2");
+  EXPECT_NE(text.find("\n  precision bf16\n"), std::string::npos) << run.output << text;
 }
 
 // --recover auto on a cluster whose names TOML must quote (a node `lo"c<newline>al`, a type
@@ -823,11 +829,8 @@ TEST(Cli, RecoverAutoOnAClusterWithNamesToQuote) {
   const std::string options = " --data examples/data/gpl-3.txt --steps 3";
   CliRun run = hspmc("train tests/elastic/hetero4_quoted_names.hspmd" + options + " --fail 2:3 --recover auto");
   ASSERT_EQ(run.code, 0) << run.output;
-  const size_t at = run.output.find("recovered onto plan 'auto_0_1_2' (planned for them in ");
-  ASSERT_NE(at, std::string::npos) << run.output;
-  const size_t path = run.output.find(": ", run.output.find(" compiled in ", at)) + 2;
-  const std::string text = readText(run.output.substr(path, run.output.find(')', path) - path));
-  EXPECT_NE(text.find("\n  pipeline my_cpu0 "), std::string::npos) << text;
+  const std::string text = recoveredPlanText(run.output, "auto_0_1_2");
+  EXPECT_NE(text.find("\n  pipeline my_cpu0 "), std::string::npos) << run.output << text;
   CliRun plain = hspmc("train examples/gpt/plans/hetero4.hspmd" + options);
   ASSERT_EQ(plain.code, 0) << plain.output;
   auto losses = [](const std::string &output) {
