@@ -48,11 +48,19 @@ const FileAst *Compilation::loadText(const std::string &name, std::string text) 
   return addFile(std::move(ast), 0);
 }
 
-const FileAst *Compilation::loadAt(const std::string &path, int depth) {
+const FileAst *Compilation::loadAt(const std::string &path, int depth, const ImportDecl *from) {
   const std::string key = fileKey(path);
   if (auto it = loaded_.find(key); it != loaded_.end())
     return it->second; // imported twice, or an import cycle: once is enough
   std::error_code ec;
+  if (from) { // at the import line, which the user must change
+    const std::string why = ir::notAFile(path);
+    if (!why.empty() || !sources_.load(path)) {
+      diags_.error(from->loc,
+                   "cannot read import \"" + from->path + "\" (" + path + ")" + (why.empty() ? "" : ": " + why));
+      return nullptr;
+    }
+  }
   if (fs::is_directory(path, ec)) {
     diags_.error(ir::Location{path, 0, 0, 1}, "'" + path + "' is a directory, not a .hspmd file");
     return nullptr;
@@ -101,7 +109,7 @@ const FileAst *Compilation::addFile(std::unique_ptr<FileAst> file, int depth) {
     fs::path shown = chosen.is_absolute() ? chosen.lexically_proximate(fs::current_path(ec)) : chosen;
     if (shown.empty() || *shown.begin() == "..")
       shown = chosen;
-    ok &= loadAt(shown.lexically_normal().string(), depth + 1) != nullptr;
+    ok &= loadAt(shown.lexically_normal().string(), depth + 1, &import) != nullptr;
   }
   for (const auto &module : ast->modules) {
     auto [it, inserted] = modules_.emplace(module->name, module.get());

@@ -74,7 +74,9 @@ private:
   std::map<std::string, const ModuleDecl *> modules_;
 
   const FileAst *addFile(std::unique_ptr<FileAst> file, int depth);
-  const FileAst *loadAt(const std::string &path, int depth);
+  /// `from`: the import that names the file, where its errors are reported (null: a file the
+  /// command names).
+  const FileAst *loadAt(const std::string &path, int depth, const ImportDecl *from = nullptr);
 };
 
 } // namespace hspmd::frontend

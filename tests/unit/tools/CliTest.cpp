@@ -1953,6 +1953,15 @@ TEST(Cli, MissingFileIsAUserError) {
   CliRun run = hspmc("check no/such/file.hspmd");
   EXPECT_EQ(run.code, 1);
   EXPECT_EQ(run.output, "no/such/file.hspmd: error: cannot read 'no/such/file.hspmd'\n");
+  // An import that names a folder is reported at the import (it was at the folder's name).
+  std::filesystem::create_directories("build/cli_import/folder.hspmd");
+  std::ofstream("build/cli_import/imp.hspmd") << "import \"folder\"\n";
+  CliRun folder = hspmc("check build/cli_import/imp.hspmd");
+  EXPECT_EQ(folder.code, 1);
+  EXPECT_EQ(folder.output, "build/cli_import/imp.hspmd:1:8: error: cannot read import \"folder\" "
+                           "(build/cli_import/folder.hspmd): it is a directory\n"
+                           "  import \"folder\"\n"
+                           "         ^~~~~~~~\n");
 }
 
 TEST(Cli, UsageErrorsExitTwo) {
