@@ -165,6 +165,7 @@ int main(int argc, char **argv, const ModelInfo &model, const std::vector<Plan> 
                             : "")
               << ")" << std::endl;
   run.progress = &std::cout;
+  run.program = argv[0];
   // Each device's offload, and a word where its GPU is not the type its plan was made for
   // (once per device and plan).
   if (offload) {

@@ -7,6 +7,7 @@
 #include "ir/Words.h"
 #include "runtime/Documents.h"
 
+#include "runtime/StopReport.h"
 #include "runtime/Stragglers.h"
 
 #include "ir/Tags.h"
@@ -997,6 +998,7 @@ RunResult train(World &world, const RunPlans &given, const ModelInfo &model, con
             unpackState(programs->at(other), theirs, store);
         }
         store.save(options.save);
+        StopReport::saved(options.save, step);
       };
       // recover(), again as long as a further death interrupts it (this device's own death
       // there is a DeviceDeath, thrown on).
@@ -1396,6 +1398,7 @@ RunResult runThreads(const std::map<int, ir::DeviceProgram> &programs, const Mod
 }
 
 RunResult runThreads(const RunPlans &plans, const ModelInfo &model, const RunOptions &options) {
+  StopReport stopReport(options.program);
   ThreadsWorld world(plans.devices(), options.timeout);
   return train(world, plans, model, options);
 }

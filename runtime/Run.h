@@ -92,6 +92,9 @@ struct RunOptions {
   /// Threads of each device's kernels; 0: the process's cores divided among its devices
   /// (runtime/kernels/Parallel.h). bench_simulate calibrates kernels at a given count.
   int kernelThreads = 0;
+  /// Who the run's messages are from ("hspmc train", a generated binary's path): a signal
+  /// that stops a threads run is reported under it (runtime/StopReport.h).
+  std::string program = "hspmc train";
 };
 /// The files a run writes (`run.save`, `run.trace`, and `losses` where not empty) checked
 /// before it trains rather than when it writes them: "cannot write PATH (--save): why", or "".

@@ -1145,6 +1145,39 @@ TEST(Cli, AnMpiRunSurvivesAKillFromOutside) {
 // the run's processes end with it, and it says so. SIGKILL, which hspmc cannot see, ends them
 // too (mpirun's parent-death signal). Before, they went on training without it. Every wait is
 // bounded, and what is left of the run is killed, whatever the test finds.
+// A threads run a signal stops says so, with the checkpoint it kept, then ends by the signal
+// (it ended without a word).
+TEST(Cli, StoppingAThreadsRunSaysWhatItKept) {
+  const std::string log = "build/cli_stop_threads.log", checkpoint = "build/cli_stop_threads.ckpt";
+  std::filesystem::remove(log);
+  std::filesystem::remove(checkpoint);
+  const std::string command = std::string("exec ") + HSPMC_PATH +
+                              " train examples/gpt/plans/single.hspmd --data examples/data/gpl-3.txt --steps 100000 "
+                              "--save " +
+                              checkpoint + " --save-every 2 > " + log + " 2>&1";
+  const pid_t run = fork();
+  ASSERT_GE(run, 0);
+  if (run == 0) {
+    execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char *>(nullptr));
+    _exit(127);
+  }
+  for (int tenths = 0; tenths < 600 && !std::filesystem::exists(checkpoint); ++tenths)
+    usleep(100000);
+  const bool saved = std::filesystem::exists(checkpoint);
+  usleep(500000); // past the moment the first checkpoint is renamed into place but not yet noted
+  kill(run, SIGTERM);
+  int status = 0;
+  waitpid(run, &status, 0);
+  const std::string text = readText(log);
+  EXPECT_TRUE(saved) << text;
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << status << "\n" << text;
+  const std::string said =
+      "\nhspmc train: error: stopped by SIGTERM; the last checkpoint is " + checkpoint + ", saved after step ";
+  const size_t at = text.find(said);
+  ASSERT_NE(at, std::string::npos) << text;
+  EXPECT_EQ(text.substr(text.find(' ', at + said.size())), " (--load it to go on)\n") << text;
+}
+
 TEST(Cli, StoppingAnMpiRunEndsItsProcesses) {
   if (std::system("command -v mpirun > /dev/null") != 0)
     GTEST_SKIP() << "no mpirun";
