@@ -7,6 +7,7 @@
 #include "planner/driver/PlanModel.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -25,6 +26,16 @@ std::string replanProblem(const ir::PlanSpec &plan, const frontend::Compilation 
            "' gives it arguments (for " + plan.model + "(...))";
   if (!compilation.findModule(plan.model))
     return option + " cannot find the file of model " + plan.model;
+  // The first of these set is the folder std::filesystem::temp_directory_path gives (libstdc++'s
+  // order), named in the message.
+  for (const char *name : {"TMPDIR", "TMP", "TEMP", "TEMPDIR"})
+    if (const char *value = std::getenv(name)) {
+      std::error_code ignored;
+      if (!std::filesystem::is_directory(value, ignored))
+        return option + " writes the plans it makes in the temporary folder, but $" + name + " ('" + value +
+               "') is not a folder";
+      break;
+    }
   return "";
 }
 

@@ -17,7 +17,8 @@
 namespace hspmd::driver {
 
 /// Why a run under `plan` cannot re-plan ("" when it can): the plan names no cluster file, or
-/// gives its model arguments (the planner plans the model as its file defines it).
+/// gives its model arguments (the planner plans the model as its file defines it), or $TMPDIR
+/// (where the plans are written) is not a folder.
 /// `compilation` has the plan's files loaded.
 std::string replanProblem(const ir::PlanSpec &plan, const frontend::Compilation &compilation,
                           const std::string &option = "--recover auto");

@@ -274,8 +274,12 @@ int train(const std::string &file, const std::vector<std::string> &planFiles, ru
   }
   // --recover auto: the planner plans for the live devices, written beside the run's other
   // files in a folder of this process's own; the plan is compiled and checked like any other.
+  // (driver::replanProblem has refused a run that needs it where there is no temporary folder.)
+  std::error_code noTemporaryFolder;
+  const std::filesystem::path temporary = std::filesystem::temp_directory_path(noTemporaryFolder);
   const std::string replanDirectory =
-      (std::filesystem::temp_directory_path() / ("hspmd-recover-" + std::to_string(getpid()))).string();
+      ((noTemporaryFolder ? std::filesystem::path("/tmp") : temporary) / ("hspmd-recover-" + std::to_string(getpid())))
+          .string();
   // Plans for the live devices (at `speeds`: --stragglers), compiles and checks the plan
   // written; with `running`, a step of the new plan and of the running one simulated at those
   // speeds.

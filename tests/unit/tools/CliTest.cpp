@@ -1056,6 +1056,18 @@ TEST(Cli, DeathsThatCannotBeSurvivedAreClearErrors) {
     const size_t at = run.output.find("hspmc train: error:");
     EXPECT_EQ(at == std::string::npos ? run.output : run.output.substr(at), message) << options;
   }
+  // Re-planning writes its plans in the temporary folder: a $TMPDIR that is none is said before
+  // training (it was "internal error: filesystem error"; then the folder was made).
+  for (const auto &[option, name] : std::vector<std::pair<std::string, std::string>>{
+           {"--fail 2:1 --recover auto", "--recover auto"}, {"--stragglers", "--stragglers"}}) {
+    CliRun run = shell("TMPDIR=build/cli_no_such_folder " + std::string(HSPMC_PATH) + " train " + gpt +
+                       "hetero4.hspmd" + data + option);
+    EXPECT_EQ(run.code, 1) << run.output;
+    EXPECT_EQ(run.output, "hspmc train: error: " + name +
+                              " writes the plans it makes in the temporary folder, but $TMPDIR "
+                              "('build/cli_no_such_folder') is not a folder\n");
+    EXPECT_FALSE(std::filesystem::exists("build/cli_no_such_folder"));
+  }
   expectRunEndingWith("simulate " + gpt + "hetero4.hspmd --fault-trace tests/elastic/dies_twice.trace --steps 5 " +
                           "--recover " + gpt + "tp2.hspmd",
                       1,
