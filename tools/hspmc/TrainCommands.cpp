@@ -136,7 +136,14 @@ int train(const std::string &file, const std::vector<std::string> &planFiles, ru
   // The plans of the run, each compiled once (a switch back to a plan compiles nothing).
   std::map<std::string, std::unique_ptr<TrainingBuild>> compiled;
   std::vector<const TrainingBuild *> plans = {&t};
-  std::vector<std::string> paths = {std::filesystem::weakly_canonical(planFiles.empty() ? file : planFiles[0])};
+  // A plan's file by one name however it is spelt (its own where that cannot be resolved: a
+  // name too long, a folder not to be searched; compiling it then says why).
+  auto fileKey = [](const std::string &path) {
+    std::error_code unresolved;
+    const std::filesystem::path key = std::filesystem::weakly_canonical(path, unresolved);
+    return unresolved ? path : key.string();
+  };
+  std::vector<std::string> paths = {fileKey(planFiles.empty() ? file : planFiles[0])};
   std::vector<std::unique_ptr<runtime::StateSwitch>> transfers;
   runtime::RunPlans runPlans;
   runPlans.plans.push_back(&t.programs());
@@ -145,7 +152,7 @@ int train(const std::string &file, const std::vector<std::string> &planFiles, ru
   // already; `compileText` says which. Non-zero `code` where it cannot be.
   std::string compileText;
   auto planOf = [&](const std::string &path, const std::string &option, int &code) -> size_t {
-    const std::string key = std::filesystem::weakly_canonical(path);
+    const std::string key = fileKey(path);
     auto known = std::find(paths.begin(), paths.end(), key);
     compileText = "cached";
     if (known != paths.end())

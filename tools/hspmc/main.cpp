@@ -34,6 +34,8 @@
 
 #include <chrono>
 #include <cmath>
+#include <filesystem>
+#include <iostream>
 
 #ifndef HSPMD_VERSION
 #define HSPMD_VERSION "0.0.0"
@@ -326,6 +328,14 @@ int run(int argc, char **argv) {
   }
   if (const std::optional<int> code = runtime::parseCommandLine(app, argc, argv))
     return *code;
+  // Files are named relative to the current folder: in one that was deleted meanwhile, what
+  // resolves names fails in its own ways (CBC's setup threw std::bad_alloc).
+  std::error_code noFolder;
+  if (const auto here = std::filesystem::current_path(noFolder); noFolder || here.empty()) {
+    std::cerr << "hspmc: error: the current folder cannot be read (" << noFolder.message()
+              << "; was it deleted?): change to a folder that exists\n";
+    return 1;
+  }
   TrainingBuild::bf16 = bf16Of(buildCommand->parsed()      ? buildPrecision
                                : simulateCommand->parsed() ? simulatePrecision
                                                            : trainPrecision);

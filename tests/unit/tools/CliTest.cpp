@@ -2001,6 +2001,25 @@ TEST(Cli, MissingFileIsAUserError) {
   // An import that names a folder is reported at the import (it was at the folder's name).
   std::filesystem::create_directories("build/cli_import/folder.hspmd");
   std::ofstream("build/cli_import/imp.hspmd") << "import \"folder\"\n";
+  // A name too long for the system is a file that cannot be read (--switch said "internal
+  // error: filesystem error: status: File name too long").
+  std::string longName;
+  for (int k = 0; k < 3000; ++k)
+    longName += "a/";
+  CliRun tooLong =
+      hspmc("train examples/gpt/plans/single.hspmd --data examples/data/gpl-3.txt --steps 2 --switch 2:" + longName +
+            "x.hspmd");
+  EXPECT_EQ(tooLong.code, 1);
+  EXPECT_EQ(tooLong.output.rfind(longName + "x.hspmd: error: cannot read '" + longName + "x.hspmd'", 0), 0u)
+      << tooLong.output.substr(0, 300);
+  // In a current folder that was deleted (hspmc plan threw std::bad_alloc from CBC's setup).
+  CliRun gone =
+      shell("mkdir -p build/cli_gone && cd build/cli_gone && rmdir ../cli_gone && " + std::string(HSPMC_PATH) +
+            " plan " + HSPMD_SOURCE_DIR + "/examples/gpt/tiny_gpt.hspmd --cluster " + HSPMD_SOURCE_DIR +
+            "/examples/clusters/cpu4.toml --seq 64 --tokens 512 -o /dev/null");
+  EXPECT_EQ(gone.code, 1);
+  EXPECT_EQ(gone.output, "hspmc: error: the current folder cannot be read (No such file or directory; was it "
+                         "deleted?): change to a folder that exists\n");
   CliRun folder = hspmc("check build/cli_import/imp.hspmd");
   EXPECT_EQ(folder.code, 1);
   EXPECT_EQ(folder.output, "build/cli_import/imp.hspmd:1:8: error: cannot read import \"folder\" "
