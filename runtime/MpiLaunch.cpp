@@ -131,7 +131,8 @@ int launchUnderMpirun(const std::vector<std::string> &command, int processes, bo
     restore();
     std::fprintf(stderr, "hspmc train: error: cannot start mpirun (%s): install libopenmpi-dev's openmpi-bin\n",
                  std::strerror(error));
-    std::filesystem::remove_all(statuses);
+    std::error_code ignored;
+    std::filesystem::remove_all(statuses, ignored);
     return 1;
   }
   mpirunPid = child;

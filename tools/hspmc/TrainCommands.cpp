@@ -360,7 +360,9 @@ int train(const std::string &file, const std::vector<std::string> &planFiles, ru
   const bool elastic = runtime::killsDevices(run.faults) || !runPlans.recoveries.empty();
   if (mpi && runtime::launcherRank() < 0) { // started without mpirun: it starts mpirun
     std::vector<std::string> command = arguments;
-    command[0] = std::filesystem::read_symlink("/proc/self/exe");
+    std::error_code noProc; // without /proc, the name it was started by
+    if (const auto self = std::filesystem::read_symlink("/proc/self/exe", noProc); !noProc)
+      command[0] = self.string();
     // A spare process for each return (a `join` in the fault trace).
     const auto spares = std::count_if(run.faults.begin(), run.faults.end(),
                                       [](const runtime::Fault &f) { return f.phase == runtime::FaultPhase::Join; });
