@@ -52,26 +52,20 @@ const FileAst *Compilation::loadAt(const std::string &path, int depth, const Imp
   const std::string key = fileKey(path);
   if (auto it = loaded_.find(key); it != loaded_.end())
     return it->second; // imported twice, or an import cycle: once is enough
+  // One check of the file, its error at the import line that names it (which the user must
+  // change) or, for a file the command names, at the file.
   std::error_code ec;
-  if (from) { // at the import line, which the user must change
-    const std::string why = ir::notAFile(path);
-    if (!why.empty() || !sources_.load(path)) {
+  const bool folder = fs::is_directory(path, ec);
+  const std::string why = folder ? "it is a directory" : ir::notAFile(path);
+  const std::string *text = why.empty() ? sources_.load(path) : nullptr;
+  if (!text) {
+    if (from)
       diags_.error(from->loc,
                    "cannot read import \"" + from->path + "\" (" + path + ")" + (why.empty() ? "" : ": " + why));
-      return nullptr;
-    }
-  }
-  if (fs::is_directory(path, ec)) {
-    diags_.error(ir::Location{path, 0, 0, 1}, "'" + path + "' is a directory, not a .hspmd file");
-    return nullptr;
-  }
-  if (std::string why = ir::notAFile(path); !why.empty()) {
-    diags_.error(ir::Location{path, 0, 0, 1}, "cannot read '" + path + "': " + why);
-    return nullptr;
-  }
-  const std::string *text = sources_.load(path);
-  if (!text) {
-    diags_.error(ir::Location{path, 0, 0, 1}, "cannot read '" + path + "'");
+    else if (folder)
+      diags_.error(ir::Location{path, 0, 0, 1}, "'" + path + "' is a directory, not a .hspmd file");
+    else
+      diags_.error(ir::Location{path, 0, 0, 1}, "cannot read '" + path + "'" + (why.empty() ? "" : ": " + why));
     return nullptr;
   }
   auto ast = parseFile(path, *text, diags_);
