@@ -60,7 +60,7 @@ int main() {
     runtime::RunOptions options;
     options.steps = 8;
     options.data = HSPMD_SOURCE_DIR "/examples/data/gpl-3.txt";
-    options.faults.push_back({5, c.device, runtime::FaultPhase::Forward});
+    options.faults.push_back({5, c.device, runtime::FaultPhase::Forward, 1, {}});
     options.save = checkpoint;
     const runtime::RunResult failed = runtime::runThreads(plans, run->model, options);
     if (failed.recoveries.size() != 1) {

@@ -134,7 +134,7 @@ int main(int argc, char **argv, const ModelInfo &model, const std::vector<Plan> 
     if (std::string error = readFaultTrace(faultTrace, runPlans.devices(), run.steps, run.faults); !error.empty())
       return fail(error);
   if (std::string twice = deathsOfTheDead(run.faults); !twice.empty())
-    return fail((failures.empty() ? faultTrace + ": " : "") + twice); // the trace's alone
+    return fail(twice);
   if (std::string problem = unwritableOutputs(run, losses, {{faultTrace, "the fault trace (--fault-trace)"}});
       !problem.empty())
     return fail(problem);

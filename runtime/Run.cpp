@@ -291,6 +291,7 @@ FaultOption parseFaultOption(const std::string &option, const std::vector<int> &
   }
   out.fault.step = step;
   out.fault.device = device > INT_MAX ? -1 : static_cast<int>(device);
+  out.fault.origin = "--fail " + option;
   if (phase == "forward")
     out.fault.phase = FaultPhase::Forward;
   else if (phase == "backward")
@@ -351,7 +352,7 @@ std::string readFaultTrace(const std::string &path, const std::vector<int> &devi
     return path + ": cannot read the fault trace";
   std::string line;
   for (int number = 1; std::getline(in, line); ++number) {
-    const std::string where = path + ":" + std::to_string(number) + ": ";
+    const std::string origin = path + ":" + std::to_string(number), where = origin + ": ";
     if (size_t hash = line.find('#'); hash != std::string::npos)
       line.resize(hash);
     std::istringstream words(line);
@@ -377,6 +378,7 @@ std::string readFaultTrace(const std::string &path, const std::vector<int> &devi
                        "times as long; 1: its own speed again)";
       parsed.fault.phase = FaultPhase::Slow;
       parsed.fault.factor = factor;
+      parsed.fault.origin = origin;
       faults.push_back(parsed.fault);
       continue;
     }
@@ -392,6 +394,7 @@ std::string readFaultTrace(const std::string &path, const std::vector<int> &devi
       if (died == 0)
         return where + "device " + device + " joins before step " + step + " but has not died before it";
       parsed.fault.phase = FaultPhase::Join;
+      parsed.fault.origin = origin;
       faults.push_back(parsed.fault);
       continue;
     }
@@ -400,6 +403,7 @@ std::string readFaultTrace(const std::string &path, const std::vector<int> &devi
     FaultOption parsed = parseFaultOption(step + ":" + device + (phase.empty() ? "" : "@" + phase), devices, steps);
     if (!parsed.error.empty())
       return traceError(parsed.error);
+    parsed.fault.origin = origin;
     faults.push_back(parsed.fault);
   }
   return "";
@@ -427,9 +431,11 @@ std::string deathsOfTheDead(const std::vector<Fault> &faults) {
         continue;
       }
       if (died)
-        return "device " + std::to_string(device) + " would die twice, in step " + std::to_string(died->step) + " (" +
-               phases[static_cast<int>(died->phase)] + ") and in step " + std::to_string(f->step) + " (" +
-               phases[static_cast<int>(f->phase)] + "), without joining in between: a dead device cannot fail";
+        return (f->origin.empty() ? "" : f->origin + ": ") + "device " + std::to_string(device) +
+               " would die twice, in step " + std::to_string(died->step) + " (" +
+               phases[static_cast<int>(died->phase)] + (died->origin.empty() ? "" : ", " + died->origin) +
+               ") and in step " + std::to_string(f->step) + " (" + phases[static_cast<int>(f->phase)] +
+               "), without joining in between: a dead device cannot fail";
       died = f;
     }
   }
@@ -571,7 +577,8 @@ RunResult train(World &world, const RunPlans &given, const ModelInfo &model, con
                      ")");
   // So would a failure outside it, or at a switch the run does not make.
   for (const Fault &f : options.faults) {
-    const std::string what = "a failure of device " + std::to_string(f.device) + " at step " + std::to_string(f.step);
+    const std::string what = (f.origin.empty() ? "" : f.origin + ": ") + "a failure of device " +
+                             std::to_string(f.device) + " at step " + std::to_string(f.step);
     if (f.step <= firstStep || f.step > firstStep + options.steps)
       throw RunError(what + " is outside this run (steps " + std::to_string(firstStep + 1) + " to " +
                      std::to_string(firstStep + options.steps) + ")");

@@ -37,7 +37,8 @@ struct Fault {
   int64_t step = 0;
   int device = 0;
   FaultPhase phase = FaultPhase::Forward;
-  double factor = 1; // Slow: from step `step` on, the device's kernels take this many times as long
+  double factor = 1;  // Slow: from step `step` on, the device's kernels take this many times as long
+  std::string origin; // where it was asked for: "--fail 3:2" or "FILE:LINE" of a fault trace ("" in code)
 };
 /// "3:2", "3:2@backward": a --fail option, checked against the run's devices and steps;
 /// `error` is empty when it is good (it then names the option).
@@ -54,8 +55,9 @@ FaultOption parseFaultOption(const std::string &option, const std::vector<int> &
 std::string readFaultTrace(const std::string &path, const std::vector<int> &devices, int64_t steps,
                            std::vector<Fault> &faults);
 /// A device dies once until it joins again: "" where no fault kills a device that is dead by
-/// then (an earlier or the same step's death, no join between), otherwise that, naming both
-/// (`--fail 1:0 --fail 1:0@backward` ran with the backward one alone).
+/// then (an earlier or the same step's death, no join between), otherwise that, at the later
+/// death's origin and naming the earlier's (`--fail 1:0 --fail 1:0@backward` ran with the
+/// backward one alone).
 std::string deathsOfTheDead(const std::vector<Fault> &faults);
 
 struct RunOptions {

@@ -343,7 +343,7 @@ int train(const std::string &file, const std::vector<std::string> &planFiles, ru
         !error.empty())
       return fail(error);
   if (std::string twice = runtime::deathsOfTheDead(run.faults); !twice.empty())
-    return fail((failures.empty() ? faultTrace + ": " : "") + twice); // the trace's alone
+    return fail(twice);
   if (run.saveEvery > 0 && run.save.empty())
     return fail("--save-every " + std::to_string(run.saveEvery) + " needs --save FILE (where to write the checkpoint)");
   // The files the run reads: each plan's own and those it imports, its cluster, the plan set,
@@ -472,7 +472,7 @@ int replayFaults(TrainingBuild &t, const planner::Cluster &cluster, const std::s
   if (std::string error = runtime::readFaultTrace(replay.trace, devices, replay.steps, faults); !error.empty())
     return fail(error);
   if (std::string twice = runtime::deathsOfTheDead(faults); !twice.empty())
-    return fail(replay.trace + ": " + twice);
+    return fail(twice);
   std::stable_sort(faults.begin(), faults.end(),
                    [](const runtime::Fault &a, const runtime::Fault &b) { return a.step < b.step; });
   // The plan after each event: the first --recover plan whose devices are all alive.

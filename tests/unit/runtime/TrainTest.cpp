@@ -900,7 +900,7 @@ TEST(Offload, SwitchesAndRecoversAsTheExecutorDoes) {
     const auto switched = runtime::runThreads(switching, zero->model, options).losses;
     runtime::RunPlans recovering{{&hetero->result.programs.at(0), &pipeline->result.programs.at(0)}, {}, {}, {}};
     recovering.recoveries = {1};
-    options.faults = {runtime::Fault{4, 3, runtime::FaultPhase::Backward}};
+    options.faults = {runtime::Fault{4, 3, runtime::FaultPhase::Backward, 1, {}}};
     const auto recovered = runtime::runThreads(recovering, hetero->model, options).losses;
     return std::make_pair(switched, recovered);
   };
@@ -955,7 +955,7 @@ TEST(Offload, AFailedRunGivesUpTheOffloadsOfItsFailedDevices) {
     return runtime::runThreads(c->result.programs.at(0), c->model, options);
   };
   Record failed;
-  EXPECT_THROW(run(failed, {runtime::Fault{2, 1, runtime::FaultPhase::Backward}}), runtime::RunError);
+  EXPECT_THROW(run(failed, {runtime::Fault{2, 1, runtime::FaultPhase::Backward, 1, {}}}), runtime::RunError);
   EXPECT_EQ(failed.abandoned[0], 1);
   EXPECT_EQ(failed.atTheEnd[0], 1);  // given up before it was destroyed
   EXPECT_EQ(failed.abandoned[1], 0); // the dead device's thread stopped where it died

@@ -1034,19 +1034,27 @@ TEST(Cli, DeathsThatCannotBeSurvivedAreClearErrors) {
        "hspmc train: error: --stragglers plans for the run's cluster, but plan 'dp2_no_cluster' names no cluster "
        "file (cluster \"FILE\")\n"},
       {"hetero4.hspmd" + data + "--fail 2:1@switch --recover " + gpt + "tp2.hspmd",
-       "hspmc train: error: a failure of device 1 at step 2 is at a switch, but the run switches plans before no "
+       "hspmc train: error: --fail 2:1@switch: a failure of device 1 at step 2 is at a switch, but the run switches "
+       "plans before no "
        "such step\n"},
       {"hetero4.hspmd" + data + "--fail 9:1", "hspmc train: error: --fail 9:1: step 9 is beyond the run (--steps 3)\n"},
       {"hetero4.hspmd" + data + "--fail 2:1@recovery --recover " + gpt + "tp2.hspmd",
-       "hspmc train: error: a failure of device 1 at step 2 is in a recovery, but no other device fails in that "
+       "hspmc train: error: --fail 2:1@recovery: a failure of device 1 at step 2 is in a recovery, but no other "
+       "device fails in that "
        "step\n"},
       // A device dies once until it joins again (the second of these used to win silently).
       {"hetero4.hspmd" + data + "--fail 2:1@backward --fail 2:1 --recover auto",
-       "hspmc train: error: device 1 would die twice, in step 2 (forward) and in step 2 (backward), without joining "
-       "in between: a dead device cannot fail\n"},
+       "hspmc train: error: --fail 2:1@backward: device 1 would die twice, in step 2 (forward, --fail 2:1) and in "
+       "step 2 (backward), without joining in between: a dead device cannot fail\n"},
+      // ... each death named where it was asked for, from options and a trace together.
+      {"hetero4.hspmd" + data + "--fail 3:1 --fault-trace tests/elastic/device1_dies.trace --recover auto",
+       "hspmc train: error: --fail 3:1: device 1 would die twice, in step 2 (forward, "
+       "tests/elastic/device1_dies.trace:2) and in step 3 (forward), without joining in between: a dead device "
+       "cannot fail\n"},
       {"hetero4.hspmd" + data + "--fault-trace tests/elastic/dies_twice.trace --recover auto",
-       "hspmc train: error: tests/elastic/dies_twice.trace: device 1 would die twice, in step 2 (forward) and in "
-       "step 3 (backward), without joining in between: a dead device cannot fail\n"},
+       "hspmc train: error: tests/elastic/dies_twice.trace:3: device 1 would die twice, in step 2 (forward, "
+       "tests/elastic/dies_twice.trace:2) and in step 3 (backward), without joining in between: a dead device "
+       "cannot fail\n"},
       {"../../../tests/elastic/dp2_no_cluster.hspmd" + data + "--fail 2:1 --recover auto",
        "hspmc train: error: --recover auto plans for the run's cluster, but plan 'dp2_no_cluster' names no cluster "
        "file (cluster \"FILE\")\n"}};
@@ -1071,8 +1079,9 @@ TEST(Cli, DeathsThatCannotBeSurvivedAreClearErrors) {
   expectRunEndingWith("simulate " + gpt + "hetero4.hspmd --fault-trace tests/elastic/dies_twice.trace --steps 5 " +
                           "--recover " + gpt + "tp2.hspmd",
                       1,
-                      "hspmc simulate: error: tests/elastic/dies_twice.trace: device 1 would die twice, in step 2 "
-                      "(forward) and in step 3 (backward), without joining in between: a dead device cannot fail\n");
+                      "hspmc simulate: error: tests/elastic/dies_twice.trace:3: device 1 would die twice, in step 2 "
+                      "(forward, tests/elastic/dies_twice.trace:2) and in step 3 (backward), without joining in "
+                      "between: a dead device cannot fail\n");
   // Options out of range are the command line's errors (exit status 2).
   for (const std::string option : {"--heartbeat nan", "--heartbeat 0", "--save-every 0 --save build/x.ckpt"}) {
     CliRun run = hspmc("train " + gpt + "hetero4.hspmd" + data + option);
