@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <set>
 
 #ifndef HSPMD_STDLIB_DIR
 #define HSPMD_STDLIB_DIR "stdlib"
@@ -155,6 +156,7 @@ std::unique_ptr<ir::Graph> Compilation::elaborate(const ModuleDecl &model, const
 
 bool Compilation::checkFile(const FileAst &file) {
   const int before = diags_.errorCount();
+  std::set<std::string> failed; // models of this file that did not elaborate
   for (const auto &module : file.modules) {
     if (!module->isModel)
       continue;
@@ -168,10 +170,14 @@ bool Compilation::checkFile(const FileAst &file) {
         continue;
       }
     }
-    elaborate(*module);
+    const int errors = diags_.errorCount();
+    if (!elaborate(*module) || diags_.errorCount() > errors)
+      failed.insert(module->name);
   }
+  // A plan of such a model as it is would report the model's errors again, at the plan.
   for (const auto &plan : file.plans)
-    elaboratePlan(*plan);
+    if (!plan->modelArgs.empty() || !failed.count(plan->model))
+      elaboratePlan(*plan);
   return diags_.errorCount() == before;
 }
 

@@ -334,6 +334,19 @@ model M(d: int = 0) {
 }
 """, [(2, 18, "error", "parameter dimensions must be positive, got 0")])
 
+# The model's error once: its plan in the same file is not elaborated again to repeat it.
+case("shape_error_of_a_model_with_its_plan", """
+model M(d: int = 0) {
+  param w = ones[d]
+  fn forward(x: f32[B]) -> f32[B] {
+    return x
+  }
+}
+plan p for M {
+  bind B = 8
+}
+""", [(2, 18, "error", "parameter dimensions must be positive, got 0")])
+
 case("shape_float_for_int_parameter", """
 import "nn"
 model M(d: int = 4) {
