@@ -186,6 +186,7 @@ struct AnnotationParser {
   TextError *error;
   AnnotationSourceMap map;
   std::string file;
+  bool wholeText = false; // the text is the annotation alone: what follows it is a syntax error
 
   Location here(const Token &token) const {
     return Location{file, token.line, token.col, static_cast<uint32_t>(std::max<size_t>(1, token.text.size()))};
@@ -314,6 +315,13 @@ struct AnnotationParser {
       if (!parseLocal(annotation.subgroups.back()))
         return std::nullopt;
     }
+    // Syntax before meaning: "[0..4]: S0*2 S1*2" is the stray 'S1', not a count of 2.
+    if (wholeText && lexer.peek().kind != TokenKind::End) {
+      if (error)
+        *error = TextError{lexer.peek().line, lexer.peek().col,
+                           "unexpected " + lexer.peek().describe() + " after the annotation"};
+      return std::nullopt;
+    }
     if (auto problem = checkAnnotation(annotation)) {
       const Location &at = map.locate(*problem);
       if (error)
@@ -336,14 +344,9 @@ std::optional<Annotation> parseAnnotation(TextLexer &lexer, TextError *error, An
 
 std::optional<Annotation> parseAnnotation(const std::string &text, TextError *error) {
   TextLexer lexer(text);
-  auto result = parseAnnotation(lexer, error);
-  if (result && lexer.peek().kind != TokenKind::End) {
-    if (error)
-      *error = TextError{lexer.peek().line, lexer.peek().col,
-                         "unexpected " + lexer.peek().describe() + " after the annotation"};
-    return std::nullopt;
-  }
-  return result;
+  AnnotationParser parser{lexer, error, {}, ""};
+  parser.wholeText = true;
+  return parser.parse();
 }
 
 } // namespace hspmd::ir

@@ -62,6 +62,8 @@ TEST(AnnotationText, ErrorsPointAtTheirColumn) {
             "error 1:21: unknown placement 'spilt0'; expected dup, partial or split<dim>");
   EXPECT_EQ(roundTrip("[4..2]: R"), "error 1:2: empty device range 4..2 (the end is excluded)");
   EXPECT_EQ(roundTrip("[0..4]: S0 junk"), "error 1:12: unexpected 'junk' after the annotation");
+  // ... before what the annotation means (this said that counts of 2 multiply to 2).
+  EXPECT_EQ(roundTrip("[0..4]: S0*2 S1*2"), "error 1:14: unexpected 'S1' after the annotation");
   EXPECT_EQ(roundTrip("[0..4]: S0*0"), "error 1:9: a mesh axis count must be at least 1");
   EXPECT_EQ(roundTrip("{ [0]: R | [1]: R } split0 ratio [1, 0]"), "error 1:21: ratios must be positive");
   EXPECT_EQ(roundTrip(""), "error 1:1: expected '[' to start a device list, found end of input");
