@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <set>
 #include <string>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -155,11 +156,13 @@ int launchUnderMpirun(const std::vector<std::string> &command, int processes, bo
   // that reported the run, else the first non-zero, else mpirun's.
   int code = -1, failed = 0;
   std::error_code ignored;
+  std::set<std::string> wrote; // "rank.R" of the processes that recorded their exit
   for (const auto &entry : std::filesystem::directory_iterator(statuses, ignored)) {
     std::ifstream in(entry.path());
     int exitCode = 1, reported = 0;
     if (!(in >> exitCode >> reported))
       continue;
+    wrote.insert(entry.path().filename().string());
     if (reported)
       code = exitCode;
     if (exitCode != 0 && failed == 0)
@@ -168,7 +171,22 @@ int launchUnderMpirun(const std::vector<std::string> &command, int processes, bo
   std::filesystem::remove_all(statuses, ignored);
   if (code >= 0)
     return failed != 0 && code == 0 ? 0 : code;
-  return failed != 0 ? failed : (launcher != 0 ? launcher : 1);
+  if (failed != 0) // that process said why
+    return failed;
+  // No process finished or said why: each was killed (from outside, by the system, or by mpirun
+  // when another died), or mpirun could not start them. Say so rather than end in mpirun's words.
+  std::string silent;
+  int count = 0;
+  for (int rank = 0; rank < processes; ++rank)
+    if (!wrote.count("rank." + std::to_string(rank)))
+      silent += (count++ ? ", " : "") + std::to_string(rank);
+  std::fprintf(stderr,
+               "hspmc train: error: the run ended before it finished: %s %s of %d ended without an exit status (a "
+               "process killed from outside or by the system; mpirun ends the others when one dies: see its "
+               "messages above); mpirun exited with status %d. To go on after a death, give --recover "
+               "(docs/elastic.md)\n",
+               count == 1 ? "process" : "processes", silent.c_str(), processes, launcher);
+  return launcher != 0 ? launcher : 1;
 }
 
 void recordExit(int code, bool reported) {

@@ -33,7 +33,8 @@ void reportRunError(const std::string &program, const std::exception &error);
 /// hspmc train --backend mpi outside mpirun: runs `command` (this program's arguments) under
 /// `mpirun -np processes` (--enable-recovery where the run goes on after deaths: `elastic`)
 /// and returns the run's exit status: that of the process that reported the run (it printed
-/// the summary), else the first non-zero one, else mpirun's. (Under --enable-recovery mpirun
+/// the summary), else the first non-zero one, else mpirun's, saying first that no process
+/// finished or said why (one was killed, and mpirun ended the others). (Under --enable-recovery mpirun
 /// itself exits 0 whatever its processes do.) A SIGTERM, SIGINT or SIGHUP meanwhile is passed
 /// on to mpirun, which ends the processes; then it returns 128 + the signal.
 int launchUnderMpirun(const std::vector<std::string> &command, int processes, bool elastic);

@@ -1162,6 +1162,41 @@ TEST(Cli, AnMpiRunSurvivesAKillFromOutside) {
   expectSameLosses("build/cli_kill_a.json", "build/cli_kill_b.json", 20, "killed from outside");
 }
 
+// A process killed from outside a run that cannot survive it (no --recover): mpirun ends the
+// others, none of them records an exit status, and hspmc said nothing of its own (the run ended
+// in mpirun's words, exit status 137). Now it says what happened and what would go on.
+TEST(Cli, AnMpiRunKilledFromOutsideSaysSo) {
+  if (std::system("command -v mpirun > /dev/null") != 0)
+    GTEST_SKIP() << "no mpirun";
+  const std::string mark = std::to_string(getpid()) + "_killed";
+  const std::string command = "HSPMD_KILL_MARK=" + mark + " ASAN_OPTIONS=detect_leaks=0 timeout 120 " + HSPMC_PATH +
+                              " train examples/gpt/plans/tp2.hspmd --data examples/data/gpl-3.txt --steps 1000 "
+                              "--backend mpi 2>&1";
+  FILE *pipe = popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string output;
+  std::array<char, 4096> line;
+  int killed = 0;
+  while (fgets(line.data(), line.size(), pipe)) {
+    output += line.data();
+    if (killed == 0 && std::string(line.data()).rfind("step 1/", 0) == 0)
+      killed = killRank(mark, 1);
+  }
+  const int status = pclose(pipe);
+  ASSERT_GT(killed, 0) << output;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0 && WEXITSTATUS(status) != 124) << output;
+  const std::string said = "\nhspmc train: error: the run ended before it finished: process";
+  const size_t at = output.find(said);
+  ASSERT_NE(at, std::string::npos) << output;
+  EXPECT_NE(output.find(" of 2 ended without an exit status (a process killed from outside or by the system; "
+                        "mpirun ends the others when one dies: see its messages above); mpirun exited with status ",
+                        at),
+            std::string::npos)
+      << output;
+  const std::string last = ". To go on after a death, give --recover (docs/elastic.md)\n";
+  EXPECT_TRUE(output.size() >= last.size() && output.substr(output.size() - last.size()) == last) << output;
+}
+
 // SIGTERM to an hspmc that started mpirun itself (a scheduler's kill) is passed on: mpirun and
 // the run's processes end with it, and it says so. SIGKILL, which hspmc cannot see, ends them
 // too (mpirun's parent-death signal). Before, they went on training without it. Every wait is
