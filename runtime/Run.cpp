@@ -1404,7 +1404,56 @@ RunResult runThreads(const std::map<int, ir::DeviceProgram> &programs, const Mod
   return train(world, programs, model, options);
 }
 
+std::optional<int64_t> hostMemoryFree() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  int64_t kib = 0, available = -1, swap = -1;
+  std::string unit;
+  while (in >> key >> kib) {
+    std::getline(in, unit);
+    if (key == "MemAvailable:")
+      available = kib;
+    else if (key == "SwapFree:")
+      swap = kib;
+  }
+  if (available < 0)
+    return std::nullopt;
+  return (available + std::max<int64_t>(swap, 0)) * 1024;
+}
+
+std::string hostMemoryProblem(const RunPlans &plans, std::optional<int64_t> free) {
+  if (!free)
+    return "";
+  int64_t most = 0;
+  size_t at = 0;
+  for (size_t i = 0; i < plans.plans.size(); ++i) {
+    int64_t sum = 0;
+    for (const auto &[device, program] : *plans.plans[i])
+      sum += std::max<int64_t>(program.peakBytes, 0);
+    if (sum > most) {
+      most = sum;
+      at = i;
+    }
+  }
+  if (most <= *free)
+    return "";
+  auto gib = [](int64_t bytes) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f GiB", static_cast<double>(bytes) / (1 << 30));
+    return std::string(text);
+  };
+  const std::string name =
+      at < plans.names.size() && !plans.names[at].empty() ? "plan '" + plans.names[at] + "'" : "the plan";
+  return "a threads run holds every device's memory in this process: the arenas of " + name + " (" +
+         ir::counted(static_cast<int64_t>(plans.plans[at]->size()), "device") + ") need " + gib(most) +
+         ", but this machine has " + gib(*free) +
+         " free (MemAvailable and SwapFree in /proc/meminfo); train it where the memory is (--backend mpi, a "
+         "process per device, over several machines)";
+}
+
 RunResult runThreads(const RunPlans &plans, const ModelInfo &model, const RunOptions &options) {
+  if (std::string problem = hostMemoryProblem(plans, hostMemoryFree()); !problem.empty())
+    throw RunError(problem);
   StopReport stopReport(options.program);
   ThreadsWorld world(plans.devices(), options.timeout);
   return train(world, plans, model, options);

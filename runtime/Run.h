@@ -14,6 +14,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -235,10 +236,19 @@ std::string describeSteps(const Documents &documents, const DocumentSteps &steps
 /// The training loop over several plans (train() is this with one plan and no switch).
 RunResult train(World &world, const RunPlans &plans, const ModelInfo &model, const RunOptions &options);
 
-/// train() with every device a thread of this process.
+/// train() with every device a thread of this process. The RunPlans form first checks that the
+/// devices' arenas fit the memory this machine has free (hostMemoryProblem): a run that cannot
+/// fit is a RunError before anything is allocated, not a process the system kills midway.
 RunResult runThreads(const std::map<int, ir::DeviceProgram> &programs, const ModelInfo &model,
                      const RunOptions &options);
 RunResult runThreads(const RunPlans &plans, const ModelInfo &model, const RunOptions &options);
+/// The bytes of memory this machine has free: /proc/meminfo's MemAvailable plus SwapFree
+/// (nullopt where it cannot be read).
+std::optional<int64_t> hostMemoryFree();
+/// "" where the largest of the plans' sums of their devices' arenas (the memory plans' peaks,
+/// a lower bound of what a threads run allocates) fits in `free` bytes (nullopt: unknown, ""),
+/// otherwise why not.
+std::string hostMemoryProblem(const RunPlans &plans, std::optional<int64_t> free);
 
 /// Prints the progress line of step s (from 0) when it is due: the first and last steps and
 /// about 20 in between. The loss shown is the mean of the steps since the previous line.

@@ -267,6 +267,25 @@ TEST(Training, BadInputFailsWithAClearError) {
   std::filesystem::remove(path);
 }
 
+// A threads run holds every device's arena: where the largest plan's arenas do not fit the
+// memory free, it is refused before anything is allocated (it was killed by the system midway).
+TEST(Training, ArenasThatDoNotFitTheMachineAreRefused) {
+  std::map<int, ir::DeviceProgram> small, large;
+  for (int device : {0, 1, 2}) {
+    small[device].peakBytes = int64_t{1} << 29; // 0.5 GiB
+    large[device].peakBytes = int64_t{1} << 30;
+  }
+  runtime::RunPlans plans{{&small, &large}, {}, {}, {"small", "large"}};
+  EXPECT_EQ(runtime::hostMemoryProblem(plans, int64_t{3} << 30), "");
+  EXPECT_EQ(runtime::hostMemoryProblem(plans, std::nullopt), "") << "unknown: not refused";
+  EXPECT_EQ(runtime::hostMemoryProblem(plans, int64_t{2} << 30),
+            "a threads run holds every device's memory in this process: the arenas of plan 'large' (3 devices) "
+            "need 3.0 GiB, but this machine has 2.0 GiB free (MemAvailable and SwapFree in /proc/meminfo); train "
+            "it where the memory is (--backend mpi, a process per device, over several machines)");
+  ASSERT_TRUE(runtime::hostMemoryFree().has_value()) << "this machine has /proc/meminfo";
+  EXPECT_GT(*runtime::hostMemoryFree(), 0);
+}
+
 // A checkpoint is written beside its path and renamed onto it: onto a path that is not a
 // regular file (as root, /dev/null) that would replace the file, so it is refused.
 TEST(Training, CheckpointIsNotRenamedOntoASpecialFile) {
