@@ -6,10 +6,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <fcntl.h>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <sstream>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace hspmd::runtime {
 
@@ -80,52 +86,135 @@ void forEachJsonlText(const std::string &path, const std::string &bytes,
   }
 }
 
-Dataset Dataset::load(const std::string &path, int64_t vocab) {
-  const std::string bytes = readDataFile(path);
-  auto outside = [&](uint64_t token, size_t at) {
-    return DataError(path + ": token " + std::to_string(token) + " at position " + std::to_string(at) +
-                     " is outside the model's vocabulary of " + std::to_string(vocab));
-  };
-  std::vector<int32_t> tokens;
-  if (const size_t width = tokenWidth(path); width > 0) {
-    const std::vector<uint32_t> decoded = decodeTokens(path, bytes, width);
-    for (size_t i = 0; i < decoded.size(); ++i) { // checked as read: 4e9 is not an int32_t
-      if (decoded[i] >= static_cast<uint64_t>(vocab))
-        throw outside(decoded[i], i);
-      tokens.push_back(static_cast<int32_t>(decoded[i]));
-    }
-  } else if (isJsonl(path)) {
-    forEachJsonlText(path, bytes, [&](const std::string &text, int) {
-      for (unsigned char c : text)
-        tokens.push_back(c);
-      tokens.push_back('\n');
-    });
-  } else {
-    for (unsigned char c : bytes)
-      tokens.push_back(c);
+struct Dataset::Source {
+  int fd = -1;               // a text or token file, read where it lies
+  size_t width = 1;          // its tokens' bytes, little-endian
+  std::vector<int32_t> held; // or the tokens in memory (fd < 0)
+  Source() = default;
+  Source(const Source &) = delete;
+  Source &operator=(const Source &) = delete;
+  ~Source() {
+    if (fd >= 0)
+      ::close(fd);
   }
-  for (size_t i = 0; i < tokens.size(); ++i) // bytes, for a vocabulary of fewer than 256
-    if (tokens[i] >= vocab)
-      throw outside(static_cast<uint64_t>(tokens[i]), i);
-  return Dataset(std::move(tokens), path);
+};
+
+namespace {
+
+// Reads exactly `bytes` at `offset`, or fewer where the file ends first: what was read.
+size_t readAt(int fd, char *into, size_t bytes, int64_t offset) {
+  size_t done = 0;
+  while (done < bytes) {
+    const ssize_t got = ::pread(fd, into + done, bytes - done, static_cast<off_t>(offset) + static_cast<off_t>(done));
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got <= 0)
+      break;
+    done += static_cast<size_t>(got);
+  }
+  return done;
+}
+
+uint32_t decodeToken(const char *at, size_t width) {
+  uint32_t token = 0;
+  for (size_t b = 0; b < width; ++b) // little-endian
+    token |= static_cast<uint32_t>(static_cast<unsigned char>(at[b])) << (8 * b);
+  return token;
+}
+
+DataError outsideVocabulary(const std::string &path, uint64_t token, int64_t at, int64_t vocab) {
+  return DataError(path + ": token " + std::to_string(token) + " at position " + std::to_string(at) +
+                   " is outside the model's vocabulary of " + std::to_string(vocab));
+}
+
+} // namespace
+
+Dataset Dataset::load(const std::string &path, int64_t vocab) {
+  auto source = std::make_shared<Source>();
+  if (isJsonl(path)) {
+    forEachJsonlText(path, readDataFile(path), [&](const std::string &text, int) {
+      for (unsigned char c : text)
+        source->held.push_back(c);
+      source->held.push_back('\n');
+    });
+    for (size_t i = 0; i < source->held.size(); ++i) // bytes, for a vocabulary of fewer than 256
+      if (source->held[i] >= vocab)
+        throw outsideVocabulary(path, static_cast<uint64_t>(source->held[i]), static_cast<int64_t>(i), vocab);
+    const auto count = static_cast<int64_t>(source->held.size());
+    return Dataset(std::move(source), count, vocab, path);
+  }
+  if (std::string why = ir::notAFile(path); !why.empty())
+    throw DataError(path + ": " + why);
+  source->fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  struct stat status {};
+  if (source->fd < 0 || ::fstat(source->fd, &status) != 0)
+    throw DataError(path + ": cannot open the data file");
+  const size_t width = tokenWidth(path);
+  source->width = width > 0 ? width : 1;
+  const auto bytes = static_cast<uint64_t>(status.st_size);
+  if (width > 0 && bytes % width != 0)
+    throw DataError(path + ": a token file of " + std::to_string(width * 8) + "-bit tokens has " +
+                    std::to_string(bytes) + " bytes, not a multiple of " + std::to_string(width));
+  const auto count = static_cast<int64_t>(bytes / source->width);
+  // Every token checked against the vocabulary before training, a chunk at a time (text bytes
+  // need it only for a vocabulary of fewer than 256).
+  if (width > 0 || vocab < 256) {
+    std::vector<char> chunk((size_t{1} << 20) * source->width);
+    for (int64_t first = 0; first < count;) {
+      const size_t got = readAt(source->fd, chunk.data(), chunk.size(), first * static_cast<int64_t>(source->width));
+      if (got == 0)
+        throw DataError(path + ": cannot read the data file (it holds " + std::to_string(bytes) + " bytes)");
+      const size_t tokens = got / source->width;
+      for (size_t i = 0; i < tokens; ++i)
+        if (const uint32_t token = decodeToken(chunk.data() + i * source->width, source->width); token >= vocab)
+          throw outsideVocabulary(path, token, first + static_cast<int64_t>(i), vocab);
+      first += static_cast<int64_t>(tokens);
+    }
+  }
+  return Dataset(std::move(source), count, vocab, path);
+}
+
+Dataset Dataset::fromTokens(std::vector<int32_t> tokens) {
+  auto source = std::make_shared<Source>();
+  source->held = std::move(tokens);
+  const auto count = static_cast<int64_t>(source->held.size());
+  return Dataset(std::move(source), count, std::numeric_limits<int64_t>::max(), "");
+}
+
+void Dataset::read(int64_t first, int64_t n, int32_t *out) const {
+  if (source_->fd < 0) {
+    std::copy_n(source_->held.begin() + first, n, out);
+    return;
+  }
+  const size_t width = source_->width, bytes = static_cast<size_t>(n) * width;
+  std::vector<char> raw(bytes);
+  if (readAt(source_->fd, raw.data(), bytes, first * static_cast<int64_t>(width)) != bytes)
+    throw DataError(name_ + ": the data file changed while training: it no longer holds the " +
+                    ir::counted(count_, "token") + " it had when it was opened");
+  for (int64_t i = 0; i < n; ++i) {
+    const uint32_t token = decodeToken(raw.data() + static_cast<size_t>(i) * width, width);
+    if (token >= static_cast<uint64_t>(vocab_))
+      throw outsideVocabulary(name_, token, first + i, vocab_);
+    out[i] = static_cast<int32_t>(token);
+  }
 }
 
 Batch Dataset::batchFor(int64_t step, int64_t batch, int64_t seq) const {
   const int64_t usable = size() - seq; // the starts that leave room for the last target
   if (usable <= 0)
-    throw DataError((source_.empty() ? "" : source_ + ": ") + "the data has " + ir::counted(size(), "token") +
+    throw DataError((name_.empty() ? "" : name_ + ": ") + "the data has " + ir::counted(size(), "token") +
                     "; a sequence needs " + std::to_string(seq + 1));
   Batch out{batch, seq, {}, {}, 0, {}, {}};
   auto &tokens = out.inputs["tokens"];
   auto &targets = out.inputs["targets"];
   tokens.resize(static_cast<size_t>(batch * seq));
   targets.resize(tokens.size());
+  std::vector<int32_t> row(static_cast<size_t>(seq + 1));
   for (int64_t b = 0; b < batch; ++b) {
     const int64_t start = ((step * batch + b) * seq) % usable;
-    for (int64_t s = 0; s < seq; ++s) {
-      tokens[static_cast<size_t>(b * seq + s)] = tokens_[static_cast<size_t>(start + s)];
-      targets[static_cast<size_t>(b * seq + s)] = tokens_[static_cast<size_t>(start + s + 1)];
-    }
+    read(start, seq + 1, row.data());
+    std::copy_n(row.begin(), seq, tokens.begin() + b * seq);
+    std::copy_n(row.begin() + 1, seq, targets.begin() + b * seq);
   }
   return out;
 }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -52,21 +53,30 @@ void forEachJsonlText(const std::string &path, const std::string &bytes,
 
 class Dataset {
 public:
-  /// Reads `path`; the format follows the name (.bin, .u32.bin, .jsonl, else text bytes).
-  /// Throws DataError naming the file on a missing, unreadable or too short file.
+  /// Opens `path`; the format follows the name (.bin, .u32.bin, .jsonl, else text bytes).
+  /// Text and token files are read where they lie, a batch at a time (a corpus of any size
+  /// costs no memory; token files and text for a vocabulary under 256 are checked against the
+  /// vocabulary as they are opened, a chunk at a time); .jsonl is parsed into memory, a byte a
+  /// token. Throws DataError naming the file on a missing, unreadable or malformed file.
   static Dataset load(const std::string &path, int64_t vocab);
-  static Dataset fromTokens(std::vector<int32_t> tokens) { return Dataset(std::move(tokens)); }
+  static Dataset fromTokens(std::vector<int32_t> tokens);
 
   /// The batch of `step`: sequence b starts at token ((step * batch + b) * seq) modulo N - seq
   /// (N tokens); targets are the tokens shifted by one. Every device computes the same.
+  /// DataError where the file changed since it was opened (shorter, or a token outside the
+  /// vocabulary).
   Batch batchFor(int64_t step, int64_t batch, int64_t seq) const;
-  int64_t size() const { return static_cast<int64_t>(tokens_.size()); }
+  int64_t size() const { return count_; }
 
 private:
-  explicit Dataset(std::vector<int32_t> tokens, std::string source = "")
-      : tokens_(std::move(tokens)), source_(std::move(source)) {}
-  std::vector<int32_t> tokens_;
-  std::string source_; // the file, for errors ("" for fromTokens)
+  struct Source; // the open file, or the tokens in memory
+  Dataset(std::shared_ptr<const Source> source, int64_t count, int64_t vocab, std::string name)
+      : source_(std::move(source)), count_(count), vocab_(vocab), name_(std::move(name)) {}
+  /// Tokens [first, first + n) into `out`.
+  void read(int64_t first, int64_t n, int32_t *out) const;
+  std::shared_ptr<const Source> source_;
+  int64_t count_ = 0, vocab_ = 0;
+  std::string name_; // the file, for errors ("" for fromTokens)
 };
 
 } // namespace hspmd::runtime

@@ -79,6 +79,53 @@ TEST(Data, JsonlTextFieldsAreJoinedByNewlines) {
     std::filesystem::remove(p);
 }
 
+// Text and token files are read where they lie, a batch at a time: a corpus of 4 GiB (a sparse
+// file here) opens without reading it (a GiB of text took 26 s and 9 GB of memory, as 4-byte
+// tokens, before the first step).
+TEST(Data, ACorpusIsReadWhereItLies) {
+  const std::string path = write("corpus.txt", "");
+  std::filesystem::resize_file(path, int64_t{4} << 30);
+  {
+    std::fstream out(path, std::ios::binary | std::ios::in | std::ios::out);
+    out.seekp(int64_t{3} << 30);
+    out << "abc";
+  }
+  Dataset data = Dataset::load(path, 256);
+  EXPECT_EQ(data.size(), int64_t{4} << 30);
+  // Step 2^30, one sequence of 3: it starts at token 3 x 2^30.
+  Batch batch = data.batchFor(int64_t{1} << 30, 1, 3);
+  EXPECT_EQ(batch.inputs["tokens"], (std::vector<int32_t>{'a', 'b', 'c'}));
+  EXPECT_EQ(batch.inputs["targets"], (std::vector<int32_t>{'b', 'c', 0}));
+  std::filesystem::remove(path);
+}
+
+// A file that changes under the run is an error where it is read, not wrong data.
+TEST(Data, AFileThatChangesWhileTrainingIsAnError) {
+  const std::string path = write("changing.txt", "abcdefghij");
+  Dataset data = Dataset::load(path, 120);
+  EXPECT_EQ(data.batchFor(0, 1, 3).inputs["tokens"], (std::vector<int32_t>{'a', 'b', 'c'}));
+  {
+    std::fstream out(path, std::ios::binary | std::ios::in | std::ios::out);
+    out << "z"; // 122: outside the vocabulary of 120
+  }
+  try {
+    data.batchFor(0, 1, 3);
+    ADD_FAILURE() << "a token outside the vocabulary must fail";
+  } catch (const DataError &e) {
+    EXPECT_EQ(std::string(e.what()), path + ": token 122 at position 0 is outside the model's vocabulary of 120");
+  }
+  std::filesystem::resize_file(path, 4);
+  try {
+    data.batchFor(1, 2, 3);
+    ADD_FAILURE() << "a file cut short must fail";
+  } catch (const DataError &e) {
+    EXPECT_EQ(std::string(e.what()),
+              path + ": the data file changed while training: it no longer holds the 10 tokens it had when it was "
+                     "opened");
+  }
+  std::filesystem::remove(path);
+}
+
 TEST(Data, MissingAndTooShortFilesAreErrors) {
   EXPECT_EQ(expectError("no/such/file.txt", 256), "no/such/file.txt: cannot open the data file");
   const std::string tiny = write("tiny.txt", "ab");
