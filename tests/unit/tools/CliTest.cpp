@@ -74,6 +74,27 @@ int killRank(const std::string &mark, int rank) {
   return 0;
 }
 
+// Runs `command` (its output and errors together), killing (SIGKILL) the process of MPI rank
+// `rank` marked `mark` (killRank) once a line starting with `line` is printed.
+struct KilledRun {
+  std::string output;
+  int status = 0, killed = 0; // pclose's status; the pid killed, 0 where none was
+};
+KilledRun runKillingRank(const std::string &command, const std::string &mark, int rank, const std::string &line) {
+  KilledRun run;
+  FILE *pipe = popen(command.c_str(), "r");
+  if (!pipe)
+    return run;
+  std::array<char, 4096> text;
+  while (fgets(text.data(), text.size(), pipe)) {
+    run.output += text.data();
+    if (run.killed == 0 && std::string(text.data()).rfind(line, 0) == 0)
+      run.killed = killRank(mark, rank);
+  }
+  run.status = pclose(pipe);
+  return run;
+}
+
 TEST(Cli, CheckAcceptsEveryStdlibAndExampleFile) {
   CliRun run = hspmc("check $(find stdlib examples -name '*.hspmd' -o -name '*.toml' | sort)");
   EXPECT_EQ(run.code, 0) << run.output;
@@ -1147,17 +1168,7 @@ TEST(Cli, AnMpiRunSurvivesAKillFromOutside) {
                               " train examples/gpt/plans/hetero4.hspmd --data examples/data/gpl-3.txt --steps 20 "
                               "--backend mpi --heartbeat 2 --recover tests/elastic/dp2_on_0_2.hspmd "
                               "--losses build/cli_kill_a.json 2>&1";
-  FILE *pipe = popen(command.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  std::string output;
-  std::array<char, 4096> line;
-  int killed = 0;
-  while (fgets(line.data(), line.size(), pipe)) {
-    output += line.data();
-    if (killed == 0 && std::string(line.data()).rfind("step 5/", 0) == 0)
-      killed = killRank(mark, 1);
-  }
-  const int status = pclose(pipe);
+  const auto [output, status, killed] = runKillingRank(command, mark, 1, "step 5/");
   ASSERT_GT(killed, 0) << output;
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << output;
   EXPECT_NE(output.find("\ndevice 1 stopped answering (no heartbeat for 2 s); devices 0, 2, 3 agreed in "),
@@ -1205,17 +1216,7 @@ TEST(Cli, AnMpiRunKilledFromOutsideSaysSo) {
   const std::string command = "HSPMD_KILL_MARK=" + mark + " ASAN_OPTIONS=detect_leaks=0 timeout 120 " + HSPMC_PATH +
                               " train examples/gpt/plans/tp2.hspmd --data examples/data/gpl-3.txt --steps 1000 "
                               "--backend mpi 2>&1";
-  FILE *pipe = popen(command.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  std::string output;
-  std::array<char, 4096> line;
-  int killed = 0;
-  while (fgets(line.data(), line.size(), pipe)) {
-    output += line.data();
-    if (killed == 0 && std::string(line.data()).rfind("step 1/", 0) == 0)
-      killed = killRank(mark, 1);
-  }
-  const int status = pclose(pipe);
+  const auto [output, status, killed] = runKillingRank(command, mark, 1, "step 1/");
   ASSERT_GT(killed, 0) << output;
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0 && WEXITSTATUS(status) != 124) << output;
   const std::string said = "\nhspmc train: error: the run ended before it finished: process";
