@@ -151,6 +151,24 @@ Dataset Dataset::load(const std::string &path, int64_t vocab) {
     throw DataError(path + ": cannot open the data file");
   const size_t width = tokenWidth(path);
   source->width = width > 0 ? width : 1;
+  if (status.st_size == 0) { // empty, or a file that gives no size (/proc): read whole
+    const std::string all = readDataFile(path);
+    std::vector<uint32_t> tokens;
+    if (width > 0)
+      tokens = decodeTokens(path, all, width);
+    else
+      for (const unsigned char c : all) // bytes
+        tokens.push_back(c);
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      if (tokens[i] >= vocab)
+        throw outsideVocabulary(path, tokens[i], static_cast<int64_t>(i), vocab);
+      source->held.push_back(static_cast<int32_t>(tokens[i]));
+    }
+    ::close(source->fd);
+    source->fd = -1;
+    const auto count = static_cast<int64_t>(source->held.size());
+    return Dataset(std::move(source), count, vocab, path);
+  }
   const auto bytes = static_cast<uint64_t>(status.st_size);
   if (width > 0 && bytes % width != 0)
     throw DataError(path + ": a token file of " + std::to_string(width * 8) + "-bit tokens has " +

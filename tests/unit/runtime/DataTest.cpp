@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 using namespace hspmd::runtime;
 
@@ -97,6 +98,13 @@ TEST(Data, ACorpusIsReadWhereItLies) {
   EXPECT_EQ(batch.inputs["tokens"], (std::vector<int32_t>{'a', 'b', 'c'}));
   EXPECT_EQ(batch.inputs["targets"], (std::vector<int32_t>{'b', 'c', 0}));
   std::filesystem::remove(path);
+  // A file that gives no size (/proc) is read whole (it was 0 tokens).
+  std::ifstream status("/proc/self/status", std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(status)), std::istreambuf_iterator<char>());
+  ASSERT_GT(text.size(), 10u);
+  const Dataset proc = Dataset::load("/proc/self/status", 256);
+  EXPECT_GT(proc.size(), 10);
+  EXPECT_EQ(proc.batchFor(0, 1, 4).inputs.at("tokens"), (std::vector<int32_t>{text[0], text[1], text[2], text[3]}));
 }
 
 // A file that changes under the run is an error where it is read, not wrong data.
