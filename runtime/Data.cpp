@@ -12,7 +12,6 @@
 #include <fcntl.h>
 #include <fstream>
 #include <iterator>
-#include <limits>
 #include <sstream>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -87,9 +86,9 @@ void forEachJsonlText(const std::string &path, const std::string &bytes,
 }
 
 struct Dataset::Source {
-  int fd = -1;               // a text or token file, read where it lies
-  size_t width = 1;          // its tokens' bytes, little-endian
-  std::vector<int32_t> held; // or the tokens in memory (fd < 0)
+  int fd = -1;                // a text or token file, read where it lies
+  size_t width = 1;           // its tokens' bytes, little-endian
+  std::vector<uint32_t> held; // or the tokens in memory (fd < 0), as int32_t's bits
   Source() = default;
   Source(const Source &) = delete;
   Source &operator=(const Source &) = delete;
@@ -131,17 +130,26 @@ DataError outsideVocabulary(const std::string &path, uint64_t token, int64_t at,
 
 Dataset Dataset::load(const std::string &path, int64_t vocab) {
   auto source = std::make_shared<Source>();
-  if (isJsonl(path)) {
-    forEachJsonlText(path, readDataFile(path), [&](const std::string &text, int) {
-      for (unsigned char c : text)
-        source->held.push_back(c);
-      source->held.push_back('\n');
-    });
-    for (size_t i = 0; i < source->held.size(); ++i) // bytes, for a vocabulary of fewer than 256
-      if (source->held[i] >= vocab)
-        throw outsideVocabulary(path, static_cast<uint64_t>(source->held[i]), static_cast<int64_t>(i), vocab);
+  // Tokens held in memory, each checked against the vocabulary.
+  auto held = [&](std::vector<uint32_t> tokens) {
+    for (size_t i = 0; i < tokens.size(); ++i)
+      if (tokens[i] >= vocab)
+        throw outsideVocabulary(path, tokens[i], static_cast<int64_t>(i), vocab);
+    source->held = std::move(tokens);
     const auto count = static_cast<int64_t>(source->held.size());
     return Dataset(std::move(source), count, vocab, path);
+  };
+  auto bytesOf = [](const std::string &text, std::vector<uint32_t> &into) {
+    for (const unsigned char c : text)
+      into.push_back(c);
+  };
+  if (isJsonl(path)) {
+    std::vector<uint32_t> tokens;
+    forEachJsonlText(path, readDataFile(path), [&](const std::string &text, int) {
+      bytesOf(text, tokens);
+      tokens.push_back('\n');
+    });
+    return held(std::move(tokens));
   }
   if (std::string why = ir::notAFile(path); !why.empty())
     throw DataError(path + ": " + why);
@@ -157,17 +165,10 @@ Dataset Dataset::load(const std::string &path, int64_t vocab) {
     if (width > 0)
       tokens = decodeTokens(path, all, width);
     else
-      for (const unsigned char c : all) // bytes
-        tokens.push_back(c);
-    for (size_t i = 0; i < tokens.size(); ++i) {
-      if (tokens[i] >= vocab)
-        throw outsideVocabulary(path, tokens[i], static_cast<int64_t>(i), vocab);
-      source->held.push_back(static_cast<int32_t>(tokens[i]));
-    }
+      bytesOf(all, tokens);
     ::close(source->fd);
     source->fd = -1;
-    const auto count = static_cast<int64_t>(source->held.size());
-    return Dataset(std::move(source), count, vocab, path);
+    return held(std::move(tokens));
   }
   const auto bytes = static_cast<uint64_t>(status.st_size);
   if (width > 0 && bytes % width != 0)
@@ -192,16 +193,10 @@ Dataset Dataset::load(const std::string &path, int64_t vocab) {
   return Dataset(std::move(source), count, vocab, path);
 }
 
-Dataset Dataset::fromTokens(std::vector<int32_t> tokens) {
-  auto source = std::make_shared<Source>();
-  source->held = std::move(tokens);
-  const auto count = static_cast<int64_t>(source->held.size());
-  return Dataset(std::move(source), count, std::numeric_limits<int64_t>::max(), "");
-}
-
 void Dataset::read(int64_t first, int64_t n, int32_t *out) const {
   if (source_->fd < 0) {
-    std::copy_n(source_->held.begin() + first, n, out);
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = static_cast<int32_t>(source_->held[static_cast<size_t>(first + i)]);
     return;
   }
   const size_t width = source_->width, bytes = static_cast<size_t>(n) * width;
@@ -220,8 +215,8 @@ void Dataset::read(int64_t first, int64_t n, int32_t *out) const {
 Batch Dataset::batchFor(int64_t step, int64_t batch, int64_t seq) const {
   const int64_t usable = size() - seq; // the starts that leave room for the last target
   if (usable <= 0)
-    throw DataError((name_.empty() ? "" : name_ + ": ") + "the data has " + ir::counted(size(), "token") +
-                    "; a sequence needs " + std::to_string(seq + 1));
+    throw DataError(name_ + ": the data has " + ir::counted(size(), "token") + "; a sequence needs " +
+                    std::to_string(seq + 1));
   Batch out{batch, seq, {}, {}, 0, {}, {}};
   auto &tokens = out.inputs["tokens"];
   auto &targets = out.inputs["targets"];

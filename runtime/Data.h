@@ -59,7 +59,6 @@ public:
   /// vocabulary as they are opened, a chunk at a time); .jsonl is parsed into memory, a byte a
   /// token. Throws DataError naming the file on a missing, unreadable or malformed file.
   static Dataset load(const std::string &path, int64_t vocab);
-  static Dataset fromTokens(std::vector<int32_t> tokens);
 
   /// The batch of `step`: sequence b starts at token ((step * batch + b) * seq) modulo N - seq
   /// (N tokens); targets are the tokens shifted by one. Every device computes the same.
@@ -76,7 +75,7 @@ private:
   void read(int64_t first, int64_t n, int32_t *out) const;
   std::shared_ptr<const Source> source_;
   int64_t count_ = 0, vocab_ = 0;
-  std::string name_; // the file, for errors ("" for fromTokens)
+  std::string name_; // the file, for errors
 };
 
 } // namespace hspmd::runtime
