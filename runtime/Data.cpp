@@ -85,19 +85,6 @@ void forEachJsonlText(const std::string &path, const std::string &bytes,
   }
 }
 
-struct Dataset::Source {
-  int fd = -1;                // a text or token file, read where it lies
-  size_t width = 1;           // its tokens' bytes, little-endian
-  std::vector<uint32_t> held; // or the tokens in memory (fd < 0), as int32_t's bits
-  Source() = default;
-  Source(const Source &) = delete;
-  Source &operator=(const Source &) = delete;
-  ~Source() {
-    if (fd >= 0)
-      ::close(fd);
-  }
-};
-
 namespace {
 
 // Reads exactly `bytes` at `offset`, or fewer where the file ends first: what was read.
@@ -126,90 +113,137 @@ DataError outsideVocabulary(const std::string &path, uint64_t token, int64_t at,
                    " is outside the model's vocabulary of " + std::to_string(vocab));
 }
 
+int64_t modifiedNs(const struct stat &status) {
+  return static_cast<int64_t>(status.st_mtim.tv_sec) * 1'000'000'000 + status.st_mtim.tv_nsec;
+}
+
 } // namespace
 
-Dataset Dataset::load(const std::string &path, int64_t vocab) {
-  auto source = std::make_shared<Source>();
-  // Tokens held in memory, each checked against the vocabulary.
-  auto held = [&](std::vector<uint32_t> tokens) {
-    for (size_t i = 0; i < tokens.size(); ++i)
-      if (tokens[i] >= vocab)
-        throw outsideVocabulary(path, tokens[i], static_cast<int64_t>(i), vocab);
-    source->held = std::move(tokens);
-    const auto count = static_cast<int64_t>(source->held.size());
-    return Dataset(std::move(source), count, vocab, path);
-  };
-  auto bytesOf = [](const std::string &text, std::vector<uint32_t> &into) {
-    for (const unsigned char c : text)
-      into.push_back(c);
-  };
-  if (isJsonl(path)) {
-    std::vector<uint32_t> tokens;
-    forEachJsonlText(path, readDataFile(path), [&](const std::string &text, int) {
-      bytesOf(text, tokens);
-      tokens.push_back('\n');
-    });
-    return held(std::move(tokens));
-  }
+std::shared_ptr<const TokenSource> TokenSource::held(std::string name, std::vector<uint32_t> tokens) {
+  std::shared_ptr<TokenSource> source(new TokenSource());
+  source->name_ = std::move(name);
+  source->count_ = static_cast<int64_t>(tokens.size());
+  source->held_ = std::move(tokens);
+  return source;
+}
+
+std::shared_ptr<const TokenSource> TokenSource::open(const std::string &path) {
   if (std::string why = ir::notAFile(path); !why.empty())
     throw DataError(path + ": " + why);
-  source->fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  std::shared_ptr<TokenSource> source(new TokenSource());
+  source->name_ = path;
+  source->fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   struct stat status {};
-  if (source->fd < 0 || ::fstat(source->fd, &status) != 0)
+  if (source->fd_ < 0 || ::fstat(source->fd_, &status) != 0)
     throw DataError(path + ": cannot open the data file");
   const size_t width = tokenWidth(path);
-  source->width = width > 0 ? width : 1;
   if (status.st_size == 0) { // empty, or a file that gives no size (/proc): read whole
     const std::string all = readDataFile(path);
     std::vector<uint32_t> tokens;
     if (width > 0)
       tokens = decodeTokens(path, all, width);
     else
-      bytesOf(all, tokens);
-    ::close(source->fd);
-    source->fd = -1;
-    return held(std::move(tokens));
+      for (const unsigned char c : all)
+        tokens.push_back(c);
+    return held(path, std::move(tokens));
   }
+  source->width_ = width > 0 ? width : 1;
   const auto bytes = static_cast<uint64_t>(status.st_size);
-  if (width > 0 && bytes % width != 0)
+  if (bytes % source->width_ != 0)
     throw DataError(path + ": a token file of " + std::to_string(width * 8) + "-bit tokens has " +
                     std::to_string(bytes) + " bytes, not a multiple of " + std::to_string(width));
-  const auto count = static_cast<int64_t>(bytes / source->width);
-  // Every token checked against the vocabulary before training, a chunk at a time (text bytes
-  // need it only for a vocabulary of fewer than 256).
-  if (width > 0 || vocab < 256) {
-    std::vector<char> chunk((size_t{1} << 20) * source->width);
-    for (int64_t first = 0; first < count;) {
-      const size_t got = readAt(source->fd, chunk.data(), chunk.size(), first * static_cast<int64_t>(source->width));
-      if (got == 0)
-        throw DataError(path + ": cannot read the data file (it holds " + std::to_string(bytes) + " bytes)");
-      const size_t tokens = got / source->width;
-      for (size_t i = 0; i < tokens; ++i)
-        if (const uint32_t token = decodeToken(chunk.data() + i * source->width, source->width); token >= vocab)
-          throw outsideVocabulary(path, token, first + static_cast<int64_t>(i), vocab);
-      first += static_cast<int64_t>(tokens);
-    }
-  }
-  return Dataset(std::move(source), count, vocab, path);
+  source->count_ = static_cast<int64_t>(bytes / source->width_);
+  source->modified_ = modifiedNs(status);
+  return source;
 }
 
-void Dataset::read(int64_t first, int64_t n, int32_t *out) const {
-  if (source_->fd < 0) {
-    for (int64_t i = 0; i < n; ++i)
-      out[i] = static_cast<int32_t>(source_->held[static_cast<size_t>(first + i)]);
+TokenSource::~TokenSource() {
+  if (fd_ >= 0)
+    ::close(fd_);
+}
+
+void TokenSource::scan(const std::function<void(int64_t first, const uint32_t *tokens, size_t n)> &each) const {
+  constexpr size_t kChunk = size_t{1} << 20;
+  if (fd_ < 0) {
+    for (size_t first = 0; first < held_.size(); first += kChunk)
+      each(static_cast<int64_t>(first), held_.data() + first, std::min(kChunk, held_.size() - first));
     return;
   }
-  const size_t width = source_->width, bytes = static_cast<size_t>(n) * width;
-  std::vector<char> raw(bytes);
-  if (readAt(source_->fd, raw.data(), bytes, first * static_cast<int64_t>(width)) != bytes)
-    throw DataError(name_ + ": the data file changed while training: it no longer holds the " +
-                    ir::counted(count_, "token") + " it had when it was opened");
-  for (int64_t i = 0; i < n; ++i) {
-    const uint32_t token = decodeToken(raw.data() + static_cast<size_t>(i) * width, width);
-    if (token >= static_cast<uint64_t>(vocab_))
-      throw outsideVocabulary(name_, token, first + i, vocab_);
-    out[i] = static_cast<int32_t>(token);
+  std::vector<char> raw(kChunk * width_);
+  std::vector<uint32_t> tokens(kChunk);
+  for (int64_t first = 0; first < count_;) {
+    const size_t got = readAt(fd_, raw.data(), raw.size(), first * static_cast<int64_t>(width_));
+    if (got == 0)
+      throw DataError(name_ + ": cannot read the data file (it holds " +
+                      std::to_string(count_ * static_cast<int64_t>(width_)) + " bytes)");
+    const size_t n = std::min(got / width_, static_cast<size_t>(count_ - first));
+    if (width_ == 1)
+      std::copy_n(reinterpret_cast<const unsigned char *>(raw.data()), n, tokens.begin());
+    else
+      for (size_t i = 0; i < n; ++i)
+        tokens[i] = decodeToken(raw.data() + i * width_, width_);
+    each(first, tokens.data(), n);
+    first += static_cast<int64_t>(n);
   }
+}
+
+void TokenSource::checkVocabulary(int64_t vocab) const {
+  scan([&](int64_t first, const uint32_t *tokens, size_t n) {
+    for (size_t i = 0; i < n; ++i)
+      if (tokens[i] >= static_cast<uint64_t>(vocab))
+        throw outsideVocabulary(name_, tokens[i], first + static_cast<int64_t>(i), vocab);
+  });
+}
+
+void TokenSource::read(int64_t first, int64_t n, int32_t *out, int64_t vocab) const {
+  auto check = [&](uint32_t token, int64_t at) {
+    if (token >= static_cast<uint64_t>(vocab))
+      throw outsideVocabulary(name_, token, at, vocab);
+    return static_cast<int32_t>(token);
+  };
+  if (fd_ < 0) {
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = check(held_[static_cast<size_t>(first + i)], first + i);
+    return;
+  }
+  // A file written to since it was opened is other data than the run began with (its
+  // modification time, as precise as the file system keeps it), or it is shorter.
+  const auto changed = [&] {
+    return DataError(name_ +
+                     ": the data file changed while training: it was written to after it was opened, when it "
+                     "held " +
+                     ir::counted(count_, "token"));
+  };
+  struct stat status {};
+  if (::fstat(fd_, &status) != 0 || modifiedNs(status) != modified_ ||
+      static_cast<uint64_t>(status.st_size) != static_cast<uint64_t>(count_) * width_)
+    throw changed();
+  const size_t bytes = static_cast<size_t>(n) * width_;
+  std::vector<char> raw(bytes);
+  if (readAt(fd_, raw.data(), bytes, first * static_cast<int64_t>(width_)) != bytes)
+    throw changed();
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = check(decodeToken(raw.data() + static_cast<size_t>(i) * width_, width_), first + i);
+}
+
+Dataset Dataset::load(const std::string &path, int64_t vocab) {
+  std::shared_ptr<const TokenSource> source;
+  if (isJsonl(path)) { // each text's bytes, then a newline
+    std::vector<uint32_t> tokens;
+    forEachJsonlText(path, readDataFile(path), [&](const std::string &text, int) {
+      for (const unsigned char c : text)
+        tokens.push_back(c);
+      tokens.push_back('\n');
+    });
+    source = TokenSource::held(path, std::move(tokens));
+  } else {
+    source = TokenSource::open(path);
+  }
+  // Every token checked against the vocabulary before training, a chunk at a time (text bytes
+  // need it only for a vocabulary of fewer than 256).
+  if (tokenWidth(path) > 0 || vocab < 256)
+    source->checkVocabulary(vocab);
+  return Dataset(std::move(source), vocab, path);
 }
 
 Batch Dataset::batchFor(int64_t step, int64_t batch, int64_t seq) const {
@@ -225,7 +259,7 @@ Batch Dataset::batchFor(int64_t step, int64_t batch, int64_t seq) const {
   std::vector<int32_t> row(static_cast<size_t>(seq + 1));
   for (int64_t b = 0; b < batch; ++b) {
     const int64_t start = ((step * batch + b) * seq) % usable;
-    read(start, seq + 1, row.data());
+    source_->read(start, seq + 1, row.data(), vocab_);
     std::copy_n(row.begin(), seq, tokens.begin() + b * seq);
     std::copy_n(row.begin() + 1, seq, targets.begin() + b * seq);
   }

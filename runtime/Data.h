@@ -51,6 +51,41 @@ bool isJsonl(const std::string &path);
 void forEachJsonlText(const std::string &path, const std::string &bytes,
                       const std::function<void(const std::string &text, int line)> &each);
 
+/// Tokens read where they lie, in a text file (a byte a token) or a token file (.bin,
+/// .u32.bin), or held in memory: the source of Dataset and Documents (runtime/Documents.h).
+class TokenSource {
+public:
+  /// Opens `path` (its width from its name: tokenWidth, text bytes for 0) to be read where it
+  /// lies; a file that gives no size (empty, or a /proc file) is read whole and held. Throws
+  /// DataError naming the file: not a regular file, cannot be opened, a token file whose size
+  /// is not a multiple of its width.
+  static std::shared_ptr<const TokenSource> open(const std::string &path);
+  /// Tokens held in memory; `name` names them in errors.
+  static std::shared_ptr<const TokenSource> held(std::string name, std::vector<uint32_t> tokens);
+  TokenSource(const TokenSource &) = delete;
+  TokenSource &operator=(const TokenSource &) = delete;
+  ~TokenSource();
+
+  int64_t size() const { return count_; }
+  /// Calls `each(first, tokens, n)` with every token in order, a MiB of them at a time.
+  void scan(const std::function<void(int64_t first, const uint32_t *tokens, size_t n)> &each) const;
+  /// Tokens [first, first + n) into `out`. DataError where the file changed since it was
+  /// opened (written to, or shorter) or a token is outside `vocab`.
+  void read(int64_t first, int64_t n, int32_t *out, int64_t vocab) const;
+  /// Every token checked against `vocab` (DataError: "PATH: token T at position P is outside
+  /// the model's vocabulary of V").
+  void checkVocabulary(int64_t vocab) const;
+
+private:
+  TokenSource() = default;
+  std::string name_;           // the file, for errors
+  int fd_ = -1;                // a text or token file, read where it lies
+  size_t width_ = 1;           // its tokens' bytes, little-endian
+  int64_t count_ = 0;          // its tokens
+  int64_t modified_ = 0;       // its modification time when it was opened (ns)
+  std::vector<uint32_t> held_; // or the tokens in memory (fd_ < 0)
+};
+
 class Dataset {
 public:
   /// Opens `path`; the format follows the name (.bin, .u32.bin, .jsonl, else text bytes).
@@ -68,12 +103,9 @@ public:
   int64_t size() const { return count_; }
 
 private:
-  struct Source; // the open file, or the tokens in memory
-  Dataset(std::shared_ptr<const Source> source, int64_t count, int64_t vocab, std::string name)
-      : source_(std::move(source)), count_(count), vocab_(vocab), name_(std::move(name)) {}
-  /// Tokens [first, first + n) into `out`.
-  void read(int64_t first, int64_t n, int32_t *out) const;
-  std::shared_ptr<const Source> source_;
+  Dataset(std::shared_ptr<const TokenSource> source, int64_t vocab, std::string name)
+      : source_(std::move(source)), count_(source_->size()), vocab_(vocab), name_(std::move(name)) {}
+  std::shared_ptr<const TokenSource> source_;
   int64_t count_ = 0, vocab_ = 0;
   std::string name_; // the file, for errors
 };

@@ -18,89 +18,106 @@ std::string where(const std::string &path, int line) {
   return path + ":" + std::to_string(line) + ": ";
 }
 
-// The text of a document as tokens (its bytes), the end-of-document token last.
-std::vector<int32_t> textDocument(const std::string &text, int64_t vocab, int32_t eod, const std::string &at) {
-  std::vector<int32_t> tokens;
-  tokens.reserve(text.size() + 1);
-  for (unsigned char c : text) {
-    if (c == eod)
-      throw DataError(at + "the text holds byte " + std::to_string(eod) +
-                      ", the end-of-document token; choose another with --eod");
-    if (c >= vocab)
-      throw DataError(at + "byte " + std::to_string(c) + " is outside the model's vocabulary of " +
-                      std::to_string(vocab));
-    tokens.push_back(c);
+// A byte of a document's text that is the end-of-document token, or outside the vocabulary;
+// the document begins at `at` (FILE:LINE: ).
+void checkTextByte(uint32_t c, int64_t vocab, int32_t eod, const std::string &at) {
+  if (c == static_cast<uint32_t>(eod))
+    throw DataError(at + "the text holds byte " + std::to_string(eod) +
+                    ", the end-of-document token; choose another with --eod");
+  if (c >= static_cast<uint64_t>(vocab))
+    throw DataError(at + "byte " + std::to_string(c) + " is outside the model's vocabulary of " +
+                    std::to_string(vocab));
+}
+
+// Plain text as documents, a byte at a time: documents are separated by blank lines (only
+// spaces, tabs or a carriage return), and a document's lines are joined by '\n', so that
+// in the file a document is the bytes from its first line's start to its last line's end.
+// Each byte a document holds is checked (checkTextByte, at the document's first line); a
+// blank line's are not, so a line's leading blanks are checked once it turns out not blank.
+class TextDocuments {
+public:
+  TextDocuments(std::string path, int64_t vocab, int32_t eod, std::vector<int64_t> &first,
+                std::vector<int64_t> &positions)
+      : path_(std::move(path)), vocab_(vocab), eod_(eod), first_(first), positions_(positions) {}
+
+  void byte(int64_t at, uint32_t c) {
+    if (c == '\n')
+      return endLine(at);
+    if (c == ' ' || c == '\t' || c == '\r') {
+      if (!blank_)
+        check(c);
+      else if (!pending_ && (c == static_cast<uint32_t>(eod_) || c >= static_cast<uint64_t>(vocab_)))
+        pending_ = c;
+      return;
+    }
+    if (blank_) { // the line belongs to a document
+      if (open_)
+        check('\n'); // the newline joining it to the line before
+      else {
+        open_ = true;
+        openLine_ = line_;
+        start_ = lineStart_;
+      }
+      if (pending_)
+        check(*pending_);
+      blank_ = false;
+    }
+    check(c);
   }
-  tokens.push_back(eod);
-  return tokens;
-}
 
-std::vector<std::vector<int32_t>> readJsonl(const std::string &path, const std::string &bytes, int64_t vocab,
-                                            int32_t eod) {
-  std::vector<std::vector<int32_t>> documents;
-  forEachJsonlText(path, bytes, [&](const std::string &text, int line) {
-    if (!text.empty())
-      documents.push_back(textDocument(text, vocab, eod, where(path, line)));
-  });
-  return documents;
-}
+  // Past the bytes from `i` that need nothing but to be read (those of a line already known
+  // not to be blank, up to its end or a bad byte): the next byte() to call, or n.
+  size_t skip(const uint32_t *bytes, size_t i, size_t n) const {
+    if (blank_)
+      return i;
+    const auto eod = static_cast<uint32_t>(eod_);
+    const auto vocab = static_cast<uint64_t>(vocab_);
+    while (i < n && bytes[i] != '\n' && bytes[i] != eod && bytes[i] < vocab)
+      ++i;
+    return i;
+  }
 
-// Documents separated by blank lines (only spaces, tabs or a carriage return); a document's
-// lines joined by '\n'.
-std::vector<std::vector<int32_t>> readText(const std::string &path, const std::string &bytes, int64_t vocab,
-                                           int32_t eod) {
-  std::vector<std::vector<int32_t>> documents;
-  std::string text;
-  int first = 0; // the document's first line
-  auto finish = [&] {
-    if (!text.empty())
-      documents.push_back(textDocument(text, vocab, eod, where(path, first)));
-    text.clear();
-  };
-  size_t at = 0;
-  for (int number = 1; at <= bytes.size(); ++number) {
-    size_t end = bytes.find('\n', at);
-    if (end == std::string::npos)
-      end = bytes.size();
-    const std::string line = bytes.substr(at, end - at);
-    at = end + 1;
-    if (line.find_first_not_of(" \t\r") == std::string::npos) {
+  // The file ended at `size`.
+  void end(int64_t size) {
+    endLine(size);
+    finish();
+  }
+
+private:
+  void check(uint32_t c) const {
+    if (c == static_cast<uint32_t>(eod_) || c >= static_cast<uint64_t>(vocab_))
+      checkTextByte(c, vocab_, eod_, where(path_, openLine_));
+  }
+  void endLine(int64_t at) {
+    if (blank_)
       finish();
-      continue;
-    }
-    if (text.empty())
-      first = number;
     else
-      text += '\n';
-    text += line;
+      end_ = at;
+    ++line_;
+    lineStart_ = at + 1;
+    blank_ = true;
+    pending_.reset();
   }
-  finish();
-  return documents;
-}
-
-std::vector<std::vector<int32_t>> readTokens(const std::string &path, const std::string &bytes, int64_t vocab,
-                                             int32_t eod) {
-  const std::vector<uint32_t> tokens = decodeTokens(path, bytes, tokenWidth(path));
-  std::vector<std::vector<int32_t>> documents;
-  std::vector<int32_t> document;
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    const uint32_t token = tokens[i];
-    if (token >= static_cast<uint64_t>(vocab))
-      throw DataError(path + ": token " + std::to_string(token) + " at position " + std::to_string(i) +
-                      " is outside the model's vocabulary of " + std::to_string(vocab));
-    document.push_back(static_cast<int32_t>(token));
-    if (static_cast<int32_t>(token) == eod) {
-      if (document.size() > 1)
-        documents.push_back(std::move(document));
-      document.clear();
+  void finish() {
+    if (open_) {
+      first_.push_back(start_);
+      positions_.push_back(end_ - start_);
     }
+    open_ = false;
   }
-  if (!document.empty()) { // the last document without its end
-    document.push_back(eod);
-    documents.push_back(std::move(document));
-  }
-  return documents;
-}
+
+  std::string path_;
+  int64_t vocab_;
+  int32_t eod_;
+  std::vector<int64_t> &first_, &positions_;
+  int line_ = 1;                    // the line being read
+  int64_t lineStart_ = 0;           // its first byte
+  bool blank_ = true;               // nothing but blanks in it so far
+  std::optional<uint32_t> pending_; // the first of its blanks that a document may not hold
+  bool open_ = false;               // a document is being read
+  int openLine_ = 0;                // its first line
+  int64_t start_ = 0, end_ = 0;     // its bytes
+};
 
 } // namespace
 
@@ -108,31 +125,92 @@ Documents Documents::load(const std::string &path, int64_t vocab, int32_t eod) {
   if (eod < 0 || eod >= vocab)
     throw DataError("the end-of-document token " + std::to_string(eod) + " is outside the model's vocabulary of " +
                     std::to_string(vocab));
-  const std::string bytes = readDataFile(path);
-  std::vector<std::vector<int32_t>> documents;
-  if (tokenWidth(path) > 0)
-    documents = readTokens(path, bytes, vocab, eod);
-  else if (isJsonl(path))
-    documents = readJsonl(path, bytes, vocab, eod);
-  else
-    documents = readText(path, bytes, vocab, eod);
-  if (documents.empty())
+  Documents out;
+  out.vocab_ = vocab;
+  out.eod_ = eod;
+  auto add = [&](int64_t first, int64_t positions) {
+    out.first_.push_back(first);
+    out.positions_.push_back(positions);
+  };
+  if (isJsonl(path)) { // held: each text's bytes
+    std::vector<uint32_t> tokens;
+    forEachJsonlText(path, readDataFile(path), [&](const std::string &text, int line) {
+      if (text.empty())
+        return;
+      const std::string at = where(path, line);
+      add(static_cast<int64_t>(tokens.size()), static_cast<int64_t>(text.size()));
+      for (const unsigned char c : text) {
+        checkTextByte(c, vocab, eod, at);
+        tokens.push_back(c);
+      }
+    });
+    out.source_ = TokenSource::held(path, std::move(tokens));
+  } else if (tokenWidth(path) > 0) { // documents end at each end-of-document token
+    out.source_ = TokenSource::open(path);
+    int64_t start = 0; // the current document's first token
+    out.source_->scan([&](int64_t first, const uint32_t *tokens, size_t n) {
+      for (size_t i = 0; i < n; ++i) {
+        const int64_t at = first + static_cast<int64_t>(i);
+        if (tokens[i] >= static_cast<uint64_t>(vocab))
+          throw DataError(path + ": token " + std::to_string(tokens[i]) + " at position " + std::to_string(at) +
+                          " is outside the model's vocabulary of " + std::to_string(vocab));
+        if (tokens[i] == static_cast<uint32_t>(eod)) {
+          if (at > start)
+            add(start, at - start);
+          start = at + 1;
+        }
+      }
+    });
+    if (out.source_->size() > start) // the last document without its end
+      add(start, out.source_->size() - start);
+  } else {
+    out.source_ = TokenSource::open(path);
+    TextDocuments text(path, vocab, eod, out.first_, out.positions_);
+    out.source_->scan([&](int64_t first, const uint32_t *bytes, size_t n) {
+      for (size_t i = text.skip(bytes, 0, n); i < n; i = text.skip(bytes, i + 1, n))
+        text.byte(first + static_cast<int64_t>(i), bytes[i]);
+    });
+    text.end(out.source_->size());
+  }
+  if (out.positions_.empty())
     throw DataError(path + ": no documents (a document has at least one token before its end)");
-  return fromDocuments(std::move(documents), eod);
+  return out;
 }
 
-Documents Documents::fromDocuments(std::vector<std::vector<int32_t>> documents, int32_t eod) {
+Documents Documents::fromDocuments(const std::vector<std::vector<int32_t>> &documents, int32_t eod) {
   Documents out;
-  out.documents_ = std::move(documents);
-  for (const auto &document : out.documents_)
-    out.positions_.push_back(static_cast<int64_t>(document.size()) - 1);
   out.eod_ = eod;
+  out.vocab_ = int64_t{1} << 32;
+  std::vector<uint32_t> tokens;
+  for (const auto &document : documents) {
+    if (document.empty() || document.back() != eod)
+      throw DataError("a document's tokens end with the end-of-document token " + std::to_string(eod));
+    out.first_.push_back(static_cast<int64_t>(tokens.size()));
+    out.positions_.push_back(static_cast<int64_t>(document.size()) - 1);
+    tokens.insert(tokens.end(), document.begin(), document.end() - 1);
+  }
+  out.source_ = TokenSource::held("documents", std::move(tokens));
   return out;
 }
 
 Documents Documents::fromLengths(std::vector<int64_t> lengths) {
   Documents out;
   out.positions_ = std::move(lengths);
+  return out;
+}
+
+void Documents::read(int64_t document, int64_t begin, int64_t n, int32_t *out) const {
+  if (!source_)
+    throw DataError("documents known by their lengths only have no tokens to train on");
+  const auto d = static_cast<size_t>(document);
+  const int64_t stored = std::clamp<int64_t>(positions_.at(d) - begin, 0, n); // the rest: the end
+  source_->read(first_[d] + begin, stored, out, vocab_);
+  std::fill(out + stored, out + n, eod_);
+}
+
+std::vector<int32_t> Documents::tokens(int64_t document) const {
+  std::vector<int32_t> out(static_cast<size_t>(positions_.at(static_cast<size_t>(document)) + 1));
+  read(document, 0, static_cast<int64_t>(out.size()), out.data());
   return out;
 }
 
@@ -146,22 +224,36 @@ DocumentSteps::DocumentSteps(const Documents &documents, std::vector<DocumentSha
     seq = std::max(seq, shape.seq);
   if (seq <= 0)
     throw DataError("documents need sequences of at least one position");
-  // Every piece is laid out in memory: a bound, rather than a machine out of memory.
+  // The pieces are taken in order, a document at a time (none is held but the steps'); one
+  // pass's steps are laid out at once (prepareOnePass): a bound, rather than a machine out of
+  // memory.
+  cut_ = seq;
   constexpr int64_t kMostPieces = 100'000'000;
-  int64_t count = 0;
   for (const int64_t positions : documents.positions())
-    if ((count += positions / seq + (positions % seq != 0 ? 1 : 0)) > kMostPieces) // no overflow at INT64_MAX
+    if ((pieceCount_ += positions / seq + (positions % seq != 0 ? 1 : 0)) > kMostPieces) // no overflow at INT64_MAX
       throw DataError("the documents make more than " + std::to_string(kMostPieces) + " pieces of at most " +
                       std::to_string(seq) + " positions (a document of " + std::to_string(positions) +
                       " positions among them); use fewer or shorter documents");
-  pieces_.reserve(static_cast<size_t>(count));
-  for (size_t d = 0; d < documents.positions().size(); ++d) {
-    const int64_t positions = documents.positions()[d];
-    for (int64_t begin = 0; begin < positions; begin += seq)
-      pieces_.push_back({static_cast<int64_t>(d), begin, std::min(seq, positions - begin), 0, 0});
-  }
-  if (pieces_.empty())
+  if (pieceCount_ == 0)
     throw DataError("the documents hold no tokens to train on");
+  while (documents_.positions()[static_cast<size_t>(document_)] == 0) // the first piece
+    ++document_;
+}
+
+DocumentSteps::Piece DocumentSteps::nextPiece() const {
+  const int64_t positions = documents_.positions()[static_cast<size_t>(document_)];
+  return {document_, begin_, std::min(cut_, positions - begin_), 0, 0};
+}
+
+void DocumentSteps::takePiece() {
+  ++next_;
+  begin_ += cut_;
+  while (begin_ >= documents_.positions()[static_cast<size_t>(document_)]) { // the next document with a piece
+    begin_ = 0;
+    document_ = (document_ + 1) % documents_.count();
+    if (documents_.positions()[static_cast<size_t>(document_)] > 0)
+      break;
+  }
 }
 
 namespace {
@@ -296,7 +388,6 @@ void DocumentSteps::prepare(int64_t count) {
 }
 
 DocumentSteps::Step DocumentSteps::nextStep() {
-  const auto total = static_cast<int64_t>(pieces_.size());
   // The shape of the smallest S that holds a piece of `longest` positions.
   auto shapeFor = [&](int64_t longest) {
     size_t best = shapes_.size();
@@ -306,8 +397,8 @@ DocumentSteps::Step DocumentSteps::nextStep() {
     return best;
   };
   Step step;
-  for (;; ++next_) {
-    Piece piece = pieces_[static_cast<size_t>(next_ % total)];
+  for (;; takePiece()) {
+    Piece piece = nextPiece();
     const int64_t longest = std::max(step.longest, piece.length);
     const size_t shape = shapeFor(longest);
     const DocumentShape &in = shapes_[shape];
@@ -339,7 +430,6 @@ DocumentSteps::Step DocumentSteps::nextStep() {
 }
 
 DocumentSteps::Step DocumentSteps::nextStepPerMicroBatch() {
-  const auto total = static_cast<int64_t>(pieces_.size());
   std::vector<size_t> bySeq(shapes_.size());
   for (size_t k = 0; k < bySeq.size(); ++k)
     bySeq[k] = k;
@@ -350,8 +440,8 @@ DocumentSteps::Step DocumentSteps::nextStepPerMicroBatch() {
       budget = std::max(budget, shape.batch * shape.seq);
   std::vector<std::vector<int64_t>> fill(shapes_.size()); // per shape, per row used: positions taken
   Step step;
-  for (;; ++next_) {
-    Piece piece = pieces_[static_cast<size_t>(next_ % total)];
+  for (;; takePiece()) {
+    Piece piece = nextPiece();
     if (!step.pieces.empty() && step.tokens + piece.length > budget)
       break;
     bool placed = false, own = true;
@@ -432,7 +522,7 @@ std::pair<int64_t, int64_t> DocumentSteps::microbatchesRun(const Step &step, siz
 }
 
 int64_t DocumentSteps::prepareOnePass() {
-  while (next_ < static_cast<int64_t>(pieces_.size()))
+  while (next_ < pieceCount_)
     prepare(static_cast<int64_t>(steps_.size()) + 1);
   return static_cast<int64_t>(steps_.size());
 }
@@ -454,8 +544,6 @@ std::vector<std::pair<size_t, Batch>> DocumentSteps::batchesFor(int64_t index) c
 }
 
 Batch DocumentSteps::batchOf(const Step &s, size_t shape) const {
-  if (documents_.documents().empty())
-    throw DataError("documents known by their lengths only have no tokens to train on");
   const int64_t rows = shapes_[shape].batch, seq = shapes_[shape].seq;
   Batch out{rows, seq, {}, {}, s.tokens, std::vector<uint8_t>(static_cast<size_t>(rows), 0), {}};
   const auto size = static_cast<size_t>(rows * seq);
@@ -465,14 +553,15 @@ Batch DocumentSteps::batchOf(const Step &s, size_t shape) const {
   targets.assign(size, -1);
   out.blockStarts.assign(size, 0);
   std::vector<int64_t> fill(static_cast<size_t>(rows), 0);
+  std::vector<int32_t> document(static_cast<size_t>(seq + 1)); // a piece's tokens and its last target
   for (const Piece &piece : s.pieces) {
     if (piece.shape != shape)
       continue;
-    const std::vector<int32_t> &document = documents_.documents()[static_cast<size_t>(piece.document)];
+    documents_.read(piece.document, piece.begin, piece.length + 1, document.data()); // the last: a target only
     for (int64_t p = 0; p < piece.length; ++p) {
       const auto at = static_cast<size_t>(piece.row * seq + piece.offset + p);
-      tokens[at] = document[static_cast<size_t>(piece.begin + p)];
-      targets[at] = document[static_cast<size_t>(piece.begin + p + 1)];
+      tokens[at] = document[static_cast<size_t>(p)];
+      targets[at] = document[static_cast<size_t>(p + 1)];
       out.blockStarts[at] = static_cast<int32_t>(piece.offset);
     }
     fill[static_cast<size_t>(piece.row)] = std::max(fill[static_cast<size_t>(piece.row)], piece.offset + piece.length);

@@ -41,24 +41,35 @@ class Documents {
 public:
   /// Reads `path` as documents: .jsonl (a "text" field per line, its UTF-8 bytes), token
   /// files (.bin of uint16, .u32.bin of uint32; documents end at each `eod` token) or plain
-  /// text (documents separated by blank lines, a document's lines joined by '\n'). Throws
-  /// DataError at FILE:LINE for a malformed line, a token outside the vocabulary, a text
-  /// holding the end-of-document token, or a file without a document.
+  /// text (documents separated by blank lines, a document's lines joined by '\n'). Text and
+  /// token files are read where they lie (runtime/Data.h, TokenSource): opening scans them
+  /// once, a chunk at a time, for where each document lies, and each step reads its pieces;
+  /// .jsonl is held in memory. Throws DataError at FILE:LINE for a malformed line, a token
+  /// outside the vocabulary, a text holding the end-of-document token, or a file without a
+  /// document.
   static Documents load(const std::string &path, int64_t vocab, int32_t eod);
   /// Each document's tokens, the end-of-document token last.
-  static Documents fromDocuments(std::vector<std::vector<int32_t>> documents, int32_t eod);
+  static Documents fromDocuments(const std::vector<std::vector<int32_t>> &documents, int32_t eod);
   /// Documents of these lengths (positions), without tokens: how steps would take them
   /// (hspmc simulate --documents); DocumentSteps::batchFor needs tokens.
   static Documents fromLengths(std::vector<int64_t> lengths);
 
-  /// Each document's tokens (empty fromLengths), and its positions (its tokens but the end).
-  const std::vector<std::vector<int32_t>> &documents() const { return documents_; }
+  /// Tokens [begin, begin + n) of document `document` into `out`, its position
+  /// positions()[document] being its end (the end-of-document token). DataError where its
+  /// file changed since it was loaded, or for documents known by their lengths only.
+  void read(int64_t document, int64_t begin, int64_t n, int32_t *out) const;
+  /// A document's tokens, the end-of-document token last.
+  std::vector<int32_t> tokens(int64_t document) const;
+  /// Each document's positions (its tokens but the end).
   const std::vector<int64_t> &positions() const { return positions_; }
+  int64_t count() const { return static_cast<int64_t>(positions_.size()); }
   int32_t eod() const { return eod_; }
 
 private:
-  std::vector<std::vector<int32_t>> documents_;
+  std::shared_ptr<const TokenSource> source_; // none: known by their lengths only
+  std::vector<int64_t> first_;                // each document's first token in the source
   std::vector<int64_t> positions_;
+  int64_t vocab_ = 0;
   int32_t eod_ = 0;
 };
 
@@ -121,7 +132,7 @@ public:
   /// Per micro-batch: the step's batch of each shape it uses (in the order they run: Step::shapes), each scored
   /// over the whole step's real tokens.
   std::vector<std::pair<size_t, Batch>> batchesFor(int64_t step) const;
-  int64_t pieceCount() const { return static_cast<int64_t>(pieces_.size()); }
+  int64_t pieceCount() const { return pieceCount_; }
   /// The micro-batch indices of shape `shape`'s pipelines that run in `step` (that hold a
   /// piece in some pipeline, and index 0 always: runtime/Run.h, skipEmptyMicrobatches), and
   /// how many the pipelines have at most; {0, 0} for a shape without pipelines.
@@ -142,12 +153,17 @@ private:
   Step nextStep();              // --granularity step
   Step nextStepPerMicroBatch(); // --granularity micro-batch
   Batch batchOf(const Step &step, size_t shape) const;
+  // The next piece of the corpus (it repeats), and past it.
+  Piece nextPiece() const;
+  void takePiece();
   const Documents &documents_;
   std::vector<DocumentShape> shapes_;
   DocumentOptions options_;
-  std::vector<Piece> pieces_; // the corpus in pieces, in order
+  int64_t cut_ = 0;        // pieces are of at most this many positions (the longest S)
+  int64_t pieceCount_ = 0; // the corpus's pieces
   std::vector<Step> steps_;
-  int64_t next_ = 0; // the first piece of the step after the last one laid out
+  int64_t next_ = 0;                 // pieces taken by the steps laid out
+  int64_t document_ = 0, begin_ = 0; // where the next piece starts
 };
 
 /// "12 documents, 3,412 tokens; lengths: min 3, median 210, p90 1,800, max 9,000" for a

@@ -11,6 +11,7 @@
 #include <map>
 #include <random>
 #include <set>
+#include <sstream>
 #include <tuple>
 
 using namespace hspmd;
@@ -34,7 +35,9 @@ std::string loadError(const std::string &path, int64_t vocab = 256, int32_t eod 
 }
 
 std::vector<int32_t> bytes(const std::string &text, int32_t eod = 0) {
-  std::vector<int32_t> out(text.begin(), text.end());
+  std::vector<int32_t> out;
+  for (const unsigned char c : text)
+    out.push_back(c);
   out.push_back(eod);
   return out;
 }
@@ -44,9 +47,9 @@ std::vector<int32_t> bytes(const std::string &text, int32_t eod = 0) {
 TEST(Documents, PlainTextDocumentsAreSeparatedByBlankLines) {
   const std::string path = write("plain.txt", "one\ntwo\n\n  \t\nthree\n\n\n");
   const Documents documents = Documents::load(path, 256, 0);
-  ASSERT_EQ(documents.documents().size(), 2u);
-  EXPECT_EQ(documents.documents()[0], bytes("one\ntwo"));
-  EXPECT_EQ(documents.documents()[1], bytes("three"));
+  ASSERT_EQ(documents.count(), 2);
+  EXPECT_EQ(documents.tokens(0), bytes("one\ntwo"));
+  EXPECT_EQ(documents.tokens(1), bytes("three"));
   // What hspmc train prints of them: each document's positions (its tokens before its end).
   EXPECT_EQ(describeDocuments(documents), "2 documents, 12 tokens; lengths: min 5, median 5, p90 5, max 7");
   const std::string one = write("one.txt", "a");
@@ -59,12 +62,14 @@ TEST(Documents, PlainTextDocumentsAreSeparatedByBlankLines) {
 TEST(Documents, JsonlAndTokenFiles) {
   const std::string jsonl = write("d.jsonl", "{\"text\": \"ab\"}\n\n{\"text\": \"\"}\n{\"text\": \"c\"}\n");
   const Documents a = Documents::load(jsonl, 256, 0);
-  ASSERT_EQ(a.documents().size(), 2u); // the empty text is no document
-  EXPECT_EQ(a.documents()[1], bytes("c"));
+  ASSERT_EQ(a.count(), 2); // the empty text is no document
+  EXPECT_EQ(a.tokens(1), bytes("c"));
   // uint16 tokens 5 7 9 | 9 | 4 (the last without its end): documents end at each 9.
   const std::string tokens = write("t.bin", std::string("\x05\0\x07\0\x09\0\x09\0\x04\0", 10));
   const Documents b = Documents::load(tokens, 16, 9);
-  EXPECT_EQ(b.documents(), (std::vector<std::vector<int32_t>>{{5, 7, 9}, {4, 9}}));
+  ASSERT_EQ(b.count(), 2);
+  EXPECT_EQ(b.tokens(0), (std::vector<int32_t>{5, 7, 9}));
+  EXPECT_EQ(b.tokens(1), (std::vector<int32_t>{4, 9}));
   std::filesystem::remove(jsonl);
   std::filesystem::remove(tokens);
 }
@@ -84,6 +89,121 @@ TEST(Documents, BadFilesAreErrorsWithTheirLine) {
   EXPECT_EQ(loadError("/nonexistent/docs.txt"), "/nonexistent/docs.txt: cannot open the data file");
   for (const auto &path : {nul, json, blank, wide, text})
     std::filesystem::remove(path);
+}
+
+namespace {
+
+// Plain text as documents, the rule read whole (as hspmd did before it read files where they
+// lie): lines of only spaces, tabs and carriage returns separate documents; a document's lines
+// are joined by '\n'; the first document holding a bad byte is the error, at its first line.
+std::pair<std::vector<std::vector<int32_t>>, std::string> wholeTextDocuments(const std::string &text, int64_t vocab,
+                                                                             int32_t eod) {
+  std::vector<std::vector<int32_t>> documents;
+  std::string document;
+  int first = 0, number = 0;
+  std::string error;
+  auto finish = [&] {
+    if (document.empty() || !error.empty())
+      return document.clear();
+    for (const unsigned char c : document)
+      if (c == eod || c >= vocab) {
+        error =
+            ":" + std::to_string(first) + ": " +
+            (c == eod ? "the text holds byte " + std::to_string(eod) +
+                            ", the end-of-document token; choose "
+                            "another with --eod"
+                      : "byte " + std::to_string(c) + " is outside the model's vocabulary of " + std::to_string(vocab));
+        return document.clear();
+      }
+    documents.push_back(bytes(document, eod));
+    document.clear();
+  };
+  std::istringstream lines(text + "\n");
+  for (std::string line; std::getline(lines, line);) {
+    ++number;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) {
+      finish();
+      continue;
+    }
+    if (document.empty())
+      first = number;
+    else
+      document += '\n';
+    document += line;
+  }
+  finish();
+  return {documents, error};
+}
+
+} // namespace
+
+// Text is read where it lies, a chunk at a time: random texts of blanks, newlines, letters,
+// the end-of-document byte and bytes outside a small vocabulary give the documents (or the
+// error) of the text read whole, and so does a text whose documents straddle the chunks.
+TEST(Documents, TextReadWhereItLiesIsTheTextReadWhole) {
+  std::mt19937 random(11);
+  const std::string alphabet("ab \t\r\n\n\n\0\xc8", 10);
+  int errors = 0, documents = 0;
+  for (int trial = 0; trial < 2000; ++trial) {
+    std::string text;
+    for (int i = 0, n = static_cast<int>(random() % 40); i < n; ++i)
+      text += alphabet[random() % (trial % 3 == 0 ? 7 : alphabet.size())]; // a third without bad bytes
+    const int64_t vocab = trial % 2 ? 256 : 128;
+    const int32_t eod = trial % 5 == 4 ? ' ' : 0;
+    const std::string path = write("random.txt", text);
+    const auto [expected, error] = wholeTextDocuments(text, vocab, eod);
+    const std::string expectedError = !error.empty() ? path + error
+                                      : expected.empty()
+                                          ? path + ": no documents (a document has at least one token before its end)"
+                                          : "(no error)";
+    EXPECT_EQ(loadError(path, vocab, eod), expectedError) << "text '" << text << "'";
+    if (expectedError == "(no error)") {
+      const Documents read = Documents::load(path, vocab, eod);
+      ASSERT_EQ(read.count(), static_cast<int64_t>(expected.size())) << "text '" << text << "'";
+      for (size_t d = 0; d < expected.size(); ++d)
+        EXPECT_EQ(read.tokens(static_cast<int64_t>(d)), expected[d]) << "text '" << text << "'";
+      documents += static_cast<int>(expected.size());
+    } else {
+      ++errors;
+    }
+    std::filesystem::remove(path);
+  }
+  EXPECT_GT(errors, 100);
+  EXPECT_GT(documents, 1000);
+  // Documents of 1 to 300000 bytes, 3 MiB in all: some cross the 1 MiB chunks.
+  std::string large;
+  while (large.size() < (size_t{3} << 20)) {
+    const size_t length = 1 + random() % 300000;
+    for (size_t i = 0; i < length; ++i)
+      large += i % 61 == 60 ? '\n' : static_cast<char>('a' + random() % 26);
+    large += random() % 2 ? "\n\n" : "\r\n \n";
+  }
+  const std::string path = write("large.txt", large);
+  const Documents read = Documents::load(path, 256, 0);
+  const auto expected = wholeTextDocuments(large, 256, 0).first;
+  ASSERT_EQ(read.count(), static_cast<int64_t>(expected.size()));
+  for (size_t d = 0; d < expected.size(); ++d)
+    EXPECT_EQ(read.tokens(static_cast<int64_t>(d)), expected[d]) << "document " << d;
+  std::filesystem::remove(path);
+}
+
+// The steps read their documents from the file: one cut short under the run is an error where
+// it is read, not other documents.
+TEST(Documents, ADocumentFileThatChangesWhileTrainingIsAnError) {
+  const std::string path = write("changing.txt", "first document\n\nsecond document\n");
+  const Documents documents = Documents::load(path, 256, 0);
+  DocumentSteps steps(documents, 2, 8, {0, 0, DocumentLayout::Packed});
+  steps.prepare(2);
+  EXPECT_EQ(steps.batchFor(0).inputs.at("tokens")[0], 'f');
+  std::filesystem::resize_file(path, 3);
+  try {
+    steps.batchFor(1);
+    ADD_FAILURE() << "a file cut short must fail";
+  } catch (const DataError &e) {
+    EXPECT_EQ(std::string(e.what()), path + ": the data file changed while training: it was written to after it was "
+                                            "opened, when it held 32 tokens");
+  }
+  std::filesystem::remove(path);
 }
 
 // Documents of 3, 5 and 2 positions (text of 3, 5, 2 tokens), S = 4: the 5 is cut into 4 + 1.
