@@ -73,12 +73,6 @@ int main(int argc, char **argv, const ModelInfo &model, const std::vector<Plan> 
     }
   }
   const bool nccl = backend == "nccl", mpi = backend == "mpi" || nccl;
-  if (nccl && (!failures.empty() || !recoverPlans.empty() || !faultTrace.empty())) {
-    std::cerr << argv[0]
-              << ": error: --backend nccl does not go on after a death yet: --fail, --fault-trace and "
-                 "--recover need --backend threads or mpi (docs/gpu.md)\n";
-    return 2;
-  }
   const bool leader = !mpi || launcherRank() <= 0;
   auto fail = [&](const std::string &message) {
     if (leader)

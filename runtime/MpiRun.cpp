@@ -314,10 +314,26 @@ private:
       }
     }
     if (dead >= 0)
-      throw CommError("device " + std::to_string(devices_[static_cast<size_t>(dead)]) + " stopped answering (no " +
-                      "heartbeat for " + formatSeconds(liveness_->limit) + " s)");
+      throw CommError(silentOne(dead));
   }
 
+  std::string silentOne(int rank) const {
+    return "device " + std::to_string(devices_[static_cast<size_t>(rank)]) + " stopped answering (no heartbeat for " +
+           formatSeconds(liveness_->limit) + " s)";
+  }
+
+public:
+  // A death that the heartbeats know of, outside a shielded section: what ends the NCCL
+  // backend's waits on the GPU (GpuNccl.h), whose peers the host does not know, at once rather
+  // than at the timeout, so that the survivors recover.
+  std::string stopped() const override {
+    if (!liveness_ || liveness_->shielded)
+      return {};
+    const int dead = liveness_->suspect();
+    return dead < 0 ? std::string() : silentOne(dead);
+  }
+
+private:
   // Receives one message that has arrived from `source` (or any rank), if there is one, and
   // files it by its sender and tag. The receive is matched to the probe and polled: a sender
   // that dies halfway through a large message leaves it unfinished, and the wait notices.

@@ -833,6 +833,12 @@ RunResult train(World &world, const RunPlans &given, const ModelInfo &model, con
         }
         if (plans.recoveries.empty() && !chosen)
           throw RunError(why + "; the run stops (no --recover plan to go on with)");
+        // After a death the plan's communication is given up (the NCCL backend aborts its
+        // communicators: their calls with the dead device would never end, nor would their
+        // finalization); its state stays in the offload's memory to be moved, and the recovery
+        // plan makes communicators of its own among the survivors.
+        if (death && executor)
+          executor->abandon();
         const double began = since();
         live = world.agree(id);
         const double agreed = since();

@@ -5,7 +5,8 @@
 # compared with `hspmc train` (the CPU executor): within 1e-5 relative. Writes what it prints
 # to gpu-check-multi.txt (or $1). Their communication goes through the host. Then, where the
 # machine has a GPU per device, the NCCL backend: `mpirun -np N hspmc train PLAN --backend
-# nccl` (kernels and communication on the GPUs) against the same CPU losses.
+# nccl` (kernels and communication on the GPUs) against the same CPU losses, and, on four GPUs,
+# a recovery after a death on NCCL against the same recovery on the CPU.
 #
 # HSPMD_TARGET=cpu runs the same loop with CPU binaries (the losses then agree bit for bit):
 # a dry run of this script on any machine. HSPMD_PLANS="gpt/plans/tp2 ..." checks those only;
@@ -87,6 +88,30 @@ for plan in $plans; do
     ncclFailed=$((ncclFailed + 1))
   fi
 done
+# Going on after a death on NCCL: hetero4 on four GPUs, device 3 dies in step 4, and the
+# survivors recover onto pipeline2_recompute (its communicators made anew among them; those of
+# hetero4 aborted); the losses are those of the same recovery on CPU threads. hspmc starts
+# mpirun itself (--enable-recovery).
+if [ "$target" = cuda ]; then
+  recovery=(examples/gpt/plans/hetero4.hspmd --data "$data" --steps 10 --fail 4:3 --recover
+    examples/gpt/plans/pipeline2_recompute.hspmd)
+  if [ "$gpus" -lt 4 ]; then
+    echo "skip recovery on NCCL: it needs 4 GPUs, $gpus here"
+    ncclSkipped=$((ncclSkipped + 1))
+  elif ! "$hspmc" train "${recovery[@]}" --losses "$build/generated/recovery_cpu.json" > /dev/null 2>&1; then
+    echo "FAIL recovery on the CPU (threads)"
+    failed=$((failed + 1))
+  elif ! ran=$(timeout 300 "$hspmc" train "${recovery[@]}" --backend nccl --losses "$build/generated/recovery_nccl.json" 2>&1); then
+    echo "FAIL recovery on NCCL: $(printf '%s\n' "$ran" | grep -m1 'error:' || printf '%s\n' "$ran" | tail -3)"
+    ncclFailed=$((ncclFailed + 1))
+  elif verdict=$(compare "$build/generated/recovery_nccl.json" "$build/generated/recovery_cpu.json"); then
+    echo "ok   recovery on NCCL (hetero4, device 3 dies in step 4, onto pipeline2_recompute): $verdict"
+    ncclPassed=$((ncclPassed + 1))
+  else
+    echo "FAIL recovery on NCCL: $verdict"
+    ncclFailed=$((ncclFailed + 1))
+  fi
+fi
 echo "== gpu-check-multi finished in $(($(date +%s) - start)) s: $passed plans match the CPU executor, $failed do not"
 [ "$target" = cuda ] && echo "== NCCL backend: $ncclPassed plans match, $ncclFailed do not, $ncclSkipped need more GPUs"
 [ "$failed" = 0 ] && [ "$ncclFailed" = 0 ]

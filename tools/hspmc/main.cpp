@@ -396,11 +396,6 @@ int run(int argc, char **argv) {
       std::cerr << "hspmc train: error: --backend nccl runs every device on a GPU, and --device cpu asks for the CPU\n";
       return 2;
     }
-    if (nccl && (!trainFailures.empty() || !trainRecover.empty() || !trainFaultTrace.empty())) {
-      std::cerr << "hspmc train: error: --backend nccl does not go on after a death yet: --fail, --fault-trace and "
-                   "--recover need --backend threads or mpi (docs/gpu.md)\n";
-      return 2;
-    }
     if (trainDevice == "gpu" || nccl) {
       const std::string flag = nccl ? "--backend nccl" : "--device gpu";
 #ifdef HSPMD_HAVE_CUDA

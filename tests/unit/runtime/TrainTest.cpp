@@ -984,6 +984,69 @@ TEST(Offload, AFailedRunGivesUpTheOffloadsOfItsFailedDevices) {
   EXPECT_EQ(wentWell.abandoned[0] + wentWell.abandoned[1], 0);
 }
 
+// A recovery gives up the communication of the plan a device died in (the NCCL backend aborts
+// those communicators, whose calls with the dead device would never end) before the state is
+// moved out of the offloads, and the recovery plan's offloads are made anew and not given up; a
+// planned switch, where nobody died, gives up nothing. Here device 3 of hetero4 dies in step 4
+// and the survivors go on under pipeline2_recompute, with the losses of the run without offloads.
+TEST(Offload, ARecoveryGivesUpTheCommunicationOfThePlanADeviceDiedIn) {
+  auto hetero = compile("examples/gpt/plans/hetero4.hspmd");
+  auto pipeline = compile("examples/gpt/plans/pipeline2_recompute.hspmd");
+  ASSERT_TRUE(hetero->result.ok && pipeline->result.ok);
+  const std::map<int, ir::DeviceProgram> &before = hetero->result.programs.at(0);
+  struct Record {
+    std::mutex lock;
+    std::map<std::pair<bool, int>, int> abandoned; // (under hetero4, device) -> abandon() calls
+    std::map<std::pair<bool, int>, int> atTheEnd;  // ... when its offload was destroyed
+  };
+  struct Abandoning : runtime::HostOffload {
+    std::pair<bool, int> key;
+    Record &record;
+    Abandoning(const runtime::OffloadSite &site, bool first, Record &r)
+        : HostOffload(site.program), key(first, site.program.device), record(r) {}
+    ~Abandoning() override {
+      std::lock_guard<std::mutex> hold(record.lock);
+      record.atTheEnd[key] = record.abandoned[key];
+    }
+    void abandon() override {
+      std::lock_guard<std::mutex> hold(record.lock);
+      ++record.abandoned[key];
+    }
+  };
+  setenv("HSPMD_FUSION", "0", 1);
+  auto run = [&](Record *record) {
+    runtime::RunOptions options;
+    options.data = kData;
+    options.steps = 6;
+    options.faults = {runtime::Fault{4, 3, runtime::FaultPhase::Backward, 1, {}}};
+    if (record)
+      options.offload = [&, record](const runtime::OffloadSite &site) {
+        return std::make_unique<Abandoning>(site, &site.plan == &before, *record);
+      };
+    runtime::RunPlans plans{{&before, &pipeline->result.programs.at(0)}, {}, {}, {}};
+    plans.recoveries = {1};
+    return runtime::runThreads(plans, hetero->model, options).losses;
+  };
+  const std::vector<double> want = run(nullptr);
+  Record record;
+  EXPECT_EQ(run(&record), want);
+  unsetenv("HSPMD_FUSION");
+  EXPECT_EQ(want.size(), 6u);
+  for (int survivor : {0, 1, 2}) {
+    EXPECT_EQ(record.abandoned[std::make_pair(true, survivor)], 1) << "device " << survivor;
+    EXPECT_EQ(record.atTheEnd[std::make_pair(true, survivor)], 1)
+        << "device " << survivor; // given up before it was destroyed
+  }
+  EXPECT_EQ(record.abandoned[std::make_pair(true, 3)], 0); // the dead device's thread stopped where it died
+  int made = 0;
+  for (const auto &[key, calls] : record.atTheEnd)
+    if (!key.first) {
+      ++made;
+      EXPECT_EQ(calls, 0) << "device " << key.second << " under the recovery plan";
+    }
+  EXPECT_EQ(made, static_cast<int>(pipeline->result.programs.at(0).size()));
+}
+
 // The NCCL backend writes into the memory of the offload it wraps (a GPU's) by its own calls:
 // it tells that offload which instruction wrote (Offload::changed: a GPU offload's bf16 copies
 // of parameters follow it) and when a step begins. Under `zero`, the gathered parameters are
