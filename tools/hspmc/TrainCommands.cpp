@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -908,6 +909,10 @@ std::string shellWord(const std::string &text) {
   return quoted + "'";
 }
 
+// Where hspmc build has CMake build the generated code, beside the binary it names after the
+// plan: a name no plan has (a plan's name is an identifier), so that a plan named `build` builds.
+constexpr const char *kCmakeBuild = "cmake-build";
+
 // Compiles FILE under its plan for training and writes (and builds) the generated C++.
 int runBuild(const std::string &file, const std::vector<std::string> &planFiles, const std::string &target,
              const std::string &outDir, bool compile, const std::vector<std::string> &also) {
@@ -927,6 +932,12 @@ int runBuild(const std::string &file, const std::vector<std::string> &planFiles,
     return code;
   const auto &build = t.build;
   const std::string name = build->plans[0].name;
+  if (name.size() > NAME_MAX) { // the binary is named after the plan
+    std::cerr << t.plan().loc.str() << ": error: plan '" << name.substr(0, 16) << "...' has a name of " << name.size()
+              << " bytes: hspmc build names the binary after its plan, and a file name holds at most " << NAME_MAX
+              << "\n";
+    return 1;
+  }
   // The plans the binary can switch to (--also), each compiled and checked like the first.
   std::vector<std::unique_ptr<TrainingBuild>> others;
   std::vector<codegen::PlanToBuild> plans = {{&t.programs(), &t.plan()}};
@@ -974,7 +985,7 @@ int runBuild(const std::string &file, const std::vector<std::string> &planFiles,
       codegen::generate(plans, driver::modelInfo(*build->graph), name,
                         codegen::Toolchain{HSPMD_SOURCE_DIR, HSPMD_BINARY_DIR, ncclLibrary}, kind, gpuTypes.types);
   {
-    std::vector<std::string> written = {"build.log", "build", name};
+    std::vector<std::string> written = {"build.log", kCmakeBuild, name};
     for (const auto &[path, text] : files)
       written.push_back(path);
     if (std::string why = outputDirProblem(outDir, written); !why.empty()) {
@@ -1004,7 +1015,7 @@ int runBuild(const std::string &file, const std::vector<std::string> &planFiles,
   if (!compile)
     return 0;
   const std::string log = (std::filesystem::path(outDir) / "build.log").string();
-  const std::string buildDir = (std::filesystem::path(outDir) / "build").string();
+  const std::string buildDir = (std::filesystem::path(outDir) / kCmakeBuild).string();
   const std::string command = "cmake -S " + shellWord(outDir) + " -B " + shellWord(buildDir) +
                               " -G Ninja -DCMAKE_BUILD_TYPE=Release > " + shellWord(log) + " 2>&1 && cmake --build " +
                               shellWord(buildDir) + " >> " + shellWord(log) + " 2>&1";

@@ -1558,6 +1558,43 @@ TEST(Cli, BuildRefusesAnOutputDirectoryItDidNotWrite) {
   EXPECT_EQ(again.code, 0) << again.output;
 }
 
+// The binary is named after its plan: a name longer than a file name may be is an error at the
+// plan, before anything is written (it was "compiling the generated code failed", ninja's
+// "File name too long" in the log).
+namespace {
+
+// examples/gpt/plans/single.hspmd under another name, in build/.
+void writeSingleNamed(const std::string &path, const std::string &name) {
+  std::ofstream(path) << "import \"../examples/gpt/tiny_gpt.hspmd\"\n\nplan " << name
+                      << " for TinyGPT {\n  cluster \"../examples/clusters/cpu4.toml\"\n  bind B = 8, S = 64\n  "
+                         "pipeline main share 1 microbatches 1 {\n    stage devices [0] layers blocks with wte, lnf\n  "
+                         "}\n}\n";
+}
+
+} // namespace
+
+TEST(Cli, BuildRefusesAPlanNameTooLongForAFileName) {
+  const std::string name = "p" + std::string(299, 'x');
+  writeSingleNamed("build/cli_long_name.hspmd", name);
+  std::filesystem::remove_all("build/cli_long_name");
+  expectRun("build build/cli_long_name.hspmd --no-compile -o build/cli_long_name", 1,
+            "build/cli_long_name.hspmd:3:6: error: plan 'pxxxxxxxxxxxxxxx...' has a name of 300 bytes: hspmc build "
+            "names the binary after its plan, and a file name holds at most 255\n");
+  EXPECT_FALSE(std::filesystem::exists("build/cli_long_name"));
+}
+
+// A plan named `build` builds: CMake's folder beside the binary has a name no plan can have
+// (it was build/, and copying the binary onto it failed with "Invalid argument").
+TEST(Cli, APlanNamedBuildBuilds) {
+  writeSingleNamed("build/cli_plan_build.hspmd", "build");
+  std::filesystem::remove_all("build/cli_plan_build");
+  const CliRun built = hspmc("build build/cli_plan_build.hspmd -o build/cli_plan_build");
+  ASSERT_EQ(built.code, 0) << built.output;
+  const CliRun ran = shell("build/cli_plan_build/build --data examples/data/gpl-3.txt --steps 1");
+  EXPECT_EQ(ran.code, 0) << ran.output;
+  EXPECT_NE(ran.output.find("step 1/1  loss "), std::string::npos) << ran.output;
+}
+
 // hspmc simulate --trace checks its file before it compiles (before: an uncaught exception
 // after the simulation, and an abort).
 TEST(Cli, SimulateChecksItsTraceFile) {
