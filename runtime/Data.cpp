@@ -212,7 +212,7 @@ void TokenSource::read(int64_t first, int64_t n, int32_t *out, int64_t vocab) co
     return DataError(name_ +
                      ": the data file changed while training: it was written to after it was opened, when it "
                      "held " +
-                     ir::counted(count_, "token"));
+                     ir::counted(count_, "token") + " (train on a copy that nothing writes to)");
   };
   struct stat status {};
   if (::fstat(fd_, &status) != 0 || modifiedNs(status) != modified_ ||

@@ -131,8 +131,8 @@ TEST(Data, AFileThatChangesWhileTrainingIsAnError) {
     }
     return std::string("(no error)");
   };
-  const std::string changed =
-      path + ": the data file changed while training: it was written to after it was opened, when it held 10 tokens";
+  const std::string changed = path + ": the data file changed while training: it was written to after it was opened, "
+                                     "when it held 10 tokens (train on a copy that nothing writes to)";
   overwrite("x", opened + std::chrono::seconds(1)); // a token of the vocabulary, a second later
   EXPECT_EQ(errorOf(0, 1), changed);
   overwrite("z", opened); // 122: outside the vocabulary of 120, at the time it was opened
