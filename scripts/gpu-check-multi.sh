@@ -45,6 +45,22 @@ sys.exit(0 if worst <= 1e-5 else 1)
 PY
 }
 passed=0 failed=0 ncclPassed=0 ncclFailed=0 ncclSkipped=0
+# nccl_check WHAT LOSSES WANT COMMAND...: runs COMMAND --losses LOSSES (NCCL training) and
+# compares its losses with those of WANT.
+nccl_check() {
+  local what=$1 losses=$2 want=$3 ran verdict
+  shift 3
+  if ! ran=$(timeout 300 "$@" --losses "$losses" 2>&1); then
+    echo "FAIL $what: $(printf '%s\n' "$ran" | grep -m1 'error:' || printf '%s\n' "$ran" | tail -3)"
+    ncclFailed=$((ncclFailed + 1))
+  elif verdict=$(compare "$losses" "$want"); then
+    echo "ok   $what: $verdict"
+    ncclPassed=$((ncclPassed + 1))
+  else
+    echo "FAIL $what: $verdict"
+    ncclFailed=$((ncclFailed + 1))
+  fi
+}
 for plan in $plans; do
   file=examples/$plan.hspmd dir=$build/generated/multi_$(basename "$plan")
   rm -rf "$dir"
@@ -76,17 +92,8 @@ for plan in $plans; do
     ncclSkipped=$((ncclSkipped + 1))
     continue
   fi
-  if ! ran=$(timeout 300 mpirun "${root[@]}" -np "$devices" "$hspmc" train "$file" --backend nccl --data "$data" \
-    --steps 10 --losses "$dir/nccl.json" 2>&1); then
-    echo "FAIL $plan on NCCL ($devices GPUs): $(printf '%s\n' "$ran" | grep -m1 'error:' || printf '%s\n' "$ran" | tail -3)"
-    ncclFailed=$((ncclFailed + 1))
-  elif verdict=$(compare "$dir/nccl.json" "$dir/cpu.json"); then
-    echo "ok   $plan on NCCL ($devices GPUs): $verdict"
-    ncclPassed=$((ncclPassed + 1))
-  else
-    echo "FAIL $plan on NCCL ($devices GPUs): $verdict"
-    ncclFailed=$((ncclFailed + 1))
-  fi
+  nccl_check "$plan on NCCL ($devices GPUs)" "$dir/nccl.json" "$dir/cpu.json" \
+    mpirun "${root[@]}" -np "$devices" "$hspmc" train "$file" --backend nccl --data "$data" --steps 10
 done
 # Going on after a death on NCCL: hetero4 on four GPUs, device 3 dies in step 4, and the
 # survivors recover onto pipeline2_recompute (its communicators made anew among them; those of
@@ -101,15 +108,10 @@ if [ "$target" = cuda ]; then
   elif ! "$hspmc" train "${recovery[@]}" --losses "$build/generated/recovery_cpu.json" > /dev/null 2>&1; then
     echo "FAIL recovery on the CPU (threads)"
     failed=$((failed + 1))
-  elif ! ran=$(timeout 300 "$hspmc" train "${recovery[@]}" --backend nccl --losses "$build/generated/recovery_nccl.json" 2>&1); then
-    echo "FAIL recovery on NCCL: $(printf '%s\n' "$ran" | grep -m1 'error:' || printf '%s\n' "$ran" | tail -3)"
-    ncclFailed=$((ncclFailed + 1))
-  elif verdict=$(compare "$build/generated/recovery_nccl.json" "$build/generated/recovery_cpu.json"); then
-    echo "ok   recovery on NCCL (hetero4, device 3 dies in step 4, onto pipeline2_recompute): $verdict"
-    ncclPassed=$((ncclPassed + 1))
   else
-    echo "FAIL recovery on NCCL: $verdict"
-    ncclFailed=$((ncclFailed + 1))
+    nccl_check "recovery on NCCL (hetero4, device 3 dies in step 4, onto pipeline2_recompute)" \
+      "$build/generated/recovery_nccl.json" "$build/generated/recovery_cpu.json" \
+      "$hspmc" train "${recovery[@]}" --backend nccl
   fi
 fi
 echo "== gpu-check-multi finished in $(($(date +%s) - start)) s: $passed plans match the CPU executor, $failed do not"

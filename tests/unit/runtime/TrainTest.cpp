@@ -942,34 +942,43 @@ TEST(Offload, SwitchesAndRecoversAsTheExecutorDoes) {
 // offload is destroyed, and a run that goes well gives up none: the NCCL backend then aborts
 // its communicators at once rather than finalizing them, which waits for peers that may never
 // come (GpuNccl.h). Here device 1 dies in step 2 and the run does not recover: device 0 fails.
+namespace {
+
+// The abandon() calls of the offloads of a run, by a key of the test's (the device, ...), and
+// how many there had been when each offload was destroyed.
+template <typename Key> struct AbandonRecord {
+  std::mutex lock;
+  std::map<Key, int> abandoned, atTheEnd;
+};
+
+// An offload of the tests that counts its abandon() calls in an AbandonRecord.
+template <typename Key> struct Abandoning : runtime::HostOffload {
+  Key key;
+  AbandonRecord<Key> &record;
+  Abandoning(const ir::DeviceProgram &p, Key k, AbandonRecord<Key> &r) : HostOffload(p), key(k), record(r) {}
+  ~Abandoning() override {
+    std::lock_guard<std::mutex> hold(record.lock);
+    record.atTheEnd[key] = record.abandoned[key];
+  }
+  void abandon() override {
+    std::lock_guard<std::mutex> hold(record.lock);
+    ++record.abandoned[key];
+  }
+};
+
+} // namespace
+
 TEST(Offload, AFailedRunGivesUpTheOffloadsOfItsFailedDevices) {
   auto c = compile("examples/gpt/plans/tp2.hspmd");
   ASSERT_TRUE(c->result.ok);
-  struct Record {
-    std::mutex lock;
-    std::map<int, int> abandoned; // device -> abandon() calls
-    std::map<int, int> atTheEnd;  // device -> abandon() calls when its offload was destroyed
-  };
-  struct Abandoning : runtime::HostOffload {
-    int device;
-    Record &record;
-    Abandoning(const ir::DeviceProgram &p, Record &r) : HostOffload(p), device(p.device), record(r) {}
-    ~Abandoning() override {
-      std::lock_guard<std::mutex> hold(record.lock);
-      record.atTheEnd[device] = record.abandoned[device];
-    }
-    void abandon() override {
-      std::lock_guard<std::mutex> hold(record.lock);
-      ++record.abandoned[device];
-    }
-  };
+  using Record = AbandonRecord<int>; // by device
   auto run = [&](Record &record, const std::vector<runtime::Fault> &faults) {
     runtime::RunOptions options;
     options.data = kData;
     options.steps = 3;
     options.faults = faults;
     options.offload = [&](const runtime::OffloadSite &site) {
-      return std::make_unique<Abandoning>(site.program, record);
+      return std::make_unique<Abandoning<int>>(site.program, site.program.device, record);
     };
     return runtime::runThreads(c->result.programs.at(0), c->model, options);
   };
@@ -994,25 +1003,8 @@ TEST(Offload, ARecoveryGivesUpTheCommunicationOfThePlanADeviceDiedIn) {
   auto pipeline = compile("examples/gpt/plans/pipeline2_recompute.hspmd");
   ASSERT_TRUE(hetero->result.ok && pipeline->result.ok);
   const std::map<int, ir::DeviceProgram> &before = hetero->result.programs.at(0);
-  struct Record {
-    std::mutex lock;
-    std::map<std::pair<bool, int>, int> abandoned; // (under hetero4, device) -> abandon() calls
-    std::map<std::pair<bool, int>, int> atTheEnd;  // ... when its offload was destroyed
-  };
-  struct Abandoning : runtime::HostOffload {
-    std::pair<bool, int> key;
-    Record &record;
-    Abandoning(const runtime::OffloadSite &site, bool first, Record &r)
-        : HostOffload(site.program), key(first, site.program.device), record(r) {}
-    ~Abandoning() override {
-      std::lock_guard<std::mutex> hold(record.lock);
-      record.atTheEnd[key] = record.abandoned[key];
-    }
-    void abandon() override {
-      std::lock_guard<std::mutex> hold(record.lock);
-      ++record.abandoned[key];
-    }
-  };
+  using Key = std::pair<bool, int>; // (under hetero4, device)
+  using Record = AbandonRecord<Key>;
   setenv("HSPMD_FUSION", "0", 1);
   auto run = [&](Record *record) {
     runtime::RunOptions options;
@@ -1021,7 +1013,8 @@ TEST(Offload, ARecoveryGivesUpTheCommunicationOfThePlanADeviceDiedIn) {
     options.faults = {runtime::Fault{4, 3, runtime::FaultPhase::Backward, 1, {}}};
     if (record)
       options.offload = [&, record](const runtime::OffloadSite &site) {
-        return std::make_unique<Abandoning>(site, &site.plan == &before, *record);
+        return std::make_unique<Abandoning<Key>>(site.program, Key(&site.plan == &before, site.program.device),
+                                                 *record);
       };
     runtime::RunPlans plans{{&before, &pipeline->result.programs.at(0)}, {}, {}, {}};
     plans.recoveries = {1};
