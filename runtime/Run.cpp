@@ -1427,7 +1427,7 @@ std::optional<int64_t> hostMemoryFree() {
   return (available + std::max<int64_t>(swap, 0)) * 1024;
 }
 
-std::string hostMemoryProblem(const RunPlans &plans, std::optional<int64_t> free) {
+std::string hostMemoryProblem(const RunPlans &plans, std::optional<int64_t> free, HostRun run) {
   if (!free)
     return "";
   int64_t most = 0;
@@ -1450,11 +1450,15 @@ std::string hostMemoryProblem(const RunPlans &plans, std::optional<int64_t> free
   };
   const std::string name =
       at < plans.names.size() && !plans.names[at].empty() ? "plan '" + plans.names[at] + "'" : "the plan";
-  return "a threads run holds every device's memory in this process: the arenas of " + name + " (" +
-         ir::counted(static_cast<int64_t>(plans.plans[at]->size()), "device") + ") need " + gib(most) +
-         ", but this machine has " + gib(*free) +
-         " free (MemAvailable and SwapFree in /proc/meminfo); train it where the memory is (--backend mpi, a "
-         "process per device, over several machines)";
+  const std::string devices = ir::counted(static_cast<int64_t>(plans.plans[at]->size()), "device");
+  return (run == HostRun::Threads ? "a threads run holds every device's memory in this process"
+                                  : "hspmc starts mpirun with every process on this machine") +
+         std::string(": the arenas of ") + name + " (" + devices + ") need " + gib(most) + ", but this machine has " +
+         gib(*free) + " free (MemAvailable and SwapFree in /proc/meminfo); " +
+         (run == HostRun::Threads
+              ? "train it where the memory is (--backend mpi, a process per device, over several machines)"
+              : "start mpirun yourself over machines that have the memory (mpirun -np " +
+                    std::to_string(plans.devices().size()) + " --hostfile FILE hspmc train ...)");
 }
 
 RunResult runThreads(const RunPlans &plans, const ModelInfo &model, const RunOptions &options) {

@@ -245,10 +245,13 @@ RunResult runThreads(const RunPlans &plans, const ModelInfo &model, const RunOpt
 /// The bytes of memory this machine has free: /proc/meminfo's MemAvailable plus SwapFree
 /// (nullopt where it cannot be read).
 std::optional<int64_t> hostMemoryFree();
+/// Where a run's devices are on this machine: threads of this process, or a process each that
+/// hspmc starts under mpirun itself (hspmc train --backend mpi outside mpirun: all on this machine).
+enum class HostRun { Threads, LocalMpi };
 /// "" where the largest of the plans' sums of their devices' arenas (the memory plans' peaks,
-/// a lower bound of what a threads run allocates) fits in `free` bytes (nullopt: unknown, ""),
+/// a lower bound of what the run allocates) fits in `free` bytes (nullopt: unknown, ""),
 /// otherwise why not.
-std::string hostMemoryProblem(const RunPlans &plans, std::optional<int64_t> free);
+std::string hostMemoryProblem(const RunPlans &plans, std::optional<int64_t> free, HostRun run = HostRun::Threads);
 
 /// Prints the progress line of step s (from 0) when it is due: the first and last steps and
 /// about 20 in between. The loss shown is the mean of the steps since the previous line.

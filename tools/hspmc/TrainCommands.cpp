@@ -367,6 +367,12 @@ int train(const std::string &file, const std::vector<std::string> &planFiles, ru
     // A spare process for each return (a `join` in the fault trace).
     const auto spares = std::count_if(run.faults.begin(), run.faults.end(),
                                       [](const runtime::Fault &f) { return f.phase == runtime::FaultPhase::Join; });
+    // Every process on this machine: arenas that do not fit it are refused before mpirun starts
+    // (each process would find the memory free, and the system kill them midway).
+    if (std::string problem =
+            runtime::hostMemoryProblem(runPlans, runtime::hostMemoryFree(), runtime::HostRun::LocalMpi);
+        !problem.empty())
+      return fail(problem);
     return runtime::launchUnderMpirun(command, static_cast<int>(runPlans.devices().size() + spares), elastic);
   }
   if (mpi && elastic) {

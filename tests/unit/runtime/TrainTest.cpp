@@ -267,8 +267,9 @@ TEST(Training, BadInputFailsWithAClearError) {
   std::filesystem::remove(path);
 }
 
-// A threads run holds every device's arena: where the largest plan's arenas do not fit the
-// memory free, it is refused before anything is allocated (it was killed by the system midway).
+// A threads run holds every device's arena, and an MPI run that hspmc starts has every process
+// on this machine: where the largest plan's arenas do not fit the memory free, it is refused
+// before anything is allocated (it was killed by the system midway).
 TEST(Training, ArenasThatDoNotFitTheMachineAreRefused) {
   std::map<int, ir::DeviceProgram> small, large;
   for (int device : {0, 1, 2}) {
@@ -282,6 +283,11 @@ TEST(Training, ArenasThatDoNotFitTheMachineAreRefused) {
             "a threads run holds every device's memory in this process: the arenas of plan 'large' (3 devices) "
             "need 3.0 GiB, but this machine has 2.0 GiB free (MemAvailable and SwapFree in /proc/meminfo); train "
             "it where the memory is (--backend mpi, a process per device, over several machines)");
+  // hspmc train --backend mpi outside mpirun: every process on this machine.
+  EXPECT_EQ(runtime::hostMemoryProblem(plans, int64_t{2} << 30, runtime::HostRun::LocalMpi),
+            "hspmc starts mpirun with every process on this machine: the arenas of plan 'large' (3 devices) need "
+            "3.0 GiB, but this machine has 2.0 GiB free (MemAvailable and SwapFree in /proc/meminfo); start mpirun "
+            "yourself over machines that have the memory (mpirun -np 3 --hostfile FILE hspmc train ...)");
   ASSERT_TRUE(runtime::hostMemoryFree().has_value()) << "this machine has /proc/meminfo";
   EXPECT_GT(*runtime::hostMemoryFree(), 0);
 }

@@ -1186,24 +1186,31 @@ TEST(Cli, AnMpiRunSurvivesAKillFromOutside) {
 // so declared ran for minutes, swelling, until the system killed it).
 TEST(Cli, ATrainingRunTooLargeForThisMachineIsRefused) {
   ASSERT_EQ(hspmc("lint tests/cli/too_large_for_this_machine.hspmd").code, 0);
-  const CliRun run = hspmc("train tests/cli/too_large_for_this_machine.hspmd --data examples/data/gpl-3.txt");
-  EXPECT_EQ(run.code, 1) << run.output;
-  const std::string said = "hspmc train: error: a threads run holds every device's memory in this process: the "
-                           "arenas of plan 'huge' (1 device) need ";
-  const size_t at = run.output.find(said);
-  ASSERT_NE(at, std::string::npos) << run.output;
-  // "need N GiB, but this machine has F GiB free (...)": N is more than F.
-  std::istringstream rest(run.output.substr(at + said.size()));
-  double need = 0, free = 0;
-  std::string gib, but, thisWord, machine, has;
-  ASSERT_TRUE(rest >> need >> gib >> but >> thisWord >> machine >> has >> free) << run.output;
-  EXPECT_EQ(gib + " " + but + " " + thisWord + " " + machine + " " + has, "GiB, but this machine has");
-  EXPECT_GT(need, free);
-  EXPECT_GT(free, 0);
-  const std::string last = " GiB free (MemAvailable and SwapFree in /proc/meminfo); train it where the memory is "
-                           "(--backend mpi, a process per device, over several machines)\n";
-  EXPECT_TRUE(run.output.size() > last.size() && run.output.substr(run.output.size() - last.size()) == last)
-      << run.output;
+  const std::string train = "train tests/cli/too_large_for_this_machine.hspmd --data examples/data/gpl-3.txt";
+  // On threads; and on MPI where hspmc starts mpirun, every process on this machine.
+  for (const auto &[options, first, last] :
+       {std::tuple<std::string, std::string, std::string>{
+            "", "a threads run holds every device's memory in this process",
+            "train it where the memory is (--backend mpi, a process per device, over several machines)"},
+        {" --backend mpi", "hspmc starts mpirun with every process on this machine",
+         "start mpirun yourself over machines that have the memory (mpirun -np 1 --hostfile FILE hspmc train ...)"}}) {
+    const CliRun run = hspmc(train + options);
+    EXPECT_EQ(run.code, 1) << run.output;
+    const std::string said = "hspmc train: error: " + first + ": the arenas of plan 'huge' (1 device) need ";
+    const size_t at = run.output.find(said);
+    ASSERT_NE(at, std::string::npos) << run.output;
+    // "need N GiB, but this machine has F GiB free (...)": N is more than F.
+    std::istringstream rest(run.output.substr(at + said.size()));
+    double need = 0, free = 0;
+    std::string gib, but, thisWord, machine, has;
+    ASSERT_TRUE(rest >> need >> gib >> but >> thisWord >> machine >> has >> free) << run.output;
+    EXPECT_EQ(gib + " " + but + " " + thisWord + " " + machine + " " + has, "GiB, but this machine has");
+    EXPECT_GT(need, free);
+    EXPECT_GT(free, 0);
+    const std::string end = " GiB free (MemAvailable and SwapFree in /proc/meminfo); " + last + "\n";
+    EXPECT_TRUE(run.output.size() > end.size() && run.output.substr(run.output.size() - end.size()) == end)
+        << run.output;
+  }
 }
 
 // A process killed from outside a run that cannot survive it (no --recover): mpirun ends the
