@@ -59,10 +59,10 @@ std::vector<uint32_t> decodeTokens(const std::string &path, const std::string &b
 }
 
 void forEachJsonlText(const std::string &path, const std::string &bytes,
-                      const std::function<void(const std::string &text, int line)> &each) {
+                      const std::function<void(const std::string &text, int64_t line)> &each) {
   std::istringstream lines(bytes);
   std::string line;
-  for (int number = 1; std::getline(lines, line); ++number) {
+  for (int64_t number = 1; std::getline(lines, line); ++number) {
     if (line.find_first_not_of(" \t\r") == std::string::npos)
       continue;
     const std::string at = path + ":" + std::to_string(number) + ": ";
@@ -230,7 +230,7 @@ Dataset Dataset::load(const std::string &path, int64_t vocab) {
   std::shared_ptr<const TokenSource> source;
   if (isJsonl(path)) { // each text's bytes, then a newline
     std::vector<uint32_t> tokens;
-    forEachJsonlText(path, readDataFile(path), [&](const std::string &text, int) {
+    forEachJsonlText(path, readDataFile(path), [&](const std::string &text, int64_t) {
       for (const unsigned char c : text)
         tokens.push_back(c);
       tokens.push_back('\n');

@@ -49,7 +49,7 @@ bool isJsonl(const std::string &path);
 /// is not blank; DataError at PATH:LINE for a line that is not JSON or not an object with a
 /// string "text".
 void forEachJsonlText(const std::string &path, const std::string &bytes,
-                      const std::function<void(const std::string &text, int line)> &each);
+                      const std::function<void(const std::string &text, int64_t line)> &each);
 
 /// Tokens read where they lie, in a text file (a byte a token) or a token file (.bin,
 /// .u32.bin), or held in memory: the source of Dataset and Documents (runtime/Documents.h).

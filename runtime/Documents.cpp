@@ -14,7 +14,7 @@ namespace hspmd::runtime {
 
 namespace {
 
-std::string where(const std::string &path, int line) {
+std::string where(const std::string &path, int64_t line) {
   return path + ":" + std::to_string(line) + ": ";
 }
 
@@ -110,12 +110,12 @@ private:
   int64_t vocab_;
   int32_t eod_;
   std::vector<int64_t> &first_, &positions_;
-  int line_ = 1;                    // the line being read
+  int64_t line_ = 1;                // the line being read (of a file of any size)
   int64_t lineStart_ = 0;           // its first byte
   bool blank_ = true;               // nothing but blanks in it so far
   std::optional<uint32_t> pending_; // the first of its blanks that a document may not hold
   bool open_ = false;               // a document is being read
-  int openLine_ = 0;                // its first line
+  int64_t openLine_ = 0;            // its first line
   int64_t start_ = 0, end_ = 0;     // its bytes
 };
 
@@ -134,7 +134,7 @@ Documents Documents::load(const std::string &path, int64_t vocab, int32_t eod) {
   };
   if (isJsonl(path)) { // held: each text's bytes
     std::vector<uint32_t> tokens;
-    forEachJsonlText(path, readDataFile(path), [&](const std::string &text, int line) {
+    forEachJsonlText(path, readDataFile(path), [&](const std::string &text, int64_t line) {
       if (text.empty())
         return;
       const std::string at = where(path, line);
