@@ -4,7 +4,10 @@
 // every device. Prints the median time of each phase at 16, 32, 64 and 128 layers (stage
 // boundaries scaled with the depth), then at 64 layers for 8 to 128 devices, each relative to
 // the smallest: growth is linear when the time ratio equals the size ratio. The reference
-// point: HSPMD reports up to about 10 s of graph specialization per strategy switch.
+// point: HSPMD reports up to about 10 s of graph specialization per strategy switch. Last,
+// data parallelism over many devices (the tiny GPT, one sample per device, its parameters
+// copied everywhere: each gradient is an all-reduce over every device) from 128 to 1024
+// devices, where the work of a reduction grows with the square of its devices.
 //
 //   build/bench/bench_deduce [repetitions]
 #include "passes/Pipeline.h"
@@ -12,6 +15,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -119,15 +123,29 @@ void writeCluster(int devices) {
     out << "[[nodes]]\ntype = \"H20\"\ndevices = " << std::min(8, devices - at) << "\n";
 }
 
+// The tiny GPT split by the batch over `devices` H100s, from one annotation of its tokens.
+std::string dataParallelPlan(int devices) {
+  const std::string cluster = "/tmp/hspmd_bench_dp_cluster_" + std::to_string(devices) + ".toml";
+  std::ofstream out(cluster);
+  out << "name = \"dp\"\ninter_node_gbps = 50.0\n";
+  for (int at = 0; at < devices; at += 8)
+    out << "[[nodes]]\ntype = \"H100\"\ndevices = " << std::min(8, devices - at) << "\n";
+  const std::string n = std::to_string(devices);
+  return "import \"" HSPMD_SOURCE_DIR "/examples/gpt/tiny_gpt.hspmd\"\nplan dp for TinyGPT {\n  cluster \"" + cluster +
+         "\"\n  bind B = " + n + ", S = 64\n  annotate tokens = [0.." + n + "]: S0\n}\n";
+}
+
 std::vector<Timing> table(const std::vector<std::pair<int, int>> &sizes, int repetitions, const char *label) {
   std::vector<Timing> medians;
   std::printf("%8s %6s %9s %9s %7s %7s %7s %7s %7s %8s %9s %8s\n", label, "ops", "elaborate", "autodiff", "lower",
               "deduce", "resolve", "verify", "special", "plan-mem", "verify-pr", "total");
   for (const auto &[layers, devices] : sizes) {
-    writeCluster(devices);
-    const std::string file =
-        "/tmp/hspmd_bench_deduce_" + std::to_string(layers) + "_" + std::to_string(devices) + ".hspmd";
-    std::ofstream(file) << planText(layers, devices);
+    const bool dp = std::string(label) == "dp";
+    if (!dp)
+      writeCluster(devices);
+    const std::string file = "/tmp/hspmd_bench_deduce_" + std::string(label) + "_" + std::to_string(layers) + "_" +
+                             std::to_string(devices) + ".hspmd";
+    std::ofstream(file) << (dp ? dataParallelPlan(devices) : planText(layers, devices));
     std::vector<Timing> runs;
     size_t ops = 0;
     for (int r = 0; r < repetitions; ++r)
@@ -173,5 +191,17 @@ int main(int argc, char **argv) {
   std::printf("\n48 devices, 64 layers: %.2f s from source to verified programs for all devices; HSPMD's reported "
               "specialization takes up to 10 s per strategy switch: %.0fx\n",
               l[2].total() / 1e3, 10.0 / (l[2].total() / 1e3));
+  const std::vector<int> replicas = {128, 256, 512, 1024};
+  std::vector<std::pair<int, int>> byReplicas;
+  for (int n : replicas)
+    byReplicas.push_back({8, n});
+  std::printf("\ndata parallel, tiny GPT (8 layers), one sample per device:\n");
+  auto r = table(byReplicas, repetitions, "dp");
+  std::printf("growth against %d devices (quadratic when the time ratio is the square of the device ratio):\n",
+              replicas[0]);
+  for (size_t i = 1; i < replicas.size(); ++i)
+    std::printf("  %4d devices: device ratio %5.2f (squared %6.2f), time ratio %6.2f\n", replicas[i],
+                static_cast<double>(replicas[i]) / replicas[0],
+                std::pow(static_cast<double>(replicas[i]) / replicas[0], 2), r[i].total() / r[0].total());
   return 0;
 }

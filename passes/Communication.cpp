@@ -99,13 +99,16 @@ public:
     const auto target = piecesOf(to, shape_);
     const bool sourcePartial = partialCount(source) > 1;
     const bool targetPartial = partialCount(target) > 1;
-    std::map<std::tuple<int, int, bool>, Message> messages;
+    // One message per (sender, receiver, add), its slices in the order they were sent; the
+    // messages in that key's order. Gathered as they come and merged at the end: a reduction
+    // over n devices sends n^2 of them, too many for a map's insertions.
+    std::vector<Message> sent;
     auto send = [&](const std::vector<const Piece *> &owners, int needer, const ir::Box &cell, bool add) {
       const Piece *best = links_.firstOwner ? owners.front() : nullptr;
       double bestBandwidth = -1, bestLoad = 0;
       for (const Piece *owner : links_.firstOwner ? std::vector<const Piece *>{} : owners) {
         double bandwidth = links_.bandwidth(owner->device, needer);
-        double load = load_[owner->device];
+        double load = loadOf(owner->device);
         if (!best || bandwidth > bestBandwidth || (bandwidth == bestBandwidth && load < bestLoad)) {
           best = owner;
           bestBandwidth = bandwidth;
@@ -115,13 +118,15 @@ public:
       const int64_t bytes = cell.numElements() * elementBytes_;
       if (bestBandwidth <= 0)
         bestBandwidth = links_.bandwidth(best->device, needer);
-      load_[best->device] += static_cast<double>(bytes) / bestBandwidth;
-      Message &message = messages[{best->device, needer, add}];
-      message.from = best->device;
-      message.to = needer;
-      message.add = add;
-      message.boxes.push_back(cell);
-      message.bytes += bytes;
+      loadOf(best->device) += static_cast<double>(bytes) / bestBandwidth;
+      if (sent.empty() || sent.back().from != best->device || sent.back().to != needer || sent.back().add != add) {
+        Message &message = sent.emplace_back();
+        message.from = best->device;
+        message.to = needer;
+        message.add = add;
+      }
+      sent.back().boxes.push_back(cell);
+      sent.back().bytes += bytes;
     };
     for (const Piece &need : target) {
       if (targetPartial && need.partial > 0 && !sourcePartial)
@@ -171,10 +176,29 @@ public:
         }
       }
     }
-    for (auto &[key, message] : messages) {
+    // Sorted by key, then by when they were sent (the index): the messages themselves move once.
+    std::vector<std::pair<uint64_t, uint32_t>> order(sent.size());
+    auto key = [](const Message &m) {
+      return (static_cast<uint64_t>(static_cast<uint32_t>(m.from)) << 33) |
+             (static_cast<uint64_t>(static_cast<uint32_t>(m.to)) << 1) | static_cast<uint64_t>(m.add);
+    };
+    for (size_t i = 0; i < sent.size(); ++i)
+      order[i] = {key(sent[i]), static_cast<uint32_t>(i)};
+    std::sort(order.begin(), order.end());
+    step.messages.reserve(sent.size());
+    for (size_t i = 0; i < order.size(); ++i) {
+      Message &message = sent[order[i].second];
+      if (i > 0 && order[i - 1].first == order[i].first) {
+        Message &into = step.messages.back();
+        into.boxes.insert(into.boxes.end(), message.boxes.begin(), message.boxes.end());
+        into.bytes += message.bytes;
+        continue;
+      }
+      step.messages.push_back(std::move(message));
+    }
+    for (const Message &message : step.messages) {
       step.bytesSent[message.from] += message.bytes;
       step.bytesReceived[message.to] += message.bytes;
-      step.messages.push_back(std::move(message));
     }
     classify(step, sourcePartial && !targetPartial);
     return step;
@@ -224,7 +248,13 @@ private:
   const std::vector<int64_t> &shape_;
   int elementBytes_;
   const LinkModel &links_;
-  std::map<int, double> load_;
+  std::vector<double> load_; // by device: the seconds of sending chosen so far
+
+  double &loadOf(int device) {
+    if (static_cast<size_t>(device) >= load_.size())
+      load_.resize(static_cast<size_t>(device) + 1, 0.0);
+    return load_[static_cast<size_t>(device)];
+  }
 
   // Names the step after the collective it amounts to, and estimates its time.
   void classify(CommStep &step, bool reducing) {
@@ -311,23 +341,32 @@ private:
   }
 
   // The devices that exchange data, as connected groups.
+  // (Union-find over device ids, which are below 2^20: a reduction over n devices has n^2
+  // messages.) Groups by their root, members in increasing order.
   static void groupsFromMessages(CommStep &step) {
-    std::map<int, int> parent;
+    std::vector<int> parent; // by device: -1 where it exchanges nothing
+    auto add = [&](int x) {
+      if (static_cast<size_t>(x) >= parent.size())
+        parent.resize(static_cast<size_t>(x) + 1, -1);
+      if (parent[static_cast<size_t>(x)] < 0)
+        parent[static_cast<size_t>(x)] = x;
+    };
     auto find = [&](int x) {
-      while (parent[x] != x)
-        x = parent[x] = parent[parent[x]];
+      while (parent[static_cast<size_t>(x)] != x)
+        x = parent[static_cast<size_t>(x)] = parent[static_cast<size_t>(parent[static_cast<size_t>(x)])];
       return x;
     };
     for (const Message &m : step.messages) {
-      parent.emplace(m.from, m.from);
-      parent.emplace(m.to, m.to);
-      parent[find(m.from)] = find(m.to);
+      add(m.from);
+      add(m.to);
+      parent[static_cast<size_t>(find(m.from))] = find(m.to);
     }
-    std::map<int, std::vector<int>> groups;
-    for (const auto &[device, p] : parent)
-      groups[find(device)].push_back(device);
+    std::map<int, std::vector<int>> groups; // by root
+    for (size_t d = 0; d < parent.size(); ++d)
+      if (parent[d] >= 0)
+        groups[find(static_cast<int>(d))].push_back(static_cast<int>(d));
     for (auto &[root, members] : groups)
-      step.groups.push_back(members);
+      step.groups.push_back(std::move(members));
   }
 
   // alpha-beta: every device sends and receives its messages over their links; the step
@@ -453,13 +492,13 @@ CommPlan planReshard(const std::vector<int64_t> &shape, int elementBytes, const 
   }
   // Partial sums going to other devices: reducing them where they are first (one collective)
   // and then moving the result may beat sending every partial sum to every needer.
-  if (hasPartial(from) && !hasPartial(to)) {
+  // (Where the reduced source is the target, an all-reduce, those two steps are one, the
+  // direct plan again.)
+  if (ir::Annotation mid = reducedInPlace(from); hasPartial(from) && !hasPartial(to) && !(mid == to)) {
     CommPlan twoSteps;
     Planner planner(shape, elementBytes, links);
-    ir::Annotation mid = reducedInPlace(from);
     twoSteps.steps.push_back(planner.direct(from, mid, nullptr));
-    if (!(mid == to))
-      twoSteps.steps.push_back(planner.direct(mid, to, &twoSteps.lackingBytes));
+    twoSteps.steps.push_back(planner.direct(mid, to, &twoSteps.lackingBytes));
     if (twoSteps.seconds() < direct.seconds())
       return twoSteps;
   }

@@ -827,22 +827,31 @@ void ProgramBuilder::lowerSteps(const CommPlan &comm, DeviceBuffers source, cons
       for (const auto &group : step.groups)
         members.insert(group.begin(), group.end());
     // Targets start from zero where something adds to them or leaves part of them unwritten
-    // (a partial sum's other copies hold zeros).
+    // (a partial sum's other copies hold zeros). Only targets outside the collective's groups
+    // are asked (a reduction over n devices has n^2 messages, none of them needed here).
+    std::set<int> outside;
+    for (const auto &[d, buffer] : target)
+      if (!members.count(d))
+        outside.insert(d);
     std::map<int, int64_t> written;
     std::set<int> adds;
-    for (const LocalCopy &copy : step.local) {
-      written[copy.device] += copy.box.numElements();
-      if (copy.add)
-        adds.insert(copy.device);
-    }
-    for (const Message &m : step.messages) {
-      for (const ir::Box &box : m.boxes)
-        written[m.to] += box.numElements();
-      if (m.add)
-        adds.insert(m.to);
+    if (!outside.empty()) {
+      for (const LocalCopy &copy : step.local) {
+        written[copy.device] += copy.box.numElements();
+        if (copy.add)
+          adds.insert(copy.device);
+      }
+      for (const Message &m : step.messages) {
+        if (!outside.count(m.to))
+          continue;
+        for (const ir::Box &box : m.boxes)
+          written[m.to] += box.numElements();
+        if (m.add)
+          adds.insert(m.to);
+      }
     }
     for (const auto &[d, buffer] : target) {
-      if (members.count(d))
+      if (!outside.count(d))
         continue;
       const auto pieces = ir::ownedRegion(step.to, shape, d);
       const int64_t size = pieces.empty() ? 0 : pieces[0].box.numElements();
