@@ -5,7 +5,7 @@ namespace hspmd::frontend {
 
 namespace {
 // Device ids a plan may name: far beyond any cluster, and small enough for an int.
-constexpr int64_t kMaxDevices = int64_t{1} << 20;
+using ir::kMostDevices;
 } // namespace
 
 std::string Path::str() const {
@@ -137,10 +137,10 @@ StageDecl AstBuilder::buildStage(P::StageDeclContext *ctx) {
           out.devices = buildDeviceList(entry->deviceList(), nullptr);
         } else {
           const int64_t device = intValue(entry->INT(0)->getSymbol()).value_or(0);
-          if (device >= kMaxDevices)
+          if (device >= kMostDevices)
             error(loc(entry), "device id " + std::to_string(device) + " is too large (ids are below " +
-                                  std::to_string(kMaxDevices) + ")");
-          out.devices = {static_cast<int>(std::min<int64_t>(device, kMaxDevices - 1))};
+                                  std::to_string(kMostDevices) + ")");
+          out.devices = {static_cast<int>(std::min<int64_t>(device, kMostDevices - 1))};
         }
         out.value = intValue(entry->INT().back()->getSymbol()).value_or(0);
         entries.push_back(std::move(out));
@@ -195,9 +195,9 @@ std::vector<int> AstBuilder::buildDeviceList(P::DeviceListContext *ctx, std::vec
   std::vector<int> devices;
   for (auto *item : ctx->deviceItem()) {
     auto lo = intValue(item->lo);
-    if (lo && *lo >= kMaxDevices) {
+    if (lo && *lo >= kMostDevices) {
       error(span(item),
-            "device id " + std::to_string(*lo) + " is too large (ids are below " + std::to_string(kMaxDevices) + ")");
+            "device id " + std::to_string(*lo) + " is too large (ids are below " + std::to_string(kMostDevices) + ")");
       continue;
     }
     auto hi = item->hi ? intValue(item->hi) : (lo ? std::optional<int64_t>(*lo + 1) : std::nullopt);
@@ -208,9 +208,9 @@ std::vector<int> AstBuilder::buildDeviceList(P::DeviceListContext *ctx, std::vec
             "empty device range " + std::to_string(*lo) + ".." + std::to_string(*hi) + " (the end is excluded)");
       continue;
     }
-    if (*hi > kMaxDevices) {
+    if (*hi > kMostDevices) {
       error(span(item), "device id " + std::to_string(*hi - 1) + " is too large (ids are below " +
-                            std::to_string(kMaxDevices) + ")");
+                            std::to_string(kMostDevices) + ")");
       continue;
     }
     for (int64_t d = *lo; d < *hi; ++d) {

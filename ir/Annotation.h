@@ -16,6 +16,9 @@
 
 namespace hspmd::ir {
 
+/// Device ids are below this (2^20), in plans, cluster files and annotation text alike.
+constexpr int64_t kMostDevices = int64_t{1} << 20;
+
 enum class AxisKind { Split, Dup, Partial };
 
 struct MeshAxis {

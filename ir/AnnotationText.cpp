@@ -187,6 +187,7 @@ struct AnnotationParser {
   AnnotationSourceMap map;
   std::string file;
   bool wholeText = false; // the text is the annotation alone: what follows it is a syntax error
+  int64_t listed = 0;     // devices listed so far, over every subgroup
 
   Location here(const Token &token) const {
     return Location{file, token.line, token.col, static_cast<uint32_t>(std::max<size_t>(1, token.text.size()))};
@@ -229,9 +230,12 @@ struct AnnotationParser {
         if (hi <= lo)
           return fail(first, "empty device range " + std::to_string(lo) + ".." + std::to_string(hi) +
                                  " (the end is excluded)");
-        if (hi - lo > 1000000)
-          return fail(first, "device range too large");
       }
+      if (hi > kMostDevices)
+        return fail(first, "device id " + std::to_string(hi - 1) + " is too large (ids are below " +
+                               std::to_string(kMostDevices) + ")");
+      if ((listed += hi - lo) > kMostDevices)
+        return fail(first, "an annotation of more than " + std::to_string(kMostDevices) + " devices");
       for (int64_t d = lo; d < hi; ++d) {
         local.devices.push_back(static_cast<int>(d));
         map.devices.back().push_back(here(first));

@@ -2,6 +2,7 @@
 // (planner/Cluster.h).
 #include "planner/Cluster.h"
 
+#include "ir/Annotation.h"
 #include "ir/Files.h"
 
 #include <algorithm>
@@ -45,7 +46,7 @@ std::optional<toml::table> parseToml(const std::string &path, std::vector<Cluste
 constexpr double kLeastQuantity = 1e-6, kMostQuantity = 1e7;
 // The most devices a cluster has in all: planning a cluster of a million devices takes about
 // 9 s and 2 GB (docs/language.md); a file of more nodes is refused rather than run out of memory.
-constexpr int64_t kMostDevices = int64_t{1} << 20;
+using ir::kMostDevices;
 
 // "" where `value` is such a quantity, else the error for `key`.
 std::string quantityError(const char *key, std::optional<double> value) {

@@ -17,6 +17,8 @@ namespace hspmd::driver {
 
 namespace {
 
+constexpr size_t kMostExplainedDevices = 1024;
+
 std::string microseconds(double seconds) {
   char text[32];
   std::snprintf(text, sizeof text, "%.1f us", seconds * 1e6);
@@ -59,6 +61,14 @@ bool explainReshard(const std::string &shapeText, const std::string &fromText, c
     auto parsed = ir::parseAnnotation(*texts[i], &textError);
     if (!parsed) {
       error << "hspmc explain-reshard: error: " << flags[i] << " '" << *texts[i] << "': " << textError.str() << "\n";
+      return false;
+    }
+    // A reduction over n devices moves n^2 messages, each listed: beyond this the plan takes
+    // minutes and gigabytes, and the listing is no explanation.
+    if (const size_t devices = parsed->devices().size(); devices > kMostExplainedDevices) {
+      error << "hspmc explain-reshard: error: " << flags[i] << " names " << devices
+            << " devices; explain-reshard lists every message of a layout change, and explains layouts of at most "
+            << kMostExplainedDevices << " devices\n";
       return false;
     }
     if (auto bad = ir::checkAnnotation(*parsed, shape)) {

@@ -67,6 +67,15 @@ TEST(AnnotationText, ErrorsPointAtTheirColumn) {
   EXPECT_EQ(roundTrip("[0..4]: S0*0"), "error 1:9: a mesh axis count must be at least 1");
   EXPECT_EQ(roundTrip("{ [0]: R | [1]: R } split0 ratio [1, 0]"), "error 1:21: ratios must be positive");
   EXPECT_EQ(roundTrip(""), "error 1:1: expected '[' to start a device list, found end of input");
+  // Device ids are below 2^20, as in plans: 2^32 was device 0, 2^31 - 1 an internal error
+  // (a vector too large), 3e9 "negative".
+  EXPECT_EQ(roundTrip("[0, 4294967296]: R"), "error 1:5: device id 4294967296 is too large (ids are below 1048576)");
+  EXPECT_EQ(roundTrip("[2147483647]: R"), "error 1:2: device id 2147483647 is too large (ids are below 1048576)");
+  EXPECT_EQ(roundTrip("[3000000000]: R"), "error 1:2: device id 3000000000 is too large (ids are below 1048576)");
+  EXPECT_EQ(roundTrip("[1048570..1048577]: R"), "error 1:2: device id 1048576 is too large (ids are below 1048576)");
+  EXPECT_EQ(roundTrip("[1048575]: R"), "[1048575]: R");
+  // ... and an annotation lists at most 2^20 of them (ranges repeated had no end).
+  EXPECT_EQ(roundTrip("[0..1048576, 0..1]: R"), "error 1:14: an annotation of more than 1048576 devices");
 }
 
 TEST(AnnotationText, SourceMapLocatesParts) {

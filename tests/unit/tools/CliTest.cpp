@@ -2219,6 +2219,11 @@ TEST(Cli, UsageErrorsExitTwo) {
   CliRun huge = hspmc("explain-reshard --shape 4294967296,4294967296 --from '[0,1]: S0' --to '[0,1]: R'");
   EXPECT_EQ(huge.code, 1);
   EXPECT_EQ(huge.output, "hspmc explain-reshard: error: --shape 4294967296,4294967296 of f32 is more than 256 TiB\n");
+  // Layouts of many devices (a million ran for minutes: a reduction's n^2 messages).
+  CliRun many = hspmc("explain-reshard --shape 8,16 --from '[0..1024]: S0' --to '[0..1025]: R'");
+  EXPECT_EQ(many.code, 1);
+  EXPECT_EQ(many.output, "hspmc explain-reshard: error: --to names 1025 devices; explain-reshard lists every message "
+                         "of a layout change, and explains layouts of at most 1024 devices\n");
   EXPECT_EQ(hspmc("check").code, 2);
   EXPECT_EQ(hspmc("check --format xml examples/gpt/tiny_gpt.hspmd").code, 2);
 }
