@@ -320,11 +320,14 @@ std::optional<AnnotationError> checkAnnotation(const Annotation &annotation, std
     return error(Part::Hetero, 0, 0, rankMessage(hetero.dim));
   const int64_t size = shape[hetero.dim];
   if (!hetero.ratio && !hetero.sizes.empty() && size >= 0) {
-    int64_t total = std::accumulate(hetero.sizes.begin(), hetero.sizes.end(), int64_t{0});
-    if (total != size)
+    int64_t total = 0;
+    bool overflow = false;
+    for (int64_t part : hetero.sizes)
+      overflow = overflow || __builtin_add_overflow(total, part, &total);
+    if (overflow || total != size)
       return error(Part::Hetero, 0, 0,
-                   "sizes sum to " + std::to_string(total) + ", but dimension " + std::to_string(hetero.dim) +
-                       " has size " + std::to_string(size));
+                   "sizes sum to " + (overflow ? std::string("more than 2^63 - 1") : std::to_string(total)) +
+                       ", but dimension " + std::to_string(hetero.dim) + " has size " + std::to_string(size));
   }
   return std::nullopt;
 }

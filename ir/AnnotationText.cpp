@@ -222,6 +222,9 @@ struct AnnotationParser {
       int64_t lo = 0, hi = 0;
       if (!parseInt(lo, "a device id"))
         return false;
+      if (lo >= kMostDevices) // before lo + 1, which 2^63 - 1 overflows
+        return fail(first, "device id " + std::to_string(lo) + " is too large (ids are below " +
+                               std::to_string(kMostDevices) + ")");
       hi = lo + 1;
       if (lexer.peek().is("..")) {
         lexer.next();

@@ -189,6 +189,9 @@ TEST(CheckAnnotation, ReportsThePartAtFault) {
   };
   EXPECT_EQ(problem("{ [0, 1]: S0 | [2]: R } split0 [3, 5]", {8}), "ok");
   EXPECT_EQ(problem("{ [0, 1]: S0 | [2]: R } split0 [3, 4]", {8}), "sizes sum to 7, but dimension 0 has size 8");
+  // A sum past int64 said it summed to -9223372036854775808.
+  EXPECT_EQ(problem("{ [0, 1]: S0 | [2]: R } split0 [9223372036854775807, 1]", {8}),
+            "sizes sum to more than 2^63 - 1, but dimension 0 has size 8");
   EXPECT_EQ(problem("[0, 1]: S2", {8, 8}), "split dimension 2 is out of range for a tensor of rank 2");
   EXPECT_EQ(problem("{ [0]: R | [1]: R } split3", {8}), "split dimension 3 is out of range for a tensor of rank 1");
   EXPECT_EQ(problem("{ [0, 1]: S0 | [2]: R } split0 [3, 5]", {-1}), "ok"); // unknown size: not checked

@@ -74,6 +74,9 @@ TEST(AnnotationText, ErrorsPointAtTheirColumn) {
   EXPECT_EQ(roundTrip("[3000000000]: R"), "error 1:2: device id 3000000000 is too large (ids are below 1048576)");
   EXPECT_EQ(roundTrip("[1048570..1048577]: R"), "error 1:2: device id 1048576 is too large (ids are below 1048576)");
   EXPECT_EQ(roundTrip("[1048575]: R"), "[1048575]: R");
+  // 2^63 - 1 + 1 overflowed: "a device group must not be empty".
+  EXPECT_EQ(roundTrip("[9223372036854775807]: R"),
+            "error 1:2: device id 9223372036854775807 is too large (ids are below 1048576)");
   // ... and an annotation lists at most 2^20 of them (ranges repeated had no end).
   EXPECT_EQ(roundTrip("[0..1048576, 0..1]: R"), "error 1:14: an annotation of more than 1048576 devices");
 }
