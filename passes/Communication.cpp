@@ -177,13 +177,13 @@ public:
       }
     }
     // Sorted by key, then by when they were sent (the index): the messages themselves move once.
-    std::vector<std::pair<uint64_t, uint32_t>> order(sent.size());
+    std::vector<std::pair<uint64_t, size_t>> order(sent.size());
     auto key = [](const Message &m) {
       return (static_cast<uint64_t>(static_cast<uint32_t>(m.from)) << 33) |
              (static_cast<uint64_t>(static_cast<uint32_t>(m.to)) << 1) | static_cast<uint64_t>(m.add);
     };
     for (size_t i = 0; i < sent.size(); ++i)
-      order[i] = {key(sent[i]), static_cast<uint32_t>(i)};
+      order[i] = {key(sent[i]), i};
     std::sort(order.begin(), order.end());
     step.messages.reserve(sent.size());
     for (size_t i = 0; i < order.size(); ++i) {
