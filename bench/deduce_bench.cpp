@@ -6,8 +6,9 @@
 // the smallest: growth is linear when the time ratio equals the size ratio. The reference
 // point: HSPMD reports up to about 10 s of graph specialization per strategy switch. Last,
 // data parallelism over many devices (the tiny GPT, one sample per device, its parameters
-// copied everywhere: each gradient is an all-reduce over every device) from 128 to 1024
-// devices, where the work of a reduction grows with the square of its devices.
+// copied everywhere: each gradient is an all-reduce over every device) from 128 to 4096
+// devices, where the work of planning a reduction grows with the square of its devices, and
+// the peak resident memory of the bench after the largest.
 //
 //   build/bench/bench_deduce [repetitions]
 #include "passes/Pipeline.h"
@@ -21,6 +22,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <sys/resource.h>
 
 using namespace hspmd;
 using Clock = std::chrono::steady_clock;
@@ -191,12 +193,16 @@ int main(int argc, char **argv) {
   std::printf("\n48 devices, 64 layers: %.2f s from source to verified programs for all devices; HSPMD's reported "
               "specialization takes up to 10 s per strategy switch: %.0fx\n",
               l[2].total() / 1e3, 10.0 / (l[2].total() / 1e3));
-  const std::vector<int> replicas = {128, 256, 512, 1024};
+  const std::vector<int> replicas = {128, 256, 512, 1024, 2048, 4096};
   std::vector<std::pair<int, int>> byReplicas;
   for (int n : replicas)
     byReplicas.push_back({8, n});
   std::printf("\ndata parallel, tiny GPT (8 layers), one sample per device:\n");
   auto r = table(byReplicas, repetitions, "dp");
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  std::printf("peak resident memory of this bench (the %d-device plan's compile): %.0f MB\n", replicas.back(),
+              static_cast<double>(usage.ru_maxrss) / 1024.0);
   std::printf("growth against %d devices (quadratic when the time ratio is the square of the device ratio):\n",
               replicas[0]);
   for (size_t i = 1; i < replicas.size(); ++i)

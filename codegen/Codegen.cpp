@@ -159,8 +159,9 @@ std::string deviceSource(const ir::DeviceProgram &p, const std::string &prefix) 
         << ", " << roleName(b.role) << ");\n";
   for (const ir::Instruction &in : p.body)
     out << "  instruction(p, " << kindName(in.kind) << ", " << quote(in.op) << ", " << list(in.inputs) << ", "
-        << list(in.outputs) << ", " << attrs(in.attrs) << ", " << list(in.group) << ", " << in.peer << ", " << in.bytes
-        << ", " << in.tag << ", " << boxes(in.slices) << ", " << phaseName(in.phase) << ", " << in.partial << ");\n";
+        << list(in.outputs) << ", " << attrs(in.attrs) << ", " << list(in.group.members()) << ", " << in.peer << ", "
+        << in.bytes << ", " << in.tag << ", " << boxes(in.slices) << ", " << phaseName(in.phase) << ", " << in.partial
+        << ");\n";
   out << "  return p;\n}\n";
   static const char *const phases[] = {"forward", "recompute", "backward", "update"};
   for (int phase = 0; phase < 4; ++phase) {

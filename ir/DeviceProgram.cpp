@@ -35,6 +35,11 @@ bool isReduction(CommKind kind) {
          kind == CommKind::SplitReduceScatter;
 }
 
+bool isCollective(CommKind kind) {
+  return kind != CommKind::Bsr && kind != CommKind::SendRecv && kind != CommKind::Identity &&
+         kind != CommKind::LocalSlice;
+}
+
 int64_t Buffer::bytes() const {
   int64_t n = dtypeBytes(dtype);
   for (int64_t d : shape)

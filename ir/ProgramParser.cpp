@@ -92,6 +92,12 @@ private:
     } while (lexer_.peek().is(",") && (lexer_.next(), true));
     return true;
   }
+  bool intList(DeviceGroup &into) {
+    std::vector<int> members;
+    const bool ok = intList(members);
+    into = std::move(members);
+    return ok;
+  }
   template <typename T> bool intList(std::vector<T> &into) {
     if (!punct("["))
       return false;

@@ -84,6 +84,48 @@ int partialCount(const std::vector<Piece> &pieces) {
   return count;
 }
 
+// Devices joined by the messages between them, as connected groups: a union-find by device
+// id (ids are below 2^20; a reduction over n devices has n^2 messages).
+class DeviceSets {
+public:
+  void join(int a, int b) {
+    add(a);
+    add(b);
+    const int root = find(b);
+    parent_[static_cast<size_t>(find(a))] = root;
+  }
+  // The groups, members in increasing order, ordered by their first member.
+  std::vector<std::vector<int>> groups() {
+    std::vector<std::vector<int>> groups;
+    std::vector<int> index(parent_.size(), -1); // by root: its group
+    for (size_t d = 0; d < parent_.size(); ++d) {
+      if (parent_[d] < 0)
+        continue;
+      int &at = index[static_cast<size_t>(find(static_cast<int>(d)))];
+      if (at < 0) {
+        at = static_cast<int>(groups.size());
+        groups.emplace_back();
+      }
+      groups[static_cast<size_t>(at)].push_back(static_cast<int>(d));
+    }
+    return groups;
+  }
+
+private:
+  std::vector<int> parent_; // by device: -1 where it exchanges nothing
+  void add(int x) {
+    if (static_cast<size_t>(x) >= parent_.size())
+      parent_.resize(static_cast<size_t>(x) + 1, -1);
+    if (parent_[static_cast<size_t>(x)] < 0)
+      parent_[static_cast<size_t>(x)] = x;
+  }
+  int find(int x) {
+    while (parent_[static_cast<size_t>(x)] != x)
+      x = parent_[static_cast<size_t>(x)] = parent_[static_cast<size_t>(parent_[static_cast<size_t>(x)])];
+    return x;
+  }
+};
+
 class Planner {
 public:
   Planner(const std::vector<int64_t> &shape, int elementBytes, const LinkModel &links)
@@ -99,6 +141,11 @@ public:
     const auto target = piecesOf(to, shape_);
     const bool sourcePartial = partialCount(source) > 1;
     const bool targetPartial = partialCount(target) > 1;
+    const bool reducing = sourcePartial && !targetPartial;
+    // A reduction's kind follows from the layouts alone. Run as a collective whose messages
+    // are not kept (LinkModel::referenceMessages), its messages only join its groups.
+    const bool unkept = reducing && !links_.referenceMessages && isCollective(kindOf(from, to, true, false));
+    DeviceSets joined;
     // One message per (sender, receiver, add), its slices in the order they were sent; the
     // messages in that key's order. Gathered as they come and merged at the end: a reduction
     // over n devices sends n^2 of them, too many for a map's insertions.
@@ -106,7 +153,9 @@ public:
     auto send = [&](const std::vector<const Piece *> &owners, int needer, const ir::Box &cell, bool add) {
       const Piece *best = links_.firstOwner ? owners.front() : nullptr;
       double bestBandwidth = -1, bestLoad = 0;
-      for (const Piece *owner : links_.firstOwner ? std::vector<const Piece *>{} : owners) {
+      for (const Piece *owner : owners) {
+        if (links_.firstOwner)
+          break;
         double bandwidth = links_.bandwidth(owner->device, needer);
         double load = loadOf(owner->device);
         if (!best || bandwidth > bestBandwidth || (bandwidth == bestBandwidth && load < bestLoad)) {
@@ -119,6 +168,10 @@ public:
       if (bestBandwidth <= 0)
         bestBandwidth = links_.bandwidth(best->device, needer);
       loadOf(best->device) += static_cast<double>(bytes) / bestBandwidth;
+      if (unkept) {
+        joined.join(best->device, needer);
+        return;
+      }
       if (sent.empty() || sent.back().from != best->device || sent.back().to != needer || sent.back().add != add) {
         Message &message = sent.emplace_back();
         message.from = best->device;
@@ -128,6 +181,7 @@ public:
       sent.back().boxes.push_back(cell);
       sent.back().bytes += bytes;
     };
+    std::vector<std::vector<const Piece *>> byPartial(static_cast<size_t>(partialCount(source)));
     for (const Piece &need : target) {
       if (targetPartial && need.partial > 0 && !sourcePartial)
         continue; // a copy becomes partial sums: index 0 keeps the value, the others hold zeros
@@ -160,13 +214,18 @@ public:
         }
         continue;
       }
-      // Reduction: one copy of every partial sum, added where it is needed.
+      // Reduction: one copy of every partial sum, added where it is needed. (The owners by
+      // partial sum index, in increasing order; kept between cells, as a reduction over n
+      // devices asks n^2 times.)
       for (const ir::Box &cell : cellsOf(need.box, source)) {
-        std::map<int, std::vector<const Piece *>> byPartial;
+        for (auto &owners : byPartial)
+          owners.clear();
         for (const Piece &piece : source)
           if (ir::containsBox(piece.box, cell))
-            byPartial[piece.partial].push_back(&piece);
-        for (const auto &[partial, owners] : byPartial) {
+            byPartial[static_cast<size_t>(piece.partial)].push_back(&piece);
+        for (const auto &owners : byPartial) {
+          if (owners.empty())
+            continue;
           auto mine =
               std::find_if(owners.begin(), owners.end(), [&](const Piece *p) { return p->device == need.device; });
           if (mine != owners.end())
@@ -200,13 +259,23 @@ public:
       step.bytesSent[message.from] += message.bytes;
       step.bytesReceived[message.to] += message.bytes;
     }
-    classify(step, sourcePartial && !targetPartial);
+    for (const Message &message : step.messages)
+      joined.join(message.from, message.to);
+    step.groups = joined.groups();
+    step.kind = kindOf(from, to, reducing, step.messages.empty());
+    estimate(step);
+    if (!links_.referenceMessages && isCollective(step.kind)) {
+      step.messages.clear();
+      step.messages.shrink_to_fit();
+    }
     return step;
   }
 
 private:
   // The owners in the needer's pipeline, or all of them when none is (LinkModel::samePipeline).
   std::vector<const Piece *> inNeedersPipeline(const std::vector<const Piece *> &owners, int needer) const {
+    if (owners.size() == 1)
+      return owners; // the one owner, near or not
     std::vector<const Piece *> near;
     for (const Piece *owner : owners)
       if (links_.samePipeline(owner->device, needer))
@@ -256,38 +325,37 @@ private:
     return load_[static_cast<size_t>(device)];
   }
 
-  // Names the step after the collective it amounts to, and estimates its time.
-  void classify(CommStep &step, bool reducing) {
-    const ir::Annotation &from = step.from, &to = step.to;
+  // The collective a step from `from` to `to` amounts to, or Bsr. (`quiet`: the step sends
+  // no message.) A reduction's kind depends on the layouts alone.
+  ir::CommKind kindOf(const ir::Annotation &from, const ir::Annotation &to, bool reducing, bool quiet) const {
     const bool sameGroups = from.subgroups.size() == to.subgroups.size() &&
                             std::equal(from.subgroups.begin(), from.subgroups.end(), to.subgroups.begin(),
                                        [](const auto &a, const auto &b) { return a.devices == b.devices; });
     const bool sameHetero = from.subgroups.size() == 1 || from.hetero == to.hetero;
-    groupsFromMessages(step);
-    step.kind = CommKind::Bsr;
-    if (step.messages.empty() && !reducing) {
-      step.kind = from == to ? CommKind::Identity : CommKind::LocalSlice;
-    } else if (sameGroups && sameHetero) {
+    if (quiet && !reducing)
+      return from == to ? CommKind::Identity : CommKind::LocalSlice;
+    if (sameGroups && sameHetero) {
       // Inside each subgroup, one axis kind turns into another: a collective per subgroup.
       auto change = axisChange(from, to);
       if (reducing && change == std::make_pair(ir::AxisKind::Partial, ir::AxisKind::Dup))
-        step.kind = CommKind::AllReduce;
-      else if (reducing && change == std::make_pair(ir::AxisKind::Partial, ir::AxisKind::Split))
-        step.kind = CommKind::ReduceScatter;
-      else if (!reducing && change == std::make_pair(ir::AxisKind::Split, ir::AxisKind::Dup))
+        return CommKind::AllReduce;
+      if (reducing && change == std::make_pair(ir::AxisKind::Partial, ir::AxisKind::Split))
+        return CommKind::ReduceScatter;
+      if (!reducing && change == std::make_pair(ir::AxisKind::Split, ir::AxisKind::Dup))
         // Pieces of unequal size (a chunked split: `zero` state over replicas that do not
         // divide it) are gathered as a split all-gather, whose members contribute unequally.
-        step.kind = equalPieces(from) ? CommKind::AllGather : CommKind::SplitAllGather;
-      else if (!reducing && change == std::make_pair(ir::AxisKind::Split, ir::AxisKind::Split))
-        step.kind = CommKind::AllToAll;
-    } else if (sameGroups && reducing && from.hetero.kind == ir::HeteroKind::Partial) {
-      step.kind = to.hetero.kind == ir::HeteroKind::Split ? CommKind::SplitReduceScatter : CommKind::SplitAllReduce;
-    } else if (sameGroups && !reducing && to.hetero.kind == ir::HeteroKind::Dup && allCopies(to)) {
-      step.kind = CommKind::SplitAllGather; // subgroups sharding differently gather the whole
-    } else if (!sameGroups && !reducing && sameLayoutOtherDevices(from, to)) {
-      step.kind = CommKind::SendRecv;
+        return equalPieces(from) ? CommKind::AllGather : CommKind::SplitAllGather;
+      if (!reducing && change == std::make_pair(ir::AxisKind::Split, ir::AxisKind::Split))
+        return CommKind::AllToAll;
+      return CommKind::Bsr;
     }
-    estimate(step);
+    if (sameGroups && reducing && from.hetero.kind == ir::HeteroKind::Partial)
+      return to.hetero.kind == ir::HeteroKind::Split ? CommKind::SplitReduceScatter : CommKind::SplitAllReduce;
+    if (sameGroups && !reducing && to.hetero.kind == ir::HeteroKind::Dup && allCopies(to))
+      return CommKind::SplitAllGather; // subgroups sharding differently gather the whole
+    if (!sameGroups && !reducing && sameLayoutOtherDevices(from, to))
+      return CommKind::SendRecv;
+    return CommKind::Bsr;
   }
 
   // The one kind of axis change between two layouts over the same groups: (from, to) kinds,
@@ -340,39 +408,10 @@ private:
     return true;
   }
 
-  // The devices that exchange data, as connected groups.
-  // (Union-find over device ids, which are below 2^20: a reduction over n devices has n^2
-  // messages.) Groups by their root, members in increasing order.
-  static void groupsFromMessages(CommStep &step) {
-    std::vector<int> parent; // by device: -1 where it exchanges nothing
-    auto add = [&](int x) {
-      if (static_cast<size_t>(x) >= parent.size())
-        parent.resize(static_cast<size_t>(x) + 1, -1);
-      if (parent[static_cast<size_t>(x)] < 0)
-        parent[static_cast<size_t>(x)] = x;
-    };
-    auto find = [&](int x) {
-      while (parent[static_cast<size_t>(x)] != x)
-        x = parent[static_cast<size_t>(x)] = parent[static_cast<size_t>(parent[static_cast<size_t>(x)])];
-      return x;
-    };
-    for (const Message &m : step.messages) {
-      add(m.from);
-      add(m.to);
-      parent[static_cast<size_t>(find(m.from))] = find(m.to);
-    }
-    std::map<int, std::vector<int>> groups; // by root
-    for (size_t d = 0; d < parent.size(); ++d)
-      if (parent[d] >= 0)
-        groups[find(static_cast<int>(d))].push_back(static_cast<int>(d));
-    for (auto &[root, members] : groups)
-      step.groups.push_back(std::move(members));
-  }
-
   // alpha-beta: every device sends and receives its messages over their links; the step
   // takes as long as its busiest device. Reductions run as ring collectives in each group:
   // all-reduce moves 2(n-1)/n of a device's buffer, reduce-scatter (n-1)/n, in 2(n-1) or
-  // n-1 rounds; their messages stay the reference movement the checker replays.
+  // n-1 rounds; their messages, where kept, are the reference movement the checker replays.
   void estimate(CommStep &step) {
     const bool allReduce = step.kind == CommKind::AllReduce || step.kind == CommKind::SplitAllReduce;
     const bool reduceScatter = step.kind == CommKind::ReduceScatter || step.kind == CommKind::SplitReduceScatter;

@@ -27,6 +27,7 @@ namespace hspmd::passes {
 
 using ir::CommKind; // how a reshard moves data: ir/DeviceProgram.h
 using ir::commKindName;
+using ir::isCollective;
 
 /// The slices one device sends another in one step, fused into one buffer.
 struct Message {
@@ -47,7 +48,8 @@ struct CommStep {
   CommKind kind = CommKind::Identity;
   ir::Annotation from, to;              // the layouts before and after the step
   std::vector<std::vector<int>> groups; // the device groups of a collective
-  std::vector<Message> messages;        // the data movement, as the checker replays it
+  std::vector<Message> messages;        // the data movement, as the checker replays it (none
+                                        // in a collective without LinkModel::referenceMessages)
   std::vector<LocalCopy> local;
   std::map<int, int64_t> bytesSent, bytesReceived; // per device
   double seconds = 0;                              // alpha-beta estimate
@@ -75,6 +77,11 @@ struct LinkModel {
   /// schedule, so a per-micro-batch message between pipelines has no partner: a slice is
   /// taken from an owner in the needer's pipeline whenever one holds it.
   std::function<bool(int, int)> samePipeline = [](int, int) { return true; };
+  /// Whether a collective's steps keep their messages: the reference movement that
+  /// explain-reshard lists and the tests replay. Compiling needs only a collective's groups,
+  /// and a reduction over n devices has n^2 messages (1024-way data parallelism: a million a
+  /// gradient), so the compiler leaves them out (passes/Pipeline.cpp).
+  bool referenceMessages = true;
 };
 
 /// The plan to turn a tensor of `shape` (elements of `elementBytes`) laid out as `from`

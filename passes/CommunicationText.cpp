@@ -21,11 +21,6 @@ namespace hspmd::passes {
 
 namespace {
 
-bool isCollective(CommKind kind) {
-  return kind != CommKind::Bsr && kind != CommKind::SendRecv && kind != CommKind::Identity &&
-         kind != CommKind::LocalSlice;
-}
-
 // A cursor over the text; each method consumes what it reads or returns false.
 class Reader {
 public:

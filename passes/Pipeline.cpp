@@ -104,6 +104,7 @@ bool lower(State &s) {
       for (const auto &[backward, forward] : s.gradients.origin)
         lowered->backwardOps.insert(backward);
       s.links.push_back(withPipelines(i < s.options.links.size() ? s.options.links[i] : LinkModel{}, *lowered));
+      s.links.back().referenceMessages = false; // a collective's groups are what programs need
       s.result.plans.push_back(std::move(*lowered));
     }
   return !s.failed;

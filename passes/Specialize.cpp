@@ -719,6 +719,7 @@ void ProgramBuilder::vocabParallel(const ir::Op &op, int d, ir::Instruction &in)
   if (mine.empty() || shape.empty() || mine[0].box.hi.back() - mine[0].box.lo.back() == shape.back())
     return;
   in.attrs["vocab_offset"] = mine[0].box.lo.back();
+  std::vector<int> members;
   for (int e : layout.devices()) {
     const auto theirs = ir::ownedRegion(layout, shape, e);
     if (theirs.empty() || theirs[0].replica != mine[0].replica)
@@ -728,9 +729,10 @@ void ProgramBuilder::vocabParallel(const ir::Op &op, int d, ir::Instruction &in)
       sameRows =
           sameRows && theirs[0].box.lo[dim] == mine[0].box.lo[dim] && theirs[0].box.hi[dim] == mine[0].box.hi[dim];
     if (sameRows)
-      in.group.push_back(e);
+      members.push_back(e);
   }
-  std::sort(in.group.begin(), in.group.end());
+  std::sort(members.begin(), members.end());
+  in.group = std::move(members);
   in.tag = ir::tags::crossEntropy(op.id);
 }
 
@@ -807,10 +809,7 @@ void ProgramBuilder::lowerSteps(const CommPlan &comm, DeviceBuffers source, cons
     const bool last = s + 1 == comm.steps.size();
     const std::string suffix = last ? "" : ".step" + std::to_string(s);
     const int64_t tag = tagOf(s);
-    const bool collective = step.kind == CommKind::AllReduce || step.kind == CommKind::ReduceScatter ||
-                            step.kind == CommKind::AllGather || step.kind == CommKind::AllToAll ||
-                            step.kind == CommKind::SplitAllReduce || step.kind == CommKind::SplitReduceScatter ||
-                            step.kind == CommKind::SplitAllGather;
+    const bool collective = ir::isCollective(step.kind);
     std::set<int> involved;
     for (int d : step.to.devices())
       if (mine(d))
@@ -828,7 +827,8 @@ void ProgramBuilder::lowerSteps(const CommPlan &comm, DeviceBuffers source, cons
         members.insert(group.begin(), group.end());
     // Targets start from zero where something adds to them or leaves part of them unwritten
     // (a partial sum's other copies hold zeros). Only targets outside the collective's groups
-    // are asked (a reduction over n devices has n^2 messages, none of them needed here).
+    // are asked; a collective's groups hold every device its messages reach, and the compiler
+    // keeps none of them (LinkModel::referenceMessages): the messages asked are a send/receive's.
     std::set<int> outside;
     for (const auto &[d, buffer] : target)
       if (!members.count(d))
@@ -879,14 +879,15 @@ void ProgramBuilder::lowerSteps(const CommPlan &comm, DeviceBuffers source, cons
         programs_[copy.device].body.push_back(std::move(in));
       }
     if (collective) {
-      for (const auto &group : step.groups)
+      for (const auto &group : step.groups) {
+        const ir::DeviceGroup shared(group); // one copy for all its members' instructions
         for (int d : group) {
           if (!mine(d))
             continue;
           ir::Instruction in;
           in.kind = ir::InstrKind::Collective;
           in.op = std::string(commKindName(step.kind));
-          in.group = group;
+          in.group = shared;
           in.tag = tag;
           in.loc = loc;
           in.bytes = step.bytesReceived.count(d) ? step.bytesReceived.at(d) : 0;
@@ -905,6 +906,7 @@ void ProgramBuilder::lowerSteps(const CommPlan &comm, DeviceBuffers source, cons
           programs_[d].body.push_back(std::move(in));
           involved.erase(d);
         }
+      }
     } else {
       // Batched send/receive: every device posts its sends, then its receives, peers in
       // increasing order: one grouped call per device and step.

@@ -439,7 +439,7 @@ std::optional<bool> replayThroughTheBody(const std::map<int, DeviceStep> &steps,
         const auto same =
             std::find_if(calls.begin(), calls.end(), [&](const auto &call) { return *call.first == step.in->group; });
         if (same == calls.end())
-          calls.push_back({&step.in->group, run});
+          calls.push_back({&step.in->group.members(), run});
         else if (same->second != run)
           return std::nullopt;
       } else if (step.in->kind == ir::InstrKind::Recv) {

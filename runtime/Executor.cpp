@@ -206,9 +206,9 @@ std::string sameStateLayout(const ir::DeviceProgram &a, const ir::DeviceProgram 
         if (in.phase == ir::Phase::Update && in.kind == ir::InstrKind::Collective && !in.inputs.empty() &&
             in.inputs[0] == gradient.id)
           return in.group;
-      return std::vector<int>{};
+      return ir::DeviceGroup{};
     };
-    if (groupOf(a, *gx) != groupOf(b, *gy))
+    if (!(groupOf(a, *gx) == groupOf(b, *gy)))
       return "the gradient of '" + name + "' is reduced over other devices on device " + std::to_string(a.device);
   }
   size_t theirs = 0;

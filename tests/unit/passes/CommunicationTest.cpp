@@ -346,4 +346,48 @@ TEST(Communication, RandomLayoutsReplayCorrectly) {
   EXPECT_GT(minimal, 100);
 }
 
+// The compiler keeps no messages of a collective (a reduction over n devices has n^2): the
+// same steps, kinds, groups, slices kept, bytes and seconds as the reference plan.
+TEST(Communication, CollectivesWithoutReferenceMessagesPlanAlike) {
+  passes::LinkModel unkept;
+  unkept.referenceMessages = false;
+  auto allReduce = passes::planReshard({8, 16}, 4, parse("[0..4]: P"), parse("[0..4]: R"));
+  auto compiled = passes::planReshard({8, 16}, 4, parse("[0..4]: P"), parse("[0..4]: R"), unkept);
+  ASSERT_EQ(compiled.steps.size(), 1u);
+  EXPECT_EQ(allReduce.steps[0].messages.size(), 12u); // every partial sum to every other device
+  EXPECT_TRUE(compiled.steps[0].messages.empty());
+  EXPECT_EQ(compiled.steps[0].groups, (std::vector<std::vector<int>>{{0, 1, 2, 3}}));
+  std::mt19937 rng(7122026);
+  int collectives = 0;
+  for (int trial = 0; trial < 1000; ++trial) {
+    std::vector<int64_t> shape(std::uniform_int_distribution<int>(1, 3)(rng));
+    for (auto &d : shape)
+      d = std::uniform_int_distribution<int>(1, 7)(rng);
+    auto from = hspmd::testing::randomAnnotation(rng, shape, true);
+    auto to = hspmd::testing::randomAnnotation(rng, shape, true);
+    if (ir::checkAnnotation(from, shape) || ir::checkAnnotation(to, shape))
+      continue;
+    const std::string what = ir::printAnnotation(from) + " -> " + ir::printAnnotation(to);
+    auto reference = passes::planReshard(shape, 4, from, to);
+    auto plan = passes::planReshard(shape, 4, from, to, unkept);
+    ASSERT_EQ(plan.steps.size(), reference.steps.size()) << what;
+    for (size_t s = 0; s < plan.steps.size(); ++s) {
+      const auto &a = reference.steps[s], &b = plan.steps[s];
+      EXPECT_EQ(b.kind, a.kind) << what;
+      EXPECT_EQ(b.groups, a.groups) << what;
+      EXPECT_EQ(b.bytesSent, a.bytesSent) << what;
+      EXPECT_EQ(b.bytesReceived, a.bytesReceived) << what;
+      EXPECT_EQ(b.seconds, a.seconds) << what;
+      EXPECT_EQ(b.local.size(), a.local.size()) << what;
+      if (passes::isCollective(a.kind)) {
+        EXPECT_TRUE(b.messages.empty()) << what;
+        collectives += !a.messages.empty();
+      } else {
+        EXPECT_EQ(b.messages.size(), a.messages.size()) << what;
+      }
+    }
+  }
+  EXPECT_GT(collectives, 50);
+}
+
 } // namespace

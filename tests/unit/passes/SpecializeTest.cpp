@@ -24,7 +24,8 @@ struct Programs : hspmd::testing::ExampleBuild {
 
 std::unique_ptr<Programs> compile(const std::string &plan, bool train = false,
                                   const std::function<void(ir::PlanSpec &)> &edit = {},
-                                  const std::string &model = "examples/gpt/tiny_gpt.hspmd", bool bf16 = false) {
+                                  const std::string &model = "examples/gpt/tiny_gpt.hspmd", bool bf16 = false,
+                                  int threads = 0) {
   auto p = std::make_unique<Programs>();
   const std::string dir = model.substr(0, model.rfind('/') + 1);
   p->build = driver::elaborateBuild(p->compilation, model, {dir + "plans/" + plan + ".hspmd"}, "");
@@ -34,6 +35,7 @@ std::unique_ptr<Programs> compile(const std::string &plan, bool train = false,
   passes::PipelineOptions options;
   options.train = train;
   options.bf16 = bf16;
+  options.threads = threads;
   p->result = passes::runPipeline(*p->build->graph, p->build->plans, options, [](const passes::Problem &problem) {
     ADD_FAILURE() << problem.code << " " << problem.message;
   });
@@ -532,6 +534,31 @@ TEST(Specialize, CollectivesCarryTheirGroups) {
       ++reduces;
     }
   EXPECT_EQ(reduces, 17); // after the embedding and after each of 16 row-parallel projections
+}
+
+// A collective's members are held once for all the devices that run it (an all-reduce over
+// 2000 devices named in 2000 programs held 2000 copies of its group), here on one thread.
+TEST(Specialize, DevicesOfACollectiveShareItsGroup) {
+  auto dp = compile("dp2_tp2", true, {}, "examples/gpt/tiny_gpt.hspmd", false, 1);
+  const auto &programs = dp->result.programs[0];
+  auto collectives = [&](int device) {
+    std::vector<const ir::Instruction *> found;
+    for (const auto &in : programs.at(device).body)
+      if (in.kind == ir::InstrKind::Collective)
+        found.push_back(&in);
+    return found;
+  };
+  // Devices 2 and 3 form a tensor-parallel pair; each reduces its gradients with its replica.
+  const auto two = collectives(2), three = collectives(3);
+  ASSERT_EQ(two.size(), three.size());
+  int together = 0;
+  for (size_t k = 0; k < two.size(); ++k)
+    if (two[k]->group == std::vector<int>{2, 3}) {
+      EXPECT_EQ(three[k]->group, (std::vector<int>{2, 3}));
+      EXPECT_EQ(&two[k]->group.members(), &three[k]->group.members()) << "collective " << k << " holds two copies";
+      ++together;
+    }
+  EXPECT_GE(together, 17);
 }
 
 // Programs broken on purpose: the verifier names what is wrong.
