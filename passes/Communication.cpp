@@ -182,6 +182,7 @@ public:
       sent.back().bytes += bytes;
     };
     std::vector<std::vector<const Piece *>> byPartial(static_cast<size_t>(partialCount(source)));
+    std::vector<const Piece *> scratch; // inNeedersPipeline's answer where it is not its question
     for (const Piece &need : target) {
       if (targetPartial && need.partial > 0 && !sourcePartial)
         continue; // a copy becomes partial sums: index 0 keeps the value, the others hold zeros
@@ -206,10 +207,10 @@ public:
             for (const Piece &piece : source)
               if ((!targetPartial || piece.partial == need.partial) && ir::containsBox(piece.box, cell))
                 owners.push_back(&piece);
-            owners = inNeedersPipeline(owners, need.device);
+            const auto &near = inNeedersPipeline(owners, need.device, scratch);
             // Several owners share one slice: cut it so that each sends a part.
-            for (const ir::Box &part : spread(cell, owners, need.device))
-              send(owners, need.device, part, false);
+            for (const ir::Box &part : spread(cell, near, need.device))
+              send(near, need.device, part, false);
           }
         }
         continue;
@@ -231,7 +232,7 @@ public:
           if (mine != owners.end())
             step.local.push_back(LocalCopy{need.device, cell, true});
           else
-            send(inNeedersPipeline(owners, need.device), need.device, cell, true);
+            send(inNeedersPipeline(owners, need.device, scratch), need.device, cell, true);
         }
       }
     }
@@ -272,15 +273,17 @@ public:
   }
 
 private:
-  // The owners in the needer's pipeline, or all of them when none is (LinkModel::samePipeline).
-  std::vector<const Piece *> inNeedersPipeline(const std::vector<const Piece *> &owners, int needer) const {
-    if (owners.size() == 1)
-      return owners; // the one owner, near or not
-    std::vector<const Piece *> near;
+  // The owners in the needer's pipeline, or all of them when none is (LinkModel::samePipeline):
+  // `owners` itself where that is all of them (or it has one), else `near`, filled here.
+  const std::vector<const Piece *> &inNeedersPipeline(const std::vector<const Piece *> &owners, int needer,
+                                                      std::vector<const Piece *> &near) const {
+    if (owners.size() < 2)
+      return owners;
+    near.clear();
     for (const Piece *owner : owners)
       if (links_.samePipeline(owner->device, needer))
         near.push_back(owner);
-    return near.empty() ? owners : near;
+    return near.empty() || near.size() == owners.size() ? owners : near;
   }
 
   // A slice with k equally good owners (same link speed to the needer) is cut into k parts
