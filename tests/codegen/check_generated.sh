@@ -27,8 +27,15 @@ elif [ -n "$also" ]; then
     executor=(--switch "$step:$also")
   fi
 fi
-built=$("$hspmc" build "$plan" -o "$out" "${build[@]}")
+built=$("$hspmc" build "$plan" -o "$out" "${build[@]}" 2> "$out.progress")
 echo "$built"
+# It says how far the compile is on stderr, every tenth of the build's steps, the last included.
+last=$(tail -1 "$out.progress")
+if ! [[ "$last" =~ ^compiling:\ ([0-9]+)\ of\ ([0-9]+)\ build\ steps$ ]] ||
+  [ "${BASH_REMATCH[1]}" != "${BASH_REMATCH[2]}" ]; then
+  echo "hspmc build's progress did not end at its last step: $(cat "$out.progress")"
+  exit 1
+fi
 name=$(basename "$plan" .hspmd)
 binary=$(find "$out" -maxdepth 1 -type f -executable | head -1)
 # Its outputs are checked before it trains, as hspmc train checks them.

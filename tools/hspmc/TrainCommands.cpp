@@ -915,6 +915,27 @@ std::string shellWord(const std::string &text) {
   return quoted + "'";
 }
 
+// Runs `command` (a build), appending what it prints to `log`, and says on stderr how far it
+// is at every tenth of its steps (ninja's `[k/n]` lines): a plan of many devices compiles one
+// source a device, minutes of work. Returns whether the command succeeded.
+bool buildWithProgress(const std::string &command, const std::string &log) {
+  FILE *pipe = popen((command + " 2>&1").c_str(), "r");
+  if (!pipe)
+    return false;
+  std::ofstream out(log, std::ios::app);
+  char line[4096];
+  long tenths = 0;
+  while (std::fgets(line, sizeof line, pipe)) {
+    out << line;
+    long done = 0, total = 0;
+    if (std::sscanf(line, "[%ld/%ld]", &done, &total) == 2 && total > 0 && done * 10 / total > tenths) {
+      tenths = done * 10 / total;
+      std::cerr << "compiling: " << done << " of " << total << " build steps" << std::endl;
+    }
+  }
+  return pclose(pipe) == 0;
+}
+
 // Where hspmc build has CMake build the generated code, beside the binary it names after the
 // plan: a name no plan has (a plan's name is an identifier), so that a plan named `build` builds.
 constexpr const char *kCmakeBuild = "cmake-build";
@@ -1022,11 +1043,10 @@ int runBuild(const std::string &file, const std::vector<std::string> &planFiles,
     return 0;
   const std::string log = (std::filesystem::path(outDir) / "build.log").string();
   const std::string buildDir = (std::filesystem::path(outDir) / kCmakeBuild).string();
-  const std::string command = "cmake -S " + shellWord(outDir) + " -B " + shellWord(buildDir) +
-                              " -G Ninja -DCMAKE_BUILD_TYPE=Release > " + shellWord(log) + " 2>&1 && cmake --build " +
-                              shellWord(buildDir) + " >> " + shellWord(log) + " 2>&1";
+  const std::string configure = "cmake -S " + shellWord(outDir) + " -B " + shellWord(buildDir) +
+                                " -G Ninja -DCMAKE_BUILD_TYPE=Release > " + shellWord(log) + " 2>&1";
   std::cout << "compiling (log: " << log << ")" << std::endl;
-  if (std::system(command.c_str()) != 0) {
+  if (std::system(configure.c_str()) != 0 || !buildWithProgress("cmake --build " + shellWord(buildDir), log)) {
     std::cerr << "hspmc build: error: compiling the generated code failed; see " << log << "\n";
     return 1;
   }
