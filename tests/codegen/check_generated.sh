@@ -27,6 +27,7 @@ elif [ -n "$also" ]; then
     executor=(--switch "$step:$also")
   fi
 fi
+mkdir -p "$(dirname "$out")" # the progress goes beside OUTDIR, which hspmc build makes
 built=$("$hspmc" build "$plan" -o "$out" "${build[@]}" 2> "$out.progress")
 echo "$built"
 # It says how far the compile is on stderr, every tenth of the build's steps, the last included.
