@@ -19,6 +19,19 @@
 
 namespace hspmd::runtime::generated {
 
+ir::DeviceProgram program(const char *text, size_t size, int device) {
+  std::string error;
+  auto parsed = ir::parseProgram(std::string(text, size), &error);
+  if (!parsed) {
+    std::fprintf(stderr,
+                 "error: the program of device %d built into this binary does not read (%s): rebuild it with "
+                 "hspmc build\n",
+                 device, error.c_str());
+    std::exit(1);
+  }
+  return std::move(*parsed);
+}
+
 int main(int argc, char **argv, const ModelInfo &model, const std::vector<Plan> &plans, const OffloadFactory &offload,
          const std::vector<std::string> &gpuTypes, const OffloadFactory &ncclOffload) {
   const Plan &plan = plans.front();

@@ -1,5 +1,5 @@
-// Generated.h - what the code `hspmc build` writes calls: helpers that build a device's
-// program from constants, and the main function of the generated binary.
+// Generated.h - what the code `hspmc build` writes calls: reading a device's program from the
+// text built into the binary, and the main function of the generated binary.
 #pragma once
 
 #include "ir/DeviceProgram.h"
@@ -10,39 +10,10 @@
 
 namespace hspmd::runtime::generated {
 
-inline void buffer(ir::DeviceProgram &p, int id, const char *value, ir::DType dtype, std::vector<int64_t> shape,
-                   std::vector<int64_t> origin, int64_t offset, int slots, bool zeroed, ir::BufferRole role) {
-  ir::Buffer b;
-  b.id = id;
-  b.value = value;
-  b.dtype = dtype;
-  b.shape = std::move(shape);
-  b.origin = std::move(origin);
-  b.offset = offset;
-  b.slots = slots;
-  b.zeroed = zeroed;
-  b.role = role;
-  p.buffers.push_back(std::move(b));
-}
-
-inline void instruction(ir::DeviceProgram &p, ir::InstrKind kind, const char *op, std::vector<int> inputs,
-                        std::vector<int> outputs, ir::AttrMap attrs, std::vector<int> group, int peer, int64_t bytes,
-                        int64_t tag, std::vector<ir::Box> slices, ir::Phase phase, int partial) {
-  ir::Instruction in;
-  in.kind = kind;
-  in.op = op;
-  in.inputs = std::move(inputs);
-  in.outputs = std::move(outputs);
-  in.attrs = std::move(attrs);
-  in.group = std::move(group);
-  in.peer = peer;
-  in.bytes = bytes;
-  in.tag = tag;
-  in.slices = std::move(slices);
-  in.phase = phase;
-  in.partial = partial;
-  p.body.push_back(std::move(in));
-}
+/// Device `device`'s program from the text hspmc build put in its source (ir::printProgram's,
+/// `size` bytes). The text is the compiler's, so it reads; where it does not (a generated
+/// source edited by hand) the binary says so and exits 1.
+ir::DeviceProgram program(const char *text, size_t size, int device);
 
 struct Device {
   ir::DeviceProgram (*program)();

@@ -1,6 +1,8 @@
 // CliSupport.h - running hspmc as a user does, for the command-line tests (cli_tests).
 #pragma once
 
+#include "../support/Heavy.h"
+
 #include <gtest/gtest.h>
 
 #include <array>
@@ -13,17 +15,6 @@
 #include <vector>
 
 namespace hspmd::testing {
-
-// The few tests that take a minute or more under the sanitizers and whose code the sanitizer
-// run covers through smaller tests (the planner on large models, the cluster-scale examples,
-// the MPI elastic cases beside their threads twins) are skipped where HSPMD_SKIP_HEAVY is set:
-// scripts/test.sh sets it for the sanitizer build only, so that the whole suite stays well under
-// 30 minutes on 2 cores. The normal build runs them.
-#define HSPMD_SKIP_IF_HEAVY_RUNS_ARE_OFF()                                                                             \
-  do {                                                                                                                 \
-    if (const char *skip = std::getenv("HSPMD_SKIP_HEAVY"); skip && *skip && std::string(skip) != "0")                 \
-      GTEST_SKIP() << "HSPMD_SKIP_HEAVY is set (the sanitizer run): this test runs in the normal build";               \
-  } while (false)
 
 struct CliRun {
   int code;
