@@ -20,8 +20,8 @@ ctest --test-dir build --output-on-failure -j "$(nproc)"
 
 echo "== build and tests under ASan+UBSan (clang, with the libFuzzer target)"
 # The PyTorch comparisons (label torch) check numbers, which the build above did; here the
-# training tests run 4 steps instead of 20, and the four tests that take a minute or more under
-# the sanitizers skip (HSPMD_SKIP_HEAVY, tests/unit/tools/CliSupport.h).
+# training tests run 4 steps instead of 20, and the six tests that take a minute or more under
+# the sanitizers skip (HSPMD_SKIP_HEAVY, tests/unit/support/Heavy.h).
 CC=clang CXX=clang++ scripts/build.sh build-asan -DHSPMD_SANITIZE=address,undefined -DHSPMD_FUZZ=ON -DHSPMD_BENCH=OFF
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 HSPMD_TRAIN_STEPS=4 HSPMD_SKIP_HEAVY=1 \
   ctest --test-dir build-asan --output-on-failure -j "$(nproc)" -LE torch

@@ -2,6 +2,7 @@
 // purpose.
 #include "passes/Specialize.h"
 #include "../support/ExampleBuild.h"
+#include "../support/Heavy.h"
 #include "passes/Pipeline.h"
 #include "passes/PlanMemory.h"
 
@@ -76,6 +77,7 @@ TEST(Specialize, EveryExamplePlanGivesVerifiedPrograms) {
 // ops and updates on 48 devices). Builds of two plans (a value annotated per plan, each
 // plan's programs its own) too.
 TEST(Specialize, StampedOpsGiveTheProgramsEmittingGives) {
+  HSPMD_SKIP_IF_HEAVY_RUNS_ARE_OFF(); // every shipped plan 6 times: two minutes under the sanitizers
   std::vector<std::vector<std::string>> plans;
   for (const char *dir : {"examples/gpt/plans", "examples/llama/plans"})
     for (const auto &entry : std::filesystem::directory_iterator(dir))

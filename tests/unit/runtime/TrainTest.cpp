@@ -3,6 +3,7 @@
 // data), within 1e-4 relative; checkpoints continue under another plan; bad input fails
 // with a clear error.
 #include "../support/ExampleBuild.h"
+#include "../support/Heavy.h"
 #include "passes/Pipeline.h"
 #include "planner/driver/ModelInfo.h"
 #include "runtime/Fusion.h"
@@ -767,6 +768,7 @@ struct CountedNccl : runtime::gpu::NcclOffload {
 // collectives as messages), and training gives the executor's losses bit for bit (fusion off).
 // Every example plan that trains on more than one device.
 TEST(NcclBackend, EveryPlanTrainsAsTheExecutorOnItsNcclCalls) {
+  HSPMD_SKIP_IF_HEAVY_RUNS_ARE_OFF(); // about a minute under the sanitizers; the smaller NCCL tests run there
   setenv("HSPMD_FUSION", "0", 1);
   int plans = 0;
   for (const char *dir : {"examples/gpt/plans", "examples/llama/plans"})
