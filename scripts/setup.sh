@@ -5,7 +5,7 @@ set -euo pipefail
 packages=(
   cmake ninja-build g++ clang clang-format libclang-rt-14-dev llvm git
   antlr4 libantlr4-runtime-dev
-  libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libboost-graph-dev
+  libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libboost-graph-dev libboost-context-dev
   libgtest-dev libgmock-dev
   libopenmpi-dev openmpi-bin libopenblas-dev coinor-libcbc-dev pkg-config libjemalloc-dev
   python3-torch  # test-only: the PyTorch oracle of tests/torch

@@ -97,18 +97,22 @@ void launchKernel(int64_t blocks, int64_t threads, size_t shared, cudaStream_t s
 #include <optional>
 #include <stdexcept>
 #include <thread>
-#include <ucontext.h>
 #include <vector>
 
-// A block's threads are fibers of one OS thread (ucontext), each run until its next barrier in
-// turn, except under the sanitizers, which do not follow a stack switched by swapcontext: there
-// each is an std::thread, and a barrier an std::barrier (slower by about 50 times).
+// A block's threads are fibers of one OS thread (Boost.Context's, which switch stacks without a
+// system call: glibc's swapcontext makes one to save the signal mask, and took four fifths of
+// an emulated training's time), each run until its next barrier in turn, except under the
+// sanitizers, which do not follow a switched stack: there each is an std::thread, and a barrier
+// an std::barrier (slower by about 50 times).
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define HSPMD_EMULATION_THREADS 1
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
 #define HSPMD_EMULATION_THREADS 1
 #endif
+#endif
+#ifndef HSPMD_EMULATION_THREADS
+#include <boost/context/fiber.hpp>
 #endif
 
 #define HSPMD_KERNEL
@@ -160,16 +164,22 @@ template <typename T> T *staticShared(size_t count) {
 namespace emulation {
 
 // The fibers of the block being run (none with HSPMD_EMULATION_THREADS).
+#ifndef HSPMD_EMULATION_THREADS
 struct Fiber {
-  ucontext_t context;
+  boost::context::fiber context; // where the fiber goes on from (empty once it is done)
+  boost::context::fiber back;    // in the fiber: where the scheduler goes on from
   size_t staticUsed = 0;
   bool done = false;
 };
+#else
+struct Fiber {
+  size_t staticUsed = 0;
+  bool done = false;
+};
+#endif
 struct FiberBlock {
-  ucontext_t scheduler;
   std::vector<Fiber> fibers;
   Fiber *current = nullptr;
-  const std::function<void()> *body = nullptr;
 };
 inline thread_local FiberBlock *fibers = nullptr;
 inline constexpr size_t kFiberStack = 256 * 1024;
@@ -185,40 +195,45 @@ inline void barrier(std::barrier<> &threads) {
   if (straight) // a kernel that synchronized nowhere when it first ran synchronizes now
     throw std::logic_error("a kernel run without barriers reached one (runtime/gpu/Emulation.h)");
   ++barriersMet;
-  if (fibers)
-    swapcontext(&fibers->current->context, &fibers->scheduler);
-  else
-    threads.arrive_and_wait();
+#ifndef HSPMD_EMULATION_THREADS
+  if (fibers) {
+    Fiber &me = *fibers->current;
+    me.back = std::move(me.back).resume();
+    return;
+  }
+#endif
+  threads.arrive_and_wait();
 }
 
-inline void fiberMain() {
-  FiberBlock &mine = *fibers;
-  (*mine.body)();
-  mine.current->done = true;
-  swapcontext(&mine.current->context, &mine.scheduler); // never resumed
-}
+#ifndef HSPMD_EMULATION_THREADS
+// One of fiberStacks as a fiber's stack (Boost.Context's StackAllocator): nothing is allocated
+// or freed a block.
+struct KeptStack {
+  char *memory;
+  boost::context::stack_context allocate() {
+    boost::context::stack_context stack;
+    stack.size = kFiberStack;
+    stack.sp = memory + kFiberStack;
+    return stack;
+  }
+  void deallocate(boost::context::stack_context &) noexcept {}
+};
 
 /// Runs `body` as `n` fibers, `enter(t)` setting thread t's variables before each of its turns.
-// GCC warns that getcontext (marked to return twice, as setjmp) may clobber the loops' locals.
-// It returns once here: the contexts it fills are entered through makecontext's entry, never
-// resumed at the getcontext, and swapcontext returns as a call does, registers restored.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wclobbered"
-#endif
 inline void runFibers(unsigned n, const std::function<void(unsigned)> &enter, const std::function<void()> &body) {
   FiberBlock fiberBlock;
-  fiberBlock.body = &body;
   fiberBlock.fibers.resize(n);
   while (fiberStacks.size() < n)
     fiberStacks.emplace_back(new char[kFiberStack]);
   for (unsigned t = 0; t < n; ++t) {
     Fiber &fiber = fiberBlock.fibers[t];
-    getcontext(&fiber.context);
-    fiber.context.uc_stack.ss_sp = fiberStacks[t].get();
-    fiber.context.uc_stack.ss_size = kFiberStack;
-    fiber.context.uc_link = nullptr;
-    makecontext(&fiber.context, fiberMain, 0);
+    fiber.context = boost::context::fiber(std::allocator_arg, KeptStack{fiberStacks[t].get()},
+                                          [&fiber, &body](boost::context::fiber &&scheduler) {
+                                            fiber.back = std::move(scheduler);
+                                            body();
+                                            fiber.done = true;
+                                            return std::move(fiber.back);
+                                          });
   }
   FiberBlock *const outer = fibers;
   fibers = &fiberBlock;
@@ -233,15 +248,13 @@ inline void runFibers(unsigned n, const std::function<void(unsigned)> &enter, co
       enter(t);
       staticUsed = fiber.staticUsed;
       fiberBlock.current = &fiber;
-      swapcontext(&fiberBlock.scheduler, &fiber.context);
+      fiber.context = std::move(fiber.context).resume();
       fiber.staticUsed = staticUsed;
       running = running || !fiber.done;
     }
   }
   fibers = outer;
 }
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
 #endif
 
 } // namespace emulation
