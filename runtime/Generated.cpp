@@ -16,19 +16,16 @@
 #include <iostream>
 #include <memory>
 #include <set>
+#include <stdexcept>
 
 namespace hspmd::runtime::generated {
 
 ir::DeviceProgram program(const char *text, size_t size, int device) {
   std::string error;
   auto parsed = ir::parseProgram(std::string(text, size), &error);
-  if (!parsed) {
-    std::fprintf(stderr,
-                 "error: the program of device %d built into this binary does not read (%s): rebuild it with "
-                 "hspmc build\n",
-                 device, error.c_str());
-    std::exit(1);
-  }
+  if (!parsed)
+    throw std::runtime_error("the program of device " + std::to_string(device) +
+                             " built into this binary does not read (" + error + "): rebuild it with hspmc build");
   return std::move(*parsed);
 }
 
@@ -78,12 +75,17 @@ int main(int argc, char **argv, const ModelInfo &model, const std::vector<Plan> 
   documents.applyTo(run);
   run.timeout = std::chrono::seconds(timeout);
   std::vector<std::map<int, ir::DeviceProgram>> programs(plans.size());
-  for (size_t k = 0; k < plans.size(); ++k) {
-    run.generated.emplace_back();
-    for (const auto &[id, device] : plans[k].devices) {
-      programs[k][id] = device.program();
-      run.generated[k][id] = device.phases;
+  try {
+    for (size_t k = 0; k < plans.size(); ++k) {
+      run.generated.emplace_back();
+      for (const auto &[id, device] : plans[k].devices) {
+        programs[k][id] = device.program();
+        run.generated[k][id] = device.phases;
+      }
     }
+  } catch (const std::runtime_error &e) {
+    std::cerr << argv[0] << ": error: " << e.what() << "\n";
+    return 1;
   }
   const bool nccl = backend == "nccl", mpi = backend == "mpi" || nccl;
   const bool leader = !mpi || launcherRank() <= 0;

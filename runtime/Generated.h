@@ -12,7 +12,8 @@ namespace hspmd::runtime::generated {
 
 /// Device `device`'s program from the text hspmc build put in its source (ir::printProgram's,
 /// `size` bytes). The text is the compiler's, so it reads; where it does not (a generated
-/// source edited by hand) the binary says so and exits 1.
+/// source edited by hand) this throws std::runtime_error with the place, and main says so and
+/// exits 1.
 ir::DeviceProgram program(const char *text, size_t size, int device);
 
 struct Device {
