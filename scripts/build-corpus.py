@@ -22,6 +22,32 @@ import random
 import sys
 
 
+def splitlines_no_ff(source):
+    """The source's lines with their ends, split at \\r\\n, \\n and \\r only: ast's lines."""
+    lines, start, at = [], 0, 0
+    while at < len(source):
+        c = source[at]
+        at += 1
+        if c == "\r" and at < len(source) and source[at] == "\n":
+            at += 1
+        if c in "\r\n":
+            lines.append(source[start:at])
+            start = at
+    if start < len(source):
+        lines.append(source[start:])
+    return lines
+
+
+def source_segment(lines, node):
+    """ast.get_source_segment(source, node) from the source's lines, split once a file (ast splits
+    them again for every node: most of this script's time)."""
+    first, last = node.lineno - 1, node.end_lineno - 1
+    if first == last:
+        return lines[first].encode()[node.col_offset:node.end_col_offset].decode()
+    return "".join([lines[first].encode()[node.col_offset:].decode()] + lines[first + 1:last] +
+                   [lines[last].encode()[:node.end_col_offset].decode()])
+
+
 def python_documents(limit_bytes):
     for path in sorted(glob.glob("/usr/lib/python3*/*.py")):
         try:
@@ -29,9 +55,10 @@ def python_documents(limit_bytes):
             tree = ast.parse(source)
         except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
             continue
+        lines = splitlines_no_ff(source)
         for node in tree.body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                text = ast.get_source_segment(source, node)
+                text = source_segment(lines, node)
                 if text and "\0" not in text and len(text.encode("utf-8")) <= limit_bytes:
                     yield text, f"{path}:{node.lineno}"
 
