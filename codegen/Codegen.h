@@ -4,8 +4,9 @@
 // their shapes, regions and static arena offsets; instructions with their attributes, groups,
 // peers, tags and slices), which the binary reads when it starts (ir::parseProgram), and one
 // function per phase with one call per instruction, in order, into the runtime
-// (DeviceExecutor::instruction). (The program used to be built by one constructor call per
-// buffer and instruction: 11 s of compile a device source at -O0, against about 2 s now.) main.cpp holds the
+// (DeviceExecutor::instruction). A device source includes only runtime/GeneratedDevice.h. (The
+// program used to be built by one constructor call per buffer and instruction, with the
+// runtime's headers: 11 s of compile a device source at -O0.) main.cpp holds the
 // model's parameters and batch and calls runtime::generated::main. The binary shares every
 // kernel and collective with `hspmc train`, so both give bitwise-identical losses. For CUDA
 // the same sources run every kernel and copy on a GPU (runtime/gpu/GpuOffload.h): the binary

@@ -4,6 +4,7 @@
 #include "ir/Files.h"
 #include "runtime/CliNumbers.h"
 #include "runtime/DocumentsCli.h"
+#include "runtime/Executor.h"
 #include "runtime/MpiRun.h"
 #include "runtime/gpu/DeviceTypes.h"
 
@@ -27,6 +28,10 @@ ir::DeviceProgram program(const char *text, size_t size, int device) {
     throw std::runtime_error("the program of device " + std::to_string(device) +
                              " built into this binary does not read (" + error + "): rebuild it with hspmc build");
   return std::move(*parsed);
+}
+
+void instruction(DeviceExecutor &executor, size_t index, int microbatch) {
+  executor.instruction(index, microbatch);
 }
 
 int main(int argc, char **argv, const ModelInfo &model, const std::vector<Plan> &plans, const OffloadFactory &offload,
@@ -79,7 +84,7 @@ int main(int argc, char **argv, const ModelInfo &model, const std::vector<Plan> 
     for (size_t k = 0; k < plans.size(); ++k) {
       run.generated.emplace_back();
       for (const auto &[id, device] : plans[k].devices) {
-        programs[k][id] = device.program();
+        programs[k][id] = program(device.text, device.size, id);
         run.generated[k][id] = device.phases;
       }
     }

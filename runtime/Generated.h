@@ -3,6 +3,7 @@
 #pragma once
 
 #include "ir/DeviceProgram.h"
+#include "runtime/GeneratedDevice.h"
 #include "runtime/Run.h"
 
 #include <map>
@@ -16,8 +17,11 @@ namespace hspmd::runtime::generated {
 /// exits 1.
 ir::DeviceProgram program(const char *text, size_t size, int device);
 
+/// A device of a built plan: its program's text (`size` bytes, read by program()) and its
+/// phase functions.
 struct Device {
-  ir::DeviceProgram (*program)();
+  const char *text;
+  size_t size;
   PhaseFunctions phases;
 };
 
