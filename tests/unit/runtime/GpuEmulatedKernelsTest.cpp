@@ -16,10 +16,13 @@
 #include "runtime/Regions.h"
 #include "runtime/gpu/Dispatch.cuh"
 #include "runtime/gpu/ElementwiseKernels.cuh"
+#include "runtime/gpu/GpuKernels.h"
 #include "runtime/gpu/KernelTable.cuh"
 #include "runtime/gpu/MatmulKernels.cuh"
 #include "runtime/gpu/TiledAttention.cuh"
+#include "tests/unit/support/EmulatedKernelTable.h"
 #include "tests/unit/support/GpuFaults.h"
+#include "tests/unit/support/Heavy.h"
 #include "tests/unit/support/KernelCases.h"
 #include "tests/unit/support/ReferenceGemm.h"
 
@@ -113,6 +116,7 @@ void check(const Case &c) {
 } // namespace
 
 TEST(TiledAttention, MatchesTheCpuKernel) {
+  HSPMD_SKIP_IF_HEAVY_RUNS_ARE_OFF(); // 22 s under the sanitizers; KernelTable.AttentionInTilesAndInRows runs there
   std::vector<Case> cases = hspmd::testing::attentionMasks(8);
   // Rows and keys past a tile, GQA (4 query heads on 2 KV heads), D != Dv.
   cases.push_back({"causal, GQA, 70 rows", 2, 70, 70, 4, 2, 16, 12, true, 0, 0, {}});
@@ -322,8 +326,8 @@ void compareRunning(const std::string &op, const ir::AttrMap &attrs, std::vector
   if (rowAttention) {
     ASSERT_TRUE(gpu::attentionKernel(op, attrs, views(gpuIn), views(gpuOut), context, nullptr, true));
   } else {
-    const auto runner = gpu::kernelTable().find(op);
-    ASSERT_NE(runner, gpu::kernelTable().end());
+    const auto runner = hspmd::testing::emulatedKernelTable().find(op);
+    ASSERT_NE(runner, hspmd::testing::emulatedKernelTable().end());
     runner->second(attrs, views(gpuIn), views(gpuOut), context, nullptr);
   }
   auto check = [bound](std::vector<Tensor> &cpu, std::vector<Tensor> &emulated, const char *what) {
@@ -361,7 +365,7 @@ TEST(KernelTable, HoldsEveryCpuOpButTheProducts) {
     expected.insert(name);
   expected.erase("matmul");
   std::set<std::string> table;
-  for (const auto &[name, _] : gpu::kernelTable())
+  for (const auto &[name, _] : hspmd::testing::emulatedKernelTable())
     table.insert(name);
   EXPECT_EQ(table, expected);
 }
@@ -402,7 +406,8 @@ TEST(KernelTable, EmbeddingGradientOrdersEachRowsIds) {
 TEST(KernelTable, CrossEntropyRejectsATargetPastTheVocabulary) {
   std::mt19937 random(8);
   std::vector<Tensor> in{f32({2, 10}, random), i32({2}, {3, 10})}, out{zeros({})};
-  EXPECT_THROW(gpu::kernelTable().at("cross_entropy")({{"tokens", int64_t{2}}}, views(in), views(out), {}, nullptr),
+  EXPECT_THROW(hspmd::testing::emulatedKernelTable().at("cross_entropy")({{"tokens", int64_t{2}}}, views(in),
+                                                                         views(out), {}, nullptr),
                runtime::KernelError);
 }
 
@@ -659,8 +664,8 @@ void expectWidenedEquivalent(const std::string &op, const ir::AttrMap &attrs, st
     return tensors;
   };
   std::vector<Tensor> wideIn = widened(inputs), wideOut = widened(outputs);
-  gpu::kernelTable().at(op)(attrs, views(inputs), views(outputs), {}, nullptr);
-  gpu::kernelTable().at(op)(attrs, views(wideIn), views(wideOut), {}, nullptr);
+  hspmd::testing::emulatedKernelTable().at(op)(attrs, views(inputs), views(outputs), {}, nullptr);
+  hspmd::testing::emulatedKernelTable().at(op)(attrs, views(wideIn), views(wideOut), {}, nullptr);
   for (size_t k = 0; k < outputs.size(); ++k) {
     std::vector<char> expected = wideOut[k].bytes;
     if (outputs[k].dtype == ir::DType::BF16) {
@@ -788,9 +793,6 @@ TEST(KernelTable, DispatchTakesBf16AttentionWhereTensorCoresDo) {
 // cross-entropy, embedding): near the CPU's runKernel on the same tensors, which widens every kernel's.
 TEST(KernelTable, DispatchOnBf16IsNearTheCpu) {
   std::mt19937 random(14);
-  const auto products = [](gpu::In in, gpu::In out) {
-    gpu::matmulWith(hspmd::testing::ReferenceGemm{}, in, out, nullptr);
-  };
   struct Case {
     std::string op;
     ir::AttrMap attrs;
@@ -831,7 +833,9 @@ TEST(KernelTable, DispatchOnBf16IsNearTheCpu) {
     SCOPED_TRACE(c.op);
     std::vector<Tensor> in = c.in, cpuOut = c.out, gpuOut = c.out;
     runtime::runKernel(c.op, c.attrs, views(in), views(cpuOut));
-    gpu::dispatchKernel(c.op, c.attrs, views(in), views(gpuOut), {}, nullptr, products);
+    gpu::GpuStream stream; // runtime/gpu/GpuKernels.h's runKernel: the dispatch on the emulated GPU
+    gpu::runKernel(c.op, c.attrs, views(in), views(gpuOut), {}, stream);
+    stream.synchronize();
     const auto *want = reinterpret_cast<const uint16_t *>(cpuOut[0].bytes.data());
     const auto *got = reinterpret_cast<const uint16_t *>(gpuOut[0].bytes.data());
     for (int64_t i = 0; i < cpuOut[0].numel(); ++i) {

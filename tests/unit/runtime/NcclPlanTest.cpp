@@ -4,6 +4,7 @@
 // that finds deadlocks the CPU backends (buffered sends) do not have.
 #include "runtime/gpu/NcclPlan.h"
 #include "../support/ExampleBuild.h"
+#include "../support/Heavy.h"
 #include "passes/Pipeline.h"
 #include "runtime/gpu/NcclRun.h"
 
@@ -56,6 +57,7 @@ std::map<int, ir::DeviceProgram> parse(const std::vector<std::string> &texts) {
 // Every example plan, for training and inference, runs on NCCL without a deadlock: the
 // replay of its step with NCCL's rules ends with every call done.
 TEST(NcclPlan, EveryExamplePlanReplaysWithoutDeadlock) {
+  HSPMD_SKIP_IF_HEAVY_RUNS_ARE_OFF(); // 32 s under the sanitizers; the other NcclPlan tests run there
   int plans = 0;
   for (const char *dir : {"examples/gpt/plans", "examples/llama/plans"})
     for (const auto &entry : std::filesystem::directory_iterator(dir)) {

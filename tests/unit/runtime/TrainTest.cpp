@@ -696,6 +696,7 @@ struct LoggingOffload : runtime::HostOffload {
 };
 
 TEST(Offload, StagesCommunicationThroughTheHost) {
+  HSPMD_SKIP_IF_HEAVY_RUNS_ARE_OFF(); // 28 s under the sanitizers; the other Offload tests run there
   setenv("HSPMD_FUSION", "0", 1);
   int crossEntropies = 0;
   for (const char *plan :
@@ -872,6 +873,7 @@ TEST(Precision, Bf16TrainsWithinTwoPercentOfFp32) {
 // through the host or on its NCCL calls (bf16 reductions added in float and rounded at each
 // member, in group order, on both).
 TEST(Precision, Bf16OffloadedAndOnNcclCallsIsTheExecutors) {
+  HSPMD_SKIP_IF_HEAVY_RUNS_ARE_OFF(); // 76 s under the sanitizers; the smaller bf16 and offload tests run there
   // Tensor parallelism over four devices: all-reduces of bf16 activations with more than two
   // members, where rounding at each member differs from rounding the sum once.
   const std::string tp4 =

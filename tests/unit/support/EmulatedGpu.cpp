@@ -9,6 +9,7 @@
 #include "runtime/gpu/GpuKernels.h"
 #include "runtime/gpu/LayoutKernels.cuh"
 #include "runtime/gpu/MatmulKernels.cuh"
+#include "tests/unit/support/EmulatedKernelTable.h"
 #include "tests/unit/support/ReferenceGemm.h"
 
 #include <cstdlib>
@@ -30,6 +31,10 @@ namespace hspmd::testing {
 int64_t emulatedGpuInUse() {
   const std::lock_guard lock(allocated);
   return inUse;
+}
+
+const std::map<std::string, runtime::gpu::Runner> &emulatedKernelTable() {
+  return runtime::gpu::kernelTable();
 }
 
 } // namespace hspmd::testing

@@ -6,14 +6,25 @@
 #include <cstdlib>
 #include <string>
 
-// The few tests that take a minute or more under the sanitizers and whose code the sanitizer
+// The tests that take half a minute or more under the sanitizers and whose code the sanitizer
 // run covers through smaller tests (the planner on large models, the cluster-scale examples,
 // the MPI elastic cases beside their threads twins, every shipped plan compiled or trained
 // several ways) are skipped where HSPMD_SKIP_HEAVY is set: scripts/test.sh sets it for the
 // sanitizer build only, so that the whole suite stays well under 30 minutes on 2 cores. The
 // normal build runs them.
+namespace hspmd::testing {
+
+/// Whether HSPMD_SKIP_HEAVY is set (the sanitizer run): a test may also leave out only its
+/// heaviest part there, e.g. the run it compares losses with.
+inline bool heavyRunsAreOff() {
+  const char *skip = std::getenv("HSPMD_SKIP_HEAVY");
+  return skip && *skip && std::string(skip) != "0";
+}
+
+} // namespace hspmd::testing
+
 #define HSPMD_SKIP_IF_HEAVY_RUNS_ARE_OFF()                                                                             \
   do {                                                                                                                 \
-    if (const char *skip = std::getenv("HSPMD_SKIP_HEAVY"); skip && *skip && std::string(skip) != "0")                 \
+    if (hspmd::testing::heavyRunsAreOff())                                                                             \
       GTEST_SKIP() << "HSPMD_SKIP_HEAVY is set (the sanitizer run): this test runs in the normal build";               \
   } while (false)

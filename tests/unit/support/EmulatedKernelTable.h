@@ -1,0 +1,17 @@
+// EmulatedKernelTable.h - test support: runtime/gpu/KernelTable.cuh's table as the emulated GPU
+// (EmulatedGpu.cpp) instantiated it.
+#pragma once
+
+#include "runtime/gpu/KernelTable.cuh"
+
+#include <map>
+#include <string>
+
+namespace hspmd::testing {
+
+/// KernelTable.cuh's kernelTable() of this test binary, the one runKernel dispatches to. The
+/// table is in an unnamed namespace: a file that names it compiles all its launches again
+/// (about 30 s with GCC 12 at -O2), so the tests name this one instance instead.
+const std::map<std::string, runtime::gpu::Runner> &emulatedKernelTable();
+
+} // namespace hspmd::testing
