@@ -23,9 +23,19 @@ std::vector<int> Annotation::devices() const {
 
 bool Annotation::contains(int device) const {
   for (const auto &subgroup : subgroups)
-    if (std::find(subgroup.devices.begin(), subgroup.devices.end(), device) != subgroup.devices.end())
+    if (devicePosition(subgroup.devices, device) >= 0)
       return true;
   return false;
+}
+
+int64_t devicePosition(const std::vector<int> &devices, int device) {
+  if (devices.empty())
+    return -1;
+  if (const int64_t guess = static_cast<int64_t>(device) - devices.front();
+      guess >= 0 && guess < static_cast<int64_t>(devices.size()) && devices[static_cast<size_t>(guess)] == device)
+    return guess;
+  auto found = std::find(devices.begin(), devices.end(), device);
+  return found == devices.end() ? -1 : found - devices.begin();
 }
 
 int64_t Box::numElements() const {
@@ -172,8 +182,8 @@ std::vector<OwnedPiece> ownedRegion(const Annotation &annotation, std::span<cons
   const auto &hetero = annotation.hetero;
   for (size_t g = 0; g < subgroups.size(); ++g) {
     const auto &devices = subgroups[g].devices;
-    auto found = std::find(devices.begin(), devices.end(), device);
-    if (found == devices.end())
+    const int64_t index = devicePosition(devices, device);
+    if (index < 0)
       continue;
     int replicaOffset = 0, partialOffset = 0;
     if (hetero.kind == HeteroKind::Split) {
@@ -200,7 +210,6 @@ std::vector<OwnedPiece> ownedRegion(const Annotation &annotation, std::span<cons
     // Mixed-radix coordinates of the device in its group, outermost axis first: on axis a,
     // its index divided by the product of the later axes' counts, modulo a's count.
     const auto &axes = subgroups[g].axes;
-    const int64_t index = found - devices.begin();
     int64_t later = 1;
     for (const MeshAxis &axis : axes)
       later *= axis.count;

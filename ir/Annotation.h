@@ -103,6 +103,11 @@ std::pair<int64_t, int64_t> chunkRange(int64_t size, int count, int index);
 /// left over go one each to the first subgroups; no sizes means chunked pieces.
 std::vector<int64_t> resolveHeteroSizes(const HeteroPlacement &hetero, size_t subgroups, int64_t size);
 
+/// The index of `device` in a subgroup's device list (its devices distinct), or -1. Where the
+/// list runs through consecutive ids from its first (most layouts) the answer needs no search:
+/// the estimates and ownedRegion ask it for every device of every value.
+int64_t devicePosition(const std::vector<int> &devices, int device);
+
 /// The pieces of a tensor of `shape` that `device` owns: empty when the device is not in
 /// the annotation, one piece otherwise. The annotation must be valid for the shape.
 std::vector<OwnedPiece> ownedRegion(const Annotation &annotation, std::span<const int64_t> shape, int device);

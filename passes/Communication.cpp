@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <numeric>
 #include <set>
+#include <span>
 
 namespace hspmd::passes {
 
@@ -132,8 +133,10 @@ public:
       : shape_(shape), elementBytes_(elementBytes), links_(links) {}
 
   // One step moving (and, where the source holds partial sums, adding) data from `from` to
-  // `to`. `lacking` receives, per device, the bytes of the target it did not hold.
-  CommStep direct(const ir::Annotation &from, const ir::Annotation &to, std::map<int, int64_t> *lacking) {
+  // `to`. `lacking` receives, per device, the bytes of the target it did not hold. `last`: no
+  // later step of this planner reads the senders' loads this one adds.
+  CommStep direct(const ir::Annotation &from, const ir::Annotation &to, std::map<int, int64_t> *lacking,
+                  bool last = true) {
     CommStep step;
     step.from = from;
     step.to = to;
@@ -183,7 +186,13 @@ public:
     };
     std::vector<std::vector<const Piece *>> byPartial(static_cast<size_t>(partialCount(source)));
     std::vector<const Piece *> scratch; // inNeedersPipeline's answer where it is not its question
-    for (const Piece &need : target) {
+    // A reduction whose messages are not kept, where each slice of each partial sum has one
+    // owner (so no choice of sender, and no later step reads the loads): its groups and local
+    // adds are found by layout, without visiting every pair of devices (joinReduction).
+    const bool byLayout = unkept && last && eachSliceHasOneOwner(source);
+    if (byLayout)
+      joinReduction(source, target, step, joined);
+    for (const Piece &need : byLayout ? std::span<const Piece>() : std::span<const Piece>(target)) {
       if (targetPartial && need.partial > 0 && !sourcePartial)
         continue; // a copy becomes partial sums: index 0 keeps the value, the others hold zeros
       const Piece *own = nullptr;
@@ -273,6 +282,78 @@ public:
   }
 
 private:
+  // Whether no two pieces of one partial sum overlap: every slice of it has one owner.
+  static bool eachSliceHasOneOwner(const std::vector<Piece> &source) {
+    std::map<int, std::vector<const Piece *>> byPartial;
+    for (const Piece &piece : source)
+      byPartial[piece.partial].push_back(&piece);
+    for (const auto &[partial, pieces] : byPartial) {
+      if (pieces.size() > 64)
+        return false; // not worth the pairs: direct() visits them as for any reduction
+      for (size_t i = 0; i < pieces.size(); ++i)
+        for (size_t j = i + 1; j < pieces.size(); ++j)
+          if (!intersectBox(pieces[i]->box, pieces[j]->box).empty())
+            return false;
+    }
+    return true;
+  }
+
+  // What direct()'s reduction loop does for such a reduction, by layout: each needer adds the
+  // partial sums it holds in place (a local add per slice and sum, in the same order) and is
+  // joined with the owner of every other sum of each slice. The owners of one source box are
+  // joined to each other once, and a needer to one of them, which makes the same groups;
+  // the slices are the same cuts, taken from the cuts of all sources sorted once. Linear in
+  // the devices where the sources have few distinct boxes (data parallelism: one).
+  void joinReduction(const std::vector<Piece> &source, const std::vector<Piece> &target, CommStep &step,
+                     DeviceSets &joined) const {
+    struct Owners {
+      const ir::Box *box;
+      std::vector<int> devices; // distinct, in source order
+      bool joined = false;
+    };
+    std::vector<Owners> boxes;
+    std::map<std::pair<std::vector<int64_t>, std::vector<int64_t>>, size_t> indexOf;
+    std::map<int, std::vector<const Piece *>> held; // by device: its pieces
+    const size_t rank = shape_.size();
+    std::vector<std::vector<int64_t>> cuts(rank);
+    for (const Piece &piece : source) {
+      auto [it, fresh] = indexOf.try_emplace({piece.box.lo, piece.box.hi}, boxes.size());
+      if (fresh)
+        boxes.push_back(Owners{&piece.box, {}});
+      std::vector<int> &devices = boxes[it->second].devices;
+      if (std::find(devices.begin(), devices.end(), piece.device) == devices.end())
+        devices.push_back(piece.device);
+      held[piece.device].push_back(&piece);
+      for (size_t d = 0; d < rank; ++d)
+        cuts[d].insert(cuts[d].end(), {piece.box.lo[d], piece.box.hi[d]});
+    }
+    for (auto &c : cuts) {
+      std::sort(c.begin(), c.end());
+      c.erase(std::unique(c.begin(), c.end()), c.end());
+    }
+    static const std::vector<const Piece *> none;
+    for (const Piece &need : target) {
+      auto mine = held.find(need.device);
+      const std::vector<const Piece *> &own = mine == held.end() ? none : mine->second;
+      for (const ir::Box &cell : ir::cutBox(need.box, cuts)) {
+        for (const Piece *piece : own)
+          if (ir::containsBox(piece->box, cell))
+            step.local.push_back(LocalCopy{need.device, cell, true});
+        for (Owners &owners : boxes) {
+          if (!ir::containsBox(*owners.box, cell) ||
+              (owners.devices.size() == 1 && owners.devices.front() == need.device))
+            continue;
+          if (!owners.joined) {
+            for (int device : owners.devices)
+              joined.join(owners.devices.front(), device);
+            owners.joined = true;
+          }
+          joined.join(need.device, owners.devices.front());
+        }
+      }
+    }
+  }
+
   // The owners in the needer's pipeline, or all of them when none is (LinkModel::samePipeline):
   // `owners` itself where that is all of them (or it has one), else `near`, filled here.
   const std::vector<const Piece *> &inNeedersPipeline(const std::vector<const Piece *> &owners, int needer,
@@ -427,10 +508,13 @@ private:
         for (int d : group) {
           for (const auto &piece : ir::ownedRegion(step.from, shape_, d))
             buffer = std::max(buffer, static_cast<double>(piece.box.numElements() * elementBytes_));
-          for (int e : group)
-            if (e != d)
-              bandwidth = std::min(bandwidth, links_.bandwidth(d, e));
+          if (!links_.leastBandwidth)
+            for (int e : group)
+              if (e != d)
+                bandwidth = std::min(bandwidth, links_.bandwidth(d, e));
         }
+        if (links_.leastBandwidth)
+          bandwidth = std::min(bandwidth, links_.leastBandwidth(group));
         const int members = static_cast<int>(n);
         const double moved = allReduce ? cost::allReduceBytes(buffer, members) : cost::gatherBytes(buffer, members);
         for (int d : group) {
@@ -520,7 +604,7 @@ CommPlan planReshard(const std::vector<int64_t> &shape, int elementBytes, const 
     CommPlan plan;
     Planner planner(shape, elementBytes, links);
     ir::Annotation mid = reducedInPlace(from);
-    plan.steps.push_back(planner.direct(from, mid, nullptr));
+    plan.steps.push_back(planner.direct(from, mid, nullptr, false));
     plan.steps.push_back(planner.direct(mid, to, nullptr));
     return plan;
   }
@@ -539,7 +623,7 @@ CommPlan planReshard(const std::vector<int64_t> &shape, int elementBytes, const 
   if (ir::Annotation mid = reducedInPlace(from); hasPartial(from) && !hasPartial(to) && !(mid == to)) {
     CommPlan twoSteps;
     Planner planner(shape, elementBytes, links);
-    twoSteps.steps.push_back(planner.direct(from, mid, nullptr));
+    twoSteps.steps.push_back(planner.direct(from, mid, nullptr, false));
     twoSteps.steps.push_back(planner.direct(mid, to, &twoSteps.lackingBytes));
     if (twoSteps.seconds() < direct.seconds())
       return twoSteps;

@@ -42,6 +42,7 @@ passes::LinkModel linkModel(const Cluster &cluster) {
   auto topology = std::make_shared<Topology>(cluster);
   links.sameNode = [topology](int a, int b) { return topology->sameNode(a, b); };
   links.bandwidth = [topology](int a, int b) { return topology->bandwidth(a, b); };
+  links.leastBandwidth = [topology](const std::vector<int> &group) { return topology->leastBandwidth(group); };
   return links;
 }
 
@@ -112,7 +113,7 @@ double workShare(const ir::Op &op, int plan, int device) {
     return 0;
   const auto &subgroups = annotation->subgroups;
   for (size_t g = 0; g < subgroups.size(); ++g) {
-    if (std::find(subgroups[g].devices.begin(), subgroups[g].devices.end(), device) == subgroups[g].devices.end())
+    if (ir::devicePosition(subgroups[g].devices, device) < 0)
       continue;
     double share = 1;
     const auto &hetero = annotation->hetero;

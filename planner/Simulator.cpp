@@ -236,10 +236,13 @@ private:
             std::max({stream(member, true), kernelToo ? stream(member, false) : 0.0, ready(member, mine)});
         start = std::max(start, arrives);
         first = std::min(first, arrives);
-        for (int other : in.group)
-          if (other != member)
-            slowest = std::min(slowest, bandwidth(member, other));
+        if (!model_.links.leastBandwidth)
+          for (int other : in.group)
+            if (other != member)
+              slowest = std::min(slowest, bandwidth(member, other));
       }
+      if (model_.links.leastBandwidth) // the same minimum, without asking every pair
+        slowest = std::min(slowest, model_.links.leastBandwidth(in.group) * 1e9);
       const double woken = wakeup(start - first); // the first to arrive may have slept
       const double n = static_cast<double>(in.group.size());
       double seconds = 0, latency = 0; // the collective's time; of it, the alphas

@@ -28,4 +28,26 @@ double Topology::bandwidth(int a, int b) const {
   return std::min({throughSwitch, uplink_[static_cast<size_t>(node_[x])], uplink_[static_cast<size_t>(node_[y])]});
 }
 
+double Topology::leastBandwidth(const std::vector<int> &group) const {
+  if (group.size() < 2)
+    return std::numeric_limits<double>::infinity();
+  // Every member is in some pair, so the slowest link to a switch counts; where the group
+  // spans two nodes or more, every node of it is in a pair across nodes, so its uplink does.
+  const int n = devices();
+  double least = std::numeric_limits<double>::infinity(), uplinks = least;
+  int firstNode = -1;
+  bool acrossNodes = false;
+  for (int d : group) {
+    if (d < 0 || d >= n)
+      return 0; // as bandwidth() to a device outside the cluster
+    const auto x = static_cast<size_t>(d);
+    least = std::min(least, toSwitch_[x]);
+    uplinks = std::min(uplinks, uplink_[static_cast<size_t>(node_[x])]);
+    if (firstNode < 0)
+      firstNode = node_[x];
+    acrossNodes = acrossNodes || node_[x] != firstNode;
+  }
+  return acrossNodes ? std::min(least, uplinks) : least;
+}
+
 } // namespace hspmd::planner

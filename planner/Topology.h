@@ -21,6 +21,9 @@ public:
   /// GB/s of the widest path between two devices (0 when one is not in the cluster; infinite
   /// from a device to itself).
   double bandwidth(int a, int b) const;
+  /// The least bandwidth(a, b) over two distinct members of `group` (distinct devices), in one
+  /// pass over it; infinite for a group of one.
+  double leastBandwidth(const std::vector<int> &group) const;
   int devices() const { return static_cast<int>(node_.size()); }
   /// Whether two devices of the cluster share a node (false when one is not in it).
   bool sameNode(int a, int b) const {

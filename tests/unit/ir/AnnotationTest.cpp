@@ -178,6 +178,20 @@ TEST(OwnedRegion, RandomAnnotationsMatchBruteForce) {
   }
 }
 
+// A device's place in a subgroup's list: found without a search where the list runs through
+// consecutive ids from its first, and by one where it does not.
+TEST(OwnedRegion, DevicePositionsInConsecutiveAndScatteredLists) {
+  EXPECT_EQ(devicePosition({4, 5, 6, 7}, 6), 2);
+  EXPECT_EQ(devicePosition({4, 5, 6, 7}, 3), -1);
+  EXPECT_EQ(devicePosition({4, 5, 6, 7}, 8), -1);
+  EXPECT_EQ(devicePosition({5, 2, 7}, 7), 2);  // where a run would put it, by chance
+  EXPECT_EQ(devicePosition({5, 2, 7}, 2), 1);  // before the first id
+  EXPECT_EQ(devicePosition({5, 9, 6}, 6), 2);  // a run would put it at 1
+  EXPECT_EQ(devicePosition({5, 9, 6}, 7), -1); // a run would put it at 2
+  EXPECT_EQ(devicePosition({}, 0), -1);
+  EXPECT_EQ(devicePosition({0}, -1), -1);
+}
+
 TEST(CheckAnnotation, ReportsThePartAtFault) {
   auto problem = [](const std::string &text, std::vector<int64_t> shape) {
     TextError error;

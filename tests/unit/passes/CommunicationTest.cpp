@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 
 using namespace hspmd;
@@ -378,7 +379,11 @@ TEST(Communication, CollectivesWithoutReferenceMessagesPlanAlike) {
       EXPECT_EQ(b.bytesSent, a.bytesSent) << what;
       EXPECT_EQ(b.bytesReceived, a.bytesReceived) << what;
       EXPECT_EQ(b.seconds, a.seconds) << what;
-      EXPECT_EQ(b.local.size(), a.local.size()) << what;
+      ASSERT_EQ(b.local.size(), a.local.size()) << what;
+      for (size_t l = 0; l < a.local.size(); ++l)
+        EXPECT_TRUE(b.local[l].device == a.local[l].device && b.local[l].box == a.local[l].box &&
+                    b.local[l].add == a.local[l].add)
+            << what << ": local copy " << l;
       if (passes::isCollective(a.kind)) {
         EXPECT_TRUE(b.messages.empty()) << what;
         collectives += !a.messages.empty();
@@ -388,6 +393,51 @@ TEST(Communication, CollectivesWithoutReferenceMessagesPlanAlike) {
     }
   }
   EXPECT_GT(collectives, 50);
+}
+
+// Reductions over many devices, planned by layout where the compiler keeps no messages (each
+// slice of each partial sum has one owner: Planner::joinReduction), against the reference that
+// visits every pair: data parallelism, tensor parallelism inside it, unequal partial groups,
+// reductions that scatter, and the two-step plans whose first step must visit the pairs.
+TEST(Communication, ReductionsByLayoutAreTheReferencesOverManyDevices) {
+  passes::LinkModel reference, unkept;
+  reference.bandwidth = unkept.bandwidth = [](int a, int b) { return a / 8 == b / 8 ? 100.0 : 25.0; };
+  unkept.referenceMessages = false;
+  const std::vector<std::array<std::string, 2>> cases = {
+      {"[0..64]: P", "[0..64]: R"},
+      {"[0..64]: P", "[0..64]: S0"},
+      {"[0..64]: P*16 x S1*4", "[0..64]: R*16 x S1*4"},
+      {"[0..64]: S1*4 x P*16", "[0..64]: S1*4 x R*16"},
+      {"[0..64]: P*16 x S1*4", "[0..64]: S1"},
+      {"{ [0..24]: P | [24..64]: P } partial", "[0..64]: R"},
+      {"{ [0..48]: P | [48..64]: P*4 x S0*4 } partial", "[0..64]: S0"},
+      {"[0..64]: P", "{ [0..32]: R | [32..64]: R } dup"},
+      {"[0..64]: P*8 x S0*8", "[0..64]: P*4 x S1*16"},
+      {"[0..64]: R*4 x P*16", "[0..64]: R"},
+  };
+  for (const auto &[fromText, toText] : cases) {
+    const ir::Annotation from = parse(fromText), to = parse(toText);
+    const std::vector<int64_t> shape = {64, 64};
+    if (auto error = ir::checkAnnotation(from, shape))
+      FAIL() << fromText << ": " << error->message;
+    if (auto error = ir::checkAnnotation(to, shape))
+      FAIL() << toText << ": " << error->message;
+    const auto a = passes::planReshard(shape, 4, from, to, reference);
+    const auto b = passes::planReshard(shape, 4, from, to, unkept);
+    ASSERT_EQ(b.steps.size(), a.steps.size()) << fromText << " -> " << toText;
+    for (size_t s = 0; s < a.steps.size(); ++s) {
+      SCOPED_TRACE(fromText + " -> " + toText + ", step " + std::to_string(s));
+      EXPECT_EQ(b.steps[s].kind, a.steps[s].kind);
+      EXPECT_EQ(b.steps[s].groups, a.steps[s].groups);
+      EXPECT_EQ(b.steps[s].seconds, a.steps[s].seconds);
+      ASSERT_EQ(b.steps[s].local.size(), a.steps[s].local.size());
+      for (size_t l = 0; l < a.steps[s].local.size(); ++l)
+        EXPECT_TRUE(b.steps[s].local[l].device == a.steps[s].local[l].device &&
+                    b.steps[s].local[l].box == a.steps[s].local[l].box &&
+                    b.steps[s].local[l].add == a.steps[s].local[l].add)
+            << "local copy " << l;
+    }
+  }
 }
 
 } // namespace

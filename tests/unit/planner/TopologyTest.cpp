@@ -10,6 +10,8 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <numeric>
+#include <random>
 
 using namespace hspmd::planner;
 
@@ -87,4 +89,37 @@ TEST(Topology, EveryPairMatchesTheWidestPathsOfTheLinkGraph) {
     }
   }
   EXPECT_GE(clusters, 8);
+}
+
+// A collective's ring runs at the slowest link between two of its members: leastBandwidth
+// answers in one pass what asking every pair answers, for random groups on every example
+// cluster (one node or several, devices outside the cluster too).
+TEST(Topology, TheLeastBandwidthOfAGroupIsItsSlowestPair) {
+  std::mt19937 random(1207);
+  int groups = 0;
+  for (const auto &entry : std::filesystem::directory_iterator("examples/clusters")) {
+    std::vector<ClusterError> errors;
+    auto cluster = loadCluster(entry.path().string(), "stdlib/devices.toml", errors);
+    ASSERT_TRUE(cluster) << entry.path();
+    const Topology topology(*cluster);
+    const int devices = topology.devices();
+    for (int trial = 0; trial < 200; ++trial) {
+      std::vector<int> all(static_cast<size_t>(devices) + 2);
+      std::iota(all.begin(), all.end(), 0); // the last two ids are outside the cluster
+      std::shuffle(all.begin(), all.end(), random);
+      const size_t size =
+          std::uniform_int_distribution<size_t>(1, trial % 2 ? all.size() : std::min<size_t>(all.size(), 4))(random);
+      std::vector<int> group(all.begin(), all.begin() + static_cast<long>(size));
+      if (trial % 3 == 0) // mostly inside the cluster
+        std::erase_if(group, [&](int d) { return d >= devices; });
+      double pairwise = std::numeric_limits<double>::infinity();
+      for (int a : group)
+        for (int b : group)
+          if (a != b)
+            pairwise = std::min(pairwise, topology.bandwidth(a, b));
+      ASSERT_EQ(topology.leastBandwidth(group), pairwise) << entry.path() << ", " << group.size() << " members";
+      ++groups;
+    }
+  }
+  EXPECT_GE(groups, 1600);
 }
