@@ -7,7 +7,7 @@
 // point: HSPMD reports up to about 10 s of graph specialization per strategy switch. Last,
 // data parallelism over many devices (the tiny GPT, one sample per device, its parameters
 // copied everywhere: each gradient is an all-reduce over every device) from 128 to 4096
-// devices, where the work of planning a reduction grows with the square of its devices, and
+// devices (docs/architecture.md: reductions planned by layout, not by every pair), and
 // the peak resident memory of the bench after the largest.
 //
 //   build/bench/bench_deduce [repetitions]
