@@ -14,7 +14,6 @@
 #include "runtime/Bf16.h"
 #include "runtime/Kernels.h"
 #include "runtime/Regions.h"
-#include "runtime/gpu/Dispatch.cuh"
 #include "runtime/gpu/ElementwiseKernels.cuh"
 #include "runtime/gpu/GpuKernels.h"
 #include "runtime/gpu/KernelTable.cuh"
@@ -783,12 +782,12 @@ TEST(KernelTable, DispatchTakesBf16AttentionWhereTensorCoresDo) {
                            bf16Tensor({1, 4, 2, D}, random), bf16Tensor({1, 4, 2, D}, random)},
         y{bf16Zeros({1, 4, 2, D})}, grads{bf16Zeros({1, 4, 2, D}), bf16Zeros({1, 4, 2, D}), bf16Zeros({1, 4, 2, D})};
     const std::vector<runtime::TensorView> inputs = views(in);
-    EXPECT_EQ(gpu::readsBf16("attention", {inputs.data(), 3}, views(y)), D == 16);
-    EXPECT_EQ(gpu::readsBf16("attention_grad", inputs, views(grads)), D == 16);
+    EXPECT_EQ(hspmd::testing::emulatedReadsBf16("attention", {inputs.data(), 3}, views(y)), D == 16);
+    EXPECT_EQ(hspmd::testing::emulatedReadsBf16("attention_grad", inputs, views(grads)), D == 16);
   }
 }
 
-// runKernel's dispatch (Dispatch.cuh) on bf16 tensors, for kernels that take them (elementwise,
+// runKernel's dispatch (runtime/gpu/Dispatch.cuh) on bf16 tensors, for kernels that take them (elementwise,
 // norms, moves, attention on heads of 16) and kernels it widens them around (softmax, sum, attention,
 // cross-entropy, embedding): near the CPU's runKernel on the same tensors, which widens every kernel's.
 TEST(KernelTable, DispatchOnBf16IsNearTheCpu) {

@@ -37,6 +37,11 @@ const std::map<std::string, runtime::gpu::Runner> &emulatedKernelTable() {
   return runtime::gpu::kernelTable();
 }
 
+bool emulatedReadsBf16(const std::string &op, std::span<const runtime::TensorView> inputs,
+                       std::span<const runtime::TensorView> outputs) {
+  return runtime::gpu::readsBf16(op, inputs, outputs);
+}
+
 } // namespace hspmd::testing
 
 namespace hspmd::runtime::gpu {
